@@ -1,0 +1,172 @@
+"""Command line: parse arguments, load the scenario, run the app or a headless
+command. Errors are printed as a titled panel on stderr with exit status 2.
+
+Textual is imported only for the commands that open the dashboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+from xwatch.errors import UsageError, XwatchError
+from xwatch.scenario import DEFAULT_SCENARIO, builtin_scenarios, keys_reference_markdown, \
+    load_scenario
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> None:
+    p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO,
+                   help="built-in scenario name or path to a .toml file (default: demo)")
+    if headless_flag:
+        p.add_argument("--headless", action="store_true",
+                       help="no dashboard: progress lines on stdout, final table, exit code")
+    p.add_argument("--duration", type=float, metavar="S",
+                   help="measurement seconds per phase (default: the scenario's duration_s)")
+    p.add_argument("--device", metavar="DEV", help="override every built-in workload's device")
+    p.add_argument("--export", metavar="DIR", help="write DIR/snapshot.json (+ events.csv, report)")
+    p.add_argument("--telemetry", default="auto", choices=("auto", "amdsmi", "nvml", "host", "off"),
+                   help="GPU telemetry backend (default: auto)")
+    p.add_argument("--telemetry-interval", type=float, default=0.5, metavar="S",
+                   help="seconds between telemetry samples (default 0.5)")
+    p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
+                   "else the scenario's [xsched] root)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="xwatch",
+        description="Watch GPU scheduling contention live: start workloads, chart their "
+                    "latency percentiles, switch between native and XSched scheduling.")
+    sub = ap.add_subparsers(dest="command")
+    run = sub.add_parser("run", help="run a scenario (dashboard, or --headless)")
+    _add_run_args(run)
+    run.add_argument("--mode", default="native", choices=("native", "xsched"),
+                     help="scheduling mode of the first phase (default native)")
+    sc = sub.add_parser("scenarios", help="list the built-in scenarios")
+    sc.add_argument("--keys", action="store_true", help="print the scenario key reference")
+    rp = sub.add_parser("replay", help="open the dashboard on a recorded snapshot")
+    rp.add_argument("snapshot", help="DIR or DIR/snapshot.json")
+    rep = sub.add_parser("report", help="write a Markdown or HTML report of a snapshot")
+    rep.add_argument("snapshot", help="DIR or DIR/snapshot.json")
+    rep.add_argument("--format", choices=("md", "html"), default="md")
+    rep.add_argument("--out", metavar="FILE", help="output file (default: stdout for md, "
+                     "report.html next to the snapshot for html)")
+    cmp_ = sub.add_parser("compare", help="headless A/B: a native phase then an XSched phase")
+    _add_run_args(cmp_, headless_flag=False)
+    sw = sub.add_parser("sweep", help="headless: native, then one XSched phase per setting")
+    _add_run_args(sw, headless_flag=False)
+    sw.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
+                    help="XSched setting to sweep, e.g. low.threshold=1,2,4,8 (repeat; lists "
+                         "of equal length are zipped)")
+    doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
+    doc.add_argument("--xsched", metavar="ROOT")
+    doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")
+    return ap
+
+
+def print_error(err: XwatchError) -> None:
+    width = max(len(err.title) + 4, min(100, max(len(x) for x in str(err).splitlines() or [""])))
+    bar = "─" * (width + 2)
+    print(f"┌{bar}┐\n│ {err.title.upper():<{width}} │\n├{bar}┤", file=sys.stderr)
+    for line in str(err).splitlines() or [""]:
+        while True:
+            print(f"│ {line[:width]:<{width}} │", file=sys.stderr)
+            line = line[width:]
+            if not line:
+                break
+    print(f"└{bar}┘", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    args = ap.parse_args(args_list)
+    try:
+        return _dispatch(ap, args)
+    except XwatchError as e:
+        print_error(e)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    if args.duration is not None and args.duration <= 0:
+        raise UsageError(f"--duration must be > 0 (got {args.duration})")
+    scen = load_scenario(args.scenario)
+    return scen.with_overrides(duration_s=args.duration, device=args.device)
+
+
+def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    cmd = args.command
+    if cmd is None:
+        args = ap.parse_args(["run"])
+        cmd = "run"
+    if cmd == "scenarios":
+        if args.keys:
+            print(keys_reference_markdown())
+            return 0
+        for name, path in builtin_scenarios().items():
+            s = load_scenario(str(path))
+            wl = ", ".join(f"{w.name}={w.describe()}" for w in s.workloads)
+            print(f"{name:<10} {s.duration_s:>5.0f}s  {s.description}  [{wl}]")
+        return 0
+    if cmd == "report":
+        from xwatch.core.report import write_report_cli
+        return write_report_cli(args.snapshot, args.format, args.out)
+    if cmd == "doctor":
+        from xwatch.core.doctor import run_doctor
+        return run_doctor(args.xsched, args.python)
+    if cmd == "replay":
+        from xwatch.core.snapshot import load_snapshot
+        snap = load_snapshot(args.snapshot)
+        from xwatch.ui.app import make_app
+        make_app(replay=snap, replay_source=args.snapshot).run()
+        return 0
+    scen = _load(args)
+    xs = _xsched_backend(args, scen)
+    if cmd == "run" and args.headless:
+        from xwatch.core.headless import run_headless
+        return asyncio.run(run_headless(scen, args, modes=[args.mode], xsched=xs))
+    if cmd == "compare":
+        from xwatch.core.headless import run_headless
+        if xs is None:
+            raise UsageError("compare needs an XSched install: --xsched ROOT or XSCHED_HOME")
+        return asyncio.run(run_headless(scen, args, modes=["native", "xsched"], xsched=xs))
+    if cmd == "sweep":
+        from xwatch.core.sweep import run_sweep
+        if xs is None:
+            raise UsageError("sweep needs an XSched install: --xsched ROOT or XSCHED_HOME")
+        return asyncio.run(run_sweep(scen, args, xs))
+    from xwatch.ui.app import make_app
+    app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
+                   telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
+                   xsched=xs)
+    _install_exit_signals(app)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
+    from xwatch.core.xsched import backend_from_args
+    return backend_from_args(getattr(args, "xsched", None), scen)
+
+
+def _install_exit_signals(app) -> None:  # type: ignore[no-untyped-def]
+    """SIGTERM/SIGHUP quit the dashboard cleanly (workloads stopped first)."""
+    def handler(signum: int, frame: object) -> None:
+        app.call_later(app.action_quit) if app.is_running else sys.exit(128 + signum)
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
+

@@ -1,0 +1,81 @@
+"""Plain-text output for headless runs: the progress line and the final table.
+
+Pure functions of snapshots, so tests can check them without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xwatch.core.session import FAILED, PhaseSnapshot
+
+
+def ms(v: float) -> str:
+    if v is None or math.isnan(v):
+        return "-"
+    return f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+def rate(v: float | None) -> str:
+    if v is None or math.isnan(v):
+        return "-"
+    return f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+
+def progress_line(p: PhaseSnapshot) -> str:
+    parts = []
+    for w in p.workloads:
+        if w.count:
+            s = (f"{w.name} {w.state} n={w.count} p50={ms(w.window.p50)} p99={ms(w.window.p99)}ms "
+                 f"{rate(w.window_rate)}/s")
+            if w.samples != w.count:
+                s += f" {rate(w.window_samples_per_s)} smp/s"
+            if w.late:
+                s += f" late={w.late}"
+            if w.errors:
+                s += f" err={w.errors}"
+        else:
+            s = f"{w.name} {w.state}"
+            if w.state == FAILED and w.exit:
+                s += f" ({w.exit.describe()[:60]})"
+        parts.append(s)
+    clock = f"{p.elapsed_s:6.1f}s" if p.measuring else "  load "
+    return f"[{clock} {p.name}] " + " | ".join(parts)
+
+
+HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s",
+          "mean", "p50", "p95", "p99", "p99.9", "max")
+
+
+def final_table(p: PhaseSnapshot) -> str:
+    rows = [HEADER]
+    for w in p.workloads:
+        L = w.phase
+        rows.append((w.name, w.state, str(w.count), str(w.errors), str(w.late),
+                     rate(w.achieved_rate), rate(w.target_rate), rate(w.samples_per_s),
+                     ms(L.mean), ms(L.p50), ms(L.p95), ms(L.p99), ms(L.p999), ms(L.max)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
+             "latency in ms over the whole phase, warm-up excluded)"]
+    for r in rows:
+        lines.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
+                               for i, c in enumerate(r)))
+    for w in p.workloads:
+        if w.state == FAILED or (w.exit and not w.exit.ran_to_end):
+            lines.append(f"  ! {w.name}: {w.exit.describe() if w.exit else w.state}")
+            for ln in w.stderr_tail[-5:]:
+                lines.append(f"      {ln}")
+    return "\n".join(lines)
+
+
+def failure_reasons(p: PhaseSnapshot) -> list[str]:
+    """One line per workload that did not run to the end of the phase."""
+    out = []
+    for w in p.workloads:
+        if w.exit is None:
+            if w.state not in ("running",):
+                out.append(f"{w.name}: never ran ({w.state})")
+            continue
+        if not w.exit.ran_to_end:
+            out.append(f"{w.name}: {w.exit.describe()}")
+    return out

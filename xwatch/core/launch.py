@@ -1,0 +1,87 @@
+"""How each workload process is started: argv, environment and cwd.
+
+A pure function of the workload, the scenario and the mode's extra
+environment (XSched's variables come from ``xwatch.core.xsched``), so the exact
+environment is testable and recorded in the snapshot for every phase.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Mapping
+
+import xwatch
+from xwatch.core.protocol import EVENT_FD_ENV
+from xwatch.core.worker import CONFIG_ENV
+from xwatch.core.worker.config import WorkerConfig
+from xwatch.scenario import Workload
+
+#: Where ``import xwatch`` resolves from: put first on the worker's PYTHONPATH
+#: so that another interpreter (``python = ...``) finds the worker code.
+PACKAGE_PARENT = str(Path(xwatch.__file__).resolve().parent.parent)
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # the full environment of the child (event fd added at spawn)
+    env_added: Mapping[str, str]  # what xwatch set or changed, for the snapshot
+    cwd: str | None
+    regex: str | None
+    delay_s: float
+
+    def as_record(self) -> dict[str, object]:
+        return {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env_added),
+                "start_delay_s": self.delay_s}
+
+
+def worker_config(w: Workload) -> WorkerConfig:
+    assert w.model is not None
+    return WorkerConfig(
+        name=w.name, model=w.model, batch=w.batch, input=w.input, seq_len=w.seq_len, task=w.task,
+        dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, requests=w.requests,
+        warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed)
+
+
+def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
+                 base_env: Mapping[str, str] | None = None) -> LaunchSpec:
+    """The command line and environment for workload ``w``.
+
+    ``mode_env`` (XSched's variables) is applied last, except that
+    ``LD_LIBRARY_PATH``/``LD_PRELOAD`` in it are prepended to what is there.
+    """
+    env = dict(os.environ if base_env is None else base_env)
+    added: dict[str, str] = {}
+
+    def put(k: str, v: str) -> None:
+        env[k] = v
+        added[k] = v
+
+    if w.model is not None:
+        argv: tuple[str, ...] = (w.python or sys.executable, "-u", "-m", "xwatch.core.worker")
+        pp = env.get("PYTHONPATH")
+        put("PYTHONPATH", PACKAGE_PARENT + (os.pathsep + pp if pp else ""))
+        put(CONFIG_ENV, worker_config(w).to_json())
+        cwd = None
+    else:
+        assert w.command is not None
+        argv = w.command
+        cwd = w.cwd
+    put("PYTHONUNBUFFERED", "1")
+    for k, v in w.env.items():
+        put(k, v)
+    for k, v in (mode_env or {}).items():
+        if k in ("LD_LIBRARY_PATH", "LD_PRELOAD") and env.get(k):
+            sep = ":" if k == "LD_LIBRARY_PATH" else " "
+            put(k, v + sep + env[k])
+        else:
+            put(k, v)
+    env.pop(EVENT_FD_ENV, None)
+    return LaunchSpec(name=w.name, argv=argv, env=MappingProxyType(env),
+                      env_added=MappingProxyType(added), cwd=cwd, regex=w.regex,
+                      delay_s=w.start_delay_s)

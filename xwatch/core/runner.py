@@ -1,0 +1,149 @@
+"""Phase control shared by the headless CLI and the dashboard.
+
+The runner owns the order of things for one phase: prepare the mode (XSched:
+start xserver, build its environment), start the workloads, decide when the
+phase has reached its planned end, stop everything, and tear the mode down.
+It never prints and never touches the UI; callers read ``session.snapshot()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Protocol
+
+from xwatch.core.launch import build_launch
+from xwatch.core.session import Phase, Session
+from xwatch.core.supervisor import Supervisor
+from xwatch.errors import XschedError
+from xwatch.scenario import Scenario
+
+NATIVE, XSCHED = "native", "xsched"
+MODES = (NATIVE, XSCHED)
+
+
+class ModeBackend(Protocol):
+    """What a non-native mode (XSched) provides to the runner."""
+
+    async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
+        """Prepare the mode; return extra environment per workload name."""
+
+    async def leave(self, phase: Phase) -> None:
+        """Undo ``enter`` (stop daemons); must be safe to call twice."""
+
+    def kill_now(self) -> None:
+        """Synchronous emergency stop."""
+
+
+class Runner:
+    """Starts and stops phases of a scenario's workload set."""
+
+    def __init__(self, scenario: Scenario, session: Session | None = None,
+                 xsched: ModeBackend | None = None, startup_timeout_s: float = 600.0) -> None:
+        self.scenario = scenario
+        self.session = session or Session(scenario)
+        self.supervisor = Supervisor()
+        self.xsched = xsched
+        self.startup_timeout_s = startup_timeout_s
+        self.phase: Phase | None = None
+        self._backend: ModeBackend | None = None
+        self._lock = asyncio.Lock()
+
+    def can_run(self, mode: str) -> str | None:
+        """None if ``mode`` can start, else the reason it cannot."""
+        if mode == XSCHED and self.xsched is None:
+            return ("XSched mode needs an XSched install: pass --xsched ROOT, set XSCHED_HOME, "
+                    "or set [xsched] root in the scenario")
+        return None
+
+    async def start_phase(self, mode: str) -> Phase:
+        async with self._lock:
+            if self.phase is not None and self.phase.t_end is None:
+                await self._stop_locked(planned_end=False)
+            reason = self.can_run(mode)
+            if reason:
+                raise XschedError(reason, title="XSched not configured")
+            phase = self.session.new_phase(mode)
+            self.phase = phase
+            mode_env: dict[str, dict[str, str]] = {}
+            if mode == XSCHED:
+                assert self.xsched is not None
+                self._backend = self.xsched
+                try:
+                    mode_env = await self.xsched.enter(phase)
+                except Exception as e:
+                    await self.xsched.leave(phase)
+                    self._backend = None
+                    self.session.log("xwatch", "error", f"XSched mode failed to start: {e}")
+                    phase.extra["error"] = str(e)
+                    phase.finish("failed")
+                    raise
+            specs = [build_launch(w, mode_env.get(w.name)) for w in self.scenario.workloads]
+            await self.supervisor.start(phase, specs)
+            return phase
+
+    def planned_end_reached(self, duration_s: float, now: float | None = None) -> bool:
+        p = self.phase
+        if p is None:
+            return True
+        now = time.monotonic() if now is None else now
+        if p.t_measure is not None:
+            return now - p.t_measure >= duration_s
+        return now - p.t_start >= self.startup_timeout_s
+
+    def all_exited(self) -> bool:
+        return self.supervisor.all_exited()
+
+    async def stop_phase(self, planned_end: bool = False) -> None:
+        async with self._lock:
+            await self._stop_locked(planned_end)
+
+    async def _stop_locked(self, planned_end: bool) -> None:
+        p = self.phase
+        if p is None:
+            return
+        p.stop_measuring()
+        await self.supervisor.stop(planned_end=planned_end)
+        if self._backend is not None:
+            await self._backend.leave(p)
+            self._backend = None
+        if p.t_end is None:
+            p.finish()
+
+    async def run_phase(self, mode: str, duration_s: float, tick_s: float = 1.0,
+                        on_tick: object = None, stop: asyncio.Event | None = None) -> Phase:
+        """Run one phase to its planned end (or until every workload exited,
+        or ``stop`` is set). ``on_tick(phase)`` is called every ``tick_s``."""
+        phase = await self.start_phase(mode)
+        stop = stop or asyncio.Event()
+        planned = False
+        try:
+            while True:
+                wait = tick_s
+                if phase.t_measure is not None:  # wake exactly at the planned end
+                    left = phase.t_measure + duration_s - time.monotonic()
+                    wait = max(0.0, min(tick_s, left))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=wait)
+                if callable(on_tick):
+                    on_tick(phase)
+                if stop.is_set():
+                    break
+                if self.all_exited():
+                    break
+                if self.planned_end_reached(duration_s):
+                    planned = phase.t_measure is not None
+                    if not planned:
+                        self.session.log("xwatch", "error",
+                                         f"no workload became ready within "
+                                         f"{self.startup_timeout_s:.0f} s")
+                    break
+        finally:
+            await self.stop_phase(planned_end=planned)
+        return phase
+
+    def kill_now(self) -> None:
+        self.supervisor.kill_now()
+        if self._backend is not None:
+            self._backend.kill_now()

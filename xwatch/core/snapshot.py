@@ -1,0 +1,299 @@
+"""Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv``).
+
+Schema id ``xwatch.snapshot/1`` (JSON Schema in ``snapshot.schema.json`` beside
+this file, prose in ``docs/snapshot.md``). Writing is atomic: a temporary file
+in the target folder, fsync, then ``os.replace``, so a crash mid-write never
+leaves a half snapshot. ``load_snapshot`` checks the schema id and rebuilds a
+``SessionSnapshot`` so that replay and reports read exactly what the live
+dashboard read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import xwatch
+from xwatch.core.session import (ExitInfo, LogLine, PhaseSnapshot, Session, SessionSnapshot,
+                                 WorkloadSnapshot)
+from xwatch.core.stats import EMPTY, LatencySummary, SecondRow
+from xwatch.errors import SnapshotError
+from xwatch.scenario import parse_scenario
+
+SCHEMA_ID = "xwatch.snapshot/1"
+SUPPORTED_SCHEMAS = (SCHEMA_ID,)
+SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
+ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
+
+
+def _num(v: float | None) -> float | None:
+    if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
+        return None
+    return round(float(v), 6)
+
+
+def host_environment() -> dict[str, Any]:
+    """What can be said about the host without importing torch."""
+    return {
+        "host": socket.gethostname(),
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "xwatch": xwatch.__version__,
+        "argv": sys.argv[:],
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    }
+
+
+def _summary(s: LatencySummary) -> dict[str, Any]:
+    return s.as_dict()
+
+
+def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
+    return {
+        "priority": w.priority, "priority_label": w.priority_label,
+        "description": w.description, "state": w.state, "pid": w.pid,
+        "count": w.count, "errors": w.errors, "late": w.late, "samples": w.samples,
+        "malformed": w.malformed,
+        "latency_ms": _summary(w.phase),
+        "window_latency_ms": _summary(w.window),
+        "service_ms": _summary(w.service),
+        "throughput": {"requests_per_s": _num(w.achieved_rate),
+                       "samples_per_s": _num(w.samples_per_s),
+                       "window_requests_per_s": _num(w.window_rate),
+                       "window_samples_per_s": _num(w.window_samples_per_s)},
+        "target_rate": w.target_rate, "achieved_rate": _num(w.achieved_rate),
+        "measured_s": _num(w.measured_s),
+        "goodput": _num(w.goodput) if w.goodput is not None else None,
+        "exit": None if w.exit is None else {
+            "code": w.exit.code, "signal": w.exit.signal, "reason": w.exit.reason,
+            "ran_to_end": w.exit.ran_to_end, "message": w.exit.message},
+        "error": w.error,
+        "log_tail": list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
+        "stderr_tail": list(w.stderr_tail),
+        "stdout_tail": list(w.log_tail),
+        "hello": w.hello,
+        "launch": w.launch,
+        "series": [[r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
+                    _num(r.max), _num(r.mean)] for r in w.series],
+        "cdf": [[_num(v), round(f, 4)] for v, f in w.cdf],
+        "annotations": list(w.annotations),
+    }
+
+
+def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = "events.csv"
+                     ) -> dict[str, Any]:
+    extra = dict(snap.extra)
+    env = {**host_environment(), **extra.pop("environment", {})}
+    telemetry = extra.pop("telemetry", None)
+    return {
+        "schema": SCHEMA_ID,
+        "created_at": extra.pop("created_at", None),
+        "window_s": snap.window_s,
+        "scenario": snap.scenario.to_dict(),
+        "environment": env,
+        "phases": [{
+            "index": p.index, "name": p.name, "mode": p.mode, "status": p.status,
+            "started_at": p.started_at, "ended_at": p.ended_at,
+            "duration_s": _num(p.elapsed_s), "measuring": p.measuring,
+            "t_start": p.t_start, "t_measure": p.t_measure,
+            "workloads": {w.name: _workload_dict(w) for w in p.workloads},
+            **({"xsched": p.extra["xsched"]} if "xsched" in p.extra else {}),
+            "annotations": list(p.extra.get("annotations", [])),
+        } for p in snap.phases],
+        "messages": [{"t": m.t, "level": m.stream, "text": m.text} for m in snap.messages[-200:]],
+        "telemetry": telemetry,
+        "events_file": events_file,
+        "events_columns": ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
+                           "sched_delay_ms", "late", "batch", "ok"],
+        "extra": {k: v for k, v in extra.items() if not k.startswith("_")},
+    }
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with __import__("contextlib").suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_snapshot(session: Session, directory: str | os.PathLike[str],
+                   snap: SessionSnapshot | None = None) -> Path:
+    """Write ``snapshot.json`` and ``events.csv`` into ``directory`` atomically."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    session.spool.flush()
+    snap = snap or session.snapshot(telemetry_last=None)
+    doc = snapshot_to_dict(snap)
+    # events first, so a snapshot.json never names a missing events file
+    fd, tmp = tempfile.mkstemp(prefix=".events.csv.", dir=d)
+    os.close(fd)
+    try:
+        shutil.copyfile(session.spool.path, tmp)
+        os.replace(tmp, d / "events.csv")
+    except BaseException:
+        with __import__("contextlib").suppress(OSError):
+            os.unlink(tmp)
+        raise
+    path = d / "snapshot.json"
+    _atomic_write(path, json.dumps(doc, indent=1, default=str, allow_nan=False).encode())
+    return path
+
+
+# ---------------------------------------------------------------- reading back
+def load_snapshot_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "snapshot.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SnapshotError(f"{p}: cannot read: {e.strerror or e}", title="Snapshot not found")
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise SnapshotError(f"{p}: not valid JSON ({e}); the file is corrupt or truncated")
+    if not isinstance(doc, dict) or "schema" not in doc:
+        raise SnapshotError(f"{p}: not an xwatch snapshot (no 'schema' field)")
+    if doc["schema"] not in SUPPORTED_SCHEMAS:
+        raise SnapshotError(
+            f"{p}: unknown snapshot schema {doc['schema']!r}; this xwatch "
+            f"({xwatch.__version__}) reads {', '.join(SUPPORTED_SCHEMAS)}",
+            title="Unknown snapshot schema")
+    for key in ("scenario", "phases"):
+        if key not in doc:
+            raise SnapshotError(f"{p}: snapshot is missing {key!r}")
+    return doc
+
+
+def _f(v: Any) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _summary_from(d: dict[str, Any] | None, count: int) -> LatencySummary:
+    if not d or count == 0:
+        return EMPTY
+    return LatencySummary(count, *(_f(d.get(k)) for k in
+                                   ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999",
+                                    "max")))
+
+
+def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
+    """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
+    try:
+        scen = _scenario_from(doc["scenario"], source)
+        phases = []
+        for p in doc["phases"]:
+            wls = []
+            for name, w in p["workloads"].items():
+                ex = w.get("exit")
+                tp = w.get("throughput") or {}
+                wls.append(WorkloadSnapshot(
+                    name=name, priority=w.get("priority", 0),
+                    priority_label=str(w.get("priority_label", w.get("priority", ""))),
+                    description=w.get("description", ""), state=w.get("state", "?"),
+                    pid=w.get("pid"),
+                    phase=_summary_from(w.get("latency_ms"), w.get("count", 0)),
+                    window=_summary_from(w.get("window_latency_ms"), w.get("count", 0)),
+                    service=_summary_from(w.get("service_ms"), w.get("count", 0)),
+                    count=w.get("count", 0), errors=w.get("errors", 0), late=w.get("late", 0),
+                    samples=w.get("samples", 0), malformed=w.get("malformed", 0),
+                    target_rate=w.get("target_rate"),
+                    achieved_rate=_f(tp.get("requests_per_s")) if tp else 0.0,
+                    samples_per_s=_f(tp.get("samples_per_s")) if tp else 0.0,
+                    window_rate=_f(tp.get("window_requests_per_s")),
+                    window_samples_per_s=_f(tp.get("window_samples_per_s")),
+                    measured_s=_f(w.get("measured_s")),
+                    goodput=w.get("goodput"),
+                    series=tuple(SecondRow(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]),
+                                           _f(r[5]), _f(r[6]), _f(r[7]), _f(r[8]))
+                                 for r in w.get("series", [])),
+                    cdf=tuple((_f(v), float(fr)) for v, fr in w.get("cdf", [])),
+                    exit=None if not ex else ExitInfo(ex.get("code"), ex.get("signal"),
+                                                      ex.get("reason", "?"),
+                                                      bool(ex.get("ran_to_end")),
+                                                      ex.get("message", "")),
+                    error=w.get("error"), stderr_tail=tuple(w.get("stderr_tail", [])),
+                    log_tail=tuple(w.get("stdout_tail", [])), hello=w.get("hello") or {},
+                    launch=w.get("launch") or {}, inflight_s=0.0,
+                    annotations=tuple(w.get("annotations", []))))
+            extra = {k: p[k] for k in ("xsched",) if k in p}
+            extra["annotations"] = p.get("annotations", [])
+            phases.append(PhaseSnapshot(
+                index=p.get("index", len(phases)), name=p["name"], mode=p["mode"],
+                status=p.get("status", "?"), started_at=p.get("started_at", ""),
+                ended_at=p.get("ended_at"), elapsed_s=_f(p.get("duration_s")),
+                measuring=bool(p.get("measuring", True)), workloads=tuple(wls), extra=extra,
+                t_start=float(p.get("t_start") or 0.0), t_measure=p.get("t_measure")))
+        msgs = tuple(LogLine(i, m.get("t", 0.0), "xwatch", m.get("level", "info"), m["text"])
+                     for i, m in enumerate(doc.get("messages", [])))
+        extra = {"environment": doc.get("environment", {}), "telemetry": doc.get("telemetry"),
+                 "created_at": doc.get("created_at"), **(doc.get("extra") or {})}
+        return SessionSnapshot(scenario=scen, phases=tuple(phases), messages=msgs,
+                               taken_at=0.0, window_s=float(doc.get("window_s", 10.0)),
+                               extra=extra)
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise SnapshotError(f"{source}: snapshot is malformed ({type(e).__name__}: {e})")
+
+
+def _scenario_from(d: dict[str, Any], source: str) -> Any:
+    """Re-validate the recorded scenario (drop defaults that are None)."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items() if v is not None}
+        if isinstance(x, list):
+            return [clean(v) for v in x]
+        return x
+
+    data = clean(d)
+    src = data.pop("source", source)
+    wls = []
+    for w in data.get("workloads", []):
+        w = dict(w)
+        xs = w.pop("xsched", {}) or {}
+        if not xs.get("env"):
+            xs.pop("env", None)
+        if xs:
+            w["xsched"] = xs
+        if not w.get("env"):
+            w.pop("env", None)
+        if "model" in w:
+            w["input"] = list(w.get("input", [3, 224, 224]))
+            for k in ("command", "cwd", "regex", "platform"):
+                w.pop(k, None)
+            if "rate" not in w:
+                w.pop("arrival", None)
+        else:
+            for k in ("input", "seq_len", "task", "dtype", "device", "arrival", "requests",
+                      "warmup", "python", "threads", "stream", "seed", "model"):
+                w.pop(k, None)
+        wls.append(w)
+    data["workload"] = wls
+    data.pop("workloads", None)
+    xs = data.get("xsched") or {}
+    if not xs:
+        data.pop("xsched", None)
+    if data.get("slo") is None:
+        data.pop("slo", None)
+    return parse_scenario(data, f"{src} (recorded in {source})", default_name=data.get("name", "?"))
+
+
+def load_snapshot(path: str | os.PathLike[str]) -> SessionSnapshot:
+    return snapshot_from_dict(load_snapshot_dict(path), str(path))

@@ -1,0 +1,309 @@
+"""Streaming latency statistics with bounded memory.
+
+Definitions (documented in the README and checked by tests against an exact
+computation):
+
+- **Percentile** Pq is the nearest-rank percentile: the smallest recorded value
+  v such that at least q% of the values are <= v (``exact_percentile``). The
+  streaming estimate comes from a log-bucketed histogram whose buckets are
+  ``RELATIVE_WIDTH`` wide (0.5%); it reports the bucket's geometric centre,
+  clamped to [min, max], so it is within 0.25% (relative) of the exact value.
+- **mean**, **std** (population, ddof=0), **min**, **max** and counts are
+  exact (Welford's algorithm).
+- **Phase** statistics cover every measured request of a phase; **window**
+  statistics cover requests that *ended* in the last ``window_s`` seconds;
+  per-second rows cover requests that ended in that second of the phase.
+
+Memory: one histogram per phase (a few thousand buckets at most), full
+histograms only for the seconds inside the window, and a compact row for every
+older second (capped at ``MAX_SECONDS``), so an hour-long run stays small.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+RELATIVE_WIDTH = 0.005
+_LOG_GAMMA = math.log1p(RELATIVE_WIDTH)
+_INV_LOG_GAMMA = 1.0 / _LOG_GAMMA
+_MIN_VALUE = 1e-6  # ms; anything at or below lands in one bottom bucket
+_MIN_INDEX = math.floor(math.log(_MIN_VALUE) * _INV_LOG_GAMMA)
+MAX_SECONDS = 6 * 3600  # per-second rows kept per workload and phase
+
+PERCENTILES: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
+
+
+def bucket_index(v: float) -> int:
+    if v <= _MIN_VALUE:
+        return _MIN_INDEX
+    return math.floor(math.log(v) * _INV_LOG_GAMMA)
+
+
+def bucket_value(i: int) -> float:
+    """Geometric centre of bucket ``i``."""
+    return math.exp((i + 0.5) * _LOG_GAMMA)
+
+
+def exact_percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of ``values`` (the definition xwatch uses)."""
+    if not values:
+        raise ValueError("no values")
+    s = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(s)))
+    return s[rank - 1]
+
+
+class LogHistogram:
+    """Sparse log-bucketed histogram (counts per bucket index)."""
+
+    __slots__ = ("counts", "n")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.n = 0
+
+    def add(self, v: float) -> None:
+        i = _MIN_INDEX if v <= _MIN_VALUE else math.floor(math.log(v) * _INV_LOG_GAMMA)
+        c = self.counts
+        c[i] = c.get(i, 0) + 1
+        self.n += 1
+
+    def merge(self, other: LogHistogram) -> None:
+        c = self.counts
+        for i, k in other.counts.items():
+            c[i] = c.get(i, 0) + k
+        self.n += other.n
+
+    def quantiles(self, qs: Iterable[float], vmin: float, vmax: float) -> list[float]:
+        """Nearest-rank estimates for percentiles ``qs`` (ascending order not needed)."""
+        n = self.n
+        if n == 0:
+            return [math.nan for _ in qs]
+        qs = list(qs)
+        ranks = sorted((max(1, math.ceil(q / 100.0 * n)), j) for j, q in enumerate(qs))
+        out = [math.nan] * len(qs)
+        cum = 0
+        r = 0
+        for i in sorted(self.counts):
+            cum += self.counts[i]
+            while r < len(ranks) and ranks[r][0] <= cum:
+                out[ranks[r][1]] = min(max(bucket_value(i), vmin), vmax)
+                r += 1
+            if r == len(ranks):
+                break
+        return out
+
+    def count_le(self, threshold: float) -> int:
+        """Values in buckets entirely at or below ``threshold`` (approximate)."""
+        t = bucket_index(threshold)
+        return sum(k for i, k in self.counts.items() if i < t)
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Latency statistics over some set of requests; NaN where there are none."""
+
+    count: int
+    mean: float
+    std: float
+    min: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    p999: float
+    max: float
+
+    def as_dict(self) -> dict[str, float]:
+        d = {k: getattr(self, k) for k in
+             ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")}
+        return {k: (None if math.isnan(v) else round(v, 6)) for k, v in d.items()}  # type: ignore[misc]
+
+    def get(self, key: str) -> float:
+        return float(getattr(self, key))
+
+
+EMPTY = LatencySummary(0, *(math.nan,) * 9)
+
+
+class Moments:
+    """Exact count/mean/std/min/max (Welford) plus a histogram for percentiles."""
+
+    __slots__ = ("hist", "max", "mean", "min", "n", "s2")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = 0.0
+        self.s2 = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+        self.hist = LogHistogram()
+
+    def add(self, v: float) -> None:
+        self.n += 1
+        d = v - self.mean
+        self.mean += d / self.n
+        self.s2 += d * (v - self.mean)
+        if v < self.min:
+            self.min = v
+        if v > self.max:
+            self.max = v
+        self.hist.add(v)
+
+    def merge(self, o: Moments) -> None:
+        if o.n == 0:
+            return
+        n = self.n + o.n
+        d = o.mean - self.mean
+        self.s2 += o.s2 + d * d * self.n * o.n / n
+        self.mean += d * o.n / n
+        self.n = n
+        self.min = min(self.min, o.min)
+        self.max = max(self.max, o.max)
+        self.hist.merge(o.hist)
+
+    def summary(self) -> LatencySummary:
+        if self.n == 0:
+            return EMPTY
+        qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
+        return LatencySummary(self.n, self.mean, math.sqrt(max(self.s2, 0.0) / self.n),
+                              self.min, *qs, self.max)
+
+
+@dataclass(frozen=True)
+class SecondRow:
+    """One second of a phase (requests that ended in [sec, sec+1) after the phase's t0)."""
+
+    sec: int
+    count: int
+    errors: int
+    late: int
+    samples: int
+    p50: float
+    p99: float
+    max: float
+    mean: float
+
+
+class _Second:
+    __slots__ = ("errors", "late", "m", "samples", "sec")
+
+    def __init__(self, sec: int) -> None:
+        self.sec = sec
+        self.m = Moments()
+        self.errors = 0
+        self.late = 0
+        self.samples = 0
+
+    def row(self) -> SecondRow:
+        m = self.m
+        if m.n:
+            p50, p99 = m.hist.quantiles((50.0, 99.0), m.min, m.max)
+            return SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
+                             m.max, m.mean)
+        return SecondRow(self.sec, 0, self.errors, self.late, self.samples,
+                         math.nan, math.nan, math.nan, math.nan)
+
+
+class Recorder:
+    """All statistics of one workload in one phase.
+
+    ``t0`` is the phase's time origin (monotonic seconds); events carry their
+    own end time ``t``. ``slo_ms``, when set, is counted exactly (goodput).
+    """
+
+    def __init__(self, t0: float, window_s: float = 10.0, slo_ms: float | None = None) -> None:
+        self.t0 = t0
+        self.window_s = window_s
+        self.slo_ms = slo_ms
+        self.phase = Moments()
+        self.service = Moments()
+        self.errors = 0
+        self.late = 0
+        self.samples = 0
+        self.under_slo = 0
+        self.first_t = math.nan
+        self.last_t = math.nan
+        self._live: deque[_Second] = deque()  # seconds still inside the window
+        self.rows: deque[SecondRow] = deque(maxlen=MAX_SECONDS)  # finalized seconds
+
+    def add(self, latency_ms: float, t: float, batch: int = 1, late: bool = False,
+            ok: bool = True, service_ms: float | None = None) -> None:
+        sec = int(t - self.t0) if t >= self.t0 else -1
+        live = self._live
+        if live and live[-1].sec == sec:
+            b = live[-1]
+        else:
+            b = self._second(sec)
+        if self.first_t != self.first_t:  # NaN check
+            self.first_t = t
+        self.last_t = t
+        if not ok:
+            self.errors += 1
+            b.errors += 1
+            return
+        self.phase.add(latency_ms)
+        if service_ms is not None:
+            self.service.add(service_ms)
+        b.m.add(latency_ms)
+        self.samples += batch
+        b.samples += batch
+        if late:
+            self.late += 1
+            b.late += 1
+        if self.slo_ms is not None and latency_ms <= self.slo_ms:
+            self.under_slo += 1
+
+    def _second(self, sec: int) -> _Second:
+        live = self._live
+        for b in reversed(live):  # out-of-order event for a recent second
+            if b.sec == sec:
+                return b
+            if b.sec < sec:
+                break
+        b = _Second(sec)
+        live.append(b)
+        if len(live) > 1 and live[-2].sec > sec:  # keep ordered (rare)
+            items = sorted(live, key=lambda x: x.sec)
+            live.clear()
+            live.extend(items)
+        self._expire(sec)
+        return b
+
+    def _expire(self, now_sec: int) -> None:
+        horizon = now_sec - int(math.ceil(self.window_s)) - 1
+        live = self._live
+        while live and live[0].sec < horizon:
+            self.rows.append(live.popleft().row())
+
+    # ------------------------------------------------------------------ reads
+    def window(self, now: float) -> tuple[LatencySummary, int, int]:
+        """(latency summary, requests, samples) for requests that ended in
+        (now - window_s, now]. Per-second granularity: the window is the last
+        ``window_s`` whole seconds of the phase clock, the current one included."""
+        now_sec = int(now - self.t0)
+        lo = now_sec - int(math.ceil(self.window_s)) + 1
+        m = Moments()
+        samples = 0
+        for b in self._live:
+            if lo <= b.sec <= now_sec:
+                m.merge(b.m)
+                samples += b.samples
+        return m.summary(), m.n, samples
+
+    def series(self) -> list[SecondRow]:
+        """Per-second rows, oldest first (finalized and live)."""
+        return [*self.rows, *(b.row() for b in self._live)]
+
+    def cdf(self, points: int = 100) -> list[tuple[float, float]]:
+        """(latency, fraction <= latency) at evenly spaced quantiles, for charts."""
+        m = self.phase
+        if m.n == 0:
+            return []
+        qs = [100.0 * (i + 1) / points for i in range(points)]
+        vals = m.hist.quantiles(qs, m.min, m.max)
+        return [(v, q / 100.0) for v, q in zip(vals, qs)]

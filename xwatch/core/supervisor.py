@@ -1,0 +1,258 @@
+"""Starts, watches and stops workload processes (asyncio, one event loop).
+
+Each workload runs in its own process group with its own environment; its
+events arrive on a dedicated pipe (fd number in ``XWATCH_EVENT_FD``), its
+stdout/stderr are captured separately as its log. Stopping is SIGINT, then
+SIGTERM, then SIGKILL to the whole group. Children never outlive xwatch: they
+get ``PR_SET_PDEATHSIG`` (Linux), the built-in worker also watches its parent
+pid, and an ``atexit`` hook kills whatever is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import os
+import re
+import signal
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from xwatch.core.launch import LaunchSpec
+from xwatch.core.protocol import EVENT_FD_ENV, LineParser
+from xwatch.core.session import FAILED, PENDING, STARTING, STOPPED, TERMINAL, Phase, WorkloadRun
+
+MAX_LOG_LINE = 2000
+_PR_SET_PDEATHSIG = 1
+
+try:
+    _libc: Any = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+    _prctl = _libc.prctl if _libc is not None else None
+except (OSError, AttributeError):  # pragma: no cover
+    _prctl = None
+
+
+def child_setup(sig: int = signal.SIGKILL) -> Callable[[], None]:
+    """A ``preexec_fn``: die with ``sig`` when the parent dies (also across exec)."""
+    parent = os.getpid()
+
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # parent died before prctl took effect
+            os._exit(70)
+
+    return setup
+
+
+_LIVE_GROUPS: weakref.WeakSet[ManagedProcess] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    """Last line of defence when xwatch exits without a clean stop."""
+    for mp in list(_LIVE_GROUPS):
+        mp.kill_now()
+
+
+class _EventPipe(asyncio.Protocol):
+    def __init__(self, mp: ManagedProcess) -> None:
+        self.mp = mp
+        self.parser = LineParser()
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self._deliver(self.parser.feed(data))
+
+    def _deliver(self, res: Any) -> None:
+        run = self.mp.run
+        try:
+            if res.events:
+                run.on_events(res.events)
+            if res.malformed:
+                run.on_malformed(res.malformed)
+        except Exception as e:  # a bug in one handler must not kill the reader
+            run.phase.session.log("xwatch", "error", f"{run.spec.name}: event handling: {e!r}")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._deliver(self.parser.close())
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class ManagedProcess:
+    """One workload process and the tasks that read its pipes."""
+
+    def __init__(self, run: WorkloadRun, spec: LaunchSpec) -> None:
+        self.run = run
+        self.spec = spec
+        self.proc: asyncio.subprocess.Process | None = None
+        self.pgid: int | None = None
+        self.done = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._regex = re.compile(spec.regex) if spec.regex else None
+        self._planned_end = False
+
+    async def start(self) -> None:
+        run = self.run
+        run.state = STARTING
+        run.launch = self.spec.as_record()
+        r, w = os.pipe()
+        env = dict(self.spec.env)
+        env[EVENT_FD_ENV] = str(w)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.spec.argv, env=env, cwd=self.spec.cwd,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, pass_fds=(w,), start_new_session=True,
+                preexec_fn=child_setup(), limit=1 << 20)
+        except OSError as e:
+            os.close(r)
+            os.close(w)
+            run.on_spawn_error(f"cannot start {self.spec.argv[0]!r}: {e.strerror or e}")
+            self.done.set()
+            return
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(w)
+        self.pgid = self.proc.pid
+        run.pid = self.proc.pid
+        _LIVE_GROUPS.add(self)
+        loop = asyncio.get_running_loop()
+        _, proto = await loop.connect_read_pipe(lambda: _EventPipe(self), os.fdopen(r, "rb", 0))
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._tasks = [
+            asyncio.create_task(self._read_lines(self.proc.stdout, "stdout")),
+            asyncio.create_task(self._read_lines(self.proc.stderr, "stderr")),
+        ]
+        self._tasks.append(asyncio.create_task(self._watch(proto)))
+        run.phase.session.log("xwatch", "info", f"{run.spec.name}: started pid {self.proc.pid}")
+
+    async def _read_lines(self, stream: asyncio.StreamReader, name: str) -> None:
+        run = self.run
+        rx = self._regex if name == "stdout" else None
+        while True:
+            try:
+                raw = await stream.readline()
+            except (ValueError, asyncio.LimitOverrunError):
+                raw = b"<line too long, skipped>\n"
+                with contextlib.suppress(Exception):
+                    await stream.read(1 << 20)
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")[:MAX_LOG_LINE]
+            try:
+                if rx is not None:
+                    m = rx.search(line)
+                    if m:
+                        try:
+                            lat = float(m.group("latency_ms"))
+                        except (TypeError, ValueError):
+                            run.on_malformed([line])
+                        else:
+                            run.on_events([{"latency_ms": lat, "t": time.monotonic()}])
+                run.on_output(name, line)
+            except Exception as e:
+                run.phase.session.log("xwatch", "error", f"{run.spec.name}: log handling: {e!r}")
+
+    async def _watch(self, proto: _EventPipe) -> None:
+        assert self.proc is not None
+        rc = await self.proc.wait()
+        # the pipes close when the child exits; give readers a moment to drain
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.gather(proto.closed, *self._tasks[:2]), timeout=2.0)
+        code, sig = (None, -rc) if rc < 0 else (rc, None)
+        self.run.on_exit(code, sig, planned_end=self._planned_end)
+        _LIVE_GROUPS.discard(self)
+        # the group may still hold grandchildren of an external command
+        self._signal_group(signal.SIGKILL)
+        self.done.set()
+
+    def _signal_group(self, sig: int) -> bool:
+        if self.pgid is None:
+            return False
+        try:
+            os.killpg(self.pgid, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    async def stop(self, planned_end: bool, grace: tuple[float, float] = (3.0, 2.0)) -> None:
+        self._planned_end = planned_end
+        self.run.stop_requested = True
+        if self.proc is None or self.done.is_set():
+            return
+        for sig, wait in ((signal.SIGINT, grace[0]), (signal.SIGTERM, grace[1]),
+                          (signal.SIGKILL, 5.0)):
+            if self.proc.returncode is not None:
+                break
+            self._signal_group(sig)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.proc.wait(), timeout=wait)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.done.wait(), timeout=5.0)
+
+    def kill_now(self) -> None:
+        """Synchronous SIGKILL of the whole group (atexit / emergencies)."""
+        self._signal_group(signal.SIGKILL)
+
+
+class Supervisor:
+    """Runs one phase's workload set at a time."""
+
+    def __init__(self, grace: tuple[float, float] = (3.0, 2.0)) -> None:
+        self.grace = grace
+        self.procs: dict[str, ManagedProcess] = {}
+        self._starters: list[asyncio.Task[None]] = []
+        self.phase: Phase | None = None
+
+    async def start(self, phase: Phase, specs: list[LaunchSpec]) -> None:
+        """Start every workload of ``phase`` (each after its own delay)."""
+        self.phase = phase
+        self.procs = {}
+        self._starters = []
+        for spec in specs:
+            mp = ManagedProcess(phase.runs[spec.name], spec)
+            self.procs[spec.name] = mp
+            if spec.delay_s > 0:
+                self._starters.append(asyncio.create_task(self._delayed(mp)))
+            else:
+                await mp.start()
+
+    async def _delayed(self, mp: ManagedProcess) -> None:
+        await asyncio.sleep(mp.spec.delay_s)
+        if not mp.run.stop_requested:
+            await mp.start()
+
+    def all_exited(self) -> bool:
+        return bool(self.procs) and all(
+            mp.run.state in TERMINAL for mp in self.procs.values())
+
+    async def wait_all(self) -> None:
+        for mp in self.procs.values():
+            if mp.run.state != PENDING or mp.proc is not None:
+                await mp.done.wait()
+
+    async def stop(self, planned_end: bool = False) -> None:
+        """Stop every workload of the current phase (in parallel)."""
+        for t in self._starters:
+            t.cancel()
+        for mp in self.procs.values():
+            if mp.proc is None and mp.run.state in (PENDING, STARTING):
+                mp.run.stop_requested = True
+                mp.run.state = STOPPED
+        await asyncio.gather(*(mp.stop(planned_end, self.grace) for mp in self.procs.values()),
+                             return_exceptions=True)
+
+    def kill_now(self) -> None:
+        for mp in self.procs.values():
+            mp.kill_now()
+
+    @property
+    def failed(self) -> list[WorkloadRun]:
+        return [mp.run for mp in self.procs.values() if mp.run.state == FAILED]

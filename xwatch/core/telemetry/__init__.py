@@ -1,0 +1,170 @@
+"""GPU telemetry: backend selection and the sampling thread.
+
+``select_backend`` tries amdsmi, then NVML, then the psutil host fallback (or
+the one asked for, falling back with a reason); ``TelemetrySampler`` polls it
+on its own thread at a fixed interval, never overlapping itself (the next poll
+is scheduled after the last one finished), measures what each poll costs, and
+keeps a bounded history that the session's snapshot exports.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from xwatch.core.telemetry.base import (UTIL_MEANING, Backend, DeviceSample, Targets,
+                                        bus_from_hello)
+
+ORDER = ("amdsmi", "nvml", "host")
+CHOICES = ("auto", *ORDER, "off")
+MAX_SAMPLES = 20000
+
+
+def _make(name: str) -> Backend:
+    if name == "amdsmi":
+        from xwatch.core.telemetry.amd import AmdSmiBackend
+        return AmdSmiBackend()
+    if name == "nvml":
+        from xwatch.core.telemetry.nvml import NvmlBackend
+        return NvmlBackend()
+    from xwatch.core.telemetry.host import HostBackend
+    return HostBackend()
+
+
+def select_backend(choice: str = "auto") -> tuple[Backend | None, str, dict[str, str]]:
+    """Return (backend or None for 'off', why it was chosen, why others were not)."""
+    if choice == "off":
+        return None, "telemetry turned off (--telemetry off)", {}
+    order = ORDER if choice == "auto" else (choice, *[n for n in ORDER if n != choice])
+    rejected: dict[str, str] = {}
+    for name in order:
+        backend = _make(name)
+        try:
+            backend.open()
+        except BaseException as e:  # import errors of vendor libraries included
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rejected[name] = f"{type(e).__name__}: {e}"[:300]
+            continue
+        if choice == "auto":
+            why = f"auto: first working backend of {', '.join(ORDER)}"
+        elif name == choice:
+            why = f"asked for {choice}"
+        else:
+            why = f"asked for {choice}, which failed; fell back to {name}"
+        return backend, why, rejected
+    return None, "no backend could start", rejected
+
+
+class TelemetrySampler:
+    """Polls a backend on a daemon thread; thread-safe reads of the history."""
+
+    def __init__(self, backend: Backend | None, reason: str, rejected: dict[str, str],
+                 targets: Callable[[], Targets], interval_s: float = 0.5) -> None:
+        self.backend = backend
+        self.reason = reason
+        self.rejected = rejected
+        self.interval_s = interval_s
+        self._targets = targets
+        self._samples: deque[DeviceSample] = deque(maxlen=MAX_SAMPLES)
+        self._costs: deque[float] = deque(maxlen=2000)
+        self._errors = 0
+        self._last_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.info = backend.describe() if backend else {}
+
+    @property
+    def backend_name(self) -> str:
+        return self.backend.name if self.backend else "off"
+
+    def start(self) -> TelemetrySampler:
+        if self.backend is not None:
+            self._thread = threading.Thread(target=self._loop, name="xwatch-telemetry",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        assert self.backend is not None
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                try:
+                    targets = self._targets()
+                except Exception:
+                    targets = Targets()
+                got = self.backend.sample(targets)
+                self._samples.extend(got)
+            except Exception as e:  # one bad poll is recorded, not fatal
+                self._errors += 1
+                self._last_error = f"{type(e).__name__}: {e}"
+            self._costs.append((time.perf_counter() - t0) * 1e3)
+            # schedule after the poll finished: slow polls never pile up
+            next_t = max(next_t + self.interval_s, time.monotonic() + 0.01)
+            self._stop.wait(max(0.0, next_t - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.backend is not None:
+            self.backend.close()
+
+    def samples(self, last: int | None = None) -> list[DeviceSample]:
+        items = list(self._samples)
+        return items[-last:] if last else items
+
+    def cost_ms(self) -> dict[str, float | int | None]:
+        c = list(self._costs)
+        if not c:
+            return {"polls": 0, "median": None, "p99": None, "max": None}
+        s = sorted(c)
+        return {"polls": len(c), "median": round(statistics.median(s), 4),
+                "p99": round(s[min(len(s) - 1, int(0.99 * len(s)))], 4),
+                "max": round(s[-1], 4)}
+
+    def export(self, last: int | None = None) -> dict[str, Any]:
+        return {
+            "backend": self.backend_name, "reason": self.reason, "rejected": self.rejected,
+            "interval_s": self.interval_s,
+            "utilization_meaning": UTIL_MEANING.get(self.backend_name, ""),
+            "info": self.info, "poll_cost_ms": self.cost_ms(),
+            "errors": self._errors, "last_error": self._last_error,
+            "samples": [s.to_json() for s in self.samples(last)],
+        }
+
+
+def session_targets(session: Any) -> Callable[[], Targets]:
+    """Targets from the session's current phase (pids and PCI addresses)."""
+    def get() -> Targets:
+        phase = session.current
+        if phase is None:
+            return Targets()
+        pids, buses = [], []
+        for run in list(phase.runs.values()):
+            if run.pid and run.state not in ("finished", "failed", "stopped"):
+                pids.append(run.pid)
+            b = bus_from_hello(run.hello)
+            if b is not None:
+                buses.append(b)
+        return Targets(tuple(pids), tuple(buses))
+    return get
+
+
+def start_telemetry(session: Any, choice: str = "auto", interval_s: float = 0.5
+                    ) -> TelemetrySampler:
+    """Select a backend, start sampling, and attach the sampler to the session."""
+    backend, why, rejected = select_backend(choice)
+    sampler = TelemetrySampler(backend, why, rejected, session_targets(session), interval_s)
+    session.telemetry = sampler
+    msg = f"telemetry: {sampler.backend_name} ({why})"
+    if rejected:
+        msg += "; not used: " + "; ".join(f"{k}: {v}" for k, v in rejected.items())
+    session.log("xwatch", "info", msg)
+    return sampler.start()

@@ -1,0 +1,107 @@
+"""The telemetry interface shared by every backend.
+
+A backend opens once, then ``sample(targets)`` returns one ``DeviceSample`` per
+device. A metric the board or driver does not give is ``None`` ("n/a"), never
+an exception: backends wrap each call with ``na()``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Metric keys (units in the name). Missing -> None.
+GPU_METRICS = ("util_pct", "mem_util_pct", "mem_used_mib", "mem_total_mib", "power_w",
+               "temp_c", "temp_hotspot_c", "clock_mhz")
+HOST_METRICS = ("cpu_pct", "mem_used_mib", "mem_total_mib")
+
+#: How each backend's "utilization" must be read (shown in the UI and reports).
+UTIL_MEANING = {
+    "nvml": "NVML 'utilization': share of the sample period in which at least one kernel ran "
+            "(not how full the GPU is)",
+    "amdsmi": "amdsmi gfx_activity: share of time the graphics/compute engine was busy",
+    "host": "host CPU %, no GPU telemetry",
+}
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What to look at: our workload pids and the PCI addresses they use."""
+
+    pids: tuple[int, ...] = ()
+    buses: tuple[tuple[int, int, int], ...] = ()  # (domain, bus, device)
+
+
+@dataclass
+class DeviceSample:
+    t: float  # monotonic
+    device: str  # "gpu0" / "host"
+    name: str
+    bus_id: str | None
+    metrics: dict[str, float | None]
+    procs: dict[int, dict[str, float | None]] = field(default_factory=dict)
+    ours: bool = True  # used by one of our workloads (or no way to tell)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"t": round(self.t, 4), "device": self.device, "name": self.name,
+                "bus_id": self.bus_id, "ours": self.ours,
+                "metrics": self.metrics,
+                "procs": {str(k): v for k, v in self.procs.items()}}
+
+
+class Backend:
+    name = "base"
+
+    def open(self) -> None:
+        """Initialise; raise any exception with a readable message if unusable."""
+
+    def sample(self, targets: Targets) -> list[DeviceSample]:
+        raise NotImplementedError  # every concrete backend overrides it
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        """Static facts (devices, driver) for the header and the snapshot."""
+        return {}
+
+
+def na(fn: Callable[[], Any]) -> Any:
+    """Call ``fn``; any exception or an 'N/A' string becomes None."""
+    try:
+        v = fn()
+    except Exception:
+        return None
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return v
+
+
+_BDF = re.compile(r"(?:([0-9a-fA-F]+):)?([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-9a-fA-F])")
+
+
+def parse_bus_id(s: str | bytes | None) -> tuple[int, int, int] | None:
+    """'00000000:19:00.0' / '0000:19:00.0' -> (domain, bus, device)."""
+    if s is None:
+        return None
+    if isinstance(s, bytes):
+        s = s.decode(errors="replace")
+    m = _BDF.search(s)
+    if not m:
+        return None
+    return (int(m.group(1) or "0", 16), int(m.group(2), 16), int(m.group(3), 16))
+
+
+def bus_from_hello(hello: dict[str, Any]) -> tuple[int, int, int] | None:
+    pci = hello.get("pci")
+    if not isinstance(pci, dict):
+        return None
+    try:
+        return (int(pci.get("domain", 0)), int(pci["bus"]), int(pci.get("device", 0)))
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -1,0 +1,35 @@
+"""The worker's configuration, as sent by the supervisor (JSON in the env)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    name: str
+    model: str
+    batch: int = 1
+    input: tuple[int, ...] = (3, 224, 224)
+    seq_len: int = 128
+    task: str = "qa"
+    dtype: str = "fp32"
+    device: str = "auto"
+    rate: float | None = None
+    arrival: str = "fixed"
+    requests: int | None = None
+    warmup: int = 10
+    threads: int | None = None
+    stream: str = "created"
+    seed: int = 0
+    heartbeat_s: float = 1.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerConfig:
+        d = json.loads(text)
+        d["input"] = tuple(d.get("input", (3, 224, 224)))
+        return cls(**d)

@@ -1,0 +1,152 @@
+"""The request loop: warm-up, arrival process, timing, events.
+
+Timing rules (the numbers must be true):
+- every request ends with a device synchronize before its clock stops;
+- open-loop latency counts from the *scheduled* send time, so a stalled GPU
+  shows up as latency and late starts, never as silently missing requests;
+- warm-up iterations are never reported as requests;
+- all times are ``time.monotonic()`` (CLOCK_MONOTONIC, shared with xwatch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from xwatch.core.protocol import PROTOCOL_VERSION, EventWriter
+from xwatch.core.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
+from xwatch.core.worker.config import WorkerConfig
+
+
+class _Heartbeat(threading.Thread):
+    """Sends a heartbeat every ``interval`` s (also while a request is stuck on
+    the GPU) and exits the process if its parent (xwatch) disappears."""
+
+    def __init__(self, writer: EventWriter, interval: float) -> None:
+        super().__init__(name="xwatch-heartbeat", daemon=True)
+        self.writer = writer
+        self.interval = interval
+        self.ppid = os.getppid()
+        self.count = 0
+        self.inflight_since = 0.0
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            if os.getppid() != self.ppid:  # xwatch is gone: never outlive it
+                os._exit(70)
+            now = time.monotonic()
+            since = self.inflight_since
+            self.writer.write_line(
+                f'{{"type":"hb","t":{now:.6f},"count":{self.count},'
+                f'"inflight_s":{(now - since) if since else 0.0:.3f}}}\n')
+
+
+def _env_report() -> dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(REPORTED_ENV_PREFIXES)}
+
+
+def run(cfg: WorkerConfig, writer: EventWriter) -> int:
+    import torch
+
+    from xwatch.core.worker.models import build, device_info
+
+    hb = _Heartbeat(writer, cfg.heartbeat_s)
+    hb.start()
+    forward, device, info = build(cfg)
+    on_gpu = device.type == "cuda"
+    stream = torch.cuda.Stream(device=device) if on_gpu and cfg.stream == "created" else None
+    if on_gpu:
+        def sync() -> None:
+            torch.cuda.synchronize(device)
+    else:
+        def sync() -> None:
+            return None
+
+    hello: dict[str, Any] = {
+        "type": "hello", "v": PROTOCOL_VERSION, "pid": os.getpid(), "name": cfg.name,
+        "python": sys.version.split()[0], "executable": sys.executable,
+        "model": cfg.model, "batch": cfg.batch, "rate": cfg.rate, "arrival": cfg.arrival,
+        "stream": ("created" if stream is not None else "default") if on_gpu
+        else f"n/a (cpu; asked {cfg.stream})",
+        "stream_requested": cfg.stream,
+        "threads": torch.get_num_threads(), "env": _env_report(),
+        **info, **device_info(torch, device),
+    }
+    writer.emit(hello)
+
+    ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    monotonic = time.monotonic
+    sleep = time.sleep
+    batch = cfg.batch
+    with torch.inference_mode(), ctx:
+        t_w = monotonic()
+        for _ in range(cfg.warmup):
+            forward()
+            sync()
+        warm_ms = (monotonic() - t_w) * 1e3
+        rate = cfg.rate
+        gap = 1.0 / rate if rate else 0.0
+        rng = random.Random(cfg.seed)
+        t0 = monotonic() + 0.001
+        writer.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
+                     "warmup_ms": round(warm_ms, 3)})
+        next_t = t0
+        seq = 0
+        limit = cfg.requests
+        while limit is None or seq < limit:
+            if rate:
+                now = monotonic()
+                if next_t > now:
+                    sleep(next_t - now)
+                t_sched = next_t
+                next_t += rng.expovariate(rate) if cfg.arrival == "poisson" else gap
+                start = monotonic()
+            else:
+                start = t_sched = monotonic()
+            hb.inflight_since = start
+            forward()
+            sync()
+            end = monotonic()
+            hb.inflight_since = 0.0
+            seq += 1
+            hb.count = seq
+            delay = start - t_sched
+            writer.request(seq, end, (end - t_sched) * 1e3, (end - start) * 1e3, delay * 1e3,
+                           delay > LATE_THRESHOLD_S, batch, end)
+    writer.emit({"type": "bye", "count": seq, "t": monotonic()})
+    hb.stop_event.set()
+    return 0
+
+
+def main() -> int:
+    from xwatch.core.worker import CONFIG_ENV
+
+    writer = EventWriter.from_env()
+    if writer is None:
+        print("xwatch worker: XWATCH_EVENT_FD is not set (start me through xwatch)",
+              file=sys.stderr)
+        return 2
+    try:
+        cfg = WorkerConfig.from_json(os.environ[CONFIG_ENV])
+        return run(cfg, writer)
+    except KeyboardInterrupt:  # SIGINT from the supervisor: a clean stop
+        with contextlib.suppress(OSError):
+            writer.flush()
+            writer.emit({"type": "bye", "stopped": True, "t": time.monotonic()})
+        return 0
+    except BaseException as e:  # report, then fail
+        tb = traceback.format_exc()
+        sys.stderr.write(tb)
+        sys.stderr.flush()
+        with contextlib.suppress(OSError):
+            writer.flush()
+            writer.emit({"type": "error", "message": f"{type(e).__name__}: {e}"[:4000],
+                         "traceback": tb[-4000:]})
+        return 1

@@ -1,0 +1,591 @@
+"""Scenario files: TOML -> frozen, validated ``Scenario`` / ``Workload`` objects.
+
+Every key a scenario may hold is declared once, in the ``*_KEYS`` tables below,
+with its type, default and documentation; validation, the error messages and
+the README's key reference (``xwatch scenarios --keys``) all come from them.
+Unknown keys, wrong types and out-of-range values are errors that name the
+file, the key and what is allowed. Nothing here imports torch or textual.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from xwatch.errors import ScenarioError
+
+BUILTIN_DIR = Path(__file__).parent / "scenarios"
+DEFAULT_SCENARIO = "demo"
+
+PRIORITY_NUMBERS = {"high": 1, "low": 0}
+DTYPES = ("fp32", "fp16", "bf16")
+ARRIVALS = ("fixed", "poisson")
+STREAMS = ("created", "default")
+BERT_TASKS = ("qa", "classification", "base")
+PLATFORMS = ("cuda", "hip")
+POLICIES = {
+    "HPF": 1, "HHPF": 2, "UP": 3, "PUP": 4, "KEDF": 5,
+    "LAX": 6, "AWF": 7, "CHPF": 8, "CFS": 9, "MLFQ": 10,
+}
+#: BERT architectures xwatch can build from a config (random weights, no download).
+#: name -> (layers, hidden, heads, intermediate, vocab)
+BERT_ARCHS: Mapping[str, tuple[int, int, int, int, int]] = MappingProxyType({
+    "bert-tiny": (2, 128, 2, 512, 30522),
+    "bert-mini": (4, 256, 4, 1024, 30522),
+    "bert-small": (4, 512, 8, 2048, 30522),
+    "bert-medium": (8, 512, 8, 2048, 30522),
+    "bert-base-uncased": (12, 768, 12, 3072, 30522),
+    "bert-base-cased": (12, 768, 12, 3072, 28996),
+    "bert-large-uncased": (24, 1024, 16, 4096, 30522),
+    "bert-large-cased": (24, 1024, 16, 4096, 28996),
+})
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
+_MODEL_RE = re.compile(r"^[a-z0-9_.-]+$")
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+
+
+# --------------------------------------------------------------------------- key specs
+@dataclass(frozen=True)
+class Key:
+    """One documented scenario key."""
+
+    name: str
+    type: str  # shown to users: "string", "number", ...
+    default: Any
+    doc: str
+    check: Callable[[Any], Any] | None = None  # returns the normalized value or raises ValueError
+    choices: tuple[str, ...] = ()
+    required: bool = False
+
+    def default_text(self) -> str:
+        if self.required:
+            return "(required)"
+        if self.default is None:
+            return "-"
+        if isinstance(self.default, str):
+            return self.default if self.default.startswith("(") else f'"{self.default}"'
+        return str(self.default)
+
+
+def _s(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError("a string")
+    return v
+
+
+def _num(lo: float | None = None, hi: float | None = None, positive: bool = False) -> Callable[[Any], float]:
+    def check(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise TypeError("a finite number")
+        if positive and v <= 0:
+            raise ValueError("must be > 0")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be >= {lo:g}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be <= {hi:g}")
+        return float(v)
+    return check
+
+
+def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
+    def check(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError("an integer")
+        if lo is not None and v < lo:
+            raise ValueError(f"must be >= {lo}")
+        if hi is not None and v > hi:
+            raise ValueError(f"must be <= {hi}")
+        return v
+    return check
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if not isinstance(v, str):
+            raise TypeError("a string")
+        if v not in allowed:
+            raise ValueError("must be one of " + ", ".join(repr(a) for a in allowed))
+        return v
+    return check
+
+
+def _str_list(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise TypeError("a non-empty list of strings")
+    return tuple(v)
+
+
+def _str_map(v: Any) -> Mapping[str, str]:
+    if not isinstance(v, dict):
+        raise TypeError("a table of strings")
+    out: dict[str, str] = {}
+    for k, x in v.items():
+        if isinstance(x, bool) or not isinstance(x, (str, int, float)):
+            raise TypeError(f"a table of strings (value of {k!r} is {type(x).__name__})")
+        out[str(k)] = str(x)
+    return MappingProxyType(out)
+
+
+def _priority(v: Any) -> int | str:
+    if isinstance(v, str):
+        if v not in PRIORITY_NUMBERS:
+            raise ValueError("must be 'high', 'low' or an integer from -255 to 255")
+        return v
+    return _int(-255, 255)(v)
+
+
+def _device(v: Any) -> str:
+    s = _s(v)
+    if not _DEVICE_RE.match(s):
+        raise ValueError("must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    return s
+
+
+def _shape(v: Any) -> tuple[int, ...]:
+    if (not isinstance(v, list) or len(v) != 3
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)):
+        raise TypeError("a list of three positive integers [channels, height, width]")
+    return tuple(v)
+
+
+def _regex(v: Any) -> str:
+    s = _s(v)
+    try:
+        rx = re.compile(s)
+    except re.error as e:
+        raise ValueError(f"is not a valid regular expression ({e})")
+    if "latency_ms" not in rx.groupindex:
+        raise ValueError("needs a named group (?P<latency_ms>...)")
+    return s
+
+
+def _name(v: Any) -> str:
+    s = _s(v)
+    if not _NAME_RE.match(s):
+        raise ValueError("must be 1-32 characters of letters, digits, '_', '-', '.'")
+    return s
+
+
+def _model(v: Any) -> str:
+    s = _s(v)
+    if not _MODEL_RE.match(s):
+        raise ValueError("must be a torchvision model name (e.g. 'resnet18') or a BERT name")
+    if s.startswith("bert") and s not in BERT_ARCHS:
+        raise ValueError("BERT models must be one of " + ", ".join(BERT_ARCHS))
+    return s
+
+
+def _policy(v: Any) -> str:
+    return _choice(*POLICIES)(v)
+
+
+SCENARIO_KEYS: tuple[Key, ...] = (
+    Key("name", "string", "(file name)", "Short name shown in the header and reports.", _name),
+    Key("description", "string", "", "One line saying what the scenario measures.", _s),
+    Key("duration_s", "number", 60.0,
+        "Planned measurement time of a phase, counted from the first measured request "
+        "(model build and warm-up are not counted).", _num(positive=True)),
+    Key("device", "string", "auto",
+        "Default device for built-in workloads: 'auto' (cuda:0 if torch sees a GPU, else cpu), "
+        "'cpu', 'cuda:N' (also the HIP device on ROCm builds).", _device),
+    Key("window_s", "number", 10.0, "Length of the sliding window for 'window' percentiles.",
+        _num(lo=1, hi=3600)),
+)
+
+SLO_KEYS: tuple[Key, ...] = (
+    Key("workload", "string", "(highest priority)", "Workload the objective applies to.", _s),
+    Key("percentile", "number", 99.0, "Percentile the objective is about (e.g. 99 for P99).",
+        _num(lo=1, hi=99.99)),
+    Key("latency_ms", "number", None,
+        "Objective: that percentile must stay below this many ms. Goodput is the share of "
+        "requests at or under it.", _num(positive=True), required=True),
+)
+
+XSCHED_KEYS: tuple[Key, ...] = (
+    Key("root", "string", None, "XSched install folder (holds lib/ and bin/xserver). "
+        "--xsched and XSCHED_HOME take precedence.", _s),
+    Key("policy", "string", "HPF", "xserver policy.", _policy, tuple(POLICIES)),
+    Key("port", "integer", 50000, "xserver HTTP port (a free one is chosen if taken).",
+        _int(1, 65535)),
+    Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
+        _choice(*PLATFORMS), PLATFORMS),
+)
+
+WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
+    Key("priority", "integer", "(high 1, low 0)", "XSCHED_AUTO_XQUEUE_PRIORITY.", _int(-255, 255)),
+    Key("level", "integer", 1, "XSCHED_AUTO_XQUEUE_LEVEL (preemption level 1-3).", _int(1, 3)),
+    Key("threshold", "integer", "(high 16, low 4)", "XSCHED_AUTO_XQUEUE_THRESHOLD.", _int(1, 65536)),
+    Key("batch_size", "integer", "(high 8, low 2)", "XSCHED_AUTO_XQUEUE_BATCH_SIZE.", _int(1, 65536)),
+    Key("env", "table", {}, "Extra environment variables for XSched mode only.", _str_map),
+)
+
+WORKLOAD_COMMON_KEYS: tuple[Key, ...] = (
+    Key("name", "string", None, "Unique workload name (letters, digits, '_', '-', '.').", _name,
+        required=True),
+    Key("priority", "string or integer", None,
+        "'high', 'low' or an integer -255..255 (bigger is more important).", _priority,
+        required=True),
+    Key("start_delay_s", "number", 0.0, "Delay before this workload's process is started.",
+        _num(lo=0, hi=3600)),
+    Key("env", "table", {}, "Extra environment variables for the process.", _str_map),
+    Key("batch", "integer", 1, "Samples per request (images or sequences); samples/s = batch x req/s.",
+        _int(1, 1 << 20)),
+)
+
+WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
+    Key("model", "string", None,
+        "Built-in model: any torchvision classification model (resnet18, resnet50, ...) or a "
+        "BERT architecture (" + ", ".join(BERT_ARCHS) + "), random weights. "
+        "Either this or `command`.", _model, required=True),
+    Key("input", "list", [3, 224, 224], "Image shape [C, H, W] for torchvision models.", _shape),
+    Key("seq_len", "integer", 128, "Sequence length for BERT models.", _int(1, 8192)),
+    Key("task", "string", "qa", "BERT head: 'qa' (question answering), 'classification', 'base'.",
+        _choice(*BERT_TASKS), BERT_TASKS),
+    Key("dtype", "string", "fp32", "Model and input dtype.", _choice(*DTYPES), DTYPES),
+    Key("device", "string", "(scenario device)", "'auto', 'cpu' or 'cuda:N'.", _device),
+    Key("rate", "number", None, "Requests per second (open loop). Leave out for closed loop "
+        "(back to back).", _num(positive=True, hi=1e6)),
+    Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed' or 'poisson'.",
+        _choice(*ARRIVALS), ARRIVALS),
+    Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
+        _int(1)),
+    Key("warmup", "integer", 10, "Warm-up iterations, never counted.", _int(0, 100000)),
+    Key("python", "string", "(xwatch's python)",
+        "Interpreter for this workload, e.g. a ROCm PyTorch environment.", _s),
+    Key("threads", "integer", None, "torch intra-op CPU threads (torch.set_num_threads).",
+        _int(1, 1024)),
+    Key("stream", "string", "created", "Run requests on a created stream ('created', needed for "
+        "XSched to schedule them) or the default stream ('default'). No effect on CPU.",
+        _choice(*STREAMS), STREAMS),
+    Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", _int(0)),
+)
+
+WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
+    Key("command", "list", None, "External program and arguments (no shell). "
+        "Either this or `model`.", _str_list, required=True),
+    Key("cwd", "string", "(scenario folder)", "Working directory of the command.", _s),
+    Key("regex", "string", None,
+        "Read latencies from stdout with this regex (named group latency_ms). "
+        "Leave out to read JSON lines from the fd in XWATCH_EVENT_FD.", _regex),
+    Key("rate", "number", None, "Target request rate, for display only.", _num(positive=True)),
+    Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
+        _choice(*PLATFORMS), PLATFORMS),
+)
+
+
+# --------------------------------------------------------------------------- models
+@dataclass(frozen=True)
+class WorkloadXsched:
+    """Per-workload XSched settings; None means "derive from priority"."""
+
+    priority: int | None = None
+    level: int | None = None
+    threshold: int | None = None
+    batch_size: int | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload process. Either ``model`` or ``command`` is set."""
+
+    name: str
+    priority: int | str
+    start_delay_s: float = 0.0
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    batch: int = 1
+    # built-in model
+    model: str | None = None
+    input: tuple[int, ...] = (3, 224, 224)
+    seq_len: int = 128
+    task: str = "qa"
+    dtype: str = "fp32"
+    device: str = "auto"
+    rate: float | None = None
+    arrival: str = "fixed"
+    requests: int | None = None
+    warmup: int = 10
+    python: str | None = None
+    threads: int | None = None
+    stream: str = "created"
+    seed: int = 0
+    # external command
+    command: tuple[str, ...] | None = None
+    cwd: str | None = None
+    regex: str | None = None
+    platform: str | None = None
+    xsched: WorkloadXsched = field(default_factory=WorkloadXsched)
+
+    @property
+    def kind(self) -> str:
+        return "model" if self.model is not None else "command"
+
+    @property
+    def priority_value(self) -> int:
+        """Numeric priority: high=1, low=0, integers as given."""
+        p = self.priority
+        return PRIORITY_NUMBERS[p] if isinstance(p, str) else p
+
+    @property
+    def is_bert(self) -> bool:
+        return self.model is not None and self.model.startswith("bert")
+
+    @property
+    def closed_loop(self) -> bool:
+        return self.rate is None
+
+    def describe(self) -> str:
+        """Short human description: 'resnet18 b1 @20/s' or the command."""
+        if self.model is not None:
+            load = f"@{self.rate:g}/s" if self.rate else "closed"
+            return f"{self.model} b{self.batch} {load}"
+        assert self.command is not None
+        return " ".join(self.command)[:40]
+
+
+@dataclass(frozen=True)
+class Slo:
+    workload: str
+    percentile: float
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class XschedSettings:
+    root: str | None = None
+    policy: str = "HPF"
+    port: int = 50000
+    platform: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. ``source`` is the file it came from."""
+
+    name: str
+    description: str
+    duration_s: float
+    device: str
+    window_s: float
+    workloads: tuple[Workload, ...]
+    slo: Slo | None = None
+    xsched: XschedSettings = field(default_factory=XschedSettings)
+    source: str = "<memory>"
+
+    def workload(self, name: str) -> Workload:
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+    def with_overrides(self, duration_s: float | None = None, device: str | None = None) -> Scenario:
+        """A copy with CLI overrides applied (``--duration``, ``--device``)."""
+        import dataclasses
+
+        s = self
+        if duration_s is not None:
+            s = dataclasses.replace(s, duration_s=duration_s)
+        if device is not None:
+            _device(device)
+            s = dataclasses.replace(
+                s, device=device,
+                workloads=tuple(dataclasses.replace(w, device=device) if w.model else w
+                                for w in s.workloads))
+        return s
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved scenario as plain data (for snapshots)."""
+        import dataclasses
+
+        def conv(v: Any) -> Any:
+            if isinstance(v, Mapping):
+                return {k: conv(x) for k, x in v.items()}
+            if isinstance(v, tuple):
+                return [conv(x) for x in v]
+            if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            return v
+
+        return conv(self)  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- loading
+class _Ctx:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def error(self, where: str, msg: str) -> ScenarioError:
+        return ScenarioError(f"{self.path}: {where}: {msg}", title="Invalid scenario")
+
+
+def _apply(ctx: _Ctx, where: str, table: Mapping[str, Any], keys: tuple[Key, ...],
+           allowed_extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    by_name = {k.name: k for k in keys}
+    out: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        if raw_key in allowed_extra:
+            continue
+        spec = by_name.get(raw_key)
+        if spec is None:
+            allowed = ", ".join(sorted([*by_name, *allowed_extra]))
+            raise ctx.error(f"{where}.{raw_key}" if where else raw_key,
+                            f"unknown key {raw_key!r}; allowed keys here: {allowed}")
+        try:
+            out[raw_key] = spec.check(value) if spec.check else value
+        except TypeError as e:
+            raise ctx.error(f"{where}.{raw_key}" if where else raw_key,
+                            f"expected {e}, got {type(value).__name__} {value!r}")
+        except ValueError as e:
+            raise ctx.error(f"{where}.{raw_key}" if where else raw_key, f"{value!r} {e}")
+    return out
+
+
+_MODEL_ONLY = {k.name for k in WORKLOAD_MODEL_KEYS} - {k.name for k in WORKLOAD_COMMAND_KEYS}
+_COMMAND_ONLY = {k.name for k in WORKLOAD_COMMAND_KEYS} - {k.name for k in WORKLOAD_MODEL_KEYS}
+
+
+def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
+    where = f"workload[{i}]"
+    if not isinstance(raw, dict):
+        raise ctx.error(where, "each [[workload]] must be a table")
+    label = raw.get("name")
+    if isinstance(label, str):
+        where = f"workload[{i}] ({label})"
+    has_model, has_cmd = "model" in raw, "command" in raw
+    if has_model == has_cmd:
+        raise ctx.error(where, "set exactly one of 'model' (built-in) or 'command' (external)")
+    keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else WORKLOAD_COMMAND_KEYS)
+    wrong = sorted(set(raw) & (_COMMAND_ONLY if has_model else _MODEL_ONLY))
+    if wrong:
+        kind = "built-in model" if has_model else "external command"
+        raise ctx.error(f"{where}.{wrong[0]}",
+                        f"key {wrong[0]!r} does not apply to a {kind} workload; allowed keys here: "
+                        + ", ".join(sorted({k.name for k in keys} | {"xsched"})))
+    vals = _apply(ctx, where, raw, keys, allowed_extra=("xsched",))
+    for req in ("name", "priority"):
+        if req not in vals:
+            raise ctx.error(where, f"missing required key {req!r}")
+    if "arrival" in vals and "rate" not in vals:
+        raise ctx.error(f"{where}.arrival", "'arrival' needs 'rate' (closed loop has no spacing)")
+    xs_raw = raw.get("xsched", {})
+    if not isinstance(xs_raw, dict):
+        raise ctx.error(f"{where}.xsched", "must be a table [workload.xsched]")
+    xs = WorkloadXsched(**_apply(ctx, f"{where}.xsched", xs_raw, WORKLOAD_XSCHED_KEYS))
+    if xs.threshold is not None and xs.batch_size is not None and xs.batch_size > xs.threshold:
+        raise ctx.error(f"{where}.xsched.batch_size",
+                        f"batch_size {xs.batch_size} must not exceed threshold {xs.threshold}")
+    if has_model:
+        vals.setdefault("device", default_device)
+    if has_cmd:
+        vals.setdefault("cwd", str(Path(ctx.path).resolve().parent) if ctx.path[0] != "<" else None)
+    return Workload(**vals, xsched=xs)
+
+
+def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
+                   default_name: str = "scenario") -> Scenario:
+    """Validate already-decoded TOML data into a ``Scenario``."""
+    ctx = _Ctx(path)
+    top = _apply(ctx, "", data, SCENARIO_KEYS, allowed_extra=("workload", "slo", "xsched"))
+    raw_wls = data.get("workload")
+    if not isinstance(raw_wls, list) or not raw_wls:
+        raise ctx.error("workload", "needs at least one [[workload]] table")
+    device = top.get("device", "auto")
+    wls = tuple(_workload(ctx, i, w, device) for i, w in enumerate(raw_wls))
+    seen: set[str] = set()
+    for w in wls:
+        if w.name in seen:
+            raise ctx.error("workload.name", f"duplicate workload name {w.name!r}")
+        seen.add(w.name)
+    slo = None
+    if "slo" in data:
+        if not isinstance(data["slo"], dict):
+            raise ctx.error("slo", "must be a table [slo]")
+        s = _apply(ctx, "slo", data["slo"], SLO_KEYS)
+        if "latency_ms" not in s:
+            raise ctx.error("slo", "missing required key 'latency_ms'")
+        target = s.get("workload") or max(wls, key=lambda w: w.priority_value).name
+        if target not in seen:
+            raise ctx.error("slo.workload", f"{target!r} is not a workload; workloads: "
+                            + ", ".join(w.name for w in wls))
+        slo = Slo(workload=target, percentile=s.get("percentile", 99.0), latency_ms=s["latency_ms"])
+    xs = XschedSettings()
+    if "xsched" in data:
+        if not isinstance(data["xsched"], dict):
+            raise ctx.error("xsched", "must be a table [xsched]")
+        xs = XschedSettings(**_apply(ctx, "xsched", data["xsched"], XSCHED_KEYS))
+    return Scenario(
+        name=top.get("name", default_name),
+        description=top.get("description", ""),
+        duration_s=top.get("duration_s", 60.0),
+        device=device,
+        window_s=top.get("window_s", 10.0),
+        workloads=wls,
+        slo=slo,
+        xsched=xs,
+        source=path,
+    )
+
+
+def builtin_scenarios() -> dict[str, Path]:
+    """Shipped scenarios by name."""
+    return {p.stem: p for p in sorted(BUILTIN_DIR.glob("*.toml"))}
+
+
+def resolve_path(ref: str) -> Path:
+    """A built-in name (``demo``) or a path to a TOML file."""
+    builtins = builtin_scenarios()
+    if ref in builtins:
+        return builtins[ref]
+    p = Path(ref)
+    if p.suffix == ".toml" or p.exists() or "/" in ref:
+        if not p.is_file():
+            raise ScenarioError(f"{ref}: no such scenario file", title="Scenario not found")
+        return p
+    raise ScenarioError(
+        f"{ref!r} is neither a built-in scenario ({', '.join(builtins)}) nor a .toml file",
+        title="Scenario not found")
+
+
+def load_scenario(ref: str) -> Scenario:
+    """Load and validate a scenario by built-in name or path."""
+    path = resolve_path(ref)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read: {e}", title="Scenario not found")
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not valid TOML: {e}")
+    return parse_scenario(data, str(path), default_name=path.stem)
+
+
+def keys_reference_markdown() -> str:
+    """The README's scenario key reference, generated from the key tables."""
+    lines: list[str] = []
+
+    def table(title: str, keys: tuple[Key, ...]) -> None:
+        lines.append(f"**{title}**\n")
+        lines.append("| key | type | default | meaning |")
+        lines.append("|---|---|---|---|")
+        for k in keys:
+            lines.append(f"| `{k.name}` | {k.type} | {k.default_text()} | {k.doc} |")
+        lines.append("")
+
+    table("Top level", SCENARIO_KEYS)
+    table("[[workload]] (every workload)", WORKLOAD_COMMON_KEYS)
+    table("[[workload]] with a built-in `model`", WORKLOAD_MODEL_KEYS)
+    table("[[workload]] with an external `command`", WORKLOAD_COMMAND_KEYS)
+    table("[workload.xsched] (XSched mode only)", WORKLOAD_XSCHED_KEYS)
+    table("[slo] (optional)", SLO_KEYS)
+    table("[xsched] (optional)", XSCHED_KEYS)
+    return "\n".join(lines)
