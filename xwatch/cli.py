@@ -13,8 +13,12 @@ import sys
 from collections.abc import Sequence
 
 from xwatch.errors import UsageError, XwatchError
-from xwatch.scenario import DEFAULT_SCENARIO, builtin_scenarios, keys_reference_markdown, \
-    load_scenario
+from xwatch.scenario import (
+    DEFAULT_SCENARIO,
+    builtin_scenarios,
+    keys_reference_markdown,
+    load_scenario,
+)
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 import xwatch
 from xwatch.core.protocol import EVENT_FD_ENV

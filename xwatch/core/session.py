@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -270,6 +270,8 @@ class WorkloadRun:
     def on_output(self, stream: str, line: str) -> None:
         (self.stderr if stream == "stderr" else self.stdout).append(line)
         self.phase.session.log(self.spec.name, stream, line)
+        for watch in self.phase.line_watchers:
+            watch(self, stream, line)
 
     def on_exit(self, code: int | None, sig: int | None, planned_end: bool) -> None:
         self.end_t = time.monotonic()
@@ -343,7 +345,9 @@ class Phase:
         self.status = "running"
         self.runs: dict[str, WorkloadRun] = {
             w.name: WorkloadRun(self, w) for w in session.scenario.workloads}
-        self.extra: dict[str, Any] = {}  # xsched info, telemetry refs, annotations
+        self.extra: dict[str, Any] = {}  # xsched info, annotations
+        #: called for every captured output line (mode backends read the shim's log)
+        self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
 
     def stop_measuring(self) -> None:
         """Requests that end after this moment are not counted."""

@@ -22,8 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import xwatch
-from xwatch.core.session import (ExitInfo, LogLine, PhaseSnapshot, Session, SessionSnapshot,
-                                 WorkloadSnapshot)
+from xwatch.core.session import (
+    ExitInfo,
+    LogLine,
+    PhaseSnapshot,
+    Session,
+    SessionSnapshot,
+    WorkloadSnapshot,
+)
 from xwatch.core.stats import EMPTY, LatencySummary, SecondRow
 from xwatch.errors import SnapshotError
 from xwatch.scenario import parse_scenario
@@ -292,7 +298,7 @@ def _scenario_from(d: dict[str, Any], source: str) -> Any:
         data.pop("xsched", None)
     if data.get("slo") is None:
         data.pop("slo", None)
-    return parse_scenario(data, f"{src} (recorded in {source})", default_name=data.get("name", "?"))
+    return parse_scenario(data, src, default_name=data.get("name", "?"))
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> SessionSnapshot:

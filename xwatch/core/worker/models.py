@@ -6,7 +6,8 @@ with random weights: nothing is downloaded at run time.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from xwatch.core.worker.config import WorkerConfig
 
@@ -56,8 +57,12 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
         arch = BERT_ARCHS.get(cfg.model)
         if arch is None:
             raise ValueError(f"unknown BERT model {cfg.model!r}; known: {', '.join(BERT_ARCHS)}")
-        from transformers import (BertConfig, BertForQuestionAnswering,
-                                  BertForSequenceClassification, BertModel)
+        from transformers import (
+            BertConfig,
+            BertForQuestionAnswering,
+            BertForSequenceClassification,
+            BertModel,
+        )
 
         layers, hidden, heads, inter, vocab = arch
         bcfg = BertConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
