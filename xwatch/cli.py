@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -152,23 +151,17 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    xsched=xs)
-    _install_exit_signals(app)
-    app.run()
+    try:
+        app.run()
+    finally:
+        if app.runner is not None:  # a crash of the app must not leave workloads behind
+            app.runner.kill_now()
     return int(app.return_code or 0)
 
 
 def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
     from xwatch.core.xsched import backend_from_args
     return backend_from_args(getattr(args, "xsched", None), scen)
-
-
-def _install_exit_signals(app) -> None:  # type: ignore[no-untyped-def]
-    """SIGTERM/SIGHUP quit the dashboard cleanly (workloads stopped first)."""
-    def handler(signum: int, frame: object) -> None:
-        app.call_later(app.action_quit) if app.is_running else sys.exit(128 + signum)
-
-    for s in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

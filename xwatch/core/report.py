@@ -19,6 +19,7 @@ from typing import Any
 from xwatch.core.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.snapshot import load_snapshot, load_snapshot_dict, snapshot_from_dict
 from xwatch.core.svgchart import line_chart
+from xwatch.core.timeline import phase_offsets, to_session_time, workload_series
 
 LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p50", "P50 (ms)"),
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
@@ -394,23 +395,10 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     if not snap.phases:
         return charts
     scen = snap.scenario
-    offsets: list[float] = []
-    off = 0.0
-    for p in snap.phases:
-        offsets.append(off)
-        span = max([r.sec for w in p.workloads for r in w.series] or [0]) + 1
-        off += max(span, p.elapsed_s if math.isfinite(p.elapsed_s) else 0) + 2
+    offsets = phase_offsets(snap.phases)
     vlines = [(o, p.name) for o, p in zip(offsets, snap.phases)]
-    lat_series = []
-    for w in scen.workloads:
-        for key in ("p50", "p99"):
-            pts: list[tuple[float, float]] = []
-            for o, p in zip(offsets, snap.phases):
-                pw = p.workload(w.name)
-                if pw:
-                    pts += [(o + r.sec, getattr(r, key)) for r in pw.series if r.sec >= 0]
-                pts.append((o, math.nan))
-            lat_series.append((f"{w.name} {key.upper()}", pts))
+    lat_series = [(f"{w.name} {key.upper()}", workload_series(snap.phases, offsets, w.name, key))
+                  for w in scen.workloads for key in ("p50", "p99")]
     hl = (scen.slo.latency_ms, f"SLO {scen.slo.workload} P{scen.slo.percentile:g}") \
         if scen.slo else None
     charts.append(line_chart("Latency per second (phases concatenated)", lat_series,
@@ -428,28 +416,20 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
                                      cdf_series, "latency (ms)", "% of requests <=", (),
                                      hl, y_max=100.0))
     if lows:
-        tp = []
-        for lw in lows:
-            pts = []
-            for o, p in zip(offsets, snap.phases):
-                pw = p.workload(lw.name)
-                if pw:
-                    pts += [(o + r.sec, float(r.samples)) for r in pw.series if r.sec >= 0]
-                pts.append((o, math.nan))
-            tp.append((f"{lw.name} samples/s", pts))
+        tp = [(f"{lw.name} samples/s", workload_series(snap.phases, offsets, lw.name, "samples"))
+              for lw in lows]
         charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
                                  "samples/s", vlines))
     tel = snap.extra.get("telemetry") or {}
     samples = tel.get("samples") or []
     if samples and snap.phases:
-        t_origin = snap.phases[0].t_start
         by_dev: dict[str, list[tuple[float, float]]] = {}
         metric = "util_pct" if tel.get("backend") in ("nvml", "amdsmi") else "cpu_pct"
         for smp in samples:
             if not smp.get("ours", True):
                 continue
             v = (smp.get("metrics") or {}).get(metric)
-            x = _session_time(smp["t"], snap, offsets, t_origin)
+            x = to_session_time(smp["t"], snap.phases, offsets)
             if x is not None:
                 by_dev.setdefault(f"{smp['device']} {metric}", []).append(
                     (x, math.nan if v is None else float(v)))
@@ -461,17 +441,6 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
             charts.append(line_chart(title, sorted(by_dev.items()), "session time (s)", "%",
                                      vlines, y_max=100.0))
     return charts
-
-
-def _session_time(t: float, snap: SessionSnapshot, offsets: list[float],
-                  origin: float) -> float | None:
-    """Map a monotonic time onto the concatenated phase axis."""
-    for o, p in zip(offsets, snap.phases):
-        start = p.t_measure or p.t_start
-        end = start + (p.elapsed_s if math.isfinite(p.elapsed_s) else 0)
-        if start - 1 <= t <= end + 1 and start > 0:
-            return o + (t - start)
-    return None
 
 
 def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:

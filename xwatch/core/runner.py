@@ -95,8 +95,11 @@ class Runner:
     def all_exited(self) -> bool:
         return self.supervisor.all_exited()
 
-    async def stop_phase(self, planned_end: bool = False) -> None:
+    async def stop_phase(self, planned_end: bool = False, phase: Phase | None = None) -> None:
+        """Stop the current phase (only if it is still ``phase``, when given)."""
         async with self._lock:
+            if phase is not None and phase is not self.phase:
+                return
             await self._stop_locked(planned_end)
 
     async def _stop_locked(self, planned_end: bool) -> None:

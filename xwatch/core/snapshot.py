@@ -10,14 +10,15 @@ dashboard read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import platform
-import shutil
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -135,32 +136,58 @@ def _atomic_write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with __import__("contextlib").suppress(OSError):
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@dataclass(frozen=True)
+class PreparedExport:
+    """A snapshot document plus how much of the event spool belongs to it."""
+
+    doc: dict[str, Any]
+    events_path: Path
+    events_bytes: int
+
+
+def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> PreparedExport:
+    """On the event loop's thread: freeze the session (cheap)."""
+    session.spool.flush()
+    snap = snap or session.snapshot(telemetry_last=None)
+    size = session.spool.path.stat().st_size
+    return PreparedExport(snapshot_to_dict(snap), session.spool.path, size)
+
+
+def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Path:
+    """On any thread: write events.csv then snapshot.json, each atomically."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".events.csv.", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as out, open(prep.events_path, "rb") as src:
+            left = prep.events_bytes  # the spool may grow meanwhile: copy what was flushed
+            while left > 0:
+                chunk = src.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                left -= len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, d / "events.csv")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    path = d / "snapshot.json"
+    _atomic_write(path, json.dumps(prep.doc, indent=1, default=str, allow_nan=False).encode())
+    return path
 
 
 def write_snapshot(session: Session, directory: str | os.PathLike[str],
                    snap: SessionSnapshot | None = None) -> Path:
     """Write ``snapshot.json`` and ``events.csv`` into ``directory`` atomically."""
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    session.spool.flush()
-    snap = snap or session.snapshot(telemetry_last=None)
-    doc = snapshot_to_dict(snap)
-    # events first, so a snapshot.json never names a missing events file
-    fd, tmp = tempfile.mkstemp(prefix=".events.csv.", dir=d)
-    os.close(fd)
-    try:
-        shutil.copyfile(session.spool.path, tmp)
-        os.replace(tmp, d / "events.csv")
-    except BaseException:
-        with __import__("contextlib").suppress(OSError):
-            os.unlink(tmp)
-        raise
-    path = d / "snapshot.json"
-    _atomic_write(path, json.dumps(doc, indent=1, default=str, allow_nan=False).encode())
-    return path
+    return write_export(prepare_export(session, snap), directory)
 
 
 # ---------------------------------------------------------------- reading back

@@ -1,0 +1,46 @@
+"""One time axis for a whole session: phases laid end to end.
+
+Charts (live and in reports) show every phase on one axis, each starting where
+the previous one ended plus a small gap, with a mark at each phase start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xwatch.core.session import PhaseSnapshot
+
+GAP_S = 2.0
+
+
+def phase_offsets(phases: Sequence[PhaseSnapshot]) -> list[float]:
+    offsets, off = [], 0.0
+    for p in phases:
+        offsets.append(off)
+        span = max([r.sec for w in p.workloads for r in w.series] or [0]) + 1
+        off += max(span, p.elapsed_s if math.isfinite(p.elapsed_s) else 0.0) + GAP_S
+    return offsets
+
+
+def workload_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float], name: str,
+                    key: str) -> list[tuple[float, float]]:
+    """(session second, value) of per-second rows; NaN separates phases."""
+    pts: list[tuple[float, float]] = []
+    for o, p in zip(offsets, phases):
+        w = p.workload(name)
+        if w:
+            pts += [(o + r.sec, float(getattr(r, key))) for r in w.series if r.sec >= 0]
+        pts.append((o, math.nan))
+    return pts
+
+
+def to_session_time(t: float, phases: Sequence[PhaseSnapshot],
+                    offsets: Sequence[float]) -> float | None:
+    """Map a monotonic time (telemetry, annotations) onto the session axis."""
+    for o, p in zip(offsets, phases):
+        start = p.t_measure or p.t_start
+        span = p.elapsed_s if math.isfinite(p.elapsed_s) else 0.0
+        if start > 0 and start - 1 <= t <= start + span + 1:
+            return o + (t - start)
+    return None

@@ -1,0 +1,370 @@
+"""The dashboard app and its factory ``make_app`` (shared by the CLI and tests).
+
+Data flow: the runner/supervisor feed the session on this event loop; a timer
+(2 Hz) takes one ``SessionSnapshot`` and hands it to every widget; charts redraw
+at most once a second. Blocking work (telemetry polls, exports, xserver HTTP)
+runs in threads. In replay mode the same widgets show a recorded snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, RichLog, TabbedContent, TabPane
+
+from xwatch.core.runner import NATIVE, XSCHED, Runner
+from xwatch.core.session import Phase, Session, SessionSnapshot
+from xwatch.errors import XwatchError
+from xwatch.scenario import Scenario, load_scenario
+from xwatch.ui.screens.control import ControlRequest, ControlScreen
+from xwatch.ui.screens.help import HelpScreen
+from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
+from xwatch.ui.widgets.panels import GpuPanel, XschedPanel
+from xwatch.ui.widgets.status import AlertBar, StatusLine
+from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
+
+LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
+              "stdout": ""}
+TICK_S = 0.5
+CHART_EVERY = 2  # redraw charts every other tick (1 Hz)
+
+
+class XwatchApp(App[int]):
+    CSS_PATH = "xwatch.tcss"
+    TITLE = "xwatch"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding("x", "toggle_mode", "XSched on/off"),
+        Binding("r", "restart", "Restart"),
+        Binding("s", "export", "Snapshot"),
+        Binding("k", "control", "XSched ctl"),
+        Binding("l", "tab('logs')", "Logs"),
+        Binding("c", "tab('compare')", "Compare", show=False),
+        Binding("1", "tab('live')", "Live", show=False),
+        Binding("2", "tab('compare')", "Compare", show=False),
+        Binding("3", "tab('xsched')", "XSched", show=False),
+        Binding("4", "tab('logs')", "Logs", show=False),
+        Binding("p", "pause", "Pause"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, scenario: Scenario | None = None, mode: str = NATIVE,
+                 export_dir: str | None = None, telemetry: str = "auto",
+                 telemetry_interval: float = 0.5, xsched: Any = None,
+                 replay: SessionSnapshot | None = None, replay_source: str | None = None,
+                 autostart: bool = True) -> None:
+        super().__init__()
+        self.replay = replay
+        self.replay_source = replay_source
+        self.scenario = replay.scenario if replay is not None else scenario
+        assert self.scenario is not None
+        self.start_mode = mode
+        self.export_dir = export_dir
+        self.telemetry_choice = telemetry
+        self.telemetry_interval = telemetry_interval
+        self.autostart = autostart
+        self.session: Session | None = None
+        self.runner: Runner | None = None
+        self.sampler: Any = None
+        self.xsched = xsched
+        self.paused = False
+        self.quitting = False
+        self._hangup = False
+        self.last_export: Path | None = None
+        self.snap: SessionSnapshot | None = replay
+        self._tick = 0
+        self._log_seq = 0
+        self._widget_errors: set[str] = set()
+        self._phase_tasks: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield StatusLine()
+        yield AlertBar()
+        with TabbedContent(initial="live"):
+            with TabPane("Live", id="live"):
+                yield WorkloadTable()
+                with Horizontal(classes="chart-row"):
+                    yield LatencyChart()
+                    yield ThroughputChart()
+                with Horizontal(classes="chart-row"):
+                    yield CdfChart()
+                    with Vertical(id="gpu-col"):
+                        yield GpuPanel()
+                        yield UtilChart()
+            with TabPane("Compare", id="compare"):
+                yield CompareTable()
+            with TabPane("XSched", id="xsched"):
+                with VerticalScroll(id="xsched-scroll"):
+                    yield XschedPanel()
+            with TabPane("Logs", id="logs"):
+                yield RichLog(highlight=False, markup=False, wrap=True, max_lines=5000)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        if self.replay is not None:
+            self.sub_title = f"replay of {self.replay_source}"
+            self.refresh_view(force_charts=True)
+            for m in self.replay.messages:
+                self._write_log("xwatch", m.stream, m.text)
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        assert self.scenario is not None
+        self.session = Session(self.scenario)
+        self.runner = Runner(self.scenario, self.session, xsched=self.xsched)
+        self.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
+                        group="telemetry", description="starting telemetry")
+        self.set_interval(TICK_S, self._on_tick)
+        if self.autostart:
+            self.start_phase(self.start_mode)
+
+    def _start_telemetry(self) -> None:
+        from xwatch.core.telemetry import start_telemetry
+
+        assert self.session is not None
+        self.sampler = start_telemetry(self.session, self.telemetry_choice,
+                                       self.telemetry_interval)
+
+    def _on_signal(self, sig: int) -> None:
+        if sig == signal.SIGHUP:
+            # the terminal is gone: stop everything, then leave without trying to
+            # restore a screen nobody can see (writes to a dead tty would block)
+            self._hangup = True
+        asyncio.ensure_future(self.action_quit())
+
+    # ------------------------------------------------------------ phases
+    def start_phase(self, mode: str) -> None:
+        task = asyncio.ensure_future(self._run_phase(mode))
+        self._phase_tasks.add(task)
+        task.add_done_callback(self._phase_tasks.discard)
+
+    async def _run_phase(self, mode: str) -> None:
+        assert self.runner is not None and self.scenario is not None
+        try:
+            phase = await self.runner.start_phase(mode)
+        except XwatchError as e:
+            self.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
+            return
+        except Exception as e:
+            self.notify(f"{type(e).__name__}: {e}", title="Phase failed to start",
+                        severity="error", timeout=12)
+            return
+        await self._watch_phase(phase)
+
+    async def _watch_phase(self, phase: Phase) -> None:
+        assert self.runner is not None and self.scenario is not None
+        planned = False
+        while self.runner.phase is phase and phase.t_end is None:
+            await asyncio.sleep(0.25)
+            if self.runner.all_exited():
+                break
+            if self.runner.planned_end_reached(self.scenario.duration_s):
+                planned = phase.t_measure is not None
+                break
+        if self.runner.phase is phase and phase.t_end is None:
+            await self.runner.stop_phase(planned_end=planned, phase=phase)
+            other = "XSched" if phase.mode == NATIVE else "native"
+            self.notify(f"phase {phase.name} {phase.status}: x = rerun under {other}, "
+                        "r = rerun, s = snapshot", title="Phase complete", timeout=10)
+
+    def action_toggle_mode(self) -> None:
+        if self._not_live():
+            return
+        assert self.runner is not None
+        cur = self.runner.phase.mode if self.runner.phase else NATIVE
+        new = XSCHED if cur == NATIVE else NATIVE
+        reason = self.runner.can_run(new)
+        if reason:
+            self.notify(reason, title="XSched not configured", severity="warning", timeout=10,
+                        markup=False)
+            return
+        self.notify(f"restarting every workload in {new.upper()} mode", timeout=4)
+        self.start_phase(new)
+
+    def action_restart(self) -> None:
+        if self._not_live():
+            return
+        assert self.runner is not None
+        mode = self.runner.phase.mode if self.runner.phase else self.start_mode
+        self.notify(f"restarting every workload ({mode})", timeout=4)
+        self.start_phase(mode)
+
+    def _not_live(self) -> bool:
+        if self.replay is not None:
+            self.notify("replay: nothing runs here (start `xwatch run` for live workloads)",
+                        severity="warning")
+            return True
+        return self.quitting
+
+    # ------------------------------------------------------------ refresh
+    def _on_tick(self) -> None:
+        self._tick += 1
+        self.refresh_view(force_charts=self._tick % CHART_EVERY == 0)
+
+    def refresh_view(self, force_charts: bool = False) -> None:
+        if self.session is not None:
+            self.snap = self.session.snapshot(telemetry_last=600)
+            for ln in self.session.logs_since(self._log_seq):
+                self._write_log(ln.source, ln.stream, ln.text)
+                self._log_seq = ln.seq
+        snap = self.snap
+        if snap is None:
+            return
+        assert self.scenario is not None
+        self._safe("status", lambda: self.query_one(StatusLine).show(
+            snap, self.scenario.duration_s, self.replay_source, self.paused))  # type: ignore[union-attr]
+        self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
+        self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
+        self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
+        reason = self.runner.can_run(XSCHED) if self.runner else None
+        self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
+        self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
+        if force_charts and not self.paused:
+            for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
+                self._safe(cls.__name__, lambda cls=cls: self.query_one(cls).show(snap))
+
+    def _safe(self, name: str, fn: Any) -> None:
+        """A failing widget is reported once and never takes the app down."""
+        try:
+            fn()
+        except Exception as e:
+            if name not in self._widget_errors:
+                self._widget_errors.add(name)
+                self.notify(f"{name}: {type(e).__name__}: {e}", title="Widget error",
+                            severity="error", markup=False)
+                self._write_log("xwatch", "error", f"widget {name}: {e!r}")
+
+    def _write_log(self, source: str, stream: str, text: str) -> None:
+        with contextlib.suppress(Exception):
+            t = Text(f"{source:>8} ", style="bold")
+            t.append(text, style=LOG_STYLES.get(stream, ""))
+            self.query_one(RichLog).write(t)
+
+    # ------------------------------------------------------------ actions
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.notify("charts paused (data keeps flowing)" if self.paused else "charts resumed",
+                    timeout=3)
+        self.refresh_view(force_charts=not self.paused)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    async def action_export(self) -> None:
+        if self.session is None:
+            if self.replay_source:
+                self.notify(f"replay: the snapshot is already on disk ({self.replay_source})")
+            return
+        from xwatch.core.snapshot import prepare_export
+
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        assert self.scenario is not None
+        target = Path(self.export_dir or ".") / f"xwatch-{self.scenario.name}-{stamp}"
+        prep = prepare_export(self.session)
+        self.notify(f"writing snapshot to {target} …", timeout=3)
+        self.run_worker(lambda: self._write_export(prep, target), thread=True,
+                        exit_on_error=False, group="export", description="export")
+
+    def _write_export(self, prep: Any, target: Path) -> None:
+        from xwatch.core.report import write_reports
+        from xwatch.core.snapshot import write_export
+
+        try:
+            path = write_export(prep, target)
+            write_reports(path)
+        except Exception as e:
+            self.call_from_thread(self.notify, f"{type(e).__name__}: {e}",
+                                  title="Snapshot not written", severity="error", markup=False)
+            return
+        self.last_export = path
+        self.call_from_thread(self.notify, f"{path}\n(+ events.csv, report.md, report.html)",
+                              title="Snapshot written", timeout=10, markup=False)
+
+    def action_control(self) -> None:
+        if self._not_live():
+            return
+        assert self.runner is not None
+        ctl = self.runner.xsched
+        phase = self.runner.phase
+        if ctl is None or phase is None or phase.mode != XSCHED or phase.t_end is not None:
+            self.notify("live control works while an XSched phase runs (press x first)"
+                        if ctl is not None else (self.runner.can_run(XSCHED) or ""),
+                        title="XSched control", severity="warning", timeout=8, markup=False)
+            return
+        names = [w.name for w in self.scenario.workloads]  # type: ignore[union-attr]
+        self.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF")), self._on_control)
+
+    def _on_control(self, req: ControlRequest | None) -> None:
+        if req is not None:
+            asyncio.ensure_future(self._do_control(req))
+
+    async def _do_control(self, req: ControlRequest) -> None:
+        assert self.runner is not None
+        ctl: Any = self.runner.xsched
+        try:
+            if req.action == "priority":
+                n = await ctl.set_priority(req.workload, req.priority)
+                msg = f"{req.workload}: priority {req.priority} on {n} XQueue(s)"
+            elif req.action == "config":
+                n = await ctl.configure(req.workload, req.level, req.threshold, req.batch_size)
+                msg = f"{req.workload}: config applied to {n} XQueue(s)"
+            else:
+                await ctl.set_policy(req.policy)
+                msg = f"policy {req.policy}"
+            self.notify(msg, title="XSched", timeout=6)
+        except XwatchError as e:
+            self.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
+
+    async def action_quit(self) -> None:
+        if self.quitting:
+            return
+        self.quitting = True
+        if self.runner is not None:
+            self.notify("stopping workloads…", timeout=5)
+            try:
+                await asyncio.wait_for(self.runner.stop_phase(), timeout=20)
+            except Exception:
+                pass
+            finally:
+                self.runner.kill_now()
+        if self.sampler is not None:
+            await asyncio.to_thread(self.sampler.stop)
+        if self.session is not None:
+            self.session.close()
+        if self._hangup:
+            os._exit(128 + signal.SIGHUP)
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        if self.runner is not None:  # crash or abrupt exit: nothing may survive us
+            self.runner.kill_now()
+
+
+def make_app(scenario: Scenario | str | None = None, **kw: Any) -> XwatchApp:
+    """The one app factory (CLI and tests). ``scenario`` may be a name or path."""
+    if isinstance(scenario, str):
+        scenario = load_scenario(scenario)
+    if scenario is None and kw.get("replay") is None:
+        scenario = load_scenario("demo")
+    return XwatchApp(scenario=scenario, **kw)
+
+
+__all__ = ["XwatchApp", "make_app"]

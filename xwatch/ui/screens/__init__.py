@@ -1,0 +1,1 @@
+"""Modal screens: help and XSched live control."""

@@ -1,0 +1,92 @@
+"""XSched live control: priority hint, XQueue config, policy (modal form).
+
+The screen only collects and validates input; it returns a ``ControlRequest``
+and the app performs it off the UI thread, showing xserver's answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select
+
+from xwatch.scenario import POLICIES
+
+
+@dataclass(frozen=True)
+class ControlRequest:
+    action: str  # "priority" | "config" | "policy"
+    workload: str | None = None
+    priority: int | None = None
+    level: int | None = None
+    threshold: int | None = None
+    batch_size: int | None = None
+    policy: str | None = None
+
+
+def _int(value: str, what: str) -> int | None:
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{what} must be an integer (got {value!r})")
+
+
+class ControlScreen(ModalScreen[ControlRequest | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, workloads: list[str], policy: str) -> None:
+        super().__init__()
+        self.workloads = workloads
+        self.policy = policy
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="control-box"):
+            yield Label("XSched live control (applies to every XQueue of the workload)",
+                        classes="title")
+            yield Select([(w, w) for w in self.workloads], value=self.workloads[0],
+                         allow_blank=False, id="wl")
+            with Horizontal():
+                yield Input(placeholder="priority", id="priority")
+                yield Button("Set priority", id="do-priority")
+            with Horizontal():
+                yield Input(placeholder="threshold", id="threshold")
+                yield Input(placeholder="batch size", id="batch")
+                yield Input(placeholder="level 1-3", id="level")
+                yield Button("Apply config", id="do-config")
+            with Horizontal():
+                yield Select([(p, p) for p in POLICIES], value=self.policy,
+                             allow_blank=False, id="policy")
+                yield Button("Set policy", id="do-policy")
+            yield Label("", id="control-error")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        wl = str(self.query_one("#wl", Select).value)
+        try:
+            if event.button.id == "do-priority":
+                prio = _int(self.query_one("#priority", Input).value, "priority")
+                if prio is None or not -255 <= prio <= 255:
+                    raise ValueError("priority must be an integer from -255 to 255")
+                self.dismiss(ControlRequest("priority", wl, priority=prio))
+            elif event.button.id == "do-config":
+                th = _int(self.query_one("#threshold", Input).value, "threshold")
+                bs = _int(self.query_one("#batch", Input).value, "batch size")
+                lv = _int(self.query_one("#level", Input).value, "level")
+                if th is None and bs is None and lv is None:
+                    raise ValueError("give a threshold, a batch size or a level")
+                self.dismiss(ControlRequest("config", wl, level=lv, threshold=th,
+                                            batch_size=bs))
+            elif event.button.id == "do-policy":
+                self.dismiss(ControlRequest("policy",
+                                            policy=str(self.query_one("#policy", Select).value)))
+        except ValueError as e:
+            self.query_one("#control-error", Label).update(f"[red]{e}[/]")

@@ -1,0 +1,45 @@
+"""The '?' screen: keys and how to read the numbers."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# xwatch keys
+
+| key | what it does |
+|---|---|
+| `x` | stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase |
+| `r` | restart every workload in the same mode: a new phase |
+| `s` | export a snapshot (snapshot.json, events.csv, report.md/html) into a timestamped folder |
+| `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
+| `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
+| `p` | pause / resume the charts (data keeps flowing) |
+| `q`, Ctrl+C | stop every workload (and xserver), then quit |
+| `?` | this help; Esc closes it |
+
+# Reading the numbers
+- Latency is in ms, from the **scheduled** send time for rate-driven workloads (a stalled
+  GPU shows as latency and *late* starts), from the start of the request for closed loops.
+  Each request ends with a device synchronize. Warm-up is never counted.
+- Table columns **P50/P95/P99/max** cover the **sliding window** (the last `window_s`
+  seconds, 10 s by default); **P99 ph / max ph** cover the whole phase.
+- Percentiles are nearest-rank, from a histogram with 0.5% wide buckets (error < 0.25%).
+- **Goodput** is the share of the SLO workload's requests at or under the SLO latency.
+- NVML's GPU **utilization** is the share of time *a kernel was running*, not how full
+  the GPU is.
+- In XSched mode a workload is **engaged** only when xserver lists XQueues for its pid and
+  they are seen ready/suspended while it completes requests.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(HELP)

@@ -1,0 +1,1 @@
+"""Dashboard widgets: each one is fed a ``SessionSnapshot`` via ``show(snap)``."""

@@ -1,0 +1,157 @@
+"""plotext charts fed from session snapshots (never from raw events).
+
+- ``LatencyChart``: per-second P50 and P99 of every workload over the session,
+  phase starts marked, SLO line, goodput in the title.
+- ``ThroughputChart``: low-priority samples/s per second (the cost side).
+- ``CdfChart``: the top-priority workload's latency CDF, this phase vs the one before.
+- ``UtilChart``: GPU utilization (or host CPU) over the session.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from textual_plotext import PlotextPlot
+
+from xwatch.core.session import SessionSnapshot
+from xwatch.core.timeline import phase_offsets, to_session_time, workload_series
+
+COLORS = ("cyan", "red", "green", "orange", "magenta", "blue", "yellow", "white")
+VISIBLE_S = 300.0
+
+
+def _segments(pts: Sequence[tuple[float, float]]) -> list[tuple[list[float], list[float]]]:
+    out: list[tuple[list[float], list[float]]] = [([], [])]
+    for x, y in pts:
+        if math.isfinite(y):
+            out[-1][0].append(x)
+            out[-1][1].append(y)
+        elif out[-1][0]:
+            out.append(([], []))
+    return [s for s in out if s[0]]
+
+
+class _Chart(PlotextPlot):
+    def _begin(self, title: str) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(title)
+
+    def _lines(self, series: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+               x_from: float | None = None, marker: str = "braille") -> float:
+        top = 0.0
+        for i, (label, pts) in enumerate(series):
+            first = True
+            for xs, ys in _segments([(x, y) for x, y in pts if x_from is None or x >= x_from]):
+                self.plt.plot(xs, ys, label=label if first else None,
+                              color=COLORS[i % len(COLORS)], marker=marker)
+                first = False
+                top = max(top, max(ys))
+        return top
+
+    def _marks(self, snap: SessionSnapshot, offsets: Sequence[float], x_from: float) -> None:
+        for o in offsets[1:]:
+            if o >= x_from:
+                self.plt.vline(o, "white")
+
+    def show_message(self, title: str, msg: str) -> None:
+        self._begin(title)
+        self.plt.text(msg, 0.5, 0.5, alignment="center")
+        self.plt.xlim(0, 1)
+        self.plt.ylim(0, 1)
+        self.refresh()
+
+
+class LatencyChart(_Chart):
+    def show(self, snap: SessionSnapshot) -> None:
+        if not snap.phases:
+            return self.show_message("latency", "waiting for the first phase")
+        offsets = phase_offsets(snap.phases)
+        end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
+        x_from = max(0.0, end - VISIBLE_S)
+        slo = snap.scenario.slo
+        title = "latency per second ms (P50 · P99), phases marked"
+        cur = snap.current
+        if slo and cur:
+            w = cur.workload(slo.workload)
+            if w and w.goodput is not None and not math.isnan(w.goodput):
+                title += f" · {slo.workload} ≤{slo.latency_ms:g}ms: {w.goodput * 100:.1f}%"
+        self._begin(title)
+        series = [(f"{w.name} {k}", workload_series(snap.phases, offsets, w.name, k))
+                  for w in snap.scenario.workloads for k in ("p50", "p99")]
+        top = self._lines(series, x_from)
+        if slo:
+            self.plt.hline(slo.latency_ms, "red")
+            top = max(top, slo.latency_ms)
+        self._marks(snap, offsets, x_from)
+        self.plt.ylim(0, top * 1.1 if top > 0 else 1)
+        self.plt.xlabel("session s")
+        self.refresh()
+
+
+class ThroughputChart(_Chart):
+    def show(self, snap: SessionSnapshot) -> None:
+        if not snap.phases:
+            return self.show_message("throughput", "waiting")
+        offsets = phase_offsets(snap.phases)
+        end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
+        x_from = max(0.0, end - VISIBLE_S)
+        ws = sorted(snap.scenario.workloads, key=lambda w: w.priority_value)
+        lows = [w for w in ws if w.priority_value < ws[-1].priority_value] or ws[:1]
+        self._begin("low-priority samples/s (the price)")
+        top = self._lines([(w.name, workload_series(snap.phases, offsets, w.name, "samples"))
+                           for w in lows], x_from)
+        self._marks(snap, offsets, x_from)
+        self.plt.ylim(0, top * 1.1 if top > 0 else 1)
+        self.refresh()
+
+
+class CdfChart(_Chart):
+    def show(self, snap: SessionSnapshot) -> None:
+        ws = sorted(snap.scenario.workloads, key=lambda w: -w.priority_value)
+        if not snap.phases or not ws:
+            return self.show_message("distribution", "waiting")
+        name = ws[0].name
+        phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
+        shown = phases[-2:]
+        if not shown:
+            return self.show_message(f"{name} latency CDF", "no requests yet")
+        self._begin(f"{name} latency CDF: " + " vs ".join(p.name for p in shown))
+        series = []
+        for p in shown:
+            w = p.workload(name)
+            assert w is not None
+            series.append((p.name, [(v, f * 100) for v, f in w.cdf]))
+        self._lines(series)
+        self.plt.ylim(0, 100)
+        self.plt.xlabel("ms")
+        self.refresh()
+
+
+class UtilChart(_Chart):
+    def show(self, snap: SessionSnapshot) -> None:
+        tel = snap.extra.get("telemetry") or {}
+        samples = tel.get("samples") or []
+        if not samples or not snap.phases:
+            return self.show_message("utilization", f"telemetry: {tel.get('backend', 'off')}")
+        offsets = phase_offsets(snap.phases)
+        gpu = tel.get("backend") in ("nvml", "amdsmi")
+        metric = "util_pct" if gpu else "cpu_pct"
+        by_dev: dict[str, list[tuple[float, float]]] = {}
+        for s in samples:
+            if not s.get("ours", True):
+                continue
+            x = to_session_time(s["t"], snap.phases, offsets)
+            v = (s.get("metrics") or {}).get(metric)
+            if x is not None:
+                by_dev.setdefault(s["device"], []).append(
+                    (x, float(v) if v is not None else math.nan))
+        label = {"nvml": "GPU util % (a kernel ran)", "amdsmi": "GPU gfx activity %"}.get(
+            tel.get("backend", ""), "host CPU % (no GPU telemetry)")
+        self._begin(label)
+        end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
+        self._lines(sorted(by_dev.items()), max(0.0, end - VISIBLE_S))
+        self.plt.ylim(0, 100)
+        self.refresh()

@@ -1,0 +1,102 @@
+"""Text panels: GPU/host telemetry, XSched engagement and queues."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from xwatch.core.session import SessionSnapshot
+from xwatch.ui.widgets.format import pct
+
+LANE = {"suspended": ("█", "red"), "running": ("▆", "green"), "idle": ("·", "dim"),
+        "none": (" ", "")}
+
+
+def _v(v: float | None, unit: str, digits: int = 0) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}{unit}"
+
+
+class GpuPanel(Static):
+    def show(self, snap: SessionSnapshot) -> None:
+        tel = snap.extra.get("telemetry") or {}
+        t = Text()
+        backend = tel.get("backend", "off")
+        t.append(f"telemetry: {backend}", style="bold magenta")
+        if tel.get("reason"):
+            t.append(f"  ({tel['reason']})", style="dim")
+        for name, why in (tel.get("rejected") or {}).items():
+            t.append(f"\n  not {name}: {why[:70]}", style="dim")
+        cost = tel.get("poll_cost_ms") or {}
+        if cost.get("median") is not None:
+            t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms",
+                     style="dim")
+        latest: dict[str, dict] = {}  # type: ignore[type-arg]
+        for s in tel.get("samples") or []:
+            latest[s["device"]] = s
+        pids = {w.pid: w.name for p in snap.phases[-1:] for w in p.workloads if w.pid}
+        for dev, s in latest.items():
+            m = s.get("metrics") or {}
+            mark = "" if s.get("ours", True) else " (not ours)"
+            t.append(f"\n{dev} {s.get('name', '')}{mark}", style="bold")
+            if "util_pct" in m:
+                t.append(f"\n  util {pct(m.get('util_pct'))}  mem-bw {pct(m.get('mem_util_pct'))}"
+                         f"  mem {_v(m.get('mem_used_mib'), '')}/{_v(m.get('mem_total_mib'), ' MiB')}"
+                         f"\n  power {_v(m.get('power_w'), ' W')}  temp {_v(m.get('temp_c'), '°C')}"
+                         f"  clock {_v(m.get('clock_mhz'), ' MHz')}")
+            else:
+                t.append(f"\n  cpu {pct(m.get('cpu_pct'))}  mem {_v(m.get('mem_used_mib'), '')}"
+                         f"/{_v(m.get('mem_total_mib'), ' MiB')}")
+            for pid, pm in (s.get("procs") or {}).items():
+                who = pids.get(int(pid), pid)
+                parts = [f"{k.replace('_', ' ')} {_v(v, '', 0)}" for k, v in pm.items()]
+                t.append(f"\n  {who}: " + ", ".join(parts), style="cyan")
+        if tel.get("backend") == "nvml":
+            t.append("\n  util = share of time a kernel ran, not how full the GPU is",
+                     style="dim italic")
+        self.update(t)
+
+
+class XschedPanel(Static):
+    """Engagement per workload, its XQueues, and the scheduler lane."""
+
+    def show(self, snap: SessionSnapshot, configured: str | None) -> None:
+        p = snap.current
+        xs = (p.extra.get("xsched") if p else None) or None
+        if xs is None:
+            msg = Text("XSched is not active in this phase. ", style="bold")
+            msg.append(configured or "Press x to restart the workloads under XSched.")
+            self.update(msg)
+            return
+        t = Text()
+        t.append(f"xserver {' '.join(xs.get('xserver_cmd') or [])}  policy {xs.get('policy')}\n",
+                 style="bold")
+        for name, info in (xs.get("workloads") or {}).items():
+            status = info.get("status")
+            style = "bold green" if status == "engaged" else "bold red" \
+                if status not in ("pending",) else "yellow"
+            st = info.get("stats") or {}
+            t.append(f"{name:<10} ", style="bold")
+            t.append(f"{status:<15}", style=style)
+            t.append(f" scheduler={info.get('scheduler')} queues={st.get('queues', 0)} "
+                     f"ready {st.get('ready', 0)}/{st.get('polls', 0)} suspended "
+                     f"{st.get('suspended', 0)}/{st.get('polls', 0)}\n")
+            lane = info.get("lane") or []
+            t.append("  lane ")
+            for _, state in lane[-60:]:
+                ch, sty = LANE.get(state, ("?", ""))
+                t.append(ch, style=sty)
+            t.append("\n")
+            for w in info.get("warnings") or []:
+                t.append(f"  ⚠ {w}\n", style="yellow")
+        t.append("lane: █ suspended  ▆ running/ready  · idle (one mark per /xqueues poll)\n",
+                 style="dim")
+        tab = Table("workload", "handle", "level", "thr", "batch", "ready", "suspended",
+                    box=None, pad_edge=False)
+        for name, info in (xs.get("workloads") or {}).items():
+            for q in (info.get("queues") or [])[:8]:
+                tab.add_row(name, f"{int(q.get('handle', 0)):x}", str(q.get("level")),
+                            str(q.get("threshold")), str(q.get("batch_size")),
+                            str(q.get("ready")), str(q.get("suspended")))
+        from rich.console import Group
+        self.update(Group(t, tab))

@@ -1,0 +1,65 @@
+"""The header line and the alert bar."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from xwatch.core.session import FAILED, SessionSnapshot
+
+
+class StatusLine(Static):
+    """Scenario, mode, phase and its clock, devices, telemetry backend."""
+
+    def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
+             paused: bool) -> None:
+        p = snap.current
+        t = Text()
+        t.append(" xwatch ", style="bold reverse")
+        t.append(f" {snap.scenario.name} ", style="bold")
+        if replay:
+            t.append(" REPLAY ", style="bold black on yellow")
+        if p is None:
+            t.append(" starting…")
+        else:
+            style = "bold white on dark_green" if p.mode == "native" else "bold white on blue"
+            t.append(f" {p.mode.upper()} ", style=style)
+            clock = f"{p.elapsed_s:5.0f}/{duration_s:.0f}s" if p.measuring else "loading"
+            t.append(f" phase {p.index + 1} {p.name} {clock} [{p.status}] ")
+            devs = sorted({str(w.hello.get("device_name")) for w in p.workloads
+                           if w.hello.get("device_name")})
+            if devs:
+                t.append(" · " + ", ".join(devs)[:48], style="cyan")
+        tel = snap.extra.get("telemetry") or {}
+        t.append(f" · telemetry {tel.get('backend', 'off')}", style="magenta")
+        if paused:
+            t.append("  CHARTS PAUSED", style="bold yellow")
+        self.update(t)
+
+
+class AlertBar(Static):
+    """Failures and XSched warnings, visible without opening the logs."""
+
+    def show(self, snap: SessionSnapshot) -> None:
+        p = snap.current
+        lines: list[Text] = []
+        if p is not None:
+            if p.extra.get("error"):
+                lines.append(Text(f"✖ phase {p.name} failed: {p.extra['error']}"[:400],
+                                  style="bold red"))
+            for w in p.workloads:
+                if w.state == FAILED and w.exit is not None:
+                    t = Text(f"✖ {w.name}: {w.exit.describe()}"[:300], style="bold red")
+                    for ln in w.stderr_tail[-3:]:
+                        t.append("\n    " + ln[:200], style="red")
+                    lines.append(t)
+                elif w.malformed:
+                    lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",
+                                      style="yellow"))
+            xs = p.extra.get("xsched") or {}
+            for name, info in (xs.get("workloads") or {}).items():
+                for warn in info.get("warnings") or []:
+                    lines.append(Text(f"⚠ XSched {name}: {warn}"[:300], style="bold yellow"))
+        self.display = bool(lines)
+        if lines:
+            self.update(Text("\n").join(lines))
