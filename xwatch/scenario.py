@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from xwatch.errors import ScenarioError
+from xwatch.errors import ScenarioError, UsageError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
 DEFAULT_SCENARIO = "demo"
@@ -397,7 +397,10 @@ class Scenario:
         if duration_s is not None:
             s = dataclasses.replace(s, duration_s=duration_s)
         if device is not None:
-            _device(device)
+            try:
+                _device(device)
+            except ValueError as e:
+                raise UsageError(f"--device {device!r} {e}")
             s = dataclasses.replace(
                 s, device=device,
                 workloads=tuple(dataclasses.replace(w, device=device) if w.model else w

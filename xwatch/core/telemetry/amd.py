@@ -57,7 +57,7 @@ class AmdSmiBackend(Backend):
                     return None
                 for k in keys:
                     v = na(lambda k=k: d[k])
-                    if v is not None:
+                    if isinstance(v, (int, float)):
                         return float(v)
                 return None
 

@@ -69,16 +69,19 @@ class Backend:
 
 
 def na(fn: Callable[[], Any]) -> Any:
-    """Call ``fn``; any exception or an 'N/A' string becomes None."""
+    """Call ``fn``; any exception or an 'N/A' string becomes None, a numeric
+    string a float; other values (names, versions) pass through."""
     try:
         v = fn()
     except Exception:
         return None
     if isinstance(v, str):
+        if v.strip().upper() in ("N/A", "NA", ""):
+            return None
         try:
             return float(v)
         except ValueError:
-            return None
+            return v
     return v
 
 

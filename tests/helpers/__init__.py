@@ -1,0 +1,1 @@
+"""Test helpers: deterministic fixtures, process checks, fake XSched."""

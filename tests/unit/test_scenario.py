@@ -1,0 +1,90 @@
+"""Scenario validation: shipped scenarios, every error path, README key table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xwatch.errors import ScenarioError, UsageError
+from xwatch.scenario import builtin_scenarios, keys_reference_markdown, load_scenario
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "scenarios"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_builtins_load_and_match_the_seed() -> None:
+    names = set(builtin_scenarios())
+    assert {"demo", "standard", "intensive", "bert"} <= names
+    e3 = load_scenario("intensive")
+    hi, lo = e3.workload("high"), e3.workload("low")
+    assert (e3.duration_s, hi.model, hi.batch, hi.rate, hi.arrival) == (180, "resnet18", 1, 20,
+                                                                         "fixed")
+    assert (lo.model, lo.batch, lo.rate, lo.start_delay_s) == ("resnet50", 1024, None, 1)
+    e2 = load_scenario("standard")
+    assert (e2.duration_s, e2.workload("high").rate, e2.workload("low").batch) == (60, 10, 8)
+    bert = load_scenario("bert")
+    assert [w.model for w in bert.workloads] == ["bert-base-uncased"] * 3
+    assert all(w.requests == 20 and w.task == "qa" for w in bert.workloads)
+    assert [w.priority for w in bert.workloads] == ["high", "low", "low"]
+    demo = load_scenario("demo")
+    assert all(w.input[1] <= 64 for w in demo.workloads)  # small enough for a 2-core CPU
+
+
+@pytest.mark.parametrize(("fname", "must_contain"), [
+    ("bad_unknown_top.toml", ["duraton_s", "unknown key", "duration_s", "description"]),
+    ("bad_unknown_workload_key.toml", ["workload[0] (a).batchsize", "batch", "allowed keys"]),
+    ("bad_dtype.toml", ["dtype", "'fp64'", "'fp32', 'fp16', 'bf16'"]),
+    ("bad_type_rate.toml", ["rate", "expected a finite number", "str"]),
+    ("bad_both.toml", ["exactly one of 'model'", "'command'"]),
+    ("bad_neither.toml", ["exactly one of 'model'"]),
+    ("bad_duplicate.toml", ["duplicate workload name 'a'"]),
+    ("bad_arrival.toml", ["'arrival' needs 'rate'"]),
+    ("bad_regex.toml", ["regex", "(?P<latency_ms>"]),
+    ("bad_xsched_batch.toml", ["xsched.batch_size", "must not exceed threshold 2"]),
+    ("bad_slo.toml", ["slo.workload", "'nope'", "workloads: a"]),
+    ("bad_toml.toml", ["not valid TOML"]),
+    ("bad_priority.toml", ["priority", "'high', 'low' or an integer"]),
+    ("bad_model_key_on_command.toml", ["dtype", "does not apply to a external command",
+                                       "command"]),
+    ("bad_policy.toml", ["xsched.policy", "'FIFO'", "'HPF'"]),
+    ("bad_no_workloads.toml", ["at least one [[workload]]"]),
+    ("bad_bert.toml", ["bert-huge", "bert-base-uncased"]),
+])
+def test_bad_scenarios_name_file_key_and_allowed(fname: str, must_contain: list[str]) -> None:
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(str(DATA / fname))
+    msg = str(ei.value)
+    assert str(DATA / fname) in msg  # the file
+    for part in must_contain:
+        assert part in msg, msg
+    assert ei.value.title
+
+
+def test_missing_file_and_unknown_name() -> None:
+    with pytest.raises(ScenarioError, match="no such scenario file"):
+        load_scenario("/nonexistent/x.toml")
+    with pytest.raises(ScenarioError, match="neither a built-in scenario"):
+        load_scenario("nosuchscenario")
+
+
+def test_overrides_and_priority_numbers() -> None:
+    s = load_scenario("intensive").with_overrides(duration_s=5, device="cpu")
+    assert s.duration_s == 5 and all(w.device == "cpu" for w in s.workloads)
+    assert s.workload("high").priority_value == 1 and s.workload("low").priority_value == 0
+    with pytest.raises(UsageError, match="--device 'tpu' must be"):
+        s.with_overrides(device="tpu")
+
+
+def test_command_workload_defaults_cwd_to_scenario_folder(tmp_path: Path) -> None:
+    f = tmp_path / "ext.toml"
+    f.write_text('[[workload]]\nname="e"\npriority=3\ncommand=["./app","-n","3"]\n'
+                 "regex='completed in (?P<latency_ms>[0-9.]+) ms'\n")
+    w = load_scenario(str(f)).workload("e")
+    assert w.cwd == str(tmp_path) and w.command == ("./app", "-n", "3") and w.priority_value == 3
+
+
+def test_readme_key_reference_is_generated_from_the_code() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert keys_reference_markdown().strip() in readme, \
+        "README key table is stale: paste the output of `xwatch scenarios --keys`"

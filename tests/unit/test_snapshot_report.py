@@ -1,0 +1,138 @@
+"""Snapshot schema, loading errors, atomic writes; report goldens and HTML checks."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from xwatch.core.report import (build_charts, build_report, render_html, render_markdown,
+                                write_reports)
+from xwatch.core.session import Session
+from xwatch.core.snapshot import (SCHEMA_PATH, load_snapshot, load_snapshot_dict,
+                                  write_snapshot)
+from xwatch.errors import SnapshotError
+from xwatch.scenario import load_scenario
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+FIXTURE = DATA / "snapshot_two_phases.json"
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def test_fixture_and_fresh_snapshots_validate(tmp_path: Path) -> None:
+    jsonschema.validate(json.loads(FIXTURE.read_text()), SCHEMA)
+    s = Session(load_scenario("demo"))
+    ph = s.new_phase("native")
+    ph.runs["high"].on_events([{"type": "ready", "t0": ph.t_start},
+                               {"latency_ms": 3.0, "t": ph.t_start + 0.5, "seq": 1}])
+    ph.finish()
+    path = write_snapshot(s, tmp_path / "out")
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["phases"][0]["workloads"]["high"]["count"] == 1
+    events = (tmp_path / "out" / "events.csv").read_text().splitlines()
+    assert events[0].startswith("phase,workload,seq") and len(events) == 2
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["events.csv",
+                                                                     "snapshot.json"]
+    s.close()
+
+
+def test_round_trip_and_errors(tmp_path: Path) -> None:
+    snap = load_snapshot(FIXTURE)
+    assert [p.name for p in snap.phases] == ["native-1", "xsched-1"]
+    assert snap.phases[1].workload("low").exit.code == 1  # type: ignore[union-attr]
+    bad = tmp_path / "corrupt.json"
+    bad.write_text('{"schema": "xwatch.snapshot/1", "phases": [')
+    with pytest.raises(SnapshotError, match="not valid JSON"):
+        load_snapshot(bad)
+    unknown = tmp_path / "future.json"
+    unknown.write_text(json.dumps({"schema": "xwatch.snapshot/9", "phases": []}))
+    with pytest.raises(SnapshotError, match="unknown snapshot schema 'xwatch.snapshot/9'"):
+        load_snapshot(unknown)
+    with pytest.raises(SnapshotError, match="cannot read"):
+        load_snapshot(tmp_path / "missing.json")
+    nope = tmp_path / "other.json"
+    nope.write_text("[1]")
+    with pytest.raises(SnapshotError, match="not an xwatch snapshot"):
+        load_snapshot_dict(nope)
+
+
+def _md_row(md: str, section: str, label: str) -> list[str]:
+    part = md.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
+    for line in part.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells and cells[0] == label:
+            return cells
+    raise AssertionError(f"no row {label!r} in {section!r}")
+
+
+def test_markdown_golden_and_deltas() -> None:
+    md = render_markdown(build_report(load_snapshot(FIXTURE)))
+    golden = (DATA / "report_two_phases.md").read_text()
+    assert md == golden, "report changed: review, then regenerate tests/data/report_two_phases.md"
+    # the deltas are arithmetic on the two phase columns, checked independently
+    doc = json.loads(FIXTURE.read_text())
+    hi = [p["workloads"]["high"]["latency_ms"] for p in doc["phases"]]
+    row = _md_row(md, "Workload high", "P99 (ms)")
+    a, b = hi[0]["p99"], hi[1]["p99"]
+    assert row[1] == f"{a:,.2f}" and row[2] == f"{b:,.2f}"
+    assert row[3] == f"{b - a:+,.2f} ({(b - a) / a * 100:+.1f}%)"
+    assert _md_row(md, "Objective", "native-1")[2] == "FAIL"
+    assert _md_row(md, "Objective", "xsched-1")[2] == "pass"
+    assert "miopenStatusUnknownError" in md.split("## Failures", 1)[1]
+    assert "LD_PRELOAD=/opt/xsched/lib/libshimhip.so" in md
+    assert "xwatch compare tests/data/scenarios/fixture.toml --xsched /opt/xsched" in md
+
+
+class _Checker(HTMLParser):
+    VOID = {"meta", "br", "img", "link", "input", "hr", "rect", "line", "circle", "polyline",
+            "text"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for k, v in attrs:
+            if k in ("src", "href") and v and re.match(r"https?:", v):
+                self.errors.append(f"external {k}: {v}")
+        if tag not in self.VOID or tag == "text":
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID and tag != "text":
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unbalanced </{tag}> (open: {self.stack[-3:]})")
+        else:
+            self.stack.pop()
+
+
+def test_html_is_self_contained_and_has_the_charts(tmp_path: Path) -> None:
+    snap = load_snapshot(FIXTURE)
+    page = render_html(build_report(snap), build_charts(snap))
+    c = _Checker()
+    c.feed(page)
+    assert c.errors == [] and c.stack == []
+    assert "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
+    assert page.count("<svg") == 4
+    for title in ("Latency per second", "latency distribution per phase (CDF)",
+                  "Low-priority throughput", "GPU activity"):
+        assert title in page
+    assert "SLO high P99" in page  # the SLO line
+    # written next to the snapshot
+    (tmp_path / "snapshot.json").write_text(FIXTURE.read_text())
+    md, html_path = write_reports(tmp_path / "snapshot.json")
+    assert md.read_text().startswith("# xwatch report: fixture")
+    assert html_path.read_text().startswith("<!DOCTYPE html>")

@@ -1,0 +1,132 @@
+"""Every statistic against an exact computation on skewed synthetic data."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from xwatch.core.stats import (RELATIVE_WIDTH, LogHistogram, Moments, Recorder,
+                               exact_percentile)
+
+QS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+
+
+def skewed(n: int, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.90:
+            out.append(rng.lognormvariate(1.5, 0.4))  # body ~4.5 ms
+        elif r < 0.99:
+            out.append(20 + rng.paretovariate(1.5) * 5)  # heavy tail
+        else:
+            out.append(rng.uniform(200, 2000))  # stalls
+    return out
+
+
+def test_exact_percentile_is_nearest_rank() -> None:
+    v = [5.0, 1.0, 4.0, 2.0, 3.0]
+    assert exact_percentile(v, 50) == 3.0
+    assert exact_percentile(v, 20) == 1.0
+    assert exact_percentile(v, 21) == 2.0
+    assert exact_percentile(v, 100) == 5.0
+    with pytest.raises(ValueError):
+        exact_percentile([], 50)
+
+
+def test_phase_statistics_match_exact_computation() -> None:
+    values = skewed(200_000)
+    m = Moments()
+    for v in values:
+        m.add(v)
+    s = m.summary()
+    assert s.count == len(values)
+    assert s.min == min(values) and s.max == max(values)
+    assert s.mean == pytest.approx(statistics.fmean(values), rel=1e-9)
+    assert s.std == pytest.approx(statistics.pstdev(values), rel=1e-7)
+    for key, q in QS.items():
+        exact = exact_percentile(values, q)
+        got = getattr(s, key)
+        # documented bound: half a bucket (0.25%); the issue's bar is 1%
+        assert abs(got - exact) / exact <= RELATIVE_WIDTH / 2 + 1e-12, (key, got, exact)
+
+
+def test_histogram_merge_equals_single_histogram() -> None:
+    a, b, both = LogHistogram(), LogHistogram(), LogHistogram()
+    values = skewed(5000, seed=3)
+    for i, v in enumerate(values):
+        (a if i % 2 else b).add(v)
+        both.add(v)
+    a.merge(b)
+    assert a.counts == both.counts and a.n == both.n
+
+
+def test_moments_merge() -> None:
+    values = skewed(3000, seed=5)
+    x, y = Moments(), Moments()
+    for i, v in enumerate(values):
+        (x if i < 1000 else y).add(v)
+    x.merge(y)
+    assert x.n == 3000
+    assert x.mean == pytest.approx(statistics.fmean(values), rel=1e-9)
+    assert math.sqrt(x.s2 / x.n) == pytest.approx(statistics.pstdev(values), rel=1e-7)
+
+
+def test_recorder_window_seconds_and_counters() -> None:
+    rng = random.Random(9)
+    rec = Recorder(t0=100.0, window_s=10.0, slo_ms=10.0)
+    events = []
+    for k in range(60 * 50):  # 60 s at 50/s
+        t = 100.0 + k * 0.02 + 0.001
+        lat = rng.lognormvariate(1.8, 0.6)
+        late = k % 97 == 0
+        ok = k % 501 != 0
+        events.append((t, lat, late, ok))
+        rec.add(lat, t, batch=4, late=late, ok=ok)
+    good = [e for e in events if e[3]]
+    lat_all = [e[1] for e in good]
+    s = rec.phase.summary()
+    assert s.count == len(good)
+    assert rec.errors == len(events) - len(good)
+    assert rec.late == sum(1 for e in good if e[2])
+    assert rec.samples == 4 * len(good)
+    assert rec.under_slo == sum(1 for v in lat_all if v <= 10.0)
+    for key, q in QS.items():
+        assert getattr(s, key) == pytest.approx(exact_percentile(lat_all, q), rel=0.005)
+    # the window: requests that ended in the last 10 whole seconds (50..59)
+    now = 100.0 + 59.99
+    w, n, samples = rec.window(now)
+    in_win = [e[1] for e in good if 50 <= int(e[0] - 100.0) <= 59]
+    assert n == len(in_win) and samples == 4 * len(in_win)
+    assert w.mean == pytest.approx(statistics.fmean(in_win), rel=1e-9)
+    assert w.max == max(in_win) and w.min == min(in_win)
+    assert w.p99 == pytest.approx(exact_percentile(in_win, 99), rel=0.005)
+    # per-second rows
+    rows = rec.series()
+    assert [r.sec for r in rows] == list(range(60))
+    for r in rows:
+        sec_vals = [e[1] for e in good if int(e[0] - 100.0) == r.sec]
+        assert r.count == len(sec_vals)
+        assert r.max == max(sec_vals)
+        assert r.p50 == pytest.approx(exact_percentile(sec_vals, 50), rel=0.005)
+        assert r.p99 == pytest.approx(exact_percentile(sec_vals, 99), rel=0.005)
+
+
+def test_memory_is_bounded_for_long_runs() -> None:
+    rec = Recorder(t0=0.0, window_s=10.0)
+    for k in range(3600 * 5):  # one hour at 5/s
+        rec.add(5.0 + (k % 100) / 10, k / 5)
+    assert len(rec._live) <= 12  # only the window keeps full histograms
+    assert len(rec.phase.hist.counts) < 200
+    assert len(rec.series()) == 3600
+
+
+def test_empty_and_nan() -> None:
+    rec = Recorder(t0=0.0)
+    assert rec.phase.summary().count == 0
+    assert math.isnan(rec.phase.summary().p99)
+    assert rec.cdf() == []

@@ -1,0 +1,138 @@
+"""Pure XSched logic: environment per priority and overrides, engagement
+decisions, /config validation, sweep parsing and the frontier."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from xwatch.core.launch import build_launch
+from xwatch.core.xsched import (QueueStats, XschedInstall, engagement, queue_params,
+                                validate_config, xsched_env)
+from xwatch.errors import UsageError, XschedError
+from xwatch.scenario import Workload, WorkloadXsched, load_scenario
+
+INST = XschedInstall(Path("/opt/xsched"), "--xsched")
+
+
+def wl(**kw: object) -> Workload:
+    base = {"name": "w", "priority": "high", "model": "resnet18"}
+    base.update(kw)
+    return Workload(**base)  # type: ignore[arg-type]
+
+
+def test_defaults_by_priority_match_the_reference() -> None:
+    assert queue_params(wl(priority="high")) == {"priority": 1, "level": 1, "threshold": 16,
+                                                 "batch_size": 8}
+    assert queue_params(wl(priority="low")) == {"priority": 0, "level": 1, "threshold": 4,
+                                                "batch_size": 2}
+    assert queue_params(wl(priority=7))["priority"] == 7
+    assert queue_params(wl(priority=-3))["threshold"] == 4
+
+
+def test_overrides_and_extra_env() -> None:
+    w = wl(priority="low", xsched=WorkloadXsched(threshold=1, batch_size=1, level=2,
+                                                 env={"XSCHED_LOG_LEVEL": "TRACE"}))
+    env = xsched_env(w, INST, "cuda")
+    assert env["XSCHED_AUTO_XQUEUE_THRESHOLD"] == "1" and env["XSCHED_AUTO_XQUEUE_BATCH_SIZE"] == "1"
+    assert env["XSCHED_AUTO_XQUEUE_LEVEL"] == "2" and env["XSCHED_LOG_LEVEL"] == "TRACE"
+    assert env["XSCHED_SCHEDULER"] == "GLB" and env["XSCHED_AUTO_XQUEUE"] == "ON"
+
+
+def test_cuda_uses_library_path_hip_uses_preload() -> None:
+    cuda = xsched_env(wl(), INST, "cuda")
+    assert cuda["LD_LIBRARY_PATH"] == "/opt/xsched/lib" and "LD_PRELOAD" not in cuda
+    hip = xsched_env(wl(), INST, "hip")
+    assert hip["LD_PRELOAD"] == "/opt/xsched/lib/libshimhip.so"
+    assert hip["LD_LIBRARY_PATH"] == "/opt/xsched/lib"
+
+
+def test_launch_prepends_library_path_and_passes_xsched_vars() -> None:
+    base = {"LD_LIBRARY_PATH": "/usr/lib/x", "XSCHED_LOG_LEVEL": "INFO", "PATH": "/bin"}
+    spec = build_launch(wl(), xsched_env(wl(), INST, "cuda"), base_env=base)
+    assert spec.env["LD_LIBRARY_PATH"] == "/opt/xsched/lib:/usr/lib/x"  # lib/ first
+    assert spec.env["XSCHED_LOG_LEVEL"] == "INFO"  # other XSCHED_* pass through
+    assert spec.env_added["XSCHED_AUTO_XQUEUE_PRIORITY"] == "1"
+    assert spec.argv[-2:] == ("-m", "xwatch.core.worker")
+    assert "XWATCH_WORKER_CONFIG" in spec.env and "PYTHONPATH" in spec.env
+    native = build_launch(wl(), None, base_env=base)
+    assert not any(k.startswith("XSCHED_AUTO") for k in native.env)
+
+
+def test_command_workload_launch() -> None:
+    w = Workload(name="e", priority="low", command=("./app", "-x"), cwd="/tmp",
+                 env={"A": "1"})
+    spec = build_launch(w, None, base_env={"PATH": "/bin"})
+    assert spec.argv == ("./app", "-x") and spec.cwd == "/tmp" and spec.env["A"] == "1"
+    assert "XWATCH_WORKER_CONFIG" not in spec.env
+
+
+def test_engagement_statuses() -> None:
+    q0 = QueueStats(polls=5)
+    assert engagement(False, None, q0, 10, True) == ("native", [])
+    assert engagement(True, "app-managed", q0, 10, True)[0] == "app-managed"
+    assert engagement(True, "local HPF", q0, 10, True)[0] == "local"
+    assert engagement(True, None, q0, 10, True)[0] == "shim-not-loaded"
+    assert engagement(True, "global", q0, 10, True)[0] == "no-xqueue"
+    assert engagement(True, None, QueueStats(polls=1), 0, True)[0] == "pending"
+    idle = QueueStats(samples=5, polls=5, ready=0, queues=3)
+    status, warns = engagement(True, "global", idle, 100, True)
+    assert status == "not-scheduled" and "default stream" in warns[0]
+    busy = QueueStats(samples=5, polls=5, ready=2, suspended=1, queues=3)
+    assert engagement(True, "global", busy, 100, True) == ("engaged", [])
+
+
+@pytest.mark.parametrize(("lv", "th", "bs", "ok"), [
+    (1, 4, 2, True), (None, 8, 4, True), (1, 4, 4, False), (1, 2, 3, False), (4, 4, 2, False),
+    (None, 0, None, False), (None, None, 0, False), (None, 1, 1, False)])
+def test_validate_config(lv: int | None, th: int | None, bs: int | None, ok: bool) -> None:
+    if ok:
+        validate_config(lv, th, bs)
+    else:
+        with pytest.raises(XschedError):
+            validate_config(lv, th, bs)
+
+
+def test_validate_config_uses_current_values() -> None:
+    with pytest.raises(XschedError, match="must stay below threshold"):
+        validate_config(None, None, 16, {"threshold": 16, "batch_size": 8, "level": 1})
+
+
+def test_sweep_settings_parse_zip_and_errors() -> None:
+    from xwatch.core.sweep import apply_setting, parse_settings, setting_label
+
+    scen = load_scenario("intensive")
+    s = parse_settings(["low.threshold=1,2,4,8", "low.batch_size=1,1,2,4"], scen)
+    assert [x["low"] for x in s] == [{"threshold": 1, "batch_size": 1},
+                                     {"threshold": 2, "batch_size": 1},
+                                     {"threshold": 4, "batch_size": 2},
+                                     {"threshold": 8, "batch_size": 4}]
+    assert setting_label(s[2]) == "low.threshold=4, low.batch_size=2"
+    applied = apply_setting(scen, s[0])
+    assert applied.workload("low").xsched.threshold == 1
+    assert applied.workload("high").xsched == scen.workload("high").xsched
+    broadcast = parse_settings(["low.threshold=4", "low.batch_size=1,2,3"], scen)
+    assert [x["low"]["threshold"] for x in broadcast] == [4, 4, 4]
+    for bad, msg in ((["nope.threshold=1"], "no workload"), (["low.speed=1"], "cannot be swept"),
+                     (["low.threshold=1,2", "low.batch_size=1,1,1"], "zipped"),
+                     (["low.threshold=a"], "integers"), (["lowthreshold=1"], "expected"),
+                     (["low.threshold=1", "low.batch_size=2"], "exceeds"), ([], "at least one")):
+        with pytest.raises(UsageError, match=msg):
+            parse_settings(bad, scen)
+
+
+def test_frontier() -> None:
+    from xwatch.core.sweep import frontier
+
+    def pt(label: str, p99: float, sps: float, ok: bool = True) -> dict[str, object]:
+        return {"label": label, "p99": p99, "low_sps": sps, "ok": ok}
+
+    pts = [pt("native", 6.5, 6223), pt("t4/b2", 13.0, 6091), pt("t1/b1", 7.35, 5373),
+           pt("t2/b1", 5.0, 5000), pt("crash", float("nan"), float("nan"), ok=False),
+           pt("dominated", 8.0, 5300)]
+    assert frontier(pts) == {"native", "t2/b1"}  # t1/b1 is dominated by native here
+    pts.append(pt("best-tail", 3.0, 4000))
+    assert "best-tail" in frontier(pts)
+    assert dataclasses is not None

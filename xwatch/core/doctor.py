@@ -1,0 +1,154 @@
+"""``xwatch doctor``: one line per check, PASS/FAIL/WARN/SKIP with the reason.
+
+torch is probed in a subprocess with the workloads' interpreter (xwatch itself
+never imports torch), so a broken or ROCm-only environment is diagnosed as it
+will be used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from xwatch.errors import XwatchError
+
+PROBE = r"""
+import json, sys
+out = {"python": sys.version.split()[0]}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["hip"] = getattr(torch.version, "hip", None)
+    out["cuda"] = getattr(torch.version, "cuda", None)
+    out["available"] = torch.cuda.is_available()
+    devs = []
+    for i in range(torch.cuda.device_count() if out["available"] else 0):
+        p = torch.cuda.get_device_properties(i)
+        devs.append({"name": p.name, "memory_gib": round(p.total_memory / 2**30, 1)})
+    out["devices"] = devs
+except Exception as e:
+    out["torch_error"] = f"{type(e).__name__}: {e}"
+for mod in ("torchvision", "transformers"):
+    try:
+        m = __import__(mod)
+        out[mod] = m.__version__
+    except Exception as e:
+        out[mod + "_error"] = f"{type(e).__name__}: {e}"[:200]
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class Check:
+    status: str  # PASS | FAIL | WARN | SKIP
+    name: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<4}  {self.name:<22} {self.detail}"
+
+
+def probe_python(python: str) -> dict[str, object]:
+    try:
+        r = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=180)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"probe_error": str(e)}
+    if r.returncode != 0 or not r.stdout.strip():
+        return {"probe_error": (r.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def checks(xsched_root: str | None, python: str | None) -> list[Check]:
+    out: list[Check] = []
+    py = python or sys.executable
+    ok_py = sys.version_info >= (3, 10)
+    out.append(Check("PASS" if ok_py else "FAIL", "python (xwatch)",
+                     f"{sys.version.split()[0]} at {sys.executable}"))
+    info = probe_python(py)
+    if "probe_error" in info:
+        out.append(Check("FAIL", "workload python", f"{py}: {info['probe_error']}"))
+    else:
+        out.append(Check("PASS", "workload python", f"{info.get('python')} at {py}"))
+        for mod in ("torch", "torchvision", "transformers"):
+            if mod in info:
+                out.append(Check("PASS", mod, str(info[mod])))
+            else:
+                out.append(Check("FAIL", mod, str(info.get(mod + "_error", "not importable"))))
+        devs = info.get("devices") or []
+        if info.get("available") and devs:
+            build = f"ROCm/HIP {info['hip']}" if info.get("hip") else f"CUDA {info.get('cuda')}"
+            names = ", ".join(f"{d['name']} ({d['memory_gib']} GiB)" for d in devs)  # type: ignore[index]
+            out.append(Check("PASS", "devices", f"{len(devs)} GPU(s) via {build}: {names}"))
+        else:
+            out.append(Check("WARN", "devices", "torch sees no GPU: built-in workloads run on "
+                             "the CPU (device = 'auto')"))
+    from xwatch.core.telemetry import select_backend
+
+    backend, why, rejected = select_backend("auto")
+    detail = f"{backend.name if backend else 'none'} ({why})"
+    if rejected:
+        detail += "; not used: " + "; ".join(f"{k}: {v[:80]}" for k, v in rejected.items())
+    out.append(Check("PASS" if backend and backend.name != "host" else "WARN", "telemetry",
+                     detail))
+    if backend:
+        backend.close()
+    out += xsched_checks(xsched_root, info)
+    return out
+
+
+def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
+    from xwatch.core.xsched import SHIMS, XschedController, find_install
+    from xwatch.scenario import Scenario, Workload
+
+    inst = find_install(root, None)
+    if inst is None:
+        return [Check("SKIP", "xsched install", "no --xsched ROOT and no XSCHED_HOME")]
+    out = []
+    plat = "hip" if info.get("hip") else "cuda"
+    try:
+        inst.check(set())
+        out.append(Check("PASS", "xsched install", f"{inst.root} (from {inst.source})"))
+    except XwatchError as e:
+        return [Check("FAIL", "xsched install", str(e))]
+    present = [p for p, f in SHIMS.items() if (inst.lib / f).is_file()]
+    if plat in present:
+        out.append(Check("PASS", "shim platform", f"{SHIMS[plat]} matches torch's {plat} build"))
+    else:
+        out.append(Check("FAIL", "shim platform", f"torch is a {plat} build but {inst.lib} has "
+                         f"{', '.join(SHIMS[p] for p in present) or 'no shim'}"))
+    scen = Scenario("doctor", "", 1.0, "auto", 10.0,
+                    (Workload(name="probe", priority="high", command=("true",), platform=plat),))
+    ctl = XschedController(inst, scen)
+
+    async def start_stop() -> str:
+        from xwatch.core.session import Session
+
+        s = Session(scen)
+        ph = s.new_phase("xsched")
+        try:
+            await ctl._start_xserver({})
+            pol = await asyncio.to_thread(ctl.client.get_policy)  # type: ignore[union-attr]
+            port = ctl.port
+        finally:
+            await ctl._stop_xserver()
+            ph.finish()
+            s.close()
+        return f"started on port {port}, GET /policy -> {pol}, stopped"
+
+    try:
+        out.append(Check("PASS", "xserver", asyncio.run(start_stop())))
+    except XwatchError as e:
+        out.append(Check("FAIL", "xserver", str(e)))
+    return out
+
+
+def run_doctor(xsched_root: str | None, python: str | None) -> int:
+    results = checks(xsched_root, python)
+    for c in results:
+        print(c.line(), flush=True)
+    failed = [c for c in results if c.status == "FAIL"]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
