@@ -13,6 +13,7 @@ import time
 from xwatch.core.console import failure_reasons, final_table, progress_line
 from xwatch.core.runner import ModeBackend, Runner
 from xwatch.core.session import Phase, Session
+from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario
 
 EXIT_OK, EXIT_FAILED = 0, 1
@@ -49,9 +50,16 @@ async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str
         for mode in modes:
             if stop.is_set():
                 break
-            phase = await runner.run_phase(
-                mode, scen.duration_s, stop=stop,
-                on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
+            try:
+                phase = await runner.run_phase(
+                    mode, scen.duration_s, stop=stop,
+                    on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
+            except XwatchError as e:  # e.g. xserver would not start: a failed phase
+                print(f"xwatch: {e.title}: {e}", file=sys.stderr, flush=True)
+                failed_phase = session.current
+                if failed_phase is not None and failed_phase.mode == mode:
+                    phases.append(failed_phase)
+                continue
             phases.append(phase)
             _out(final_table(phase.snapshot(time.monotonic())))
     finally:

@@ -38,6 +38,8 @@ from xwatch.scenario import parse_scenario
 SCHEMA_ID = "xwatch.snapshot/1"
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
+#: per-phase facts kept in snapshots besides the workloads
+PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 
@@ -115,7 +117,7 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = "events.cs
             "duration_s": _num(p.elapsed_s), "measuring": p.measuring,
             "t_start": p.t_start, "t_measure": p.t_measure,
             "workloads": {w.name: _workload_dict(w) for w in p.workloads},
-            **({"xsched": p.extra["xsched"]} if "xsched" in p.extra else {}),
+            **{k: p.extra[k] for k in PHASE_EXTRAS if k in p.extra},
             "annotations": list(p.extra.get("annotations", [])),
         } for p in snap.phases],
         "messages": [{"t": m.t, "level": m.stream, "text": m.text} for m in snap.messages[-200:]],
@@ -267,7 +269,7 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     log_tail=tuple(w.get("stdout_tail", [])), hello=w.get("hello") or {},
                     launch=w.get("launch") or {}, inflight_s=0.0,
                     annotations=tuple(w.get("annotations", []))))
-            extra = {k: p[k] for k in ("xsched",) if k in p}
+            extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             extra["annotations"] = p.get("annotations", [])
             phases.append(PhaseSnapshot(
                 index=p.get("index", len(phases)), name=p["name"], mode=p["mode"],

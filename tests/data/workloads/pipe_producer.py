@@ -1,0 +1,55 @@
+"""An external workload in plain Python that speaks the event protocol.
+
+argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR]
+"""
+
+import json
+import os
+import sys
+import time
+
+args = sys.argv[1:]
+rate = float(args[0])
+count = int(args[1]) if len(args) > 1 and not args[1].startswith("--") else None
+opts = dict(zip(args[::1], args[1::1]))
+malformed = int(opts.get("--malformed", 0))
+crash_after = int(opts.get("--crash-after", 0)) or None
+crash_env = opts.get("--crash-if-env")
+fd = int(os.environ["XWATCH_EVENT_FD"])
+
+
+def emit(obj):
+    os.write(fd, (json.dumps(obj) + "\n").encode())
+
+
+emit({"type": "hello", "pid": os.getpid(), "model": "external",
+      "env": {k: v for k, v in os.environ.items() if k.startswith(("XSCHED_", "LD_"))}})
+print("producer started", flush=True)
+for _ in range(malformed):
+    os.write(fd, b"this is not json\n")
+t0 = time.monotonic()
+emit({"type": "ready", "t0": t0})
+def _crash_wanted(spec):
+    if not spec:
+        return False
+    var, _, want = spec.partition("=")
+    got = os.environ.get(var)
+    return bool(got) and (not want or got == want)
+
+
+if _crash_wanted(crash_env):
+    time.sleep(0.3)
+    print("RuntimeError: miopenStatusUnknownError", file=sys.stderr, flush=True)
+    sys.exit(3)
+i = 0
+while count is None or i < count:
+    target = t0 + i / rate
+    now = time.monotonic()
+    if target > now:
+        time.sleep(target - now)
+    i += 1
+    end = time.monotonic()
+    emit({"seq": i, "t": end, "latency_ms": 1.0 + (i % 10) / 10, "batch": 2})
+    if crash_after and i >= crash_after:
+        print("CUDA error: an illegal memory access was encountered", file=sys.stderr, flush=True)
+        sys.exit(3)

@@ -1,0 +1,249 @@
+"""A fake XSched install for tests, faithful to ../shared/reference/xsched-interface.md.
+
+- ``lib/libshimhip.so`` and ``lib/libshimcuda.so``: a real shared library (compiled
+  here with the system C compiler) whose constructor logs which scheduler is in
+  force exactly like the real shim (``[INFO @ T<tid> @ ...] using global
+  scheduler``) and, with ``XSCHED_AUTO_XQUEUE=ON``, registers its process's
+  XQueue settings in ``<root>/run/<pid>.json`` (the real shim talks to xserver
+  over IPC; a file stands in for that channel).
+- ``bin/xserver POLICY PORT``: serves the documented HTTP API (/xqueues,
+  /xqueue/<hex>, /config/<hex>, /policy, /hint), two XQueues per registered
+  live pid, logs like the real daemon, stops on SIGINT, refuses a port in use.
+  Every control call is appended to ``<root>/run/calls.jsonl``.
+  ``FAKE_XQUEUE_READY`` in a workload's env picks how its queues look:
+  ``toggle`` (default: alternately ready), ``never`` (idle), ``always``.
+None of this is XSched code.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SHIM_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *env(const char *k) { const char *v = getenv(k); return v ? v : ""; }
+
+__attribute__((constructor)) static void fake_shim_init(void) {
+    const char *sched = env("XSCHED_SCHEDULER");
+    const char *policy = env("XSCHED_POLICY");
+    char what[128];
+    if (*policy) snprintf(what, sizeof what, "local scheduler with policy %s", policy);
+    else if (strcmp(sched, "GLB") == 0) snprintf(what, sizeof what, "global scheduler");
+    else if (strcmp(sched, "LCL") == 0) snprintf(what, sizeof what, "local scheduler with policy HPF");
+    else snprintf(what, sizeof what, "app-managed scheduler");
+    fprintf(stderr, "[INFO @ T%d @ 00:00:00.000000] using %s\n", (int)getpid(), what);
+    if (strcmp(env("XSCHED_AUTO_XQUEUE"), "ON") != 0) return;
+    Dl_info info;
+    if (!dladdr((void *)fake_shim_init, &info) || !info.dli_fname) return;
+    char path[4096];
+    strncpy(path, info.dli_fname, sizeof path - 1);
+    path[sizeof path - 1] = 0;
+    char reg[4300];
+    snprintf(reg, sizeof reg, "%s/../run/%d.json", dirname(path), (int)getpid());
+    FILE *f = fopen(reg, "w");
+    if (!f) return;
+    fprintf(f, "{\"pid\": %d, \"scheduler\": \"%s\", \"priority\": \"%s\", \"level\": \"%s\", "
+               "\"threshold\": \"%s\", \"batch_size\": \"%s\", \"ready\": \"%s\"}\n",
+            (int)getpid(), sched, env("XSCHED_AUTO_XQUEUE_PRIORITY"),
+            env("XSCHED_AUTO_XQUEUE_LEVEL"), env("XSCHED_AUTO_XQUEUE_THRESHOLD"),
+            env("XSCHED_AUTO_XQUEUE_BATCH_SIZE"), env("FAKE_XQUEUE_READY"));
+    fclose(f);
+}
+"""
+
+XSERVER_PY = r'''
+import json, os, signal, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+POLICIES = {"HPF": 1, "HHPF": 2, "UP": 3, "PUP": 4, "KEDF": 5, "LAX": 6, "AWF": 7, "CHPF": 8,
+            "CFS": 9, "MLFQ": 10}
+RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run")
+policy_name, port = sys.argv[1], int(sys.argv[2])
+def log(msg):
+    print(f"[INFO @ T{os.getpid()} @ {time.strftime('%H:%M:%S')}.000000] {msg}", flush=True)
+if policy_name not in POLICIES:
+    log(f"unknown policy {policy_name}"); sys.exit(1)
+state = {"policy": POLICIES[policy_name], "polls": 0, "config": {}, "prio": {}}
+lock = threading.Lock()
+
+def record(kind, **kw):
+    with lock, open(os.path.join(RUN, "calls.jsonl"), "a") as f:
+        f.write(json.dumps({"call": kind, **kw}) + "\n")
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+def queues():
+    regs = []
+    for name in sorted(os.listdir(RUN)):
+        if name.endswith(".json") and name[:-5].isdigit():
+            try:
+                with open(os.path.join(RUN, name)) as f:
+                    reg = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if alive(reg["pid"]):
+                regs.append(reg)
+    state["polls"] += 1
+    out = []
+    for reg in regs:
+        pattern = reg.get("ready") or "toggle"
+        ready = {"never": False, "always": True}.get(pattern, state["polls"] % 2 == 0)
+        for k in range(2):
+            h = reg["pid"] * 16 + k
+            cfg = state["config"].get(h, {})
+            prio = state["prio"].get(h, int(reg.get("priority") or 0))
+            out.append({"handle": h, "device": 0, "pid": reg["pid"],
+                        "level": cfg.get("level", int(reg.get("level") or 1)),
+                        "threshold": cfg.get("threshold", int(reg.get("threshold") or 16)),
+                        "batch_size": cfg.get("batch_size", int(reg.get("batch_size") or 8)),
+                        "ready": ready, "suspended": False, "_prio": prio})
+    top = max([q["_prio"] for q in out if q["ready"]], default=None)
+    for q in out:
+        q["suspended"] = bool(q["ready"] and top is not None and q["_prio"] < top)
+        del q["_prio"]
+    return out, regs
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def send(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        u = urlparse(self.path)
+        if u.path == "/xqueues":
+            qs, regs = queues()
+            return self.send(200, {"xqueues": qs, "processes": [
+                {"pid": r["pid"], "cmdline": "python"} for r in regs]})
+        if u.path.startswith("/xqueue/"):
+            try:
+                h = int(u.path.rsplit("/", 1)[1], 16)
+            except ValueError:
+                return self.send(400, {"error": "handle must be hex"})
+            qs, _ = queues()
+            for q in qs:
+                if q["handle"] == h:
+                    return self.send(200, {"xqueue": q, "process": {"pid": q["pid"]}})
+            return self.send(404, {"error": "xqueue not found"})
+        if u.path == "/policy":
+            return self.send(200, {"policy": state["policy"]})
+        self.send(404, {"error": "not found"})
+    def do_POST(self):
+        u = urlparse(self.path)
+        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        n = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(n) or b"{}") if n else {}
+        if u.path.startswith("/config/"):
+            try:
+                h = int(u.path.rsplit("/", 1)[1], 16)
+            except ValueError:
+                return self.send(400, {"error": "handle must be hex"})
+            qs, _ = queues()
+            cur = next((x for x in qs if x["handle"] == h), None)
+            if cur is None:
+                return self.send(404, {"error": "xqueue not found"})
+            new = {k: int(v) for k, v in q.items()}
+            merged = {**{k: cur[k] for k in ("level", "threshold", "batch_size")}, **new}
+            if merged["batch_size"] >= merged["threshold"]:
+                return self.send(400, {"error": "batch_size must be smaller than threshold"})
+            if merged["level"] == 3:
+                return self.send(400, {"error": "level 3 is not supported on this device"})
+            state["config"][h] = merged
+            record("config", handle=h, hex=f"{h:x}", **new)
+            return self.send(200, {"info": "success"})
+        if u.path == "/policy":
+            state["policy"] = int(q["policy"])
+            record("policy", policy=state["policy"])
+            log(f"policy set to {state['policy']}")
+            return self.send(200, {"info": "success"})
+        if u.path == "/hint":
+            if body.get("hint_type") == 1:
+                state["prio"][int(body["handle"])] = int(body["priority"])
+            record("hint", **body)
+            return self.send(200, {"info": "success"})
+        self.send(404, {"error": "not found"})
+
+try:
+    srv = ThreadingHTTPServer(("0.0.0.0", port), H)
+except OSError as e:
+    log(f"failed to start HTTP server on port {port}: {e}")
+    sys.exit(1)
+with open(os.path.join(RUN, "xserver.pid"), "w") as f:
+    f.write(str(os.getpid()))
+def stop(*a):
+    log("xserver stopping")
+    threading.Thread(target=srv.shutdown).start()
+signal.signal(signal.SIGINT, stop)
+log(f"xserver started with policy {policy_name} on port {port}")
+srv.serve_forever()
+'''
+
+
+def have_cc() -> bool:
+    return shutil.which("cc") is not None or shutil.which("gcc") is not None
+
+
+def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
+                 xserver: bool = True) -> Path:
+    (root / "lib").mkdir(parents=True, exist_ok=True)
+    (root / "bin").mkdir(exist_ok=True)
+    (root / "run").mkdir(exist_ok=True)
+    src = root / "fake_shim.c"
+    src.write_text(SHIM_C)
+    cc = shutil.which("cc") or shutil.which("gcc") or "cc"
+    for plat in platforms:
+        out = root / "lib" / f"libshim{plat}.so"
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src), "-ldl"],
+                       check=True, capture_output=True)
+    if xserver:
+        xs = root / "bin" / "xserver"
+        xs.write_text(f"#!{sys.executable}\n" + textwrap.dedent(XSERVER_PY))
+        xs.chmod(0o755)
+    return root
+
+
+def calls(root: Path) -> list[dict[str, object]]:
+    import json
+
+    f = root / "run" / "calls.jsonl"
+    return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+
+def xserver_pid(root: Path) -> int | None:
+    f = root / "run" / "xserver.pid"
+    return int(f.read_text()) if f.exists() else None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

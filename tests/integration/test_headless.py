@@ -1,0 +1,151 @@
+"""Headless runs with real processes: a torch worker on CPU, external commands
+via the pipe and via regex, a crashing workload, exit codes, the snapshot."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import run_xwatch
+from xwatch.core.snapshot import SCHEMA_PATH
+
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+@pytest.mark.slow
+def test_real_torch_worker_on_cpu(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        name = "cpu"
+        duration_s = 3
+        [[workload]]
+        name = "hi"
+        priority = "high"
+        model = "resnet18"
+        input = [3, 32, 32]
+        rate = 25
+        warmup = 2
+        threads = 1
+        stream = "created"
+    """)
+    r = run_xwatch("run", str(f), "--headless", "--export", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "phase native-1" in r.stdout and "hi " in r.stdout
+    doc = json.loads((tmp_path / "out" / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    w = doc["phases"][0]["workloads"]["hi"]
+    hello = w["hello"]
+    assert hello["model"] == "resnet18" and hello["torch"] and hello["params"] > 10_000_000
+    assert hello["device"] == "cpu" and hello["stream_requested"] == "created"
+    assert hello["stream"].startswith("n/a (cpu")
+    assert w["exit"]["ran_to_end"] and w["exit"]["reason"] == "stopped"
+    # open loop at 25/s for 3 s: every scheduled request is counted
+    assert 70 <= w["count"] <= 76
+    assert abs(w["achieved_rate"] - 25) < 1.5
+    m = w["latency_ms"]
+    assert 0 < m["min"] <= m["p50"] <= m["p99"] <= m["max"]
+    rows = list(csv.DictReader((tmp_path / "out" / "events.csv").open()))
+    assert len(rows) == w["count"]
+    assert all(float(r["latency_ms"]) >= float(r["service_ms"]) for r in rows)
+    assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "report.html").exists()
+
+
+@pytest.mark.slow
+def test_bert_worker_on_cpu_finishes_its_requests(scenario_file) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        duration_s = 60
+        [[workload]]
+        name = "qa"
+        priority = "high"
+        model = "bert-tiny"
+        seq_len = 16
+        requests = 5
+        warmup = 1
+    """)
+    r = run_xwatch("run", str(f), "--headless", timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "qa        finished" in r.stdout or "finished" in r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("qa "))
+    assert line.split()[2] == "5"  # exactly the requested number
+
+
+def test_external_pipe_and_regex_workloads(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        duration_s = 2
+        [[workload]]
+        name = "pipe"
+        priority = "high"
+        command = ["@PY@", "@W@/pipe_producer.py", "100", "--malformed", "3"]
+        [[workload]]
+        name = "regex"
+        priority = "low"
+        command = ["@PY@", "@W@/regex_app.py"]
+        regex = 'completed in (?P<latency_ms>[0-9.]+) ms'
+    """)
+    r = run_xwatch("run", str(f), "--headless", "--export", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    p = doc["phases"][0]["workloads"]
+    assert p["pipe"]["malformed"] == 3
+    assert 180 <= p["pipe"]["count"] <= 205 and p["pipe"]["samples"] == 2 * p["pipe"]["count"]
+    assert p["pipe"]["latency_ms"]["max"] == pytest.approx(1.9, abs=0.01)
+    assert p["regex"]["count"] >= 20
+    assert 10 <= p["regex"]["latency_ms"]["min"] and p["regex"]["latency_ms"]["max"] <= 14
+    assert "some unrelated log line" in p["regex"]["stdout_tail"]
+    assert "producer started" in p["pipe"]["stdout_tail"]
+
+
+def test_crashing_workload_is_recorded_and_others_keep_running(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        duration_s = 2.5
+        [[workload]]
+        name = "steady"
+        priority = "high"
+        command = ["@PY@", "@W@/pipe_producer.py", "50"]
+        [[workload]]
+        name = "crashy"
+        priority = "low"
+        command = ["@PY@", "@W@/pipe_producer.py", "50", "--crash-after", "10"]
+    """)
+    r = run_xwatch("run", str(f), "--headless", "--export", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 1
+    assert "FAILED native-1: crashy: failed (exit code 3)" in r.stderr
+    assert "illegal memory access" in r.stdout  # stderr tail in the final table
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    w = doc["phases"][0]["workloads"]
+    assert w["crashy"]["exit"] == {"code": 3, "signal": None, "reason": "failed",
+                                   "ran_to_end": False, "message":
+                                   "CUDA error: an illegal memory access was encountered"}
+    assert w["crashy"]["count"] == 10
+    assert w["steady"]["exit"]["ran_to_end"] and w["steady"]["count"] >= 110
+    assert doc["phases"][0]["status"] == "failed"
+
+
+def test_missing_command_fails_cleanly(scenario_file) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        duration_s = 1
+        [[workload]]
+        name = "ghost"
+        priority = "high"
+        command = ["/nonexistent/app"]
+    """)
+    r = run_xwatch("run", str(f), "--headless", timeout=30)
+    assert r.returncode == 1
+    assert "ghost: failed" in r.stderr and "/nonexistent/app" in r.stderr
+
+
+def test_bad_arguments_exit_before_anything_starts(scenario_file) -> None:  # type: ignore[no-untyped-def]
+    bad = scenario_file("[[workload]]\nname='a'\npriority='high'\nmodel='resnet18'\nratez=3\n")
+    r = run_xwatch("run", str(bad), "--headless", timeout=30)
+    assert r.returncode == 2 and "INVALID SCENARIO" in r.stderr and "ratez" in r.stderr
+    r = run_xwatch("run", "demo", "--headless", "--duration", "-1", timeout=30)
+    assert r.returncode == 2 and "--duration must be > 0" in r.stderr
+    r = run_xwatch("run", "nosuch", "--headless", timeout=30)
+    assert r.returncode == 2 and "SCENARIO NOT FOUND" in r.stderr
+    r = run_xwatch("scenarios", timeout=30)
+    assert r.returncode == 0 and all(n in r.stdout for n in ("demo", "standard", "intensive",
+                                                              "bert"))
+    assert len(r.stdout.strip().splitlines()) >= 4

@@ -1,0 +1,266 @@
+"""XSched mode against the faithful fake (tests/helpers/fake_xsched.py): env per
+priority and overrides, xserver lifecycle (also on SIGTERM), port collision,
+missing shim, app-managed and never-ready warnings, a workload that dies only
+under XSched, live hints/policy/config, doctor, compare and sweep."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PY, ROOT, WORKLOADS, run_xwatch
+from tests.helpers.fake_xsched import calls, have_cc, make_install, pid_alive, xserver_pid
+from tests.helpers.procs import wait_gone
+
+pytestmark = pytest.mark.skipif(not have_cc(), reason="needs a C compiler for the fake shim")
+
+
+def scen(tmp_path: Path, body: str = "", port: int | None = None, extra_hi: str = "",
+         extra_lo: str = "", duration: float = 2.0) -> Path:
+    f = tmp_path / "x.toml"
+    port = port or _free_port()
+    f.write_text(f"""
+duration_s = {duration}
+[xsched]
+platform = "hip"
+port = {port}
+{body}
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
+{extra_hi}
+[[workload]]
+name = "low"
+priority = "low"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
+[workload.xsched]
+threshold = 1
+batch_size = 1
+env = {{ FAKE_XQUEUE_READY = "never" }}
+{extra_lo}
+""")
+    return f
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def install(tmp_path: Path) -> Path:
+    return make_install(tmp_path / "xsched")
+
+
+def test_compare_env_engagement_and_xserver_lifecycle(tmp_path: Path, install: Path) -> None:
+    r = run_xwatch("compare", str(scen(tmp_path)), "--xsched", str(install),
+                   "--export", str(tmp_path / "o"), timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    native, xs = doc["phases"]
+    assert (native["mode"], xs["mode"]) == ("native", "xsched")
+    # the environment each workload saw (reported by the workload itself)
+    assert not any(k.startswith("XSCHED_") for k in native["workloads"]["high"]["hello"]["env"])
+    hi_env = xs["workloads"]["high"]["hello"]["env"]
+    lo_env = xs["workloads"]["low"]["hello"]["env"]
+    assert hi_env["XSCHED_SCHEDULER"] == "GLB" and hi_env["XSCHED_AUTO_XQUEUE"] == "ON"
+    assert (hi_env["XSCHED_AUTO_XQUEUE_PRIORITY"], hi_env["XSCHED_AUTO_XQUEUE_THRESHOLD"],
+            hi_env["XSCHED_AUTO_XQUEUE_BATCH_SIZE"], hi_env["XSCHED_AUTO_XQUEUE_LEVEL"]) == \
+        ("1", "16", "8", "1")
+    assert (lo_env["XSCHED_AUTO_XQUEUE_PRIORITY"], lo_env["XSCHED_AUTO_XQUEUE_THRESHOLD"],
+            lo_env["XSCHED_AUTO_XQUEUE_BATCH_SIZE"]) == ("0", "1", "1")
+    assert hi_env["LD_PRELOAD"] == str(install / "lib" / "libshimhip.so")
+    assert hi_env["LD_LIBRARY_PATH"].startswith(str(install / "lib"))
+    # recorded: env in force, xserver command, log, samples; engagement from evidence
+    x = xs["xsched"]
+    assert x["xserver_cmd"][1:] == ["HPF", str(x["port"])]
+    assert any("xserver started" in ln for ln in x["log_tail"])
+    assert x["samples"] and x["env"]["low"]["XSCHED_AUTO_XQUEUE_THRESHOLD"] == "1"
+    assert x["workloads"]["high"]["scheduler"] == "global"
+    assert x["workloads"]["high"]["status"] == "engaged"
+    assert x["workloads"]["low"]["status"] == "not-scheduled"  # queues never ready
+    assert any("never seen ready" in w for w in x["workloads"]["low"]["warnings"])
+    assert xs["workloads"]["high"]["launch"]["env"]["XSCHED_SCHEDULER"] == "GLB"
+    # the shim saw xserver running: started before, stopped after
+    pid = xserver_pid(install)
+    assert pid is not None and not pid_alive(pid)
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "not-scheduled" in report and "XSched engagement" in report
+
+
+def test_port_collision_picks_a_free_port(tmp_path: Path, install: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = run_xwatch("compare", str(scen(tmp_path, port=port, duration=1)), "--xsched",
+                       str(install), "--export", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    assert doc["phases"][1]["xsched"]["port"] != port
+    assert any(f"port {port} is taken" in m["text"] for m in doc["messages"])
+
+
+def test_missing_shim_is_a_failed_phase_naming_the_file(tmp_path: Path) -> None:
+    inst = make_install(tmp_path / "cudaonly", platforms=("cuda",))
+    r = run_xwatch("compare", str(scen(tmp_path, duration=1)), "--xsched", str(inst),
+                   "--export", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 1
+    assert "libshimhip.so" in r.stderr and "HIP shim" in r.stderr
+    assert "found libshimcuda.so" in r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    assert doc["phases"][0]["status"] == "done" and doc["phases"][1]["status"] == "failed"
+
+
+def test_app_managed_is_flagged(tmp_path: Path, install: Path) -> None:
+    f = scen(tmp_path, duration=1.5,
+             extra_hi='[workload.xsched]\nenv = { XSCHED_SCHEDULER = "APP" }')
+    r = run_xwatch("compare", str(f), "--xsched", str(install), "--export",
+                   str(tmp_path / "o"), timeout=60)
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    info = doc["phases"][1]["xsched"]["workloads"]["high"]
+    assert info["scheduler"] == "app-managed" and info["status"] == "app-managed"
+    assert "no cross-process priority" in info["warnings"][0]
+    assert r.returncode == 0
+
+
+def test_cuda_shim_not_loaded_is_flagged(tmp_path: Path, install: Path) -> None:
+    # with the CUDA platform only lib/ is put on LD_LIBRARY_PATH: a program that does not
+    # load libcuda never loads the shim, so it is never scheduled
+    f = scen(tmp_path, duration=2.5).read_text().replace('platform = "hip"', 'platform = "cuda"')
+    (tmp_path / "c.toml").write_text(f)
+    r = run_xwatch("compare", str(tmp_path / "c.toml"), "--xsched", str(install), "--export",
+                   str(tmp_path / "o"), timeout=60)
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    info = doc["phases"][1]["xsched"]["workloads"]["high"]
+    assert info["status"] == "shim-not-loaded" and "never loaded" in info["warnings"][0]
+    assert r.returncode == 0
+
+
+def test_workload_dying_only_under_xsched(tmp_path: Path, install: Path) -> None:
+    f = scen(tmp_path, duration=1.5).read_text().replace(
+        '"pipe_producer.py", "40"]\n\n[[workload]]\nname = "low"',
+        '"pipe_producer.py", "40"]\n\n[[workload]]\nname = "low"')
+    f = f.replace(f'"{WORKLOADS}/pipe_producer.py", "40"]\n[workload.xsched]',
+                  f'"{WORKLOADS}/pipe_producer.py", "40", "--crash-if-env", '
+                  f'"XSCHED_SCHEDULER"]\n[workload.xsched]')
+    (tmp_path / "d.toml").write_text(f)
+    r = run_xwatch("compare", str(tmp_path / "d.toml"), "--xsched", str(install), "--export",
+                   str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 1
+    assert "FAILED xsched-1: low: failed (exit code 3)" in r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    native, xs = doc["phases"]
+    assert native["status"] == "done" and xs["status"] == "failed"
+    low = xs["workloads"]["low"]
+    assert "miopenStatusUnknownError" in low["exit"]["message"]
+    assert low["launch"]["env"]["LD_PRELOAD"].endswith("libshimhip.so")
+    assert "miopenStatusUnknownError" in (tmp_path / "o" / "report.md").read_text()
+
+
+def test_sigterm_during_xsched_phase_stops_xserver(tmp_path: Path, install: Path) -> None:
+    f = scen(tmp_path, duration=60)
+    p = subprocess.Popen([sys.executable, "-m", "xwatch", "run", str(f), "--headless",
+                          "--mode", "xsched", "--xsched", str(install)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    end = time.monotonic() + 30
+    while xserver_pid(install) is None and time.monotonic() < end:
+        time.sleep(0.1)
+    time.sleep(1.5)
+    pid = xserver_pid(install)
+    assert pid is not None and pid_alive(pid)
+    import psutil
+    kids = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM, out
+    assert wait_gone([pid, *kids], 10) == []
+
+
+def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
+    from xwatch.core.runner import Runner
+    from xwatch.core.xsched import XschedController, XschedInstall
+    from xwatch.errors import XschedError
+    from xwatch.scenario import load_scenario
+
+    sc = load_scenario(str(scen(tmp_path, duration=30)))
+
+    async def go() -> dict[str, object]:
+        ctl = XschedController(XschedInstall(install, "test"), sc, poll_s=0.1)
+        runner = Runner(sc, xsched=ctl)
+        phase = await runner.start_phase("xsched")
+        try:
+            for _ in range(100):
+                if all(ctl._handles(n) for n in ("high", "low")):
+                    break
+                await asyncio.sleep(0.1)
+            low_pid = phase.runs["low"].pid
+            assert await ctl.set_priority("low", 5) == 2
+            await ctl.set_policy("CFS")
+            with pytest.raises(XschedError, match="must stay below threshold"):
+                await ctl.configure("high", threshold=4, batch_size=4)  # refused before sending
+            with pytest.raises(XschedError, match="level 3 is not supported"):
+                await ctl.configure("high", level=3, threshold=8, batch_size=2)  # server says no
+            assert await ctl.configure("high", threshold=8, batch_size=2) == 2
+            await asyncio.sleep(0.3)
+            return {"low_pid": low_pid, "high_pid": phase.runs["high"].pid,
+                    "annotations": list(phase.extra["annotations"])}
+        finally:
+            await runner.stop_phase()
+            runner.session.close()
+
+    res = asyncio.run(go())
+    got = calls(install)
+    hints = [c for c in got if c["call"] == "hint"]
+    assert {c["handle"] for c in hints} == {res["low_pid"] * 16, res["low_pid"] * 16 + 1}  # type: ignore[operator]
+    assert all(c["hint_type"] == 1 and c["priority"] == 5 for c in hints)
+    assert [c["policy"] for c in got if c["call"] == "policy"] == [9]
+    cfg = [c for c in got if c["call"] == "config"]
+    hp = res["high_pid"]
+    assert sorted(c["hex"] for c in cfg) == sorted(f"{hp * 16 + k:x}" for k in (0, 1))  # type: ignore[operator]
+    assert all(c["threshold"] == 8 and c["batch_size"] == 2 for c in cfg)
+    texts = [a["text"] for a in res["annotations"]]  # type: ignore[union-attr]
+    assert texts == ["low: priority -> 5", "policy -> CFS", "high: threshold=8, batch_size=2"]
+
+
+def test_doctor_exit_codes(tmp_path: Path, install: Path) -> None:
+    ok = run_xwatch("doctor", "--xsched", str(install), timeout=120)
+    assert ok.returncode == 0, ok.stdout
+    assert "PASS  xsched install" in ok.stdout and "PASS  xserver" in ok.stdout
+    assert "GET /policy -> 1, stopped" in ok.stdout
+    bad = run_xwatch("doctor", "--xsched", str(tmp_path / "nowhere"), timeout=120)
+    assert bad.returncode == 1 and "FAIL  xsched install" in bad.stdout
+    noserver = make_install(tmp_path / "noxs", xserver=False)
+    r = run_xwatch("doctor", "--xsched", str(noserver), timeout=120)
+    assert r.returncode == 1 and "xserver" in r.stdout
+
+
+def test_sweep_survives_a_crashing_setting(tmp_path: Path, install: Path) -> None:
+    f = scen(tmp_path, duration=1.2).read_text().replace(
+        f'"{WORKLOADS}/pipe_producer.py", "40"]\n[workload.xsched]',
+        f'"{WORKLOADS}/pipe_producer.py", "40", "--crash-if-env", '
+        f'"XSCHED_AUTO_XQUEUE_THRESHOLD=4"]\n[workload.xsched]')
+    (tmp_path / "s.toml").write_text(f)
+    r = run_xwatch("sweep", str(tmp_path / "s.toml"), "--xsched", str(install),
+                   "--set", "low.threshold=2,4,8", "--set", "low.batch_size=1,2,4",
+                   "--export", str(tmp_path / "o"), timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    assert [p["mode"] for p in doc["phases"]] == ["native", "xsched", "xsched", "xsched"]
+    assert [p["status"] for p in doc["phases"]] == ["done", "done", "failed", "done"]
+    envs = [p["workloads"]["low"]["hello"]["env"].get("XSCHED_AUTO_XQUEUE_THRESHOLD")
+            for p in doc["phases"][1:]]
+    assert envs == ["2", "4", "8"]
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert "Sweep: XSched settings against native" in md
+    assert "low.threshold=4, low.batch_size=2 | FAILED" in md
