@@ -89,7 +89,7 @@ def test_recorder_window_seconds_and_counters() -> None:
         rec.add(lat, t, batch=4, late=late, ok=ok)
     good = [e for e in events if e[3]]
     lat_all = [e[1] for e in good]
-    s = rec.phase.summary()
+    s = rec.summary()
     assert s.count == len(good)
     assert rec.errors == len(events) - len(good)
     assert rec.late == sum(1 for e in good if e[2])
@@ -121,12 +121,12 @@ def test_memory_is_bounded_for_long_runs() -> None:
     for k in range(3600 * 5):  # one hour at 5/s
         rec.add(5.0 + (k % 100) / 10, k / 5)
     assert len(rec._live) <= 12  # only the window keeps full histograms
-    assert len(rec.phase.hist.counts) < 200
+    assert len(rec.phase_moments().hist.counts) < 200
     assert len(rec.series()) == 3600
 
 
 def test_empty_and_nan() -> None:
     rec = Recorder(t0=0.0)
-    assert rec.phase.summary().count == 0
-    assert math.isnan(rec.phase.summary().p99)
+    assert rec.summary().count == 0
+    assert math.isnan(rec.summary().p99)
     assert rec.cdf() == []

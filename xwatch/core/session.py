@@ -117,7 +117,7 @@ class WorkloadSnapshot:
     pid: int | None
     phase: LatencySummary
     window: LatencySummary
-    service: LatencySummary
+    service_mean_ms: float
     count: int
     errors: int
     late: int
@@ -299,7 +299,8 @@ class WorkloadRun:
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
         rec = self.rec
-        phase = rec.phase.summary()
+        moments = rec.phase_moments()
+        phase = moments.summary()
         window, wn, wsamples = rec.window(now)
         start = self.ready_t0
         ends = [t for t in (self.end_t, self.phase.t_stop, self.phase.t_end) if t is not None]
@@ -312,7 +313,7 @@ class WorkloadRun:
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
-            phase=phase, window=window, service=rec.service.summary(),
+            phase=phase, window=window, service_mean_ms=rec.service_mean(),
             count=count, errors=rec.errors, late=rec.late, samples=rec.samples,
             malformed=self.malformed, target_rate=spec.rate,
             achieved_rate=count / measured if measured > 0 else 0.0,
@@ -321,7 +322,7 @@ class WorkloadRun:
             window_samples_per_s=wsamples / span_w if span_w > 0 else 0.0,
             measured_s=measured,
             goodput=(rec.under_slo / count if count else math.nan) if rec.slo_ms else None,
-            series=tuple(rec.series()), cdf=tuple(rec.cdf()),
+            series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
             log_tail=tuple(self.stdout), hello=dict(self.hello), launch=dict(self.launch),
             inflight_s=self.inflight_s if self.state == RUNNING else 0.0,

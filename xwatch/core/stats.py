@@ -157,6 +157,11 @@ class Moments:
     def merge(self, o: Moments) -> None:
         if o.n == 0:
             return
+        if self.n == 0:
+            self.n, self.mean, self.s2 = o.n, o.mean, o.s2
+            self.min, self.max = o.min, o.max
+            self.hist.merge(o.hist)
+            return
         n = self.n + o.n
         d = o.mean - self.mean
         self.s2 += o.s2 + d * d * self.n * o.n / n
@@ -214,18 +219,25 @@ class Recorder:
 
     ``t0`` is the phase's time origin (monotonic seconds); events carry their
     own end time ``t``. ``slo_ms``, when set, is counted exactly (goodput).
+
+    Hot path: each request updates exactly one ``Moments`` (its second's).
+    Seconds that leave the window are folded into ``_done``; phase statistics
+    are ``_done`` merged with the live seconds, computed when read.
     """
 
     def __init__(self, t0: float, window_s: float = 10.0, slo_ms: float | None = None) -> None:
         self.t0 = t0
         self.window_s = window_s
         self.slo_ms = slo_ms
-        self.phase = Moments()
-        self.service = Moments()
+        self._done = Moments()  # every finalized second, merged
+        self.count = 0
         self.errors = 0
         self.late = 0
         self.samples = 0
         self.under_slo = 0
+        self.service_n = 0
+        self.service_sum = 0.0
+        self.service_max = 0.0
         self.first_t = math.nan
         self.last_t = math.nan
         self._live: deque[_Second] = deque()  # seconds still inside the window
@@ -235,10 +247,7 @@ class Recorder:
             ok: bool = True, service_ms: float | None = None) -> None:
         sec = int(t - self.t0) if t >= self.t0 else -1
         live = self._live
-        if live and live[-1].sec == sec:
-            b = live[-1]
-        else:
-            b = self._second(sec)
+        b = live[-1] if live and live[-1].sec == sec else self._second(sec)
         if self.first_t != self.first_t:  # NaN check
             self.first_t = t
         self.last_t = t
@@ -246,10 +255,13 @@ class Recorder:
             self.errors += 1
             b.errors += 1
             return
-        self.phase.add(latency_ms)
-        if service_ms is not None:
-            self.service.add(service_ms)
         b.m.add(latency_ms)
+        self.count += 1
+        if service_ms is not None:
+            self.service_n += 1
+            self.service_sum += service_ms
+            if service_ms > self.service_max:
+                self.service_max = service_ms
         self.samples += batch
         b.samples += batch
         if late:
@@ -271,22 +283,38 @@ class Recorder:
             items = sorted(live, key=lambda x: x.sec)
             live.clear()
             live.extend(items)
-        self._expire(sec)
+        self._expire(live[-1].sec)
         return b
 
     def _expire(self, now_sec: int) -> None:
-        horizon = now_sec - int(math.ceil(self.window_s)) - 1
+        horizon = now_sec - math.ceil(self.window_s) - 1
         live = self._live
         while live and live[0].sec < horizon:
-            self.rows.append(live.popleft().row())
+            old = live.popleft()
+            self._done.merge(old.m)
+            self.rows.append(old.row())
 
     # ------------------------------------------------------------------ reads
+    def phase_moments(self) -> Moments:
+        """Every measured request of the phase (a fresh object)."""
+        m = Moments()
+        m.merge(self._done)
+        for b in self._live:
+            m.merge(b.m)
+        return m
+
+    def summary(self) -> LatencySummary:
+        return self.phase_moments().summary()
+
+    def service_mean(self) -> float:
+        return self.service_sum / self.service_n if self.service_n else math.nan
+
     def window(self, now: float) -> tuple[LatencySummary, int, int]:
         """(latency summary, requests, samples) for requests that ended in
         (now - window_s, now]. Per-second granularity: the window is the last
         ``window_s`` whole seconds of the phase clock, the current one included."""
         now_sec = int(now - self.t0)
-        lo = now_sec - int(math.ceil(self.window_s)) + 1
+        lo = now_sec - math.ceil(self.window_s) + 1
         m = Moments()
         samples = 0
         for b in self._live:
@@ -299,9 +327,9 @@ class Recorder:
         """Per-second rows, oldest first (finalized and live)."""
         return [*self.rows, *(b.row() for b in self._live)]
 
-    def cdf(self, points: int = 100) -> list[tuple[float, float]]:
+    def cdf(self, points: int = 100, m: Moments | None = None) -> list[tuple[float, float]]:
         """(latency, fraction <= latency) at evenly spaced quantiles, for charts."""
-        m = self.phase
+        m = m or self.phase_moments()
         if m.n == 0:
             return []
         qs = [100.0 * (i + 1) / points for i in range(points)]

@@ -493,7 +493,7 @@ class XschedController:
         for name, run in phase.runs.items():
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
-            status, warns = engagement(True, info["scheduler"], st, run.rec.phase.n,
+            status, warns = engagement(True, info["scheduler"], st, run.rec.count,
                                        run.state == "running")
             if status != info["status"] and warns:
                 for w in warns:

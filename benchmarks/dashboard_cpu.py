@@ -1,0 +1,76 @@
+"""CPU used by the dashboard process itself (workloads are separate processes
+and not counted), with the demo scenario and with a fast synthetic producer.
+
+    python benchmarks/dashboard_cpu.py [--seconds 30] [--rate 20000]
+
+Runs the real app headless (Textual's run_test, 120x40) for the given time and
+reports the xwatch process's CPU time / wall time, events ingested, and how
+many screen refreshes happened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from xwatch.scenario import load_scenario  # noqa: E402
+from xwatch.ui.app import make_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def measure(scenario_ref: str, seconds: float) -> dict[str, float]:
+    app = make_app(load_scenario(scenario_ref), telemetry="host")
+    me = psutil.Process()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(8.0)  # models load, warm up
+        c0, t0 = me.cpu_times(), time.monotonic()
+        n0 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
+        await pilot.pause(seconds)
+        c1, t1 = me.cpu_times(), time.monotonic()
+        n1 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
+        await app.action_quit()
+    cpu = (c1.user - c0.user) + (c1.system - c0.system)
+    return {"cpu_pct": 100 * cpu / (t1 - t0), "events_per_s": (n1 - n0) / (t1 - t0)}
+
+
+def synthetic(rate: int) -> str:
+    f = Path(tempfile.mkdtemp()) / "synthetic.toml"
+    f.write_text(f"""
+name = "synthetic"
+duration_s = 600
+[[workload]]
+name = "fast"
+priority = "high"
+command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "{rate}"]
+[[workload]]
+name = "slow"
+priority = "low"
+command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "50"]
+""")
+    return str(f)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--rate", type=int, default=20000)
+    a = ap.parse_args()
+    for label, ref in (("demo (real torch workers)", "demo"),
+                       (f"synthetic producer ({a.rate}/s requested)", synthetic(a.rate))):
+        r = asyncio.run(measure(ref, a.seconds))
+        print(f"{label:<40} dashboard CPU {r['cpu_pct']:5.1f}% of one core, "
+              f"ingesting {r['events_per_s']:8.0f} events/s")
+
+
+if __name__ == "__main__":
+    main()
