@@ -305,6 +305,8 @@ class WorkloadRun:
         start = self.ready_t0
         ends = [t for t in (self.end_t, self.phase.t_stop, self.phase.t_end) if t is not None]
         end = min(ends) if ends else now
+        if self.state == FINISHED and rec.count and rec.last_t == rec.last_t:
+            end = rec.last_t  # finished by itself: up to its last request, not its teardown
         measured = max(0.0, end - start) if start is not None else 0.0
         span_w = min(self.phase.session.window_s, measured) if measured else 0.0
         count = phase.count
