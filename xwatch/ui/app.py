@@ -99,7 +99,7 @@ class XwatchApp(App[int]):
                 with Horizontal(classes="chart-row"):
                     yield LatencyChart()
                     yield ThroughputChart()
-                with Horizontal(classes="chart-row"):
+                with Horizontal(classes="chart-row", id="second-row"):
                     yield CdfChart()
                     with Vertical(id="gpu-col"):
                         yield GpuPanel()
@@ -146,6 +146,11 @@ class XwatchApp(App[int]):
             # restore a screen nobody can see (writes to a dead tty would block)
             self._hangup = True
         asyncio.ensure_future(self.action_quit())
+
+    def on_resize(self) -> None:
+        # below 30 rows the distribution/GPU row is dropped so the table and the
+        # latency chart stay readable (80x24 over SSH); the data is in the tabs
+        self.screen.set_class(self.size.height < 30, "compact")
 
     # ------------------------------------------------------------ phases
     def start_phase(self, mode: str) -> None:

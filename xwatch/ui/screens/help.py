@@ -27,7 +27,8 @@ HELP = """\
   GPU shows as latency and *late* starts), from the start of the request for closed loops.
   Each request ends with a device synchronize. Warm-up is never counted.
 - Table columns **P50/P95/P99/max** cover the **sliding window** (the last `window_s`
-  seconds, 10 s by default); **P99 ph / max ph** cover the whole phase.
+  seconds, 10 s by default); **P99 ph / max ph** cover the whole phase. Once a phase has
+  ended, every column shows the whole phase.
 - Percentiles are nearest-rank, from a histogram with 0.5% wide buckets (error < 0.25%).
 - **Goodput** is the share of the SLO workload's requests at or under the SLO latency.
 - NVML's GPU **utilization** is the share of time *a kernel was running*, not how full

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from rich.text import Text
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from xwatch.core.session import SessionSnapshot
@@ -19,6 +21,8 @@ from xwatch.core.timeline import phase_offsets, to_session_time, workload_series
 
 COLORS = ("cyan", "red", "green", "orange", "magenta", "blue", "yellow", "white")
 VISIBLE_S = 300.0
+_LOG_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000,
+              5000, 10000, 20000, 50000)
 
 
 def _segments(pts: Sequence[tuple[float, float]]) -> list[tuple[list[float], list[float]]]:
@@ -33,6 +37,14 @@ def _segments(pts: Sequence[tuple[float, float]]) -> list[tuple[list[float], lis
 
 
 class _Chart(PlotextPlot):
+    def render(self) -> RenderResult:
+        """plotext can raise while laying out a tiny plot (legend, log axis):
+        a chart that cannot draw says so instead of taking the app down."""
+        try:
+            return super().render()
+        except Exception as e:
+            return Text(f"(chart not drawable at this size: {type(e).__name__})", style="dim")
+
     def _begin(self, title: str) -> None:
         plt = self.plt
         plt.clear_data()
@@ -72,21 +84,34 @@ class LatencyChart(_Chart):
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         x_from = max(0.0, end - VISIBLE_S)
         slo = snap.scenario.slo
-        title = "latency per second ms (P50 · P99), phases marked"
+        title = "latency ms, per second P50 · P99"
         cur = snap.current
         if slo and cur:
             w = cur.workload(slo.workload)
             if w and w.goodput is not None and not math.isnan(w.goodput):
-                title += f" · {slo.workload} ≤{slo.latency_ms:g}ms: {w.goodput * 100:.1f}%"
+                title += f" · {slo.workload} ≤{slo.latency_ms:g}ms {w.goodput * 100:.1f}%"
         self._begin(title)
         series = [(f"{w.name} {k}", workload_series(snap.phases, offsets, w.name, k))
                   for w in snap.scenario.workloads for k in ("p50", "p99")]
+        ys = [y for _, pts in series for x, y in pts if x >= x_from and math.isfinite(y) and y > 0]
+        log = bool(ys) and max(ys) / min(ys) > 20  # e.g. HIGH 5 ms next to LOW 500 ms
+        if log:  # log10 by hand: plotext's own log axis breaks on small plots
+            self.plt.title(title + " · log")
+            series = [(label, [(x, math.log10(y) if y > 0 else math.nan) for x, y in pts])
+                      for label, pts in series]
         top = self._lines(series, x_from)
         if slo:
-            self.plt.hline(slo.latency_ms, "red")
-            top = max(top, slo.latency_ms)
+            level = math.log10(slo.latency_ms) if log else slo.latency_ms
+            self.plt.hline(level, "red")
+            top = max(top, level)
         self._marks(snap, offsets, x_from)
-        self.plt.ylim(0, top * 1.1 if top > 0 else 1)
+        if log:
+            lo, hi = math.log10(min(ys)), max(top, math.log10(max(ys)))
+            ticks = [t for t in _LOG_TICKS if lo - 0.3 <= math.log10(t) <= hi + 0.3]
+            self.plt.yticks([math.log10(t) for t in ticks], [f"{t:g}" for t in ticks])
+            self.plt.ylim(lo - 0.1, hi + 0.1)
+        else:
+            self.plt.ylim(0, top * 1.1 if top > 0 else 1)
         self.plt.xlabel("session s")
         self.refresh()
 

@@ -60,12 +60,15 @@ class GpuPanel(Static):
 class XschedPanel(Static):
     """Engagement per workload, its XQueues, and the scheduler lane."""
 
+    plain = ""
+
     def show(self, snap: SessionSnapshot, configured: str | None) -> None:
         p = snap.current
         xs = (p.extra.get("xsched") if p else None) or None
         if xs is None:
             msg = Text("XSched is not active in this phase. ", style="bold")
             msg.append(configured or "Press x to restart the workloads under XSched.")
+            self.plain = msg.plain
             self.update(msg)
             return
         t = Text()
@@ -99,4 +102,5 @@ class XschedPanel(Static):
                             str(q.get("threshold")), str(q.get("batch_size")),
                             str(q.get("ready")), str(q.get("suspended")))
         from rich.console import Group
+        self.plain = t.plain  # what the panel says, for tests and screen readers
         self.update(Group(t, tab))

@@ -28,14 +28,17 @@ class WorkloadTable(DataTable[Text | str]):
         p = snap.current
         if p is None:
             return
+        live = p.status == "running"  # after a phase ends, the window is stale: show the phase
         for w in p.workloads:
             state = w.state + (f" {w.inflight_s:.0f}s" if w.inflight_s >= 2 else "")
+            lat = w.window if live else w.phase
             row = (w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
-                   w.description[:20], ms(w.window.p50), ms(w.window.p95), ms(w.window.p99),
-                   ms(w.window.max), ms(w.phase.p99), ms(w.phase.max), rate(w.window_rate),
+                   w.description[:20], ms(lat.p50), ms(lat.p95), ms(lat.p99),
+                   ms(lat.max), ms(w.phase.p99), ms(w.phase.max),
+                   rate(w.window_rate if live else w.achieved_rate),
                    rate(w.target_rate) if w.target_rate else "loop",
-                   rate(w.window_samples_per_s), str(w.count), str(w.late),
-                   Text(str(w.errors), style="red" if w.errors else ""))
+                   rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
+                   str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
             if w.name in self.rows:
                 for c, v in zip(self.COLUMNS, row):
                     self.update_cell(w.name, c, v)

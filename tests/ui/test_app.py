@@ -1,0 +1,218 @@
+"""Pilot tests of the real app: keys, states and messages, in replay and live
+(real subprocesses), XSched toggling against the fake install, and an
+end-to-end run on the demo scenario with real torch workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.widgets import RichLog, TabbedContent
+
+from tests.conftest import PY, WORKLOADS
+from tests.helpers.fake_xsched import calls, have_cc, make_install, pid_alive, xserver_pid
+from tests.helpers.procs import wait_gone
+from xwatch.core.snapshot import load_snapshot
+from xwatch.scenario import load_scenario
+from xwatch.ui.app import XwatchApp, make_app
+from xwatch.ui.screens.control import ControlScreen
+from xwatch.ui.screens.help import HelpScreen
+from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "snapshot_two_phases.json"
+
+
+def record_notes(app: XwatchApp) -> list[str]:
+    notes: list[str] = []
+    orig = app.notify
+
+    def notify(message: str, **kw: Any) -> None:
+        notes.append(message)
+        orig(message, **kw)
+    app.notify = notify  # type: ignore[method-assign]
+    return notes
+
+
+def live_scenario(tmp_path: Path, duration: float = 60, extra: str = "") -> Path:
+    f = tmp_path / "live.toml"
+    f.write_text(f"""
+name = "live"
+duration_s = {duration}
+{extra}
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50"]
+[[workload]]
+name = "low"
+priority = "low"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "20"]
+""")
+    return f
+
+
+async def wait_for(pred: Any, pilot: Any, timeout: float = 20.0) -> None:
+    for _ in range(int(timeout / 0.1)):
+        if pred():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("condition not reached")
+
+
+async def test_replay_keys() -> None:
+    app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
+    notes = record_notes(app)
+    async with app.run_test(size=(120, 36)) as pilot:
+        tabs = app.query_one(TabbedContent)
+        for key, tab in (("2", "compare"), ("3", "xsched"), ("4", "logs"), ("c", "compare"),
+                         ("l", "logs"), ("1", "live")):
+            await pilot.press(key)
+            assert tabs.active == tab
+        assert app.query_one(WorkloadTable).row_count == 2
+        assert app.query_one(CompareTable).row_count == 14
+        await pilot.press("p")
+        assert app.paused
+        await pilot.press("p")
+        assert not app.paused
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("x")
+        await pilot.press("s")
+        assert any("replay: nothing runs here" in n for n in notes)
+        assert any("already on disk" in n for n in notes)
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_live_keys_with_real_processes(tmp_path: Path) -> None:
+    app = make_app(load_scenario(str(live_scenario(tmp_path))), telemetry="host",
+                   export_dir=str(tmp_path / "exports"))
+    notes = record_notes(app)
+    pids: list[int] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(lambda: app.session and app.session.current and all(
+            r.rec.count > 5 for r in app.session.current.runs.values()), pilot)
+        await pilot.pause(0.6)
+        table = app.query_one(WorkloadTable)
+        assert table.row_count == 2
+        assert int(str(table.get_cell("high", "n"))) > 5
+        pids += [r.pid for r in app.session.current.runs.values() if r.pid]  # type: ignore[union-attr]
+        await pilot.press("x")  # no XSched install: the key explains what is missing
+        await wait_for(lambda: any("XSched install" in n for n in notes), pilot)
+        await pilot.press("r")  # same mode, new phase
+        await wait_for(lambda: len(app.session.phases) == 2 and all(  # type: ignore[union-attr]
+            r.rec.count > 0 for r in app.session.phases[1].runs.values()), pilot)
+        assert app.session.phases[0].status == "done"  # type: ignore[union-attr]
+        assert app.session.phases[1].name == "native-2"  # type: ignore[union-attr]
+        pids += [r.pid for r in app.session.current.runs.values() if r.pid]  # type: ignore[union-attr]
+        await pilot.press("s")
+        await wait_for(lambda: app.last_export is not None, pilot)
+        doc = json.loads(app.last_export.read_text())  # type: ignore[union-attr]
+        assert [p["name"] for p in doc["phases"]] == ["native-1", "native-2"]
+        assert (app.last_export.parent / "report.html").exists()  # type: ignore[union-attr]
+        await pilot.press("k")
+        await wait_for(lambda: any("XSched" in n for n in notes[-1:]), pilot)
+        await pilot.press("l")
+        assert app.query_one(TabbedContent).active == "logs"
+        assert len(app.query_one(RichLog).lines) > 3
+        await pilot.press("p")
+        assert app.paused
+        await pilot.press("q")
+        await wait_for(lambda: not app.is_running, pilot, timeout=30)
+    assert wait_gone(pids, 10) == []
+
+
+async def test_a_failing_workload_shows_exit_and_stderr(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text(f"""
+duration_s = 60
+[[workload]]
+name = "ok"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50"]
+[[workload]]
+name = "bad"
+priority = "low"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50", "--crash-after", "5"]
+""")
+    app = make_app(load_scenario(str(f)), telemetry="off")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(lambda: app.session and app.session.current and  # type: ignore[truthy-function]
+                       app.session.current.runs["bad"].state == "failed", pilot)
+        await pilot.pause(0.8)
+        from xwatch.ui.widgets.status import AlertBar
+        bar = app.query_one(AlertBar)
+        text = str(bar.render())
+        assert bar.display and "bad: failed (exit code 3)" in text
+        assert "illegal memory access" in text
+        assert app.session.current.runs["ok"].state == "running"  # type: ignore[union-attr]
+        await app.action_quit()
+
+
+@pytest.mark.skipif(not have_cc(), reason="needs a C compiler for the fake shim")
+async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
+    inst = make_install(tmp_path / "xs")
+    from xwatch.core.xsched import XschedController, XschedInstall
+
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scen = load_scenario(str(live_scenario(tmp_path, extra=f'[xsched]\nplatform = "hip"\n'
+                                                              f"port = {port}\n")))
+    ctl = XschedController(XschedInstall(inst, "--xsched"), scen, poll_s=0.2)
+    app = make_app(scen, telemetry="off", xsched=ctl)
+    notes = record_notes(app)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(lambda: app.session and app.session.current and all(  # type: ignore[truthy-function]
+            r.rec.count > 3 for r in app.session.current.runs.values()), pilot)
+        await pilot.press("x")
+        await wait_for(lambda: app.session.current.mode == "xsched" and  # type: ignore[union-attr]
+                       ctl._handles("high") and ctl._handles("low"), pilot)
+        xs_pid = xserver_pid(inst)
+        assert xs_pid and pid_alive(xs_pid)
+        await wait_for(lambda: app.session.current.extra["xsched"]["workloads"]["high"]  # type: ignore[union-attr]
+                       ["status"] == "engaged", pilot)
+        await pilot.press("3")
+        await pilot.pause(0.6)
+        from xwatch.ui.widgets.panels import XschedPanel
+        assert "engaged" in app.query_one(XschedPanel).plain
+        await pilot.press("k")
+        await wait_for(lambda: isinstance(app.screen, ControlScreen), pilot)
+        app.screen.query_one("#priority").value = "9"  # type: ignore[attr-defined]
+        await pilot.click("#do-priority")
+        await wait_for(lambda: any(c["call"] == "hint" for c in calls(inst)), pilot)
+        assert {c["priority"] for c in calls(inst) if c["call"] == "hint"} == {9}
+        await wait_for(lambda: any("priority 9" in n for n in notes), pilot)
+        await pilot.press("x")  # back to native: xserver must stop
+        await wait_for(lambda: app.session.current.mode == "native" and  # type: ignore[union-attr]
+                       app.session.current.runs["high"].rec.count > 0, pilot)
+        assert not pid_alive(xs_pid)
+        cmp_rows = app.query_one(CompareTable).row_count
+        assert cmp_rows == 14
+        await app.action_quit()
+
+
+@pytest.mark.slow
+async def test_end_to_end_demo_with_real_torch_workers() -> None:
+    app = make_app("demo", telemetry="auto")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(lambda: app.session and app.session.current and all(  # type: ignore[truthy-function]
+            r.rec.count >= 3 for r in app.session.current.runs.values()), pilot, timeout=90)
+        await pilot.pause(1.2)
+        table = app.query_one(WorkloadTable)
+        assert table.row_count == 2
+        for name in ("high", "low"):
+            assert str(table.get_cell(name, "P50")) not in ("-", "")
+        runs = app.session.current.runs.values()  # type: ignore[union-attr]
+        assert all(r.hello.get("torch") for r in runs)
+        pids = [r.pid for r in runs if r.pid]
+        await pilot.press("q")
+        await wait_for(lambda: not app.is_running, pilot, timeout=30)
+    assert wait_gone(pids, 10) == []
+    assert asyncio  # event loop used by pytest-asyncio-free run_test

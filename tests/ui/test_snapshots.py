@@ -1,0 +1,32 @@
+"""SVG snapshots of the screens on deterministic data (a recorded snapshot in
+replay mode: no clocks, no spinners). Update with --snapshot-update after
+reviewing the change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xwatch.core.snapshot import load_snapshot
+from xwatch.ui.app import make_app
+
+FIXTURE = Path(__file__).resolve().parent.parent / "data" / "snapshot_two_phases.json"
+
+
+def _app():  # type: ignore[no-untyped-def]
+    return make_app(replay=load_snapshot(FIXTURE), replay_source="fixture/snapshot.json")
+
+
+def test_main_screen(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_app(), terminal_size=(120, 34))
+
+
+def test_main_screen_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_app(), terminal_size=(80, 24))
+
+
+def test_comparison_table(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_app(), press=["2"], terminal_size=(120, 34))
+
+
+def test_xsched_panel(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_app(), press=["3"], terminal_size=(120, 34))
