@@ -22,8 +22,8 @@ import psutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from xwatch.scenario import load_scenario  # noqa: E402
-from xwatch.ui.app import make_app  # noqa: E402
+from xwatch.scenario import load_scenario
+from xwatch.ui.app import make_app
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,8 +19,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from xwatch.core.telemetry import select_backend  # noqa: E402
-from xwatch.core.telemetry.base import Targets  # noqa: E402
+from xwatch.core.telemetry import select_backend
+from xwatch.core.telemetry.base import Targets
 
 LOAD = ("import torch, time\nx = torch.randn(8192, 8192, device='cuda')\n"
         "end = time.time() + 120\nwhile time.time() < end:\n    y = x @ x\n"

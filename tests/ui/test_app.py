@@ -157,9 +157,9 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50", "--crash-after", "5"]
 @pytest.mark.skipif(not have_cc(), reason="needs a C compiler for the fake shim")
 async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
     inst = make_install(tmp_path / "xs")
-    from xwatch.core.xsched import XschedController, XschedInstall
-
     import socket
+
+    from xwatch.core.xsched import XschedController, XschedInstall
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

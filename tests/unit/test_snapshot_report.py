@@ -10,11 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from xwatch.core.report import (build_charts, build_report, render_html, render_markdown,
-                                write_reports)
+from xwatch.core.report import build_charts, build_report, render_html, render_markdown, write_reports
 from xwatch.core.session import Session
-from xwatch.core.snapshot import (SCHEMA_PATH, load_snapshot, load_snapshot_dict,
-                                  write_snapshot)
+from xwatch.core.snapshot import SCHEMA_PATH, load_snapshot, load_snapshot_dict, write_snapshot
 from xwatch.errors import SnapshotError
 from xwatch.scenario import load_scenario
 
@@ -51,7 +49,7 @@ def test_round_trip_and_errors(tmp_path: Path) -> None:
         load_snapshot(bad)
     unknown = tmp_path / "future.json"
     unknown.write_text(json.dumps({"schema": "xwatch.snapshot/9", "phases": []}))
-    with pytest.raises(SnapshotError, match="unknown snapshot schema 'xwatch.snapshot/9'"):
+    with pytest.raises(SnapshotError, match=r"unknown snapshot schema 'xwatch\.snapshot/9'"):
         load_snapshot(unknown)
     with pytest.raises(SnapshotError, match="cannot read"):
         load_snapshot(tmp_path / "missing.json")

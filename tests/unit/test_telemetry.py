@@ -20,11 +20,11 @@ class NVMLError(Exception):
     pass
 
 
-class NVMLError_NotSupported(NVMLError):  # noqa: N801 - the real name
+class NVMLError_NotSupported(NVMLError):
     pass
 
 
-class NVMLError_NotFound(NVMLError):  # noqa: N801
+class NVMLError_NotFound(NVMLError):
     pass
 
 
@@ -121,7 +121,7 @@ def no_vendor(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_nvml_backend_shapes_na_and_per_process(no_vendor: pytest.MonkeyPatch) -> None:
     no_vendor.setitem(sys.modules, "pynvml", fake_pynvml())
-    b, why, rejected = select_backend("auto")
+    b, _why, rejected = select_backend("auto")
     assert b is not None and b.name == "nvml" and "amdsmi" in rejected
     samples = b.sample(Targets(pids=(111,), buses=((0, 0x19, 0),)))
     s0, s1 = samples
@@ -135,7 +135,7 @@ def test_nvml_backend_shapes_na_and_per_process(no_vendor: pytest.MonkeyPatch) -
 
 def test_amdsmi_backend_matches_by_bus_not_order(no_vendor: pytest.MonkeyPatch) -> None:
     no_vendor.setitem(sys.modules, "amdsmi", fake_amdsmi())
-    b, why, rejected = select_backend("auto")
+    b, _why, rejected = select_backend("auto")
     assert b is not None and b.name == "amdsmi" and rejected == {}
     g0, g1 = b.sample(Targets(pids=(111,), buses=((0, 0x19, 0),)))
     assert not g0.ours and g1.ours  # handle order differs from the HIP index
@@ -166,7 +166,7 @@ def test_amdsmi_import_raising_keyerror(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delitem(sys.modules, "amdsmi", raising=False)
     monkeypatch.setitem(sys.modules, "pynvml", None)
     monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
-    b, why, rejected = select_backend("auto")
+    b, _why, rejected = select_backend("auto")
     assert b is not None and b.name == "host" and "KeyError" in rejected["amdsmi"]
 
 

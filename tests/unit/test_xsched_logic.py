@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from xwatch.core.launch import build_launch
-from xwatch.core.xsched import (QueueStats, XschedInstall, engagement, queue_params,
-                                validate_config, xsched_env)
+from xwatch.core.xsched import (
+    QueueStats,
+    XschedInstall,
+    engagement,
+    queue_params,
+    validate_config,
+    xsched_env,
+)
 from xwatch.errors import UsageError, XschedError
 from xwatch.scenario import Workload, WorkloadXsched, load_scenario
 

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from xwatch.errors import XwatchError
 
@@ -77,10 +78,10 @@ def checks(xsched_root: str | None, python: str | None) -> list[Check]:
                 out.append(Check("PASS", mod, str(info[mod])))
             else:
                 out.append(Check("FAIL", mod, str(info.get(mod + "_error", "not importable"))))
-        devs = info.get("devices") or []
+        devs: list[dict[str, Any]] = info.get("devices") or []  # type: ignore[assignment]
         if info.get("available") and devs:
             build = f"ROCm/HIP {info['hip']}" if info.get("hip") else f"CUDA {info.get('cuda')}"
-            names = ", ".join(f"{d['name']} ({d['memory_gib']} GiB)" for d in devs)  # type: ignore[index]
+            names = ", ".join(f"{d['name']} ({d['memory_gib']} GiB)" for d in devs)
             out.append(Check("PASS", "devices", f"{len(devs)} GPU(s) via {build}: {names}"))
         else:
             out.append(Check("WARN", "devices", "torch sees no GPU: built-in workloads run on "

@@ -152,13 +152,14 @@ def build_report(snap: SessionSnapshot, doc: dict[str, Any] | None = None) -> Re
             header.append(f"change {last.name} vs {base.name}")
         rows = []
 
-        def row(label: str, get: Any, digits: int = 2) -> None:
-            vals = [get(p.workload(wspec.name)) if p.workload(wspec.name) else None
+        def row(label: str, get: Any, digits: int = 2, name: str = wspec.name,
+                rows: list[list[str]] = rows) -> None:
+            vals = [get(p.workload(name)) if p.workload(name) else None
                     for p in snap.phases]
             r = [label] + [num(v, digits) if not isinstance(v, str) else v for v in vals]
             if cmp_ok:
                 assert base is not None and last is not None
-                bw, lw = base.workload(wspec.name), last.workload(wspec.name)
+                bw, lw = base.workload(name), last.workload(name)
                 a = get(bw) if bw else None
                 b = get(lw) if lw else None
                 r.append(change(a, b, digits) if not isinstance(a, str) else "")
@@ -276,13 +277,13 @@ def build_report(snap: SessionSnapshot, doc: dict[str, Any] | None = None) -> Re
         secs.append(Section("Failures", paragraphs=fails))
 
     # --- reproduce
-    r = Section("Reproduce")
+    repro = Section("Reproduce")
     argv = env.get("argv") or []
     cmd = "xwatch " + " ".join(shlex.quote(a) for a in argv[1:]) if len(argv) > 1 else \
         f"xwatch run {shlex.quote(scen.source)} --headless --duration {scen.duration_s:g} " \
         "--export OUT"
-    r.code = cmd
-    secs.append(r)
+    repro.code = cmd
+    secs.append(repro)
     return Report(f"xwatch report: {scen.name}", secs)
 
 

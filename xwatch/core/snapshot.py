@@ -234,7 +234,7 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
     """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
     try:
         scen = _scenario_from(doc["scenario"], source)
-        phases = []
+        phases: list[PhaseSnapshot] = []
         for p in doc["phases"]:
             wls = []
             for name, w in p["workloads"].items():

@@ -127,7 +127,9 @@ class LatencySummary:
         return float(getattr(self, key))
 
 
-EMPTY = LatencySummary(0, *(math.nan,) * 9)
+_N = math.nan
+EMPTY = LatencySummary(count=0, mean=_N, std=_N, min=_N, p50=_N, p90=_N, p95=_N, p99=_N,
+                       p999=_N, max=_N)
 
 
 class Moments:
@@ -175,8 +177,9 @@ class Moments:
         if self.n == 0:
             return EMPTY
         qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
+        p50, p90, p95, p99, p999 = qs
         return LatencySummary(self.n, self.mean, math.sqrt(max(self.s2, 0.0) / self.n),
-                              self.min, *qs, self.max)
+                              self.min, p50, p90, p95, p99, p999, self.max)
 
 
 @dataclass(frozen=True)

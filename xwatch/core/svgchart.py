@@ -23,8 +23,8 @@ def _nice_max(v: float) -> float:
     exp = 10 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if v <= m * exp:
-            return m * exp
-    return 10 * exp
+            return float(m * exp)
+    return float(10 * exp)
 
 
 def _fmt(v: float) -> str:

@@ -73,7 +73,7 @@ def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
     for w in scen.workloads:
         kv = s.get(w.name)
         if kv:
-            xs = dataclasses.replace(w.xsched, **kv)
+            xs = dataclasses.replace(w.xsched, **kv)  # type: ignore[arg-type]
             if isinstance(xs, WorkloadXsched):
                 w = dataclasses.replace(w, xsched=xs)
         wls.append(w)
@@ -101,8 +101,12 @@ async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     got: list[int] = []
+    def on_signal(sg: int) -> None:
+        got.append(sg)
+        stop.set()
+
     for sg in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sg, lambda sg=sg: (got.append(sg), stop.set()))
+        loop.add_signal_handler(sg, on_signal, sg)
     telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
                                 getattr(args, "telemetry_interval", 0.5))
     failed: list[str] = []
@@ -124,10 +128,11 @@ async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -
                     mode, scen.duration_s, stop=stop,
                     on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
             except Exception as e:  # xserver would not start for this setting
-                phase = session.current
-                if phase is None or phase.mode != mode:
+                current = session.current
+                if current is None or current.mode != mode:
                     failed.append(f"{label}: {e}")
                     continue
+                phase = current
             if s is not None:
                 phase.extra["setting"] = label
                 phase.extra["setting_values"] = s
@@ -194,7 +199,7 @@ def frontier(pts: list[dict[str, Any]]) -> set[str]:
 def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
     from xwatch.core.report import change, num
 
-    native, pts = sweep_points(snap)
+    _native, pts = sweep_points(snap)
     if not pts:
         return [], ""
     front = frontier(pts)

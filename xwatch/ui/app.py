@@ -106,9 +106,8 @@ class XwatchApp(App[int]):
                         yield UtilChart()
             with TabPane("Compare", id="compare"):
                 yield CompareTable()
-            with TabPane("XSched", id="xsched"):
-                with VerticalScroll(id="xsched-scroll"):
-                    yield XschedPanel()
+            with TabPane("XSched", id="xsched"), VerticalScroll(id="xsched-scroll"):
+                yield XschedPanel()
             with TabPane("Logs", id="logs"):
                 yield RichLog(highlight=False, markup=False, wrap=True, max_lines=5000)
         yield Footer()
@@ -145,7 +144,7 @@ class XwatchApp(App[int]):
             # the terminal is gone: stop everything, then leave without trying to
             # restore a screen nobody can see (writes to a dead tty would block)
             self._hangup = True
-        asyncio.ensure_future(self.action_quit())
+        self._spawn(self.action_quit())
 
     def on_resize(self) -> None:
         # below 30 rows the distribution/GPU row is dropped so the table and the
@@ -154,7 +153,11 @@ class XwatchApp(App[int]):
 
     # ------------------------------------------------------------ phases
     def start_phase(self, mode: str) -> None:
-        task = asyncio.ensure_future(self._run_phase(mode))
+        self._spawn(self._run_phase(mode))
+
+    def _spawn(self, coro: Any) -> None:
+        """Run a coroutine on this loop, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
         self._phase_tasks.add(task)
         task.add_done_callback(self._phase_tasks.discard)
 
@@ -241,7 +244,8 @@ class XwatchApp(App[int]):
         self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
         if force_charts and not self.paused:
             for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
-                self._safe(cls.__name__, lambda cls=cls: self.query_one(cls).show(snap))
+                chart: Any = self.query_one(cls)
+                self._safe(cls.__name__, lambda chart=chart: chart.show(snap))
 
     def _safe(self, name: str, fn: Any) -> None:
         """A failing widget is reported once and never takes the app down."""
@@ -319,7 +323,7 @@ class XwatchApp(App[int]):
 
     def _on_control(self, req: ControlRequest | None) -> None:
         if req is not None:
-            asyncio.ensure_future(self._do_control(req))
+            self._spawn(self._do_control(req))
 
     async def _do_control(self, req: ControlRequest) -> None:
         assert self.runner is not None

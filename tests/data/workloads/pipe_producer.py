@@ -11,7 +11,7 @@ import time
 args = sys.argv[1:]
 rate = float(args[0])
 count = int(args[1]) if len(args) > 1 and not args[1].startswith("--") else None
-opts = dict(zip(args[::1], args[1::1]))
+opts = {args[i]: args[i + 1] for i in range(len(args) - 1)}
 malformed = int(opts.get("--malformed", 0))
 crash_after = int(opts.get("--crash-after", 0)) or None
 crash_env = opts.get("--crash-if-env")

@@ -32,7 +32,8 @@ class WorkloadTable(DataTable[Text | str]):
         for w in p.workloads:
             state = w.state + (f" {w.inflight_s:.0f}s" if w.inflight_s >= 2 else "")
             lat = w.window if live else w.phase
-            row = (w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
+            row: tuple[Text | str, ...] = (
+                   w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
                    w.description[:20], ms(lat.p50), ms(lat.p95), ms(lat.p99),
                    ms(lat.max), ms(w.phase.p99), ms(w.phase.max),
                    rate(w.window_rate if live else w.achieved_rate),
