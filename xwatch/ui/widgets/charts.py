@@ -108,6 +108,11 @@ class LatencyChart(_Chart):
         if log:
             lo, hi = math.log10(min(ys)), max(top, math.log10(max(ys)))
             ticks = [t for t in _LOG_TICKS if lo - 0.3 <= math.log10(t) <= hi + 0.3]
+            rows = max(2, (self.size.height - 5) // 2)  # two ticks never share a row
+            if len(ticks) > rows:
+                ticks = [t for t in ticks if math.log10(t).is_integer()]
+            while len(ticks) > rows:
+                ticks = ticks[::2]
             self.plt.yticks([math.log10(t) for t in ticks], [f"{t:g}" for t in ticks])
             self.plt.ylim(lo - 0.1, hi + 0.1)
         else:
