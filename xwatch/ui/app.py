@@ -29,7 +29,7 @@ from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
-from xwatch.ui.widgets.panels import GpuPanel, XschedPanel
+from xwatch.ui.widgets.panels import GpuPanel, LaneStrip, XschedPanel
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
@@ -99,6 +99,7 @@ class XwatchApp(App[int]):
                 with Horizontal(classes="chart-row"):
                     yield LatencyChart()
                     yield ThroughputChart()
+                yield LaneStrip()
                 with Horizontal(classes="chart-row", id="second-row"):
                     yield CdfChart()
                     with Vertical(id="gpu-col"):
@@ -242,6 +243,7 @@ class XwatchApp(App[int]):
         reason = self.runner.can_run(XSCHED) if self.runner else None
         self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
         self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
+        self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
         if force_charts and not self.paused:
             for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
                 chart: Any = self.query_one(cls)

@@ -68,6 +68,16 @@ class _Chart(PlotextPlot):
             if o >= x_from:
                 self.plt.vline(o, "white")
 
+    def _annotations(self, snap: SessionSnapshot, offsets: Sequence[float],
+                     x_from: float) -> None:
+        """Live XSched changes (priority, policy, config) as yellow marks."""
+        for o, p in zip(offsets, snap.phases):
+            origin = (p.t_measure or p.t_start) - p.t_start
+            for a in p.extra.get("annotations") or []:
+                x = o + float(a.get("t", 0.0)) - origin
+                if x >= x_from:
+                    self.plt.vline(x, "yellow")
+
     def show_message(self, title: str, msg: str) -> None:
         self._begin(title)
         self.plt.text(msg, 0.5, 0.5, alignment="center")
@@ -105,6 +115,7 @@ class LatencyChart(_Chart):
             self.plt.hline(level, "red")
             top = max(top, level)
         self._marks(snap, offsets, x_from)
+        self._annotations(snap, offsets, x_from)
         if log:
             lo, hi = math.log10(min(ys)), max(top, math.log10(max(ys)))
             ticks = [t for t in _LOG_TICKS if lo - 0.3 <= math.log10(t) <= hi + 0.3]

@@ -57,6 +57,47 @@ class GpuPanel(Static):
         self.update(t)
 
 
+def _legend(t: Text) -> None:
+    t.append("lane: ", style="dim")
+    for state, label in (("suspended", "suspended  "), ("running", "running/ready  "),
+                         ("idle", "idle  ")):
+        ch, sty = LANE[state]
+        t.append(ch, style=sty)
+        t.append(" " + label, style="dim")
+    t.append("(one mark per /xqueues poll)\n", style="dim")
+
+
+def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
+    t = Text()
+    for _, state in (info.get("lane") or [])[-width:]:
+        ch, sty = LANE.get(state, ("?", ""))
+        t.append(ch, style=sty)
+    return t
+
+
+class LaneStrip(Static):
+    """The scheduler lane of every workload, under the latency chart (XSched only)."""
+
+    def show(self, snap: SessionSnapshot) -> None:
+        p = snap.current
+        xs = (p.extra.get("xsched") if p else None) or {}
+        wls = xs.get("workloads") or {}
+        self.display = bool(wls)
+        if not wls:
+            return
+        width = max(10, self.size.width - 26)
+        t = Text()
+        for name, info in wls.items():
+            status = info.get("status")
+            t.append(f"{name[:10]:<10} {status[:13]:<13} ",
+                     style="green" if status == "engaged" else "bold red"
+                     if status not in ("pending",) else "yellow")
+            t.append_text(lane_text(info, width))
+            t.append("\n")
+        _legend(t)
+        self.update(t)
+
+
 class XschedPanel(Static):
     """Engagement per workload, its XQueues, and the scheduler lane."""
 
@@ -84,16 +125,12 @@ class XschedPanel(Static):
             t.append(f" scheduler={info.get('scheduler')} queues={st.get('queues', 0)} "
                      f"ready {st.get('ready', 0)}/{st.get('polls', 0)} suspended "
                      f"{st.get('suspended', 0)}/{st.get('polls', 0)}\n")
-            lane = info.get("lane") or []
             t.append("  lane ")
-            for _, state in lane[-60:]:
-                ch, sty = LANE.get(state, ("?", ""))
-                t.append(ch, style=sty)
+            t.append_text(lane_text(info, 90))
             t.append("\n")
             for w in info.get("warnings") or []:
                 t.append(f"  ⚠ {w}\n", style="yellow")
-        t.append("lane: █ suspended  ▆ running/ready  · idle (one mark per /xqueues poll)\n",
-                 style="dim")
+        _legend(t)
         tab = Table("workload", "handle", "level", "thr", "batch", "ready", "suspended",
                     box=None, pad_edge=False)
         for name, info in (xs.get("workloads") or {}).items():
