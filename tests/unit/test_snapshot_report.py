@@ -134,3 +134,48 @@ def test_html_is_self_contained_and_has_the_charts(tmp_path: Path) -> None:
     md, html_path = write_reports(tmp_path / "snapshot.json")
     assert md.read_text().startswith("# xwatch report: fixture")
     assert html_path.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_sweep_report_names_the_frontier(tmp_path: Path) -> None:
+    """A fixed sweep snapshot: native + three settings, one of them crashed."""
+    doc = json.loads(FIXTURE.read_text())
+    native, xs = doc["phases"]
+    xs["workloads"]["low"] = json.loads(json.dumps(native["workloads"]["low"]))
+    xs["status"] = "done"
+
+    def setting(name: str, label: str, hi_p99: float, low_sps: float, status: str = "done"
+                ) -> dict:  # type: ignore[type-arg]
+        p = json.loads(json.dumps(xs))
+        p["name"], p["setting"], p["status"] = name, label, status
+        p["workloads"]["high"]["latency_ms"]["p99"] = hi_p99
+        p["workloads"]["low"]["throughput"]["samples_per_s"] = low_sps
+        return p
+
+    native["workloads"]["high"]["latency_ms"]["p99"] = 6.5
+    native["workloads"]["low"]["throughput"]["samples_per_s"] = 6223.0
+    doc["phases"] = [native,
+                     setting("xsched-1", "low.threshold=4, low.batch_size=2", 13.0, 6091.0),
+                     setting("xsched-2", "low.threshold=1, low.batch_size=1", 3.45, 5373.0),
+                     setting("xsched-3", "low.threshold=2, low.batch_size=1", 99.0, 9999.0,
+                             status="failed")]
+    doc["phases"][3]["workloads"]["low"]["exit"] = {"code": 139, "signal": None,
+                                                    "reason": "failed", "ran_to_end": False,
+                                                    "message": "Segmentation fault"}
+    jsonschema.validate(doc, SCHEMA)
+    f = tmp_path / "snapshot.json"
+    f.write_text(json.dumps(doc))
+    snap = load_snapshot(f)
+    md = render_markdown(build_report(snap))
+    sweep = md.split("## Sweep: XSched settings against native", 1)[1].split("\n## ", 1)[0]
+    assert "On the frontier: low.threshold=1, low.batch_size=1." in sweep
+    rows = {r[1]: r for r in ([c.strip() for c in ln.strip("|").split("|")]
+                              for ln in sweep.splitlines() if ln.startswith("| xsched")
+                              or ln.startswith("| native"))}
+    assert rows["native"][-1] == "yes"  # native is not dominated either
+    assert rows["low.threshold=4, low.batch_size=2"][-1] == ""  # worse tail, less throughput
+    assert rows["low.threshold=4, low.batch_size=2"][6] == "+6.50 (+100.0%)"
+    assert rows["low.threshold=1, low.batch_size=1"][-1] == "yes"
+    assert rows["low.threshold=1, low.batch_size=1"][7] == "-850.0 (-13.7%)"
+    assert rows["low.threshold=2, low.batch_size=1"][2].startswith("FAILED")
+    page = render_html(build_report(snap), build_charts(snap))
+    assert "Sweep: high P99 vs low-priority throughput" in page

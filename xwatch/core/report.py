@@ -421,6 +421,18 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
               for lw in lows]
         charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
                                  "samples/s", vlines))
+    from xwatch.core.sweep import frontier, sweep_points
+
+    _, pts = sweep_points(snap)
+    good = [p for p in pts if p["ok"]]
+    if good:
+        front = frontier(pts)
+        series = [(("native" if p["native"] else p["label"]) + (" *" if p["label"] in front else ""),
+                   [(p["low_sps"], p["p99"])]) for p in good]
+        hi_name = (_by_priority(snap.phases[0])[0] or snap.phases[0].workloads[0]).name
+        charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
+                                 "(* = on the frontier)", series, "low-priority samples/s",
+                                 f"{hi_name} P99 (ms)", points_only=True))
     tel = snap.extra.get("telemetry") or {}
     samples = tel.get("samples") or []
     if samples and snap.phases:
