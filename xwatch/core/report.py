@@ -413,9 +413,11 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
             if w and w.cdf:
                 cdf_series.append((_label(p), [(v, f * 100) for v, f in w.cdf]))
         if cdf_series:
+            slo_mark = [(scen.slo.latency_ms, f"SLO {scen.slo.latency_ms:g} ms")] \
+                if scen.slo and scen.slo.workload == hi.name else []
             charts.append(line_chart(f"{hi.name}: latency distribution per phase (CDF)",
-                                     cdf_series, "latency (ms)", "% of requests <=", (),
-                                     hl, y_max=100.0))
+                                     cdf_series, "latency (ms)", "% of requests <=", slo_mark,
+                                     None, y_max=100.0))
     if lows:
         tp = [(f"{lw.name} samples/s", workload_series(snap.phases, offsets, lw.name, "samples"))
               for lw in lows]

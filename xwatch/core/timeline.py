@@ -14,12 +14,21 @@ from xwatch.core.session import PhaseSnapshot
 GAP_S = 2.0
 
 
+def _span(p: PhaseSnapshot) -> float:
+    """Seconds from the phase start (process launch) to its end on the axis."""
+    rows = max([r.sec for w in p.workloads for r in w.series] or [0]) + 1
+    lead = (p.t_measure - p.t_start) if p.t_measure else 0.0
+    measured = p.elapsed_s if math.isfinite(p.elapsed_s) else 0.0
+    return max(float(rows), lead + measured)
+
+
 def phase_offsets(phases: Sequence[PhaseSnapshot]) -> list[float]:
+    """Where each phase starts on the session axis. Per-second rows, telemetry and
+    annotations are all placed relative to the phase start (``t_start``)."""
     offsets, off = [], 0.0
     for p in phases:
         offsets.append(off)
-        span = max([r.sec for w in p.workloads for r in w.series] or [0]) + 1
-        off += max(span, p.elapsed_s if math.isfinite(p.elapsed_s) else 0.0) + GAP_S
+        off += _span(p) + GAP_S
     return offsets
 
 
@@ -39,8 +48,6 @@ def to_session_time(t: float, phases: Sequence[PhaseSnapshot],
                     offsets: Sequence[float]) -> float | None:
     """Map a monotonic time (telemetry, annotations) onto the session axis."""
     for o, p in zip(offsets, phases):
-        start = p.t_measure or p.t_start
-        span = p.elapsed_s if math.isfinite(p.elapsed_s) else 0.0
-        if start > 0 and start - 1 <= t <= start + span + 1:
-            return o + (t - start)
+        if p.t_start > 0 and p.t_start <= t <= p.t_start + _span(p):
+            return o + (t - p.t_start)
     return None

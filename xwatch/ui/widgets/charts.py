@@ -72,9 +72,8 @@ class _Chart(PlotextPlot):
                      x_from: float) -> None:
         """Live XSched changes (priority, policy, config) as yellow marks."""
         for o, p in zip(offsets, snap.phases):
-            origin = (p.t_measure or p.t_start) - p.t_start
             for a in p.extra.get("annotations") or []:
-                x = o + float(a.get("t", 0.0)) - origin
+                x = o + float(a.get("t", 0.0))  # seconds after the phase start
                 if x >= x_from:
                     self.plt.vline(x, "yellow")
 
@@ -166,6 +165,9 @@ class CdfChart(_Chart):
             assert w is not None
             series.append((p.name, [(v, f * 100) for v, f in w.cdf]))
         self._lines(series)
+        slo = snap.scenario.slo
+        if slo and slo.workload == name:
+            self.plt.vline(slo.latency_ms, "red")
         self.plt.ylim(0, 100)
         self.plt.xlabel("ms")
         self.refresh()
