@@ -23,6 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from xwatch.core.worker.archs import BERT_ARCHS as _BERT_ARCHS
 from xwatch.errors import ScenarioError, UsageError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
@@ -39,17 +40,7 @@ POLICIES = {
     "LAX": 6, "AWF": 7, "CHPF": 8, "CFS": 9, "MLFQ": 10,
 }
 #: BERT architectures xwatch can build from a config (random weights, no download).
-#: name -> (layers, hidden, heads, intermediate, vocab)
-BERT_ARCHS: Mapping[str, tuple[int, int, int, int, int]] = MappingProxyType({
-    "bert-tiny": (2, 128, 2, 512, 30522),
-    "bert-mini": (4, 256, 4, 1024, 30522),
-    "bert-small": (4, 512, 8, 2048, 30522),
-    "bert-medium": (8, 512, 8, 2048, 30522),
-    "bert-base-uncased": (12, 768, 12, 3072, 30522),
-    "bert-base-cased": (12, 768, 12, 3072, 28996),
-    "bert-large-uncased": (24, 1024, 16, 4096, 30522),
-    "bert-large-cased": (24, 1024, 16, 4096, 28996),
-})
+BERT_ARCHS: Mapping[str, tuple[int, int, int, int, int]] = MappingProxyType(_BERT_ARCHS)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
 _MODEL_RE = re.compile(r"^[a-z0-9_.-]+$")
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")

@@ -1,6 +1,6 @@
-"""Headless runs (``xwatch run --headless``, ``xwatch compare``): one progress
-line per second, a final table per phase, an exit status scripts can trust,
-and an optional exported snapshot (+ report)."""
+"""Headless runs (``run --headless``, ``compare``, ``sweep``): a plan of phases
+run back to back, one progress line per second, a final table per phase, an exit
+status scripts can trust, and an optional exported snapshot (+ report)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import asyncio
 import signal
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from xwatch.core.console import failure_reasons, final_table, progress_line
 from xwatch.core.runner import ModeBackend, Runner
@@ -17,6 +19,18 @@ from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario
 
 EXIT_OK, EXIT_FAILED = 0, 1
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One phase of a headless plan. ``backend`` replaces the XSched backend for
+    this phase (sweeps: one per setting); ``label`` names the setting."""
+
+    mode: str
+    backend: ModeBackend | None = None
+    label: str | None = None
+    setting: dict[str, Any] | None = None
 
 
 def _out(line: str) -> None:
@@ -26,6 +40,11 @@ def _out(line: str) -> None:
 async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str],
                        xsched: ModeBackend | None = None) -> int:
     """Run ``modes`` back to back; return the process exit status."""
+    return await run_plan(scen, args, [Step(m) for m in modes], xsched)
+
+
+async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
+                   xsched: ModeBackend | None = None) -> int:
     from xwatch.core.telemetry import start_telemetry
 
     session = Session(scen)
@@ -38,42 +57,56 @@ async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str
         got.append(sig)
         stop.set()
 
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for s in SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
     telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
                                 getattr(args, "telemetry_interval", 0.5))
     phases: list[Phase] = []
     try:
         _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads, "
-             f"{scen.duration_s:g} s per phase, modes {' -> '.join(modes)}, "
+             f"{scen.duration_s:g} s per phase, phases "
+             f"{' -> '.join(st.label or st.mode for st in steps)}, "
              f"telemetry {telemetry.backend_name}")
-        for mode in modes:
+        for step in steps:
             if stop.is_set():
                 break
-            try:
-                phase = await runner.run_phase(
-                    mode, scen.duration_s, stop=stop,
-                    on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
-            except XwatchError as e:  # e.g. xserver would not start: a failed phase
-                print(f"xwatch: {e.title}: {e}", file=sys.stderr, flush=True)
-                failed_phase = session.current
-                if failed_phase is not None and failed_phase.mode == mode:
-                    phases.append(failed_phase)
+            if step.backend is not None:
+                runner.xsched = step.backend
+            if step.label:
+                _out(f"--- {step.mode}: {step.label}")
+            phase = await _run_step(runner, session, scen, step, stop)
+            if phase is None:
                 continue
+            if step.label:
+                phase.extra["setting"] = step.label
+                phase.extra["setting_values"] = step.setting or {}
             phases.append(phase)
-            _out(final_table(phase.snapshot(time.monotonic())))
+            if phase.t_measure is not None or phase.status != "failed":
+                _out(final_table(phase.snapshot(time.monotonic())))
     finally:
         await runner.stop_phase()
         runner.kill_now()
         telemetry.stop()
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for s in SIGNALS:
             loop.remove_signal_handler(s)
-    status = _verdict(session, phases, modes, got)
+    status = _verdict(phases, len(steps), got)
     export = getattr(args, "export", None)
     if export:
         _export(session, export)
     session.close()
     return status
+
+
+async def _run_step(runner: Runner, session: Session, scen: Scenario, step: Step,
+                    stop: asyncio.Event) -> Phase | None:
+    try:
+        return await runner.run_phase(
+            step.mode, scen.duration_s, stop=stop,
+            on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
+    except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
+        print(f"xwatch: {e.title}: {e}", file=sys.stderr, flush=True)
+        failed = session.current
+        return failed if failed is not None and failed.mode == step.mode else None
 
 
 def _export(session: Session, directory: str) -> None:
@@ -89,21 +122,20 @@ def _export(session: Session, directory: str) -> None:
         print(f"xwatch: report not written: {e}", file=sys.stderr)
 
 
-def _verdict(session: Session, phases: list[Phase], modes: list[str], got: list[int]) -> int:
+def _verdict(phases: list[Phase], planned: int, got: list[int]) -> int:
     if got:
         _out(f"xwatch: interrupted by {signal.Signals(got[0]).name}; workloads stopped")
         return 128 + got[0]
     failed: list[str] = []
     for p in phases:
         snap = p.snapshot(p.t_end or 0.0)
-        for reason in failure_reasons(snap):
-            failed.append(f"{p.name}: {reason}")
-        if p.status == "failed" and not failure_reasons(snap):
-            failed.append(f"{p.name}: {p.extra.get('error', 'phase failed')}")
-    if len(phases) < len(modes):
+        label = f"{p.name} [{p.extra['setting']}]" if p.extra.get("setting") else p.name
+        reasons = failure_reasons(snap)
+        failed += [f"{label}: {r}" for r in reasons]
+        if p.status == "failed" and not reasons:
+            failed.append(f"{label}: {p.extra.get('error', 'phase failed')}")
+    if len(phases) < planned:
         failed.append("not every phase ran")
     for line in failed:
         print(f"FAILED {line}", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK
-
-

@@ -82,80 +82,15 @@ def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
 
 async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -> int:
     """Headless sweep into one session/snapshot; returns the exit status."""
-    import signal
-    import sys
-    import time
-
-    from xwatch.core.console import failure_reasons, final_table, progress_line
-    from xwatch.core.headless import _export, _out
-    from xwatch.core.runner import Runner
-    from xwatch.core.session import Session
-    from xwatch.core.telemetry import start_telemetry
+    from xwatch.core.headless import Step, run_plan
     from xwatch.core.xsched import XschedController
 
     settings = parse_settings(args.set, scen)
-    session = Session(scen)
-    runner = Runner(scen, session, xsched=controller)
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    got: list[int] = []
-    def on_signal(sg: int) -> None:
-        got.append(sg)
-        stop.set()
-
-    for sg in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(sg, on_signal, sg)
-    telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
-                                getattr(args, "telemetry_interval", 0.5))
-    failed: list[str] = []
-    plan: list[tuple[str, dict[str, dict[str, int]] | None]] = [("native", None)]
-    plan += [("xsched", s) for s in settings]
-    _out(f"xwatch sweep: {scen.name}, {len(settings)} settings + native, "
-         f"{scen.duration_s:g} s each")
-    try:
-        for mode, s in plan:
-            if stop.is_set():
-                break
-            if s is not None:
-                runner.xsched = XschedController(controller.install, apply_setting(scen, s),
-                                                 poll_s=controller.poll_s)
-            label = setting_label(s) if s else "native"
-            _out(f"--- {label}")
-            try:
-                phase = await runner.run_phase(
-                    mode, scen.duration_s, stop=stop,
-                    on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
-            except Exception as e:  # xserver would not start for this setting
-                current = session.current
-                if current is None or current.mode != mode:
-                    failed.append(f"{label}: {e}")
-                    continue
-                phase = current
-            if s is not None:
-                phase.extra["setting"] = label
-                phase.extra["setting_values"] = s
-            snap = phase.snapshot(time.monotonic())
-            _out(final_table(snap))
-            for r in failure_reasons(snap):
-                failed.append(f"{phase.name} [{label}]: {r}")
-            if phase.status == "failed" and not failure_reasons(snap):
-                failed.append(f"{phase.name} [{label}]: {phase.extra.get('error', 'failed')}")
-    finally:
-        await runner.stop_phase()
-        runner.kill_now()
-        telemetry.stop()
-        for sg in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.remove_signal_handler(sg)
-    if args.export:
-        _export(session, args.export)
-    session.close()
-    for f in failed:
-        print(f"FAILED {f}", file=sys.stderr)
-    if got:
-        return 128 + got[0]
-    return 1 if failed else 0
+    steps = [Step("native")] + [
+        Step("xsched", XschedController(controller.install, apply_setting(scen, s),
+                                        poll_s=controller.poll_s), setting_label(s), s)
+        for s in settings]
+    return await run_plan(scen, args, steps, controller)
 
 
 # ------------------------------------------------------------------ analysis

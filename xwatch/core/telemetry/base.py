@@ -7,6 +7,7 @@ an exception: backends wrap each call with ``na()``.
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -51,17 +52,18 @@ class DeviceSample:
                 "procs": {str(k): v for k, v in self.procs.items()}}
 
 
-class Backend:
+class Backend(abc.ABC):
     name = "base"
 
-    def open(self) -> None:
+    def open(self) -> None:  # noqa: B027 - optional hook, most backends override it
         """Initialise; raise any exception with a readable message if unusable."""
 
+    @abc.abstractmethod
     def sample(self, targets: Targets) -> list[DeviceSample]:
-        raise NotImplementedError  # every concrete backend overrides it
+        """One reading of every device (one poll)."""
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release the vendor library (default: nothing to release)."""
 
     def describe(self) -> dict[str, Any]:
         """Static facts (devices, driver) for the header and the snapshot."""

@@ -9,23 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from xwatch.core.worker.archs import BERT_ARCHS
 from xwatch.core.worker.config import WorkerConfig
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-# Kept in sync with xwatch.scenario.BERT_ARCHS (the worker cannot import it:
-# the scenario module is not needed in the worker's interpreter).
-BERT_ARCHS = {
-    "bert-tiny": (2, 128, 2, 512, 30522),
-    "bert-mini": (4, 256, 4, 1024, 30522),
-    "bert-small": (4, 512, 8, 2048, 30522),
-    "bert-medium": (8, 512, 8, 2048, 30522),
-    "bert-base-uncased": (12, 768, 12, 3072, 30522),
-    "bert-base-cased": (12, 768, 12, 3072, 28996),
-    "bert-large-uncased": (24, 1024, 16, 4096, 30522),
-    "bert-large-cased": (24, 1024, 16, 4096, 28996),
-}
-
 
 def resolve_device(torch: Any, spec: str) -> Any:
     if spec == "auto":
