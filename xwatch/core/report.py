@@ -81,7 +81,7 @@ def _label(p: PhaseSnapshot) -> str:
     return f"{p.name} [{setting}]" if setting else p.name
 
 
-def build_report(snap: SessionSnapshot, doc: dict[str, Any] | None = None) -> Report:
+def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
     env = snap.extra.get("environment") or {}
     tel = snap.extra.get("telemetry") or {}
@@ -463,7 +463,7 @@ def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:
     p = Path(snapshot_path)
     doc = load_snapshot_dict(p)
     snap = snapshot_from_dict(doc, str(p))
-    rep = build_report(snap, doc)
+    rep = build_report(snap)
     d = p.parent if p.is_file() else p
     from xwatch.core.snapshot import _atomic_write
 

@@ -9,15 +9,12 @@ to a CSV file as they arrive (memory stays bounded) and copied on export.
 
 from __future__ import annotations
 
-import csv
-import io
 import itertools
 import math
-import os
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -437,9 +434,3 @@ class Session:
 
     def close(self) -> None:
         self.spool.close()
-
-
-def read_events_csv(path: str | os.PathLike[str]) -> Iterable[dict[str, str]]:
-    """Read a spooled/exported events CSV back (for tests and reports)."""
-    with open(path, encoding="utf-8", newline="") as f:
-        yield from csv.DictReader(io.StringIO(f.read()))

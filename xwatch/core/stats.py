@@ -97,11 +97,6 @@ class LogHistogram:
                 break
         return out
 
-    def count_le(self, threshold: float) -> int:
-        """Values in buckets entirely at or below ``threshold`` (approximate)."""
-        t = bucket_index(threshold)
-        return sum(k for i, k in self.counts.items() if i < t)
-
 
 @dataclass(frozen=True)
 class LatencySummary:
@@ -241,7 +236,6 @@ class Recorder:
         self.service_n = 0
         self.service_sum = 0.0
         self.service_max = 0.0
-        self.first_t = math.nan
         self.last_t = math.nan
         self._live: deque[_Second] = deque()  # seconds still inside the window
         self.rows: deque[SecondRow] = deque(maxlen=MAX_SECONDS)  # finalized seconds
@@ -251,8 +245,6 @@ class Recorder:
         sec = int(t - self.t0) if t >= self.t0 else -1
         live = self._live
         b = live[-1] if live and live[-1].sec == sec else self._second(sec)
-        if self.first_t != self.first_t:  # NaN check
-            self.first_t = t
         self.last_t = t
         if not ok:
             self.errors += 1

@@ -441,13 +441,17 @@ class XschedController:
         assert self.client is not None
         stats: dict[str, QueueStats] = {w.name: QueueStats() for w in self.scenario.workloads}
         self._stats = stats
+        unreachable = False
         while True:
             t0 = time.monotonic()
             try:
                 data = await asyncio.to_thread(self.client.xqueues)
                 self._ingest(phase, data, stats, t0)
-            except XschedError as e:
-                self._wl_error = str(e)
+                unreachable = False
+            except XschedError as e:  # xserver stopped answering: say so once per outage
+                if not unreachable:
+                    self._note(f"/xqueues poll failed: {e}", "warning")
+                unreachable = True
             except Exception as e:  # a malformed answer is recorded, not fatal
                 self._note(f"/xqueues answer not understood: {e!r}", "warning")
             self._refresh_engagement(phase)
