@@ -98,9 +98,19 @@ def test_recorder_window_seconds_and_counters() -> None:
         assert getattr(s, key) == pytest.approx(exact_percentile(lat_all, q), rel=0.005)
     # the window: requests that ended in the last 10 whole seconds (50..59)
     now = 100.0 + 59.99
-    w, n, samples = rec.window(now)
+    w, n, samples, span = rec.window(now)
     in_win = [e[1] for e in good if 50 <= int(e[0] - 100.0) <= 59]
     assert n == len(in_win) and samples == 4 * len(in_win)
+    assert span == pytest.approx(9.99)  # seconds 50..59.99 of the phase clock
+    # mid-second: the current partial second is in, and the span says so, so a
+    # steady 50/s reads 50/s (dividing by window_s would read 47.5)
+    rec2 = Recorder(t0=0.0, window_s=10.0)
+    for k in range(int(55.5 * 50)):
+        rec2.add(1.0, k * 0.02 + 0.001)
+    _, n2, _, span2 = rec2.window(55.5)
+    assert span2 == pytest.approx(9.5)
+    assert n2 == 9.5 * 50
+    assert n2 / span2 == pytest.approx(50.0)
     assert w.mean == pytest.approx(statistics.fmean(in_win), rel=1e-9)
     assert w.max == max(in_win) and w.min == min(in_win)
     assert w.p99 == pytest.approx(exact_percentile(in_win, 99), rel=0.005)

@@ -298,14 +298,14 @@ class WorkloadRun:
         rec = self.rec
         moments = rec.phase_moments()
         phase = moments.summary()
-        window, wn, wsamples = rec.window(now)
+        window, wn, wsamples, wspan = rec.window(now)
         start = self.ready_t0
         ends = [t for t in (self.end_t, self.phase.t_stop, self.phase.t_end) if t is not None]
         end = min(ends) if ends else now
         if self.state == FINISHED and rec.count and rec.last_t == rec.last_t:
             end = rec.last_t  # finished by itself: up to its last request, not its teardown
         measured = max(0.0, end - start) if start is not None else 0.0
-        span_w = min(self.phase.session.window_s, measured) if measured else 0.0
+        span_w = min(wspan, measured) if measured else 0.0
         count = phase.count
         spec = self.spec
         label = spec.priority if isinstance(spec.priority, str) else str(spec.priority)

@@ -304,10 +304,12 @@ class Recorder:
     def service_mean(self) -> float:
         return self.service_sum / self.service_n if self.service_n else math.nan
 
-    def window(self, now: float) -> tuple[LatencySummary, int, int]:
-        """(latency summary, requests, samples) for requests that ended in
-        (now - window_s, now]. Per-second granularity: the window is the last
-        ``window_s`` whole seconds of the phase clock, the current one included."""
+    def window(self, now: float) -> tuple[LatencySummary, int, int, float]:
+        """(latency summary, requests, samples, seconds covered) for requests that
+        ended in the window. Per-second granularity: the window is the last
+        ``window_s`` seconds of the phase clock, the current partial second
+        included, so it covers between ``window_s - 1`` and ``window_s`` seconds
+        (the fourth value): rates divide by that, not by ``window_s``."""
         now_sec = int(now - self.t0)
         lo = now_sec - math.ceil(self.window_s) + 1
         m = Moments()
@@ -316,7 +318,7 @@ class Recorder:
             if lo <= b.sec <= now_sec:
                 m.merge(b.m)
                 samples += b.samples
-        return m.summary(), m.n, samples
+        return m.summary(), m.n, samples, max(0.0, now - (self.t0 + lo))
 
     def series(self) -> list[SecondRow]:
         """Per-second rows, oldest first (finalized and live)."""
