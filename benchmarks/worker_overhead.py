@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from xwatch.core.protocol import EventWriter
+from xwatch.core.engine.protocol import EventWriter
 
 
 def loop(n: int, writer: EventWriter | None) -> float:

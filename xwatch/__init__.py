@@ -1,7 +1,7 @@
 """xwatch: watch GPU scheduling contention live (native vs XSched).
 
 This package root stays import-light: the workload process imports
-``xwatch.core.worker`` from whatever Python the user points it at, and the
+``xwatch.core.engine.worker`` from whatever Python the user points it at, and the
 dashboard never imports torch. Nothing here may import textual or torch.
 """
 

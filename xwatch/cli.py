@@ -121,13 +121,13 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print(f"{name:<10} {s.duration_s:>5.0f}s  {s.description}  [{wl}]")
         return 0
     if cmd == "report":
-        from xwatch.core.report import write_report_cli
+        from xwatch.core.export.report import write_report_cli
         return write_report_cli(args.snapshot, args.format, args.out)
     if cmd == "doctor":
-        from xwatch.core.doctor import run_doctor
+        from xwatch.core.plans.doctor import run_doctor
         return run_doctor(args.xsched, args.python)
     if cmd == "replay":
-        from xwatch.core.snapshot import load_snapshot
+        from xwatch.core.export.snapshot import load_snapshot
         snap = load_snapshot(args.snapshot)
         from xwatch.ui.app import make_app
         make_app(replay=snap, replay_source=args.snapshot).run()
@@ -135,15 +135,15 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     scen = _load(args)
     xs = _xsched_backend(args, scen)
     if cmd == "run" and args.headless:
-        from xwatch.core.headless import run_headless
+        from xwatch.core.plans.headless import run_headless
         return asyncio.run(run_headless(scen, args, modes=[args.mode], xsched=xs))
     if cmd == "compare":
-        from xwatch.core.headless import run_headless
+        from xwatch.core.plans.headless import run_headless
         if xs is None:
             raise UsageError("compare needs an XSched install: --xsched ROOT or XSCHED_HOME")
         return asyncio.run(run_headless(scen, args, modes=["native", "xsched"], xsched=xs))
     if cmd == "sweep":
-        from xwatch.core.sweep import run_sweep
+        from xwatch.core.plans.sweep import run_sweep
         if xs is None:
             raise UsageError("sweep needs an XSched install: --xsched ROOT or XSCHED_HOME")
         return asyncio.run(run_sweep(scen, args, xs))
@@ -160,7 +160,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
-    from xwatch.core.xsched import backend_from_args
+    from xwatch.core.xsched.controller import backend_from_args
     return backend_from_args(getattr(args, "xsched", None), scen)
 
 

@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from xwatch.core.worker.archs import BERT_ARCHS as _BERT_ARCHS
+from xwatch.core.engine.worker.archs import BERT_ARCHS as _BERT_ARCHS
 from xwatch.errors import ScenarioError, UsageError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"

@@ -1,4 +1,4 @@
-"""A fake XSched install for tests, faithful to ../shared/reference/xsched-interface.md.
+"""A fake XSched install for tests, faithful to XSched's documented env, daemon and HTTP API.
 
 - ``lib/libshimhip.so`` and ``lib/libshimcuda.so``: a real shared library (compiled
   here with the system C compiler) whose constructor logs which scheduler is in

@@ -9,8 +9,8 @@ import json
 import random
 from pathlib import Path
 
-from xwatch.core.session import Session
-from xwatch.core.snapshot import snapshot_to_dict
+from xwatch.core.engine.session import Session
+from xwatch.core.export.snapshot import snapshot_to_dict
 from xwatch.scenario import load_scenario
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -49,7 +49,7 @@ def build() -> dict:  # type: ignore[type-arg]
             lo.stderr.extend(["MIOpen Error: Failed to launch kernel: invalid device ordinal",
                               "RuntimeError: miopenStatusUnknownError"])
             lo.error = "RuntimeError: miopenStatusUnknownError"
-            lo.launch = {"argv": ["python", "-m", "xwatch.core.worker"], "env": {
+            lo.launch = {"argv": ["python", "-m", "xwatch.core.engine.worker"], "env": {
                 "XSCHED_SCHEDULER": "GLB", "XSCHED_AUTO_XQUEUE": "ON",
                 "LD_PRELOAD": "/opt/xsched/lib/libshimhip.so"}}
             lo.on_exit(1, None, planned_end=False)

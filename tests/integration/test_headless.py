@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import run_xwatch
-from xwatch.core.snapshot import SCHEMA_PATH
+from xwatch.core.export.snapshot import SCHEMA_PATH
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 

@@ -188,8 +188,9 @@ def test_sigterm_during_xsched_phase_stops_xserver(tmp_path: Path, install: Path
 
 
 def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
-    from xwatch.core.runner import Runner
-    from xwatch.core.xsched import XschedController, XschedInstall
+    from xwatch.core.plans.runner import Runner
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
     from xwatch.errors import XschedError
     from xwatch.scenario import load_scenario
 

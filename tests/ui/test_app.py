@@ -15,7 +15,7 @@ from textual.widgets import RichLog, TabbedContent
 from tests.conftest import PY, WORKLOADS
 from tests.helpers.fake_xsched import calls, have_cc, make_install, pid_alive, xserver_pid
 from tests.helpers.procs import wait_gone
-from xwatch.core.snapshot import load_snapshot
+from xwatch.core.export.snapshot import load_snapshot
 from xwatch.scenario import load_scenario
 from xwatch.ui.app import XwatchApp, make_app
 from xwatch.ui.screens.control import ControlScreen
@@ -159,7 +159,8 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
     inst = make_install(tmp_path / "xs")
     import socket
 
-    from xwatch.core.xsched import XschedController, XschedInstall
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

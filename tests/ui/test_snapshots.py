@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xwatch.core.snapshot import load_snapshot
+from xwatch.core.export.snapshot import load_snapshot
 from xwatch.ui.app import make_app
 
 FIXTURE = Path(__file__).resolve().parent.parent / "data" / "snapshot_two_phases.json"

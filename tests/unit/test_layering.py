@@ -1,16 +1,34 @@
-"""The core never imports textual; the dashboard process never imports torch."""
+"""The house rules: the core never imports textual; the dashboard process never
+imports torch; no import circle anywhere inside ``xwatch/``; the stages only
+import downwards."""
 
 from __future__ import annotations
 
+import ast
+import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
-CORE = ["xwatch.cli", "xwatch.scenario", "xwatch.core.protocol", "xwatch.core.stats",
-        "xwatch.core.session", "xwatch.core.supervisor", "xwatch.core.runner",
-        "xwatch.core.headless", "xwatch.core.snapshot", "xwatch.core.report",
-        "xwatch.core.xsched", "xwatch.core.telemetry", "xwatch.core.telemetry.nvml",
-        "xwatch.core.telemetry.amd", "xwatch.core.telemetry.host", "xwatch.core.sweep",
-        "xwatch.core.doctor", "xwatch.core.console", "xwatch.core.launch"]
+import xwatch
+
+ROOT = Path(xwatch.__file__).parent
+
+# Every module of the headless core (the worker imports torch lazily, inside main).
+CORE = ["xwatch.cli", "xwatch.scenario",
+        *sorted(m.name for m in pkgutil.walk_packages([str(ROOT / "core")], "xwatch.core.")
+                if not m.name.endswith("__main__"))]
+
+# Lower stages never import higher ones (analysis may read engine snapshots, etc.).
+STAGES = ["engine", "xsched", "telemetry", "analysis", "export", "plans"]
+MAY_IMPORT = {
+    "engine": set(),
+    "xsched": {"engine"},
+    "telemetry": {"engine"},
+    "analysis": {"engine"},
+    "export": {"engine", "analysis"},
+    "plans": {"engine", "xsched", "telemetry", "analysis", "export"},
+}
 
 
 def _loaded(modules: list[str]) -> set[str]:
@@ -19,6 +37,72 @@ def _loaded(modules: list[str]) -> set[str]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     return set(out.stdout.split())
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> xwatch modules it imports anywhere in its body (lazy imports too)."""
+    files = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for mod, path in files.items():
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base
+                           for a in node.names]
+            for t in targets:
+                if t in files and t != mod:
+                    graph[mod].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 
 def test_core_never_imports_textual_or_torch() -> None:
@@ -30,3 +114,27 @@ def test_core_never_imports_textual_or_torch() -> None:
 def test_ui_does_not_import_torch() -> None:
     loaded = _loaded(["xwatch.ui.app"])
     assert "textual" in loaded and "torch" not in loaded
+
+
+def test_no_import_circle_inside_xwatch() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_cycle_finder_finds_a_planted_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_stages_import_only_downwards() -> None:
+    bad = []
+    for mod, deps in import_graph().items():
+        parts = mod.split(".")
+        if len(parts) < 3 or parts[1] != "core" or parts[2] not in STAGES:
+            continue
+        for d in deps:
+            dp = d.split(".")
+            if dp[0] != "xwatch" or len(dp) < 2:
+                continue
+            if dp[1] == "ui" or (dp[1] == "core" and len(dp) > 2 and dp[2] in STAGES and dp[2] != parts[2] \
+                    and dp[2] not in MAY_IMPORT[parts[2]]):
+                bad.append(f"{mod} -> {d}")
+    assert bad == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from xwatch.core.protocol import MAX_LINE_BYTES, EventWriter, LineParser, encode_events
+from xwatch.core.engine.protocol import MAX_LINE_BYTES, EventWriter, LineParser, encode_events
 
 
 def test_minimal_and_full_events() -> None:

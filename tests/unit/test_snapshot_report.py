@@ -10,9 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from xwatch.core.report import build_charts, build_report, render_html, render_markdown, write_reports
-from xwatch.core.session import Session
-from xwatch.core.snapshot import SCHEMA_PATH, load_snapshot, load_snapshot_dict, write_snapshot
+from xwatch.core.engine.session import Session
+from xwatch.core.export.charts import build_charts
+from xwatch.core.export.html import render_html
+from xwatch.core.export.markdown import render_markdown
+from xwatch.core.export.report import build_report, write_reports
+from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot, load_snapshot_dict, write_snapshot
 from xwatch.errors import SnapshotError
 from xwatch.scenario import load_scenario
 

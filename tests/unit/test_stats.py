@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from xwatch.core.stats import RELATIVE_WIDTH, LogHistogram, Moments, Recorder, exact_percentile
+from xwatch.core.engine.stats import RELATIVE_WIDTH, LogHistogram, Moments, Recorder, exact_percentile
 
 QS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 

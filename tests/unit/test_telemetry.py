@@ -1,5 +1,5 @@
 """Telemetry backends against fake vendor modules that follow the real APIs
-(../shared/reference/gpu-telemetry.md): shapes, 'N/A', per-metric errors,
+(NVML and amdsmi as documented by their vendors): shapes, 'N/A', per-metric errors,
 import failures, fallback order, and a slow backend that must not pile up."""
 
 from __future__ import annotations

@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from xwatch.core.launch import build_launch
-from xwatch.core.xsched import (
-    QueueStats,
-    XschedInstall,
-    engagement,
-    queue_params,
-    validate_config,
-    xsched_env,
-)
+from xwatch.core.engine.launch import build_launch
+from xwatch.core.xsched.client import validate_config
+from xwatch.core.xsched.engagement import QueueStats, engagement
+from xwatch.core.xsched.env import queue_params, xsched_env
+from xwatch.core.xsched.install import XschedInstall
 from xwatch.errors import UsageError, XschedError
 from xwatch.scenario import Workload, WorkloadXsched, load_scenario
 
@@ -61,7 +57,7 @@ def test_launch_prepends_library_path_and_passes_xsched_vars() -> None:
     assert spec.env["LD_LIBRARY_PATH"] == "/opt/xsched/lib:/usr/lib/x"  # lib/ first
     assert spec.env["XSCHED_LOG_LEVEL"] == "INFO"  # other XSCHED_* pass through
     assert spec.env_added["XSCHED_AUTO_XQUEUE_PRIORITY"] == "1"
-    assert spec.argv[-2:] == ("-m", "xwatch.core.worker")
+    assert spec.argv[-2:] == ("-m", "xwatch.core.engine.worker")
     assert "XWATCH_WORKER_CONFIG" in spec.env and "PYTHONPATH" in spec.env
     native = build_launch(wl(), None, base_env=base)
     assert not any(k.startswith("XSCHED_AUTO") for k in native.env)
@@ -107,7 +103,7 @@ def test_validate_config_uses_current_values() -> None:
 
 
 def test_sweep_settings_parse_zip_and_errors() -> None:
-    from xwatch.core.sweep import apply_setting, parse_settings, setting_label
+    from xwatch.core.plans.sweep import apply_setting, parse_settings, setting_label
 
     scen = load_scenario("intensive")
     s = parse_settings(["low.threshold=1,2,4,8", "low.batch_size=1,1,2,4"], scen)
@@ -130,7 +126,7 @@ def test_sweep_settings_parse_zip_and_errors() -> None:
 
 
 def test_frontier() -> None:
-    from xwatch.core.sweep import frontier
+    from xwatch.core.analysis.frontier import frontier
 
     def pt(label: str, p99: float, sps: float, ok: bool = True) -> dict[str, object]:
         return {"label": label, "p99": p99, "low_sps": sps, "ok": ok}

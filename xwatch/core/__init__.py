@@ -1,3 +1,3 @@
 """The headless engine: scenarios run as processes, events become statistics,
 sessions become snapshots. Nothing under ``xwatch.core`` imports textual (a test
-checks it) and nothing outside ``xwatch.core.worker`` imports torch."""
+checks it) and nothing outside ``xwatch.core.engine.worker`` imports torch."""

@@ -22,8 +22,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
-from xwatch.core.runner import NATIVE, XSCHED, Runner
-from xwatch.core.session import Phase, Session, SessionSnapshot
+from xwatch.core.engine.session import Phase, Session, SessionSnapshot
+from xwatch.core.plans.runner import NATIVE, XSCHED, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
@@ -284,7 +284,7 @@ class XwatchApp(App[int]):
             if self.replay_source:
                 self.notify(f"replay: the snapshot is already on disk ({self.replay_source})")
             return
-        from xwatch.core.snapshot import prepare_export
+        from xwatch.core.export.snapshot import prepare_export
 
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         assert self.scenario is not None
@@ -295,8 +295,8 @@ class XwatchApp(App[int]):
                         exit_on_error=False, group="export", description="export")
 
     def _write_export(self, prep: Any, target: Path) -> None:
-        from xwatch.core.report import write_reports
-        from xwatch.core.snapshot import write_export
+        from xwatch.core.export.report import write_reports
+        from xwatch.core.export.snapshot import write_export
 
         try:
             path = write_export(prep, target)

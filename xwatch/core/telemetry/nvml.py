@@ -1,6 +1,6 @@
 """NVIDIA telemetry through nvidia-ml-py (``pynvml``), imported lazily.
 
-Calls and shapes: ../shared/reference/gpu-telemetry.md. Each metric is read
+Calls and shapes: NVML as documented by NVIDIA (nvidia-ml-py). Each metric is read
 separately so that one unsupported query is "n/a" and not a failed sample.
 """
 

@@ -16,8 +16,8 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from xwatch.core.session import SessionSnapshot
-from xwatch.core.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.engine.session import SessionSnapshot
 
 COLORS = ("cyan", "red", "green", "orange", "magenta", "blue", "yellow", "white")
 VISIBLE_S = 300.0

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from xwatch.core.session import SessionSnapshot
+from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct
 
 LANE = {"suspended": ("█", "red"), "running": ("▆", "green"), "idle": ("·", "dim"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from xwatch.core.session import FAILED, SessionSnapshot
+from xwatch.core.engine.session import FAILED, SessionSnapshot
 
 
 class StatusLine(Static):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from xwatch.core.session import FAILED, RUNNING, SessionSnapshot
+from xwatch.core.engine.session import FAILED, RUNNING, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, rate
 
 STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stopped": "dim"}

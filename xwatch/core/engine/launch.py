@@ -1,7 +1,7 @@
 """How each workload process is started: argv, environment and cwd.
 
 A pure function of the workload, the scenario and the mode's extra
-environment (XSched's variables come from ``xwatch.core.xsched``), so the exact
+environment (XSched's variables come from ``xwatch.core.xsched.env``), so the exact
 environment is testable and recorded in the snapshot for every phase.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 import xwatch
-from xwatch.core.protocol import EVENT_FD_ENV
-from xwatch.core.worker import CONFIG_ENV
-from xwatch.core.worker.config import WorkerConfig
+from xwatch.core.engine.protocol import EVENT_FD_ENV
+from xwatch.core.engine.worker import CONFIG_ENV
+from xwatch.core.engine.worker.config import WorkerConfig
 from xwatch.scenario import Workload
 
 #: Where ``import xwatch`` resolves from: put first on the worker's PYTHONPATH
@@ -63,7 +63,7 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         added[k] = v
 
     if w.model is not None:
-        argv: tuple[str, ...] = (w.python or sys.executable, "-u", "-m", "xwatch.core.worker")
+        argv: tuple[str, ...] = (w.python or sys.executable, "-u", "-m", "xwatch.core.engine.worker")
         pp = env.get("PYTHONPATH")
         put("PYTHONPATH", PACKAGE_PARENT + (os.pathsep + pp if pp else ""))
         put(CONFIG_ENV, worker_config(w).to_json())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from typing import Any
 
 from xwatch.errors import UsageError
@@ -82,8 +81,8 @@ def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
 
 async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -> int:
     """Headless sweep into one session/snapshot; returns the exit status."""
-    from xwatch.core.headless import Step, run_plan
-    from xwatch.core.xsched import XschedController
+    from xwatch.core.plans.headless import Step, run_plan
+    from xwatch.core.xsched.controller import XschedController
 
     settings = parse_settings(args.set, scen)
     steps = [Step("native")] + [
@@ -91,65 +90,3 @@ async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -
                                         poll_s=controller.poll_s), setting_label(s), s)
         for s in settings]
     return await run_plan(scen, args, steps, controller)
-
-
-# ------------------------------------------------------------------ analysis
-def sweep_points(snap: Any) -> tuple[Any, list[dict[str, Any]]]:
-    """(native phase or None, [{phase, label, status, p50, p99, low_sps}])."""
-    from xwatch.core.report import _by_priority
-
-    setting_phases = [p for p in snap.phases if p.extra.get("setting")]
-    if not setting_phases:
-        return None, []
-    native = next((p for p in snap.phases if p.mode == "native"), None)
-    ref = native or setting_phases[0]
-    hi, lows = _by_priority(ref)
-    pts = []
-    for p in ([native] if native else []) + setting_phases:
-        w = p.workload(hi.name) if hi else None
-        low_sps = sum((p.workload(lw.name).samples_per_s if p.workload(lw.name) else 0.0)
-                      for lw in lows)
-        ok = p.status != "failed" and w is not None and w.count > 0
-        pts.append({"phase": p, "label": p.extra.get("setting") or "native",
-                    "status": p.status, "ok": ok,
-                    "p50": w.phase.p50 if ok and w else math.nan,
-                    "p99": w.phase.p99 if ok and w else math.nan,
-                    "low_sps": low_sps if ok else math.nan, "native": p is native})
-    return native, pts
-
-
-def frontier(pts: list[dict[str, Any]]) -> set[str]:
-    """Labels of points not dominated (lower-or-equal P99 and higher-or-equal
-    LOW throughput, one strictly better) by any other point."""
-    good = [p for p in pts if p["ok"]]
-    out = set()
-    for p in good:
-        dominated = any(q is not p and q["p99"] <= p["p99"] and q["low_sps"] >= p["low_sps"]
-                        and (q["p99"] < p["p99"] or q["low_sps"] > p["low_sps"]) for q in good)
-        if not dominated:
-            out.add(p["label"])
-    return out
-
-
-def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
-    from xwatch.core.report import change, num
-
-    _native, pts = sweep_points(snap)
-    if not pts:
-        return [], ""
-    front = frontier(pts)
-    nat = next((p for p in pts if p["native"]), None)
-    rows = []
-    for p in pts:
-        rows.append([
-            p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
-            num(p["p50"]), num(p["p99"]), num(p["low_sps"], 1),
-            change(nat["p99"], p["p99"]) if nat and not p["native"] else "-",
-            change(nat["low_sps"], p["low_sps"], 1) if nat and not p["native"] else "-",
-            "yes" if p["label"] in front else ""])
-    best = sorted(front - {"native"})
-    note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
-            "higher LOW throughput. On the frontier: " + (", ".join(best) if best else
-                                                           "no XSched setting (native dominates)")
-            + ". Failed settings are listed with their status and are not points.")
-    return rows, note

@@ -1,9 +1,9 @@
-"""The built-in workload process (``python -m xwatch.core.worker``).
+"""The built-in workload process (``python -m xwatch.core.engine.worker``).
 
 It is started by the supervisor with its configuration as JSON in
 ``XWATCH_WORKER_CONFIG`` and the event pipe's fd in ``XWATCH_EVENT_FD``. It may
 run under another interpreter than xwatch's (a ROCm PyTorch environment), so
-this package imports only the standard library, ``xwatch.core.protocol`` and
+this package imports only the standard library, ``xwatch.core.engine.protocol`` and
 torch/torchvision/transformers.
 """
 

@@ -23,9 +23,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from xwatch.core.launch import LaunchSpec
-from xwatch.core.protocol import EVENT_FD_ENV, LineParser
-from xwatch.core.session import FAILED, PENDING, STARTING, STOPPED, TERMINAL, Phase, WorkloadRun
+from xwatch.core.engine.launch import LaunchSpec
+from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
+from xwatch.core.engine.session import FAILED, PENDING, STARTING, STOPPED, TERMINAL, Phase, WorkloadRun
 
 MAX_LOG_LINE = 2000
 _PR_SET_PDEATHSIG = 1

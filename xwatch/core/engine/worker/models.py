@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from xwatch.core.worker.archs import BERT_ARCHS
-from xwatch.core.worker.config import WorkerConfig
+from xwatch.core.engine.worker.archs import BERT_ARCHS
+from xwatch.core.engine.worker.config import WorkerConfig
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 

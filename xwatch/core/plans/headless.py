@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from xwatch.core.console import failure_reasons, final_table, progress_line
-from xwatch.core.runner import ModeBackend, Runner
-from xwatch.core.session import Phase, Session
+from xwatch.core.engine.session import Phase, Session
+from xwatch.core.plans.console import failure_reasons, final_table, progress_line
+from xwatch.core.plans.runner import ModeBackend, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario
 
@@ -110,8 +110,8 @@ async def _run_step(runner: Runner, session: Session, scen: Scenario, step: Step
 
 
 def _export(session: Session, directory: str) -> None:
-    from xwatch.core.report import write_reports
-    from xwatch.core.snapshot import write_snapshot
+    from xwatch.core.export.report import write_reports
+    from xwatch.core.export.snapshot import write_snapshot
 
     path = write_snapshot(session, directory)
     _out(f"snapshot: {path}")

@@ -1,287 +1,33 @@
-"""XSched: install discovery, per-workload environment, the xserver daemon,
-its HTTP API, and the evidence that XSched is really scheduling.
+"""The XSched mode backend: starts and stops xserver, gives workloads their
+environment, polls ``/xqueues`` into engagement evidence, and applies live control.
 
-Interface: ../shared/reference/xsched-interface.md. xwatch never links XSched;
-it starts processes with the shim's environment and talks to ``xserver`` over
-HTTP. "Engaged" is decided from evidence, not from settings: the scheduler the
-shim reports in the workload's own log, the XQueues xserver lists for the
-workload's pid, and whether those queues are ever seen ready/suspended while
-the workload completes requests.
+Interface: XSched's documented env variables, daemon and HTTP API. xwatch never
+links XSched; it starts processes with the shim's environment and talks to
+``xserver`` over HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import re
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import deque
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from xwatch.core.session import Phase, WorkloadRun
-from xwatch.core.supervisor import child_setup
+from xwatch.core.engine.session import Phase, WorkloadRun
+from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.xsched.client import XserverClient, free_port, validate_config
+from xwatch.core.xsched.engagement import SCHED_LINE, QueueStats, engagement
+from xwatch.core.xsched.env import queue_params, xsched_env
+from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.errors import XschedError
-from xwatch.scenario import POLICIES, Scenario, Workload
+from xwatch.scenario import Scenario
 
-SHIMS = {"cuda": "libshimcuda.so", "hip": "libshimhip.so"}
-#: (priority, level, threshold, batch_size) as in XSched's upstream example.
-DEFAULTS = {"high": (1, 1, 16, 8), "low": (0, 1, 4, 2)}
-SCHED_LINE = re.compile(r"using (global scheduler|local scheduler with policy (\w+)|"
-                        r"app-managed scheduler)")
 SAMPLES_KEPT = 3600
 
 
-# ------------------------------------------------------------------ install
-@dataclass(frozen=True)
-class XschedInstall:
-    root: Path
-    source: str  # "--xsched", "XSCHED_HOME", "scenario [xsched] root"
-
-    @property
-    def lib(self) -> Path:
-        return self.root / "lib"
-
-    @property
-    def xserver(self) -> Path:
-        return self.root / "bin" / "xserver"
-
-    def shim(self, platform: str) -> Path:
-        return self.lib / SHIMS[platform]
-
-    def check(self, platforms: set[str]) -> None:
-        """Raise XschedError naming the first missing file."""
-        looked = f"(XSched root {self.root}, from {self.source})"
-        if not self.root.is_dir():
-            raise XschedError(f"XSched root {self.root} is not a folder {looked}",
-                              title="XSched install not found")
-        if not self.lib.is_dir():
-            raise XschedError(f"missing {self.lib}/ : an install made with `make cuda|hip "
-                              f"INSTALL_PATH=...` has lib/ and bin/ {looked}",
-                              title="XSched install incomplete")
-        for p in sorted(platforms):
-            if not self.shim(p).is_file():
-                others = [x for x in SHIMS.values() if (self.lib / x).is_file()]
-                hint = f"; found {', '.join(others)} (built for another platform?)" if others \
-                    else ""
-                raise XschedError(f"missing {self.shim(p)}: the {p.upper()} shim {looked}{hint}",
-                                  title="XSched shim missing")
-        if not os.access(self.xserver, os.X_OK):
-            raise XschedError(f"missing or not executable: {self.xserver} {looked}",
-                              title="xserver missing")
-
-
-def find_install(cli_root: str | None, scen: Scenario | None) -> XschedInstall | None:
-    if cli_root:
-        return XschedInstall(Path(cli_root).expanduser().resolve(), "--xsched")
-    env = os.environ.get("XSCHED_HOME")
-    if env:
-        return XschedInstall(Path(env).expanduser().resolve(), "XSCHED_HOME")
-    if scen is not None and scen.xsched.root:
-        base = Path(scen.source).parent if not scen.source.startswith("<") else Path.cwd()
-        return XschedInstall((base / scen.xsched.root).expanduser().resolve(),
-                             "scenario [xsched] root")
-    return None
-
-
-_PLATFORM_CACHE: dict[str, str] = {}
-
-
-def detect_platform(python: str) -> str:
-    """'hip' when that interpreter's torch is a ROCm build, else 'cuda'."""
-    if python in _PLATFORM_CACHE:
-        return _PLATFORM_CACHE[python]
-    try:
-        out = subprocess.run(
-            [python, "-c", "import torch; print('hip' if getattr(torch.version, 'hip', None) "
-             "else 'cuda')"], capture_output=True, text=True, timeout=120)
-        plat = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() \
-            else "cuda"
-    except (OSError, subprocess.TimeoutExpired):
-        plat = "cuda"
-    _PLATFORM_CACHE[python] = plat if plat in SHIMS else "cuda"
-    return _PLATFORM_CACHE[python]
-
-
-def workload_platform(w: Workload, scen: Scenario) -> str:
-    if scen.xsched.platform:
-        return w.platform or scen.xsched.platform
-    if w.platform:
-        return w.platform
-    import sys
-    return detect_platform(w.python or sys.executable)
-
-
-def queue_params(w: Workload) -> dict[str, int]:
-    """Priority/level/threshold/batch size: scenario overrides, else by priority."""
-    high = w.priority == "high" or (isinstance(w.priority, int) and w.priority > 0)
-    dp, dl, dt, db = DEFAULTS["high" if high else "low"]
-    x = w.xsched
-    prio = x.priority if x.priority is not None else (
-        w.priority if isinstance(w.priority, int) else dp)
-    return {"priority": prio, "level": x.level if x.level is not None else dl,
-            "threshold": x.threshold if x.threshold is not None else dt,
-            "batch_size": x.batch_size if x.batch_size is not None else db}
-
-
-def xsched_env(w: Workload, install: XschedInstall, platform: str) -> dict[str, str]:
-    """The environment XSched mode adds for workload ``w``."""
-    q = queue_params(w)
-    env = {
-        "XSCHED_SCHEDULER": "GLB",
-        "XSCHED_AUTO_XQUEUE": "ON",
-        "XSCHED_AUTO_XQUEUE_PRIORITY": str(q["priority"]),
-        "XSCHED_AUTO_XQUEUE_LEVEL": str(q["level"]),
-        "XSCHED_AUTO_XQUEUE_THRESHOLD": str(q["threshold"]),
-        "XSCHED_AUTO_XQUEUE_BATCH_SIZE": str(q["batch_size"]),
-        "LD_LIBRARY_PATH": str(install.lib),
-    }
-    if platform == "hip":
-        env["LD_PRELOAD"] = str(install.shim("hip"))
-    env.update(w.xsched.env)
-    return env
-
-
-def free_port(preferred: int) -> int:
-    """``preferred`` if nothing listens there, else a free port from the OS."""
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("0.0.0.0", port))
-            except OSError:
-                continue
-            return int(s.getsockname()[1])
-    raise XschedError("no free TCP port for xserver")
-
-
-# ------------------------------------------------------------------ HTTP client
-class XserverClient:
-    """Blocking client for xserver's HTTP API (call it from a thread)."""
-
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> None:
-        self.base = f"http://{host}:{port}"
-        self.timeout = timeout
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode(errors="replace")
-            with contextlib.suppress(ValueError):
-                detail = json.loads(detail).get("error", detail)
-            raise XschedError(f"xserver refused {method} {path}: HTTP {e.code}: {detail}",
-                              title="xserver refused")
-        except (urllib.error.URLError, OSError) as e:
-            raise XschedError(f"xserver at {self.base} not reachable: {e}",
-                              title="xserver unreachable")
-        return json.loads(raw) if raw else {}
-
-    def xqueues(self) -> dict[str, Any]:
-        return self._call("GET", "/xqueues")  # type: ignore[no-any-return]
-
-    def get_policy(self) -> int:
-        return int(self._call("GET", "/policy")["policy"])
-
-    def set_policy(self, name: str) -> Any:
-        if name not in POLICIES:
-            raise XschedError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
-        return self._call("POST", f"/policy?policy={POLICIES[name]}")
-
-    def hint_priority(self, handle: int, priority: int) -> Any:
-        return self._call("POST", "/hint", {"hint_type": 1, "handle": handle,
-                                            "priority": priority})
-
-    def config(self, handle: int, level: int | None = None, threshold: int | None = None,
-               batch_size: int | None = None) -> Any:
-        q = {k: v for k, v in (("level", level), ("threshold", threshold),
-                               ("batch_size", batch_size)) if v is not None}
-        return self._call("POST", f"/config/{handle:x}?" + urllib.parse.urlencode(q))
-
-
-def validate_config(level: int | None, threshold: int | None, batch_size: int | None,
-                    current: dict[str, Any] | None = None) -> None:
-    """Refuse values xserver would refuse, before sending (batch < threshold)."""
-    cur = current or {}
-    lv = level if level is not None else cur.get("level")
-    th = threshold if threshold is not None else cur.get("threshold")
-    bs = batch_size if batch_size is not None else cur.get("batch_size")
-    if lv is not None and not 1 <= int(lv) <= 3:
-        raise XschedError(f"level must be 1..3 (got {lv})", title="Invalid XQueue setting")
-    if th is not None and int(th) < 1:
-        raise XschedError(f"threshold must be >= 1 (got {th})", title="Invalid XQueue setting")
-    if bs is not None and int(bs) < 1:
-        raise XschedError(f"batch_size must be >= 1 (got {bs})", title="Invalid XQueue setting")
-    if th is not None and bs is not None and int(bs) >= int(th):
-        raise XschedError(f"batch_size ({bs}) must stay below threshold ({th})",
-                          title="Invalid XQueue setting")
-
-
-# ------------------------------------------------------------------ engagement
-@dataclass
-class QueueStats:
-    """What /xqueues showed for one workload over a phase."""
-
-    samples: int = 0  # polls in which the workload had at least one queue
-    polls: int = 0  # polls since the workload started
-    ready: int = 0  # polls with >= 1 queue ready
-    suspended: int = 0  # polls with >= 1 queue suspended
-    queues: int = 0  # queues in the latest poll
-    handles: tuple[int, ...] = ()
-    latest: tuple[dict[str, Any], ...] = ()
-
-
-def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
-               running: bool) -> tuple[str, list[str]]:
-    """(status, warnings) for one workload in one XSched phase.
-
-    status: engaged | not-scheduled | no-xqueue | app-managed | local |
-    shim-not-loaded | pending.
-    """
-    if not mode_on:
-        return "native", []
-    warn: list[str] = []
-    if scheduler == "app-managed":
-        warn.append("shim reports 'using app-managed scheduler': no cross-process priority "
-                    "(XSCHED_SCHEDULER is not GLB)")
-        return "app-managed", warn
-    if scheduler and scheduler.startswith("local"):
-        warn.append(f"shim reports 'using {scheduler}': priorities apply only inside this "
-                    "process (XSCHED_POLICY set?)")
-        return "local", warn
-    if q.samples == 0:
-        if not running and count == 0:
-            return "pending", warn
-        if scheduler is None and q.polls >= 3:
-            warn.append("the shim never loaded: no scheduler line in the log and no XQueue "
-                        "(LD_PRELOAD/LD_LIBRARY_PATH wrong, or the real driver library found "
-                        "first; in containers set XSCHED_CUDA_LIB)")
-            return "shim-not-loaded", warn
-        if q.polls >= 3:
-            warn.append("XSched mode is on but xserver lists no XQueue for this process")
-            return "no-xqueue", warn
-        return "pending", warn
-    if count > 0 and q.ready == 0 and q.polls >= 3:
-        warn.append("not scheduled by XSched: requests completed but its XQueues were never "
-                    "seen ready. Likely causes: work on the default stream (set stream = "
-                    "\"created\"), the shim not intercepting this library, or an app-managed "
-                    "scheduler")
-        return "not-scheduled", warn
-    return "engaged", warn
-
-
-# ------------------------------------------------------------------ the controller
 class XschedController:
     """The XSched mode backend: xserver lifecycle, environments, polling, control."""
 

@@ -19,9 +19,9 @@ import time
 import traceback
 from typing import Any
 
-from xwatch.core.protocol import PROTOCOL_VERSION, EventWriter
-from xwatch.core.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
-from xwatch.core.worker.config import WorkerConfig
+from xwatch.core.engine.protocol import PROTOCOL_VERSION, EventWriter
+from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
+from xwatch.core.engine.worker.config import WorkerConfig
 
 
 class _Heartbeat(threading.Thread):
@@ -55,7 +55,7 @@ def _env_report() -> dict[str, str]:
 def run(cfg: WorkerConfig, writer: EventWriter) -> int:
     import torch
 
-    from xwatch.core.worker.models import build, device_info
+    from xwatch.core.engine.worker.models import build, device_info
 
     hb = _Heartbeat(writer, cfg.heartbeat_s)
     hb.start()
@@ -126,7 +126,7 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
 
 
 def main() -> int:
-    from xwatch.core.worker import CONFIG_ENV
+    from xwatch.core.engine.worker import CONFIG_ENV
 
     writer = EventWriter.from_env()
     if writer is None:

@@ -13,9 +13,9 @@ import contextlib
 import time
 from typing import Protocol
 
-from xwatch.core.launch import build_launch
-from xwatch.core.session import Phase, Session
-from xwatch.core.supervisor import Supervisor
+from xwatch.core.engine.launch import build_launch
+from xwatch.core.engine.session import Phase, Session
+from xwatch.core.engine.supervisor import Supervisor
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 

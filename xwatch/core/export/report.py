@@ -1,84 +1,32 @@
-"""Shareable reports of a snapshot: Markdown and one self-contained HTML file.
+"""Shareable reports of a snapshot: builds the ``Report`` model and writes it as
+Markdown and as one self-contained HTML file.
 
-Both are rendered from the same ``Report`` model (sections of paragraphs and
-tables), so the numbers in the two are the same by construction. Charts in the
-HTML are inline SVG (``svgchart``): no network, no scripts.
+Both renderings come from the same model, so the numbers in the two are the same
+by construction. Charts in the HTML are inline SVG (``charts``): no network, no
+scripts.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import shlex
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
-from xwatch.core.snapshot import load_snapshot, load_snapshot_dict, snapshot_from_dict
-from xwatch.core.svgchart import line_chart
-from xwatch.core.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.export.charts import build_charts
+from xwatch.core.export.html import render_html
+from xwatch.core.export.markdown import render_markdown
+from xwatch.core.export.model import Report, Section, Table, change, num
+from xwatch.core.export.snapshot import _atomic_write, load_snapshot, load_snapshot_dict, snapshot_from_dict
 
 LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p50", "P50 (ms)"),
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
             ("p999", "P99.9 (ms)"), ("max", "max (ms)"))
-
-
-def num(v: float | None, digits: int = 2) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:,.{digits}f}"
-
-
-def change(a: float | None, b: float | None, digits: int = 2) -> str:
-    """'b - a (relative %)' with signs, '-' where undefined."""
-    if a is None or b is None or math.isnan(a) or math.isnan(b):
-        return "-"
-    d = b - a
-    rel = f" ({d / a * 100:+.1f}%)" if a != 0 else ""
-    return f"{d:+,.{digits}f}{rel}"
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class Section:
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[tuple[str, Table]] = field(default_factory=list)
-    code: str | None = None
-    charts: list[str] = field(default_factory=list)  # SVG, HTML only
-
-
-@dataclass
-class Report:
-    title: str
-    sections: list[Section]
-
-
-def _by_priority(p: PhaseSnapshot) -> tuple[WorkloadSnapshot | None, list[WorkloadSnapshot]]:
-    if not p.workloads:
-        return None, []
-    ws = sorted(p.workloads, key=lambda w: -w.priority)
-    top = ws[0]
-    lows = [w for w in ws if w.priority < top.priority]
-    return top, lows
-
-
-def _baseline(snap: SessionSnapshot) -> PhaseSnapshot | None:
-    ok = [p for p in snap.phases if p.mode == "native" and p.status != "failed"]
-    return ok[0] if ok else (snap.phases[0] if snap.phases else None)
-
-
-def _label(p: PhaseSnapshot) -> str:
-    setting = p.extra.get("setting")
-    return f"{p.name} [{setting}]" if setting else p.name
 
 
 def build_report(snap: SessionSnapshot) -> Report:
@@ -136,17 +84,17 @@ def build_report(snap: SessionSnapshot) -> Report:
     ph = Section("Phases")
     ph.tables.append(("", Table(
         ["phase", "mode", "status", "started (UTC)", "measured (s)"],
-        [[_label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1)]
+        [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1)]
          for p in snap.phases])))
     secs.append(ph)
 
     # --- per workload
-    base = _baseline(snap)
+    base = baseline(snap)
     last = snap.phases[-1] if snap.phases else None
     cmp_ok = base is not None and last is not None and last is not base
     for wspec in scen.workloads:
         sec = Section(f"Workload {wspec.name} (priority {wspec.priority})")
-        header = ["metric"] + [_label(p) for p in snap.phases]
+        header = ["metric"] + [label(p) for p in snap.phases]
         if cmp_ok:
             assert base is not None and last is not None
             header.append(f"change {last.name} vs {base.name}")
@@ -169,8 +117,8 @@ def build_report(snap: SessionSnapshot) -> Report:
         row("requests", lambda w: float(w.count), 0)
         row("achieved rate (req/s)", lambda w: w.achieved_rate)
         row("samples/s", lambda w: w.samples_per_s, 1)
-        for key, label in LAT_ROWS:
-            row(label, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
+        for key, row_name in LAT_ROWS:
+            row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
         if scen.slo and scen.slo.workload == wspec.name:
@@ -182,13 +130,13 @@ def build_report(snap: SessionSnapshot) -> Report:
     # --- trade-off
     if base is not None and len(snap.phases) > 1:
         t = Section("Trade-off: high-priority tail vs low-priority throughput")
-        hi, lows = _by_priority(base)
+        hi, lows = by_priority(base)
         rows = []
         for p in snap.phases:
             if p is base:
                 continue
             phi = p.workload(hi.name) if hi else None
-            r = [_label(p)]
+            r = [label(p)]
             if hi and phi:
                 r += [change(hi.phase.p50, phi.phase.p50), change(hi.phase.p99, phi.phase.p99)]
             else:
@@ -216,10 +164,10 @@ def build_report(snap: SessionSnapshot) -> Report:
         for p in snap.phases:
             w = p.workload(slo.workload)
             if w is None or w.count == 0:
-                rows.append([_label(p), "-", "no data", "-"])
+                rows.append([label(p), "-", "no data", "-"])
                 continue
             v = _percentile_of(w, slo.percentile)
-            rows.append([_label(p), num(v), "pass" if v < slo.latency_ms else "FAIL",
+            rows.append([label(p), num(v), "pass" if v < slo.latency_ms else "FAIL",
                          num(w.goodput * 100 if w.goodput is not None else math.nan, 1)])
         sl.tables.append(("", Table(["phase", f"P{slo.percentile:g} (ms)", "verdict",
                                      "goodput (%)"], rows)))
@@ -288,8 +236,6 @@ def build_report(snap: SessionSnapshot) -> Report:
 
 
 def _sweep_section(snap: SessionSnapshot) -> Section | None:
-    from xwatch.core.sweep import frontier_rows
-
     rows, note = frontier_rows(snap)
     if not rows:
         return None
@@ -322,140 +268,26 @@ def _percentile_of(w: WorkloadSnapshot, q: float) -> float:
     return math.nan
 
 
-# ------------------------------------------------------------------ renderers
-def render_markdown(rep: Report) -> str:
-    out = [f"# {rep.title}", ""]
-    for s in rep.sections:
-        out += [f"## {s.title}", ""]
-        for p in s.paragraphs:
-            out += [p, ""]
-        for caption, t in s.tables:
-            if caption:
-                out += [f"*{caption}*", ""]
-            out.append("| " + " | ".join(t.header) + " |")
-            out.append("|" + "|".join("---" for _ in t.header) + "|")
-            for row in t.rows:
-                out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
-            out.append("")
-        if s.code:
-            out += ["```", s.code, "```", ""]
-    return "\n".join(out)
-
-
-def _md_inline(text: str) -> str:
-    """The tiny bit of Markdown our paragraphs use -> HTML (escaped first)."""
-    import re
-
-    t = html.escape(text)
-    t = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", t)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    t = t.replace("&lt;br&gt;", "<br>").replace("  \n", "<br>\n")
-    return t
-
-
-def render_html(rep: Report, charts: list[str]) -> str:
-    css = ("body{font-family:system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}"
-           "table{border-collapse:collapse;margin:8px 0 18px}td,th{border:1px solid #ccc;"
-           "padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}"
-           "td:first-child,th:first-child{text-align:left}th{background:#f3f3f3}"
-           "pre{background:#f6f6f6;padding:8px;overflow-x:auto}code{background:#f6f6f6}"
-           "figure{margin:10px 0}h2{border-bottom:1px solid #ddd;padding-bottom:3px}")
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{html.escape(rep.title)}</title><style>{css}</style></head><body>",
-           f"<h1>{html.escape(rep.title)}</h1>"]
-    if charts:
-        out.append("<h2>Charts</h2>")
-        out += [f"<figure>{c}</figure>" for c in charts]
-    for s in rep.sections:
-        out.append(f"<h2>{html.escape(s.title)}</h2>")
-        for p in s.paragraphs:
-            if "\n    " in p:
-                head, _, body = p.partition("\n\n")
-                out.append(f"<p>{_md_inline(head)}</p><pre>"
-                           f"{html.escape(chr(10).join(ln[4:] for ln in body.splitlines()))}</pre>")
-            else:
-                out.append(f"<p>{_md_inline(p)}</p>")
-        for caption, t in s.tables:
-            if caption:
-                out.append(f"<p><i>{html.escape(caption)}</i></p>")
-            out.append("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>"
-                                                      for h in t.header) + "</tr></thead><tbody>")
-            for row in t.rows:
-                out.append("<tr>" + "".join(f"<td>{_md_inline(c)}</td>" for c in row) + "</tr>")
-            out.append("</tbody></table>")
-        if s.code:
-            out.append(f"<pre>{html.escape(s.code)}</pre>")
-    out.append("</body></html>")
-    return "\n".join(out)
-
-
-def build_charts(snap: SessionSnapshot) -> list[str]:
-    """Latency over time, CDF of the high-priority workload, low-priority
-    throughput over time, GPU utilization over time."""
-    charts: list[str] = []
-    if not snap.phases:
-        return charts
-    scen = snap.scenario
-    offsets = phase_offsets(snap.phases)
-    vlines = [(o, p.name) for o, p in zip(offsets, snap.phases)]
-    lat_series = [(f"{w.name} {key.upper()}", workload_series(snap.phases, offsets, w.name, key))
-                  for w in scen.workloads for key in ("p50", "p99")]
-    hl = (scen.slo.latency_ms, f"SLO {scen.slo.workload} P{scen.slo.percentile:g}") \
-        if scen.slo else None
-    charts.append(line_chart("Latency per second (phases concatenated)", lat_series,
-                             "session time (s)", "latency (ms)", vlines, hl))
-    base = snap.phases[0]
-    hi, lows = _by_priority(base)
-    if hi is not None:
-        cdf_series = []
-        for p in snap.phases:
-            w = p.workload(hi.name)
-            if w and w.cdf:
-                cdf_series.append((_label(p), [(v, f * 100) for v, f in w.cdf]))
-        if cdf_series:
-            slo_mark = [(scen.slo.latency_ms, f"SLO {scen.slo.latency_ms:g} ms")] \
-                if scen.slo and scen.slo.workload == hi.name else []
-            charts.append(line_chart(f"{hi.name}: latency distribution per phase (CDF)",
-                                     cdf_series, "latency (ms)", "% of requests <=", slo_mark,
-                                     None, y_max=100.0))
-    if lows:
-        tp = [(f"{lw.name} samples/s", workload_series(snap.phases, offsets, lw.name, "samples"))
-              for lw in lows]
-        charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
-                                 "samples/s", vlines))
-    from xwatch.core.sweep import frontier, sweep_points
-
-    _, pts = sweep_points(snap)
-    good = [p for p in pts if p["ok"]]
-    if good:
-        front = frontier(pts)
-        series = [(("native" if p["native"] else p["label"]) + (" *" if p["label"] in front else ""),
-                   [(p["low_sps"], p["p99"])]) for p in good]
-        hi_name = (_by_priority(snap.phases[0])[0] or snap.phases[0].workloads[0]).name
-        charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
-                                 "(* = on the frontier)", series, "low-priority samples/s",
-                                 f"{hi_name} P99 (ms)", points_only=True))
-    tel = snap.extra.get("telemetry") or {}
-    samples = tel.get("samples") or []
-    if samples and snap.phases:
-        by_dev: dict[str, list[tuple[float, float]]] = {}
-        metric = "util_pct" if tel.get("backend") in ("nvml", "amdsmi") else "cpu_pct"
-        for smp in samples:
-            if not smp.get("ours", True):
-                continue
-            v = (smp.get("metrics") or {}).get(metric)
-            x = to_session_time(smp["t"], snap.phases, offsets)
-            if x is not None:
-                by_dev.setdefault(f"{smp['device']} {metric}", []).append(
-                    (x, math.nan if v is None else float(v)))
-        if by_dev:
-            title = ("GPU utilization (NVML: % of time a kernel ran)" if metric == "util_pct"
-                     and tel.get("backend") == "nvml" else
-                     "GPU activity (amdsmi gfx_activity)" if metric == "util_pct"
-                     else "Host CPU (no GPU telemetry)")
-            charts.append(line_chart(title, sorted(by_dev.items()), "session time (s)", "%",
-                                     vlines, y_max=100.0))
-    return charts
+def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
+    _native, pts = sweep_points(snap)
+    if not pts:
+        return [], ""
+    front = frontier(pts)
+    nat = next((p for p in pts if p["native"]), None)
+    rows = []
+    for p in pts:
+        rows.append([
+            p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
+            num(p["p50"]), num(p["p99"]), num(p["low_sps"], 1),
+            change(nat["p99"], p["p99"]) if nat and not p["native"] else "-",
+            change(nat["low_sps"], p["low_sps"], 1) if nat and not p["native"] else "-",
+            "yes" if p["label"] in front else ""])
+    best = sorted(front - {"native"})
+    note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
+            "higher LOW throughput. On the frontier: " + (", ".join(best) if best else
+                                                           "no XSched setting (native dominates)")
+            + ". Failed settings are listed with their status and are not points.")
+    return rows, note
 
 
 def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:
@@ -465,8 +297,6 @@ def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:
     snap = snapshot_from_dict(doc, str(p))
     rep = build_report(snap)
     d = p.parent if p.is_file() else p
-    from xwatch.core.snapshot import _atomic_write
-
     md, hp = d / "report.md", d / "report.html"
     _atomic_write(md, render_markdown(rep).encode())
     _atomic_write(hp, render_html(rep, build_charts(snap)).encode())
@@ -483,8 +313,6 @@ def write_report_cli(path: str, fmt: str, out: str | None) -> int:
     if out is None or out == "-":
         sys.stdout.write(text)
         return 0
-    from xwatch.core.snapshot import _atomic_write
-
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(Path(out), text.encode())
     print(out)

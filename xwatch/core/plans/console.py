@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from xwatch.core.session import FAILED, PhaseSnapshot
+from xwatch.core.engine.session import FAILED, PhaseSnapshot
 
 
 def ms(v: float) -> str:

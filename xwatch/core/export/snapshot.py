@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import xwatch
-from xwatch.core.session import (
+from xwatch.core.engine.session import (
     ExitInfo,
     LogLine,
     PhaseSnapshot,
@@ -31,7 +31,7 @@ from xwatch.core.session import (
     SessionSnapshot,
     WorkloadSnapshot,
 )
-from xwatch.core.stats import EMPTY, LatencySummary, SecondRow
+from xwatch.core.engine.stats import EMPTY, LatencySummary, SecondRow
 from xwatch.errors import SnapshotError
 from xwatch.scenario import parse_scenario
 

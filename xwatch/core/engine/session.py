@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.stats import LatencySummary, Recorder, SecondRow
+from xwatch.core.engine.stats import LatencySummary, Recorder, SecondRow
 from xwatch.scenario import Scenario, Workload
 
 # Workload states, in the order they normally happen.

@@ -101,7 +101,8 @@ def checks(xsched_root: str | None, python: str | None) -> list[Check]:
 
 
 def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
-    from xwatch.core.xsched import SHIMS, XschedController, find_install
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import SHIMS, find_install
     from xwatch.scenario import Scenario, Workload
 
     inst = find_install(root, None)
@@ -125,7 +126,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
     ctl = XschedController(inst, scen)
 
     async def start_stop() -> str:
-        from xwatch.core.session import Session
+        from xwatch.core.engine.session import Session
 
         s = Session(scen)
         ph = s.new_phase("xsched")

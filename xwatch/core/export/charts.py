@@ -1,0 +1,79 @@
+"""The report's charts as inline SVG: latency over time with phase marks and the
+SLO, HIGH's CDF per phase, LOW throughput, the sweep trade-off, GPU utilization."""
+
+from __future__ import annotations
+
+import math
+
+from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.phases import by_priority, label
+from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.engine.session import SessionSnapshot
+from xwatch.core.export.svgchart import line_chart
+
+
+def build_charts(snap: SessionSnapshot) -> list[str]:
+    """Latency over time, CDF of the high-priority workload, low-priority
+    throughput over time, GPU utilization over time."""
+    charts: list[str] = []
+    if not snap.phases:
+        return charts
+    scen = snap.scenario
+    offsets = phase_offsets(snap.phases)
+    vlines = [(o, p.name) for o, p in zip(offsets, snap.phases)]
+    lat_series = [(f"{w.name} {key.upper()}", workload_series(snap.phases, offsets, w.name, key))
+                  for w in scen.workloads for key in ("p50", "p99")]
+    hl = (scen.slo.latency_ms, f"SLO {scen.slo.workload} P{scen.slo.percentile:g}") \
+        if scen.slo else None
+    charts.append(line_chart("Latency per second (phases concatenated)", lat_series,
+                             "session time (s)", "latency (ms)", vlines, hl))
+    base = snap.phases[0]
+    hi, lows = by_priority(base)
+    if hi is not None:
+        cdf_series = []
+        for p in snap.phases:
+            w = p.workload(hi.name)
+            if w and w.cdf:
+                cdf_series.append((label(p), [(v, f * 100) for v, f in w.cdf]))
+        if cdf_series:
+            slo_mark = [(scen.slo.latency_ms, f"SLO {scen.slo.latency_ms:g} ms")] \
+                if scen.slo and scen.slo.workload == hi.name else []
+            charts.append(line_chart(f"{hi.name}: latency distribution per phase (CDF)",
+                                     cdf_series, "latency (ms)", "% of requests <=", slo_mark,
+                                     None, y_max=100.0))
+    if lows:
+        tp = [(f"{lw.name} samples/s", workload_series(snap.phases, offsets, lw.name, "samples"))
+              for lw in lows]
+        charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
+                                 "samples/s", vlines))
+    _, pts = sweep_points(snap)
+    good = [p for p in pts if p["ok"]]
+    if good:
+        front = frontier(pts)
+        series = [(("native" if p["native"] else p["label"]) + (" *" if p["label"] in front else ""),
+                   [(p["low_sps"], p["p99"])]) for p in good]
+        hi_name = (by_priority(snap.phases[0])[0] or snap.phases[0].workloads[0]).name
+        charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
+                                 "(* = on the frontier)", series, "low-priority samples/s",
+                                 f"{hi_name} P99 (ms)", points_only=True))
+    tel = snap.extra.get("telemetry") or {}
+    samples = tel.get("samples") or []
+    if samples and snap.phases:
+        by_dev: dict[str, list[tuple[float, float]]] = {}
+        metric = "util_pct" if tel.get("backend") in ("nvml", "amdsmi") else "cpu_pct"
+        for smp in samples:
+            if not smp.get("ours", True):
+                continue
+            v = (smp.get("metrics") or {}).get(metric)
+            x = to_session_time(smp["t"], snap.phases, offsets)
+            if x is not None:
+                by_dev.setdefault(f"{smp['device']} {metric}", []).append(
+                    (x, math.nan if v is None else float(v)))
+        if by_dev:
+            title = ("GPU utilization (NVML: % of time a kernel ran)" if metric == "util_pct"
+                     and tel.get("backend") == "nvml" else
+                     "GPU activity (amdsmi gfx_activity)" if metric == "util_pct"
+                     else "Host CPU (no GPU telemetry)")
+            charts.append(line_chart(title, sorted(by_dev.items()), "session time (s)", "%",
+                                     vlines, y_max=100.0))
+    return charts

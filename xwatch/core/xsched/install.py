@@ -1,0 +1,93 @@
+"""Where XSched is installed (``--xsched``, ``XSCHED_HOME``, ``[xsched] root``), what
+an install must contain, and which platform (CUDA or HIP) a workload's torch is."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from xwatch.errors import XschedError
+from xwatch.scenario import Scenario, Workload
+
+SHIMS = {"cuda": "libshimcuda.so", "hip": "libshimhip.so"}
+
+
+@dataclass(frozen=True)
+class XschedInstall:
+    root: Path
+    source: str  # "--xsched", "XSCHED_HOME", "scenario [xsched] root"
+
+    @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def xserver(self) -> Path:
+        return self.root / "bin" / "xserver"
+
+    def shim(self, platform: str) -> Path:
+        return self.lib / SHIMS[platform]
+
+    def check(self, platforms: set[str]) -> None:
+        """Raise XschedError naming the first missing file."""
+        looked = f"(XSched root {self.root}, from {self.source})"
+        if not self.root.is_dir():
+            raise XschedError(f"XSched root {self.root} is not a folder {looked}",
+                              title="XSched install not found")
+        if not self.lib.is_dir():
+            raise XschedError(f"missing {self.lib}/ : an install made with `make cuda|hip "
+                              f"INSTALL_PATH=...` has lib/ and bin/ {looked}",
+                              title="XSched install incomplete")
+        for p in sorted(platforms):
+            if not self.shim(p).is_file():
+                others = [x for x in SHIMS.values() if (self.lib / x).is_file()]
+                hint = f"; found {', '.join(others)} (built for another platform?)" if others \
+                    else ""
+                raise XschedError(f"missing {self.shim(p)}: the {p.upper()} shim {looked}{hint}",
+                                  title="XSched shim missing")
+        if not os.access(self.xserver, os.X_OK):
+            raise XschedError(f"missing or not executable: {self.xserver} {looked}",
+                              title="xserver missing")
+
+
+def find_install(cli_root: str | None, scen: Scenario | None) -> XschedInstall | None:
+    if cli_root:
+        return XschedInstall(Path(cli_root).expanduser().resolve(), "--xsched")
+    env = os.environ.get("XSCHED_HOME")
+    if env:
+        return XschedInstall(Path(env).expanduser().resolve(), "XSCHED_HOME")
+    if scen is not None and scen.xsched.root:
+        base = Path(scen.source).parent if not scen.source.startswith("<") else Path.cwd()
+        return XschedInstall((base / scen.xsched.root).expanduser().resolve(),
+                             "scenario [xsched] root")
+    return None
+
+
+_PLATFORM_CACHE: dict[str, str] = {}
+
+
+def detect_platform(python: str) -> str:
+    """'hip' when that interpreter's torch is a ROCm build, else 'cuda'."""
+    if python in _PLATFORM_CACHE:
+        return _PLATFORM_CACHE[python]
+    try:
+        out = subprocess.run(
+            [python, "-c", "import torch; print('hip' if getattr(torch.version, 'hip', None) "
+             "else 'cuda')"], capture_output=True, text=True, timeout=120)
+        plat = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() \
+            else "cuda"
+    except (OSError, subprocess.TimeoutExpired):
+        plat = "cuda"
+    _PLATFORM_CACHE[python] = plat if plat in SHIMS else "cuda"
+    return _PLATFORM_CACHE[python]
+
+
+def workload_platform(w: Workload, scen: Scenario) -> str:
+    if scen.xsched.platform:
+        return w.platform or scen.xsched.platform
+    if w.platform:
+        return w.platform
+    import sys
+    return detect_platform(w.python or sys.executable)
