@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from xwatch.errors import UsageError, XwatchError
@@ -39,6 +40,9 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    help="seconds between telemetry samples (default 0.5)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
                    "else the scenario's [xsched] root)")
+    p.add_argument("--no-preflight", action="store_true",
+                   help="XSched phases: skip the few-second smoke test under the shim that "
+                        "runs before the real workloads start")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "report.html next to the snapshot for html)")
     cmp_ = sub.add_parser("compare", help="headless A/B: a native phase then an XSched phase")
     _add_run_args(cmp_, headless_flag=False)
+    cal = sub.add_parser("calibrate", help="headless: HIGH alone and everything together, "
+                         "native and under XSched; splits HIGH's latency change into shim "
+                         "overhead, contention and what XSched recovers")
+    _add_run_args(cal, headless_flag=False)
     sw = sub.add_parser("sweep", help="headless: native, then one XSched phase per setting")
     _add_run_args(sw, headless_flag=False)
     sw.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
@@ -74,15 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def print_error(err: XwatchError) -> None:
+    """A titled box; long lines wrap at word boundaries (very long words are split)."""
     width = max(len(err.title) + 4, min(100, max(len(x) for x in str(err).splitlines() or [""])))
     bar = "─" * (width + 2)
     print(f"┌{bar}┐\n│ {err.title.upper():<{width}} │\n├{bar}┤", file=sys.stderr)
     for line in str(err).splitlines() or [""]:
-        while True:
-            print(f"│ {line[:width]:<{width}} │", file=sys.stderr)
-            line = line[width:]
-            if not line:
-                break
+        for part in textwrap.wrap(line, width, break_on_hyphens=False) or [""]:
+            print(f"│ {part:<{width}} │", file=sys.stderr)
     print(f"└{bar}┘", file=sys.stderr)
 
 
@@ -142,6 +148,11 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if xs is None:
             raise UsageError("compare needs an XSched install: --xsched ROOT or XSCHED_HOME")
         return asyncio.run(run_headless(scen, args, modes=["native", "xsched"], xsched=xs))
+    if cmd == "calibrate":
+        from xwatch.core.plans.calibrate import run_calibrate
+        if xs is None:
+            raise UsageError("calibrate needs an XSched install: --xsched ROOT or XSCHED_HOME")
+        return asyncio.run(run_calibrate(scen, args, xs))
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
         if xs is None:
@@ -161,7 +172,8 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
     from xwatch.core.xsched.controller import backend_from_args
-    return backend_from_args(getattr(args, "xsched", None), scen)
+    return backend_from_args(getattr(args, "xsched", None), scen,
+                             preflight=not getattr(args, "no_preflight", False))
 
 
 if __name__ == "__main__":  # pragma: no cover

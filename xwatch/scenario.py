@@ -9,6 +9,7 @@ file, the key and what is allowed. Nothing here imports torch or textual.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import sys
@@ -33,6 +34,7 @@ PRIORITY_NUMBERS = {"high": 1, "low": 0}
 DTYPES = ("fp32", "fp16", "bf16")
 ARRIVALS = ("fixed", "poisson")
 STREAMS = ("created", "default")
+STDOUTS = ("pty", "pipe")
 BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
 POLICIES = {
@@ -211,6 +213,8 @@ XSCHED_KEYS: tuple[Key, ...] = (
         _int(1, 65535)),
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
         _choice(*PLATFORMS), PLATFORMS),
+    Key("poll_ms", "integer", 100, "How often xserver's /xqueues is polled for engagement "
+        "evidence, the scheduler lane and tail attribution (20-10000 ms).", _int(20, 10000)),
 )
 
 WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
@@ -269,7 +273,12 @@ WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
     Key("regex", "string", None,
         "Read latencies from stdout with this regex (named group latency_ms). "
         "Leave out to read JSON lines from the fd in XWATCH_EVENT_FD.", _regex),
-    Key("rate", "number", None, "Target request rate, for display only.", _num(positive=True)),
+    Key("rate", "number", None, "Target request rate: for display, and to count requests that "
+        "were due but never reported when a phase ends.", _num(positive=True)),
+    Key("stdout", "string", "(pty with regex, else pipe)",
+        "How the command's stdout is connected: 'pty' (a pseudo-terminal, so C stdio flushes "
+        "every line and latencies arrive live) or 'pipe' (block-buffered by most programs).",
+        _choice(*STDOUTS), STDOUTS),
     Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
         _choice(*PLATFORMS), PLATFORMS),
 )
@@ -315,6 +324,7 @@ class Workload:
     command: tuple[str, ...] | None = None
     cwd: str | None = None
     regex: str | None = None
+    stdout: str | None = None  # None: pty when regex is set, else pipe
     platform: str | None = None
     xsched: WorkloadXsched = field(default_factory=WorkloadXsched)
 
@@ -327,6 +337,13 @@ class Workload:
         """Numeric priority: high=1, low=0, integers as given."""
         p = self.priority
         return PRIORITY_NUMBERS[p] if isinstance(p, str) else p
+
+    @property
+    def stdout_mode(self) -> str:
+        """'pty' or 'pipe': how a command's stdout is connected (built-in workers: pipe)."""
+        if self.command is None:
+            return "pipe"
+        return self.stdout or ("pty" if self.regex else "pipe")
 
     @property
     def is_bert(self) -> bool:
@@ -358,6 +375,7 @@ class XschedSettings:
     policy: str = "HPF"
     port: int = 50000
     platform: str | None = None
+    poll_ms: int = 100
 
 
 @dataclass(frozen=True)
@@ -432,9 +450,7 @@ def _apply(ctx: _Ctx, where: str, table: Mapping[str, Any], keys: tuple[Key, ...
             continue
         spec = by_name.get(raw_key)
         if spec is None:
-            allowed = ", ".join(sorted([*by_name, *allowed_extra]))
-            raise ctx.error(f"{where}.{raw_key}" if where else raw_key,
-                            f"unknown key {raw_key!r}; allowed keys here: {allowed}")
+            raise _unknown(ctx, where, raw_key, [*by_name, *allowed_extra])
         try:
             out[raw_key] = spec.check(value) if spec.check else value
         except TypeError as e:
@@ -443,6 +459,18 @@ def _apply(ctx: _Ctx, where: str, table: Mapping[str, Any], keys: tuple[Key, ...
         except ValueError as e:
             raise ctx.error(f"{where}.{raw_key}" if where else raw_key, f"{value!r} {e}")
     return out
+
+
+def did_you_mean(word: str, known: list[str] | set[str]) -> str:
+    """' (did you mean 'rate'?)' for a near miss, else ''."""
+    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _unknown(ctx: _Ctx, where: str, key: str, known: list[str] | set[str]) -> ScenarioError:
+    return ctx.error(f"{where}.{key}" if where else key,
+                     f"unknown key {key!r}{did_you_mean(key, known)}; allowed keys here: "
+                     + ", ".join(sorted(known)))
 
 
 _MODEL_ONLY = {k.name for k in WORKLOAD_MODEL_KEYS} - {k.name for k in WORKLOAD_COMMAND_KEYS}
@@ -457,6 +485,15 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if isinstance(label, str):
         where = f"workload[{i}] ({label})"
     has_model, has_cmd = "model" in raw, "command" in raw
+    kind_keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else ()) + (
+        WORKLOAD_COMMAND_KEYS if has_cmd or not has_model else ()) + (
+        WORKLOAD_MODEL_KEYS if not has_model and not has_cmd else ())
+    known = {k.name for k in WORKLOAD_COMMON_KEYS + WORKLOAD_MODEL_KEYS + WORKLOAD_COMMAND_KEYS}
+    for key in raw:  # a typo first: "modle" must not be reported as "no model"
+        if key not in known and key != "xsched":
+            close = did_you_mean(key, known)
+            raise ctx.error(f"{where}.{key}", f"unknown key {key!r}{close}; allowed keys here: "
+                            + ", ".join(sorted({k.name for k in kind_keys} | {"xsched"})))
     if has_model == has_cmd:
         raise ctx.error(where, "set exactly one of 'model' (built-in) or 'command' (external)")
     keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else WORKLOAD_COMMAND_KEYS)

@@ -12,6 +12,8 @@
   Every control call is appended to ``<root>/run/calls.jsonl``.
   ``FAKE_XQUEUE_READY`` in a workload's env picks how its queues look:
   ``toggle`` (default: alternately ready), ``never`` (idle), ``always``.
+  ``FAKE_SHIM_CRASH=1`` makes the shim log XSched's ``[ERRO ...] cuda error 1`` line
+  and die by SIGSEGV, as upstream XSched did with PyTorch on driver 580.
 None of this is XSched code.
 """
 
@@ -28,6 +30,7 @@ SHIM_C = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <libgen.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +47,12 @@ __attribute__((constructor)) static void fake_shim_init(void) {
     else if (strcmp(sched, "LCL") == 0) snprintf(what, sizeof what, "local scheduler with policy HPF");
     else snprintf(what, sizeof what, "app-managed scheduler");
     fprintf(stderr, "[INFO @ T%d @ 00:00:00.000000] using %s\n", (int)getpid(), what);
+    if (strcmp(env("FAKE_SHIM_CRASH"), "1") == 0) {  /* as upstream 49079bc on driver 580 */
+        fprintf(stderr, "[ERRO @ T%d @ 00:00:00.000001] cuda error 1: invalid argument @ "
+                "/xsched/platforms/cuda/hal/src/level1/cuda_queue.cpp:44\n", (int)getpid());
+        fflush(stderr);
+        raise(SIGSEGV);
+    }
     if (strcmp(env("XSCHED_AUTO_XQUEUE"), "ON") != 0) return;
     Dl_info info;
     if (!dladdr((void *)fake_shim_init, &info) || !info.dli_fname) return;

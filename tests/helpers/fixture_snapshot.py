@@ -106,3 +106,21 @@ def build() -> dict:  # type: ignore[type-arg]
 if __name__ == "__main__":
     (DATA / "snapshot_two_phases.json").write_text(json.dumps(build(), indent=1) + "\n")
     print("wrote", DATA / "snapshot_two_phases.json")
+
+
+def workload_snapshot(name: str, priority: int, summary: object, count: int, sps: float,
+                      slowest: tuple[tuple[float, float], ...] = ()) -> object:
+    """A minimal WorkloadSnapshot for pure analysis tests."""
+    import math
+
+    from xwatch.core.engine.session import WorkloadSnapshot
+    from xwatch.core.engine.stats import EMPTY
+
+    return WorkloadSnapshot(
+        name=name, priority=priority, priority_label="high" if priority else "low",
+        description="", state="stopped", pid=None, phase=summary, window=EMPTY,  # type: ignore[arg-type]
+        service_mean_ms=math.nan, count=count, errors=0, late=0, samples=count, malformed=0,
+        target_rate=None, achieved_rate=0.0, samples_per_s=sps, window_rate=0.0,
+        window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
+        error=None, stderr_tail=(), log_tail=(), hello={}, launch={}, inflight_s=0.0,
+        slowest=slowest)

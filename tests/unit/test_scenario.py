@@ -50,6 +50,12 @@ def test_builtins_load_and_match_the_seed() -> None:
     ("bad_policy.toml", ["xsched.policy", "'FIFO'", "'HPF'"]),
     ("bad_no_workloads.toml", ["at least one [[workload]]"]),
     ("bad_bert.toml", ["bert-huge", "bert-base-uncased"]),
+    # a typo is named first, with a suggestion, not reported as a missing model
+    ("bad_typo_model.toml", ["workload[0] (a).modle", "unknown key 'modle'",
+                             "did you mean 'model'?"]),
+    ("bad_typo_rate.toml", ["workload[0] (a).ratee", "did you mean 'rate'?", "allowed keys"]),
+    ("bad_stdout.toml", ["stdout", "'tty'", "'pty', 'pipe'"]),
+    ("bad_unknown_top.toml", ["did you mean 'duration_s'?"]),
 ])
 def test_bad_scenarios_name_file_key_and_allowed(fname: str, must_contain: list[str]) -> None:
     with pytest.raises(ScenarioError) as ei:
@@ -88,3 +94,21 @@ def test_readme_key_reference_is_generated_from_the_code() -> None:
     readme = (ROOT / "README.md").read_text()
     assert keys_reference_markdown().strip() in readme, \
         "README key table is stale: paste the output of `xwatch scenarios --keys`"
+
+
+def test_typo_never_reported_as_missing_model() -> None:
+    with pytest.raises(ScenarioError) as ei:
+        load_scenario(str(DATA / "bad_typo_model.toml"))
+    assert "exactly one of" not in str(ei.value)
+
+
+def test_stdout_mode_defaults() -> None:
+    from xwatch.scenario import parse_scenario
+
+    s = parse_scenario({"workload": [
+        {"name": "r", "priority": "high", "command": ["x"], "regex": "(?P<latency_ms>\\d+)"},
+        {"name": "p", "priority": "low", "command": ["x"]},
+        {"name": "q", "priority": "low", "command": ["x"], "regex": "(?P<latency_ms>\\d+)",
+         "stdout": "pipe"},
+        {"name": "m", "priority": "low", "model": "resnet18"}]})
+    assert [w.stdout_mode for w in s.workloads] == ["pty", "pipe", "pipe", "pipe"]

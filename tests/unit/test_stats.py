@@ -139,3 +139,28 @@ def test_empty_and_nan() -> None:
     assert rec.summary().count == 0
     assert math.isnan(rec.summary().p99)
     assert rec.cdf() == []
+
+
+def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
+    from xwatch.core.engine.session import Session
+    from xwatch.scenario import parse_scenario
+
+    scen = parse_scenario({"window_s": 10, "workload": [
+        {"name": "w", "priority": "high", "model": "resnet18", "rate": 20}]})
+    session = Session(scen)
+    phase = session.new_phase("native")
+    run = phase.runs["w"]
+    t0 = phase.t_start + 1.0  # simulated clock: ready 1 s in, 10 s measured
+    run.on_events([{"type": "ready", "t0": t0}])
+    run.on_events([{"seq": i + 1, "t": t0 + (i + 1) / 20, "latency_ms": 5.0, "service_ms": 5.0}
+                   for i in range(200)])
+    phase.t_stop = t0 + 10.0
+    phase.finish()
+    phase.t_end = t0 + 10.5  # when the simulated phase's processes were gone
+    for later in (0.0, 15.0, 120.0):  # the clock moves on; the finished window does not
+        w = phase.snapshot(t0 + 10.0 + later).workload("w")
+        assert w is not None
+        assert w.achieved_rate == pytest.approx(20.0)
+        assert w.window_rate == pytest.approx(20.0, rel=0.06), later
+        assert w.window.count > 150
+    session.close()

@@ -185,6 +185,9 @@ class XwatchApp(App[int]):
             if self.runner.planned_end_reached(self.scenario.duration_s):
                 planned = phase.t_measure is not None
                 break
+        if phase.t_end is not None and phase.status == "failed" and phase.extra.get("error"):
+            self.notify(str(phase.extra["error"]), title=f"Phase {phase.name} failed",
+                        severity="error", timeout=15, markup=False)
         if self.runner.phase is phase and phase.t_end is None:
             await self.runner.stop_phase(planned_end=planned, phase=phase)
             other = "XSched" if phase.mode == NATIVE else "native"

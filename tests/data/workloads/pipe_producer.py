@@ -1,6 +1,6 @@
 """An external workload in plain Python that speaks the event protocol.
 
-argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR]
+argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
 """
 
 import json
@@ -15,6 +15,7 @@ opts = {args[i]: args[i + 1] for i in range(len(args) - 1)}
 malformed = int(opts.get("--malformed", 0))
 crash_after = int(opts.get("--crash-after", 0)) or None
 crash_env = opts.get("--crash-if-env")
+hang_after = int(opts.get("--hang-after", 0)) or None
 fd = int(os.environ["XWATCH_EVENT_FD"])
 
 
@@ -50,6 +51,9 @@ while count is None or i < count:
     i += 1
     end = time.monotonic()
     emit({"seq": i, "t": end, "latency_ms": 1.0 + (i % 10) / 10, "batch": 2})
+    if hang_after and i >= hang_after:  # alive, silent: what a hung GPU looks like
+        while True:
+            time.sleep(3600)
     if crash_after and i >= crash_after:
         print("CUDA error: an illegal memory access was encountered", file=sys.stderr, flush=True)
         sys.exit(3)

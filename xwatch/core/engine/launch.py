@@ -34,10 +34,11 @@ class LaunchSpec:
     cwd: str | None
     regex: str | None
     delay_s: float
+    stdout: str = "pipe"  # "pty": stdout is a pseudo-terminal (C stdio line-buffers)
 
     def as_record(self) -> dict[str, object]:
         return {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env_added),
-                "start_delay_s": self.delay_s}
+                "start_delay_s": self.delay_s, "stdout": self.stdout}
 
 
 def worker_config(w: Workload) -> WorkerConfig:
@@ -84,4 +85,4 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
     env.pop(EVENT_FD_ENV, None)
     return LaunchSpec(name=w.name, argv=argv, env=MappingProxyType(env),
                       env_added=MappingProxyType(added), cwd=cwd, regex=w.regex,
-                      delay_s=w.start_delay_s)
+                      delay_s=w.start_delay_s, stdout=w.stdout_mode)

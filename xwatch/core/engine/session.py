@@ -9,6 +9,7 @@ to a CSV file as they arrive (memory stays bounded) and copied on export.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import tempfile
@@ -20,15 +21,28 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.engine.stats import LatencySummary, Recorder, SecondRow
+from xwatch.core.engine.arrivals import due_times
+from xwatch.core.engine.causes import best_cause
+from xwatch.core.engine.stats import LatencySummary, Moments, Recorder, SecondRow
 from xwatch.scenario import Scenario, Workload
 
-# Workload states, in the order they normally happen.
+# Workload states, in the order they normally happen. STALLED: alive, but no
+# request completed (or no heartbeat) for longer than its stall bound.
 PENDING, STARTING, WARMING, RUNNING = "pending", "starting", "warming", "running"
+STALLED = "stalled"
 FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
 TERMINAL = frozenset({FINISHED, STOPPED, FAILED})
+ALIVE = frozenset({RUNNING, STALLED})
+
+#: A workload is stalled after max(STALL_MIN_S, STALL_P99_FACTOR x its recent service
+#: time (the slowest of its last 64 requests; latency P99 where it reports none),
+#: 3 request gaps) without a completed request, or as long without a heartbeat.
+STALL_MIN_S = 2.0
+STALL_P99_FACTOR = 20.0
+STALL_FIRST_S = 10.0  # before the first request completes
 
 LOG_TAIL = 40
+SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
 EVENT_CSV_HEADER = ("phase", "workload", "seq", "t", "latency_ms", "service_ms",
                     "sched_delay_ms", "late", "batch", "ok")
 
@@ -137,6 +151,18 @@ class WorkloadSnapshot:
     launch: dict[str, Any]
     inflight_s: float
     annotations: tuple[dict[str, Any], ...] = ()
+    #: requests due (scheduled send time passed) but not completed when the phase's
+    #: measurement ended; None while it runs or where it cannot be known
+    unfinished: int | None = None
+    unfinished_max_wait_ms: float = math.nan
+    #: whether ``phase`` percentiles include the unfinished requests' waits (censored)
+    unfinished_in_percentiles: bool = False
+    unfinished_note: str = ""
+    after_end: int = 0  # requests that completed after the measured end (not counted)
+    stalled_since: float | None = None  # seconds after phase start; None if not stalled
+    stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
+    #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
+    slowest: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +228,17 @@ class WorkloadRun:
         self.rec = Recorder(phase.t_start, phase.session.window_s,
                             slo.latency_ms if slo and slo.workload == spec.name else None)
         self.stop_requested = False
+        self.after_end = 0
+        self.max_seq = 0  # highest request number counted (built-in workers: in order)
+        self.last_progress: float | None = None  # last counted request (or ready)
+        self.stalled_since: float | None = None
+        self.stalls: list[dict[str, Any]] = []
+        self.unfinished: int | None = None
+        self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
+        self.unfinished_note = ""
+        self.ready_info: dict[str, Any] = {}  # the worker's "ready" event
+        self.slowest: list[tuple[float, float]] = []  # min-heap of (latency_ms, t_end)
+        self.recent_service: deque[float] = deque(maxlen=64)  # ms, for the stall bound
 
     # ------------------------------------------------------------ event intake
     def on_events(self, events: list[dict[str, Any]]) -> None:
@@ -209,6 +246,8 @@ class WorkloadRun:
         reqs: list[dict[str, Any]] = []
         now = time.monotonic()
         cutoff = self.phase.t_stop
+        slow = self.slowest
+        service = self.recent_service
         for e in events:
             kind = e.get("type")
             if kind is None or kind == "req":
@@ -217,19 +256,34 @@ class WorkloadRun:
                     t = now
                     e["t"] = now
                 if cutoff is not None and t > cutoff:
-                    continue  # ended after the measurement stopped
+                    self.after_end += 1  # ended after the measurement stopped
+                    continue
                 b = e.get("batch")
-                rec_add(e["latency_ms"], t, b if type(b) is int else self.spec.batch,
+                lat = e["latency_ms"]
+                rec_add(lat, t, b if type(b) is int else self.spec.batch,
                         e.get("late") is True, e.get("ok") is not False, e.get("service_ms"))
                 reqs.append(e)
+                sv = e.get("service_ms")
+                if sv is not None:
+                    service.append(sv)
+                if len(slow) < SLOWEST_KEPT:
+                    heapq.heappush(slow, (lat, t))
+                elif lat > slow[0][0]:
+                    heapq.heapreplace(slow, (lat, t))
             else:
                 self._on_control(kind, e, now)
         if reqs:
-            if self.state in (STARTING, WARMING, PENDING):
+            if self.state in (STARTING, WARMING, PENDING, STALLED):
                 self._mark_running(now)
+            last = reqs[-1].get("seq")
+            if type(last) is int and last > self.max_seq:
+                self.max_seq = last
+            self.last_progress = now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
 
     def _mark_running(self, t0: float) -> None:
+        if self.state == STALLED:
+            self._end_stall(t0)
         self.state = RUNNING
         if self.ready_t0 is None:
             self.ready_t0 = t0
@@ -246,6 +300,8 @@ class WorkloadRun:
             self.ready_t0 = float(t0) if isinstance(t0, (int, float)) else now
             self.ready_wall = utc_now()
             self.state = RUNNING
+            self.last_progress = now
+            self.ready_info = {k: v for k, v in e.items() if k != "type"}
             self.phase.on_ready(self.ready_t0)
         elif kind == "hb":
             self.last_heartbeat = now
@@ -279,8 +335,8 @@ class WorkloadRun:
         else:
             reason, ran = FAILED, False
         msg = self.error or ""
-        if reason == FAILED and not msg:
-            msg = next((ln for ln in reversed(self.stderr) if ln.strip()), "")
+        if reason == FAILED:  # the most informative line: XSched's [ERRO] beats the worker's error
+            msg = best_cause([*self.stderr, *([msg] if msg else [])]) or msg
         self.exit = ExitInfo(code, sig, reason, ran, msg)
         self.state = reason
         level = "error" if reason == FAILED else "info"
@@ -293,21 +349,118 @@ class WorkloadRun:
         self.end_t = time.monotonic()
         self.phase.session.log("xwatch", "error", f"{self.spec.name}: {message}")
 
+    # ------------------------------------------------------------------ stalls
+    def stall_bound(self) -> float:
+        """Seconds without a completed request after which this workload is stalled."""
+        rec = self.rec
+        if rec.count == 0:
+            per_iter = 0.0
+            ready = self.ready_info
+            if ready.get("warmup") and isinstance(ready.get("warmup_ms"), (int, float)):
+                per_iter = float(ready["warmup_ms"]) / 1e3 / max(1, int(ready["warmup"]))
+            return max(STALL_FIRST_S, STALL_P99_FACTOR * per_iter)
+        if self.recent_service:  # time on the device, not queueing: a backlog is no stall
+            recent = max(self.recent_service)
+        else:
+            recent = rec.window(rec.last_t)[0].p99
+            if math.isnan(recent):
+                recent = rec.phase_moments().summary().p99
+        bound = max(STALL_MIN_S, STALL_P99_FACTOR * recent / 1e3)
+        if self.spec.rate:
+            bound = max(bound, 3.0 / self.spec.rate)
+        return bound
+
+    def check_stall(self, now: float) -> str | None:
+        """Mark the workload stalled (or not); the reason when it just became stalled."""
+        if self.state not in ALIVE or self.last_progress is None or self.phase.t_stop is not None:
+            return None
+        bound = self.stall_bound()
+        why = None
+        if now - self.last_progress > bound:
+            why = f"no request completed for {now - self.last_progress:.1f} s (bound {bound:.1f} s)"
+        elif self.last_heartbeat is not None and now - self.last_heartbeat > max(bound, 3.0):
+            why = f"no heartbeat for {now - self.last_heartbeat:.1f} s"
+        if why is None or self.state == STALLED:
+            return None
+        self.state = STALLED
+        self.stalled_since = min(self.last_progress, self.last_heartbeat or self.last_progress) \
+            if "heartbeat" in why else self.last_progress
+        self.stalls.append({"since": round(self.stalled_since - self.phase.t_start, 3),
+                            "until": None, "why": why})
+        self.phase.session.log("xwatch", "warning", f"{self.spec.name}: stalled: {why}")
+        return why
+
+    def _end_stall(self, now: float) -> None:
+        if self.stalls and self.stalls[-1]["until"] is None:
+            self.stalls[-1]["until"] = round(now - self.phase.t_start, 3)
+        self.stalled_since = None
+        self.phase.session.log("xwatch", "info", f"{self.spec.name}: recovered from a stall")
+
+    # ------------------------------------------------------------- unfinished
+    def count_unfinished(self, cutoff: float) -> None:
+        """Requests due by ``cutoff`` (the measured end) that never completed.
+
+        Built-in open-loop workers: exact, from the schedule the worker follows
+        (``arrivals``) and the highest request number counted; their waits so far
+        are censored latencies, merged into the phase percentiles. Closed loop:
+        the request in flight counts when it has waited longer than any completed
+        one (or the workload was stalled). Commands: estimated from ``rate``.
+        """
+        spec, rec = self.spec, self.rec
+        if self.ready_t0 is None:
+            self.unfinished, self.unfinished_note = None, "never ready"
+            return
+        end = min(t for t in (cutoff, self.end_t) if t is not None)
+        waits: list[float] = []
+        if spec.model is not None and spec.rate:
+            dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
+                             skip=self.max_seq, limit=spec.requests)
+            waits = [(end - t) * 1e3 for t in dues]
+            self.unfinished_note = "exact (from the worker's schedule)"
+        elif spec.model is not None:
+            inflight = self.inflight_s + (end - self.last_heartbeat) \
+                if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0
+            slowest = rec.phase_moments().max if rec.count else 0.0
+            if self.state != FINISHED and inflight > 0 and (
+                    self.stalls or inflight * 1e3 > slowest):
+                waits = [inflight * 1e3]
+            self.unfinished_note = "closed loop: the request in flight, if slower than all"
+        elif spec.rate:
+            expected = int(spec.rate * max(0.0, end - self.ready_t0))
+            self.unfinished = max(0, expected - rec.count - rec.errors)
+            self.unfinished_note = (f"estimated from rate {spec.rate:g}/s; waits unknown, "
+                                    "not in percentiles")
+            return
+        else:
+            self.unfinished, self.unfinished_note = None, "unknown (command without rate)"
+            return
+        self.unfinished = len(waits)
+        if waits:
+            m = Moments()
+            for w in waits:
+                m.add(w)
+            self.unfinished_m = m
+
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
         rec = self.rec
         moments = rec.phase_moments()
+        count = moments.n
+        if self.unfinished_m is not None:
+            moments.merge(self.unfinished_m)  # censored: "at least this long"
         phase = moments.summary()
-        window, wn, wsamples, wspan = rec.window(now)
         start = self.ready_t0
         ends = [t for t in (self.end_t, self.phase.t_stop, self.phase.t_end) if t is not None]
         end = min(ends) if ends else now
         if self.state == FINISHED and rec.count and rec.last_t == rec.last_t:
             end = rec.last_t  # finished by itself: up to its last request, not its teardown
+        # an ended phase's window ends where its measurement ended, not at the clock
+        window, wn, wsamples, wspan = rec.window(min(now, end))
         measured = max(0.0, end - start) if start is not None else 0.0
         span_w = min(wspan, measured) if measured else 0.0
-        count = phase.count
         spec = self.spec
+        unf = self.unfinished or 0
+        in_pct = self.unfinished_m is not None
         label = spec.priority if isinstance(spec.priority, str) else str(spec.priority)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
@@ -320,18 +473,29 @@ class WorkloadRun:
             window_rate=wn / span_w if span_w > 0 else 0.0,
             window_samples_per_s=wsamples / span_w if span_w > 0 else 0.0,
             measured_s=measured,
-            goodput=(rec.under_slo / count if count else math.nan) if rec.slo_ms else None,
+            goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
+            if rec.slo_ms else None,
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
             log_tail=tuple(self.stdout), hello=dict(self.hello), launch=dict(self.launch),
-            inflight_s=self.inflight_s if self.state == RUNNING else 0.0,
+            inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
+            unfinished=self.unfinished,
+            unfinished_max_wait_ms=self.unfinished_m.max if self.unfinished_m else math.nan,
+            unfinished_in_percentiles=in_pct, unfinished_note=self.unfinished_note,
+            after_end=self.after_end,
+            stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
+                           if self.stalled_since is not None else None),
+            stalls=tuple(dict(x) for x in self.stalls),
+            slowest=tuple(sorted(((round(t - self.phase.t_start, 4), lat)
+                                  for lat, t in self.slowest), key=lambda x: -x[1])),
         )
 
 
 class Phase:
     """One start of the workload set in one mode (native or xsched)."""
 
-    def __init__(self, session: Session, index: int, mode: str, name: str) -> None:
+    def __init__(self, session: Session, index: int, mode: str, name: str,
+                 only: tuple[str, ...] | None = None) -> None:
         self.session = session
         self.index = index
         self.mode = mode
@@ -344,7 +508,8 @@ class Phase:
         self.t_end: float | None = None
         self.status = "running"
         self.runs: dict[str, WorkloadRun] = {
-            w.name: WorkloadRun(self, w) for w in session.scenario.workloads}
+            w.name: WorkloadRun(self, w) for w in session.scenario.workloads
+            if only is None or w.name in only}
         self.extra: dict[str, Any] = {}  # xsched info, annotations
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
@@ -358,13 +523,32 @@ class Phase:
         if self.t_measure is None or t0 < self.t_measure:
             self.t_measure = t0
 
+    def check_stalls(self, now: float) -> list[tuple[WorkloadRun, str]]:
+        """Update every workload's stalled state; the ones that just stalled."""
+        out = []
+        for r in self.runs.values():
+            why = r.check_stall(now)
+            if why:
+                out.append((r, why))
+        return out
+
     def finish(self, status: str | None = None) -> None:
         if self.t_end is not None:
             return
         self.t_end = time.monotonic()
         self.ended_at = utc_now()
+        cutoff = self.t_stop if self.t_stop is not None else self.t_end
+        for r in self.runs.values():
+            r.count_unfinished(cutoff)
+        stalled = [r for r in self.runs.values() if r.stalled_since is not None]
         if status is None:
             status = "failed" if any(r.state == FAILED for r in self.runs.values()) else "done"
+        if (stalled or self.extra.get("error")) and status == "done":
+            status = "failed"
+        if stalled and "error" not in self.extra:
+            self.extra["error"] = "; ".join(
+                f"{r.spec.name} stalled since {r.stalled_since - self.t_start:.1f} s"
+                for r in stalled if r.stalled_since is not None)
         self.status = status
 
     def snapshot(self, now: float) -> PhaseSnapshot:
@@ -397,11 +581,14 @@ class Session:
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
 
-    def new_phase(self, mode: str) -> Phase:
+    def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
+                  prefix: str | None = None) -> Phase:
+        """A new phase in ``mode``; ``only`` runs a subset of the workloads."""
         if self.phases and self.phases[-1].t_end is None:
             self.phases[-1].finish()
-        n = sum(1 for p in self.phases if p.mode == mode) + 1
-        phase = Phase(self, len(self.phases), mode, f"{mode}-{n}")
+        base = f"{prefix}-{mode}" if prefix else mode
+        n = sum(1 for p in self.phases if p.name.startswith(base + "-")) + 1
+        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only)
         self.phases.append(phase)
         self.log("xwatch", "info", f"phase {phase.name} started")
         return phase

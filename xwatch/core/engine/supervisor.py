@@ -2,7 +2,9 @@
 
 Each workload runs in its own process group with its own environment; its
 events arrive on a dedicated pipe (fd number in ``XWATCH_EVENT_FD``), its
-stdout/stderr are captured separately as its log. Stopping is SIGINT, then
+stdout/stderr are captured separately as its log. A command's stdout can be a
+pseudo-terminal (``stdout = "pty"``): C stdio then flushes every line, so
+latencies printed with ``printf`` arrive live instead of in 4 KiB blocks. Stopping is SIGINT, then
 SIGTERM, then SIGKILL to the whole group. Children never outlive xwatch: they
 get ``PR_SET_PDEATHSIG`` (Linux), the built-in worker also watches its parent
 pid, and an ``atexit`` hook kills whatever is left.
@@ -14,11 +16,13 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
+import errno
 import os
 import re
 import signal
 import sys
 import time
+import tty
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +89,24 @@ class _EventPipe(asyncio.Protocol):
             self.closed.set_result(None)
 
 
+class _PtyReaderProtocol(asyncio.StreamReaderProtocol):
+    """A pty master reports the end of the child's output as EIO: make it EOF, so
+    that the lines still buffered are read rather than lost."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if isinstance(exc, OSError) and exc.errno == errno.EIO:
+            exc = None
+        super().connection_lost(exc)
+
+
+async def _pty_reader(master: int) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+    await loop.connect_read_pipe(lambda: _PtyReaderProtocol(reader, loop=loop),
+                                 os.fdopen(master, "rb", 0))
+    return reader
+
+
 class ManagedProcess:
     """One workload process and the tasks that read its pipes."""
 
@@ -105,29 +127,39 @@ class ManagedProcess:
         r, w = os.pipe()
         env = dict(self.spec.env)
         env[EVENT_FD_ENV] = str(w)
+        master: int | None = None
+        stdout: int = asyncio.subprocess.PIPE
+        if self.spec.stdout == "pty":
+            master, slave = os.openpty()
+            tty.setraw(slave)  # no echo, no "\n" -> "\r\n"
+            stdout = slave
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.argv, env=env, cwd=self.spec.cwd,
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+                stdin=asyncio.subprocess.DEVNULL, stdout=stdout,
                 stderr=asyncio.subprocess.PIPE, pass_fds=(w,), start_new_session=True,
                 preexec_fn=child_setup(), limit=1 << 20)
         except OSError as e:
             os.close(r)
-            os.close(w)
+            if master is not None:
+                os.close(master)
             run.on_spawn_error(f"cannot start {self.spec.argv[0]!r}: {e.strerror or e}")
             self.done.set()
             return
         finally:
-            with contextlib.suppress(OSError):
-                os.close(w)
+            for fd in (w, stdout if master is not None else -1):
+                with contextlib.suppress(OSError):
+                    if fd >= 0:
+                        os.close(fd)
         self.pgid = self.proc.pid
         run.pid = self.proc.pid
         _LIVE_GROUPS.add(self)
         loop = asyncio.get_running_loop()
         _, proto = await loop.connect_read_pipe(lambda: _EventPipe(self), os.fdopen(r, "rb", 0))
-        assert self.proc.stdout is not None and self.proc.stderr is not None
+        out = await _pty_reader(master) if master is not None else self.proc.stdout
+        assert out is not None and self.proc.stderr is not None
         self._tasks = [
-            asyncio.create_task(self._read_lines(self.proc.stdout, "stdout")),
+            asyncio.create_task(self._read_lines(out, "stdout")),
             asyncio.create_task(self._read_lines(self.proc.stderr, "stderr")),
         ]
         self._tasks.append(asyncio.create_task(self._watch(proto)))

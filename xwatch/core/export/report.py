@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from xwatch.core.analysis.attribution import attribute
+from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
@@ -121,10 +123,23 @@ def build_report(snap: SessionSnapshot) -> Report:
             row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
+        row("unfinished at end", lambda w: float(w.unfinished) if w.unfinished is not None
+            else math.nan, 0)
+        row("longest unfinished wait (ms)", lambda w: w.unfinished_max_wait_ms)
+        row("stalls", lambda w: "; ".join(
+            f"{x['since']:.1f}-" + (f"{x['until']:.1f}" if x.get("until") is not None else "end")
+            + f" s ({x.get('why', '')})" for x in w.stalls) or "none")
         if scen.slo and scen.slo.workload == wspec.name:
             row(f"goodput (<= {scen.slo.latency_ms:g} ms, %)",
                 lambda w: (w.goodput * 100) if w.goodput is not None else math.nan, 1)
         sec.tables.append(("", Table(header, rows)))
+        notes = sorted({w.unfinished_note for p in snap.phases for w in p.workloads
+                        if w.name == wspec.name and w.unfinished and w.unfinished_note})
+        if notes:
+            sec.paragraphs.append("Latency rows include requests still unfinished at the end "
+                                  "of the phase, each counted at its waiting time so far (a "
+                                  "lower bound); goodput counts them as misses. Unfinished: "
+                                  + "; ".join(notes) + ".")
         secs.append(sec)
 
     # --- trade-off
@@ -182,7 +197,8 @@ def build_report(snap: SessionSnapshot) -> Report:
         for name, info in (xs.get("workloads") or {}).items():
             st = info.get("stats") or {}
             xs_rows.append([p.name, name, str(info.get("status")), str(info.get("scheduler")),
-                            str(st.get("queues", 0)),
+                            f"{st.get('max_queues', st.get('queues', 0))} "
+                            f"(last {st.get('queues', 0)})",
                             f"{st.get('ready', 0)}/{st.get('polls', 0)}",
                             f"{st.get('suspended', 0)}/{st.get('polls', 0)}",
                             "; ".join(info.get("warnings") or []) or "-"])
@@ -192,13 +208,18 @@ def build_report(snap: SessionSnapshot) -> Report:
                             "xserver's /xqueues in which this workload had a queue ready / "
                             "suspended. 'not-scheduled' means requests completed while its "
                             "queues were never seen ready.")
-        x.tables.append(("", Table(["phase", "workload", "status", "scheduler", "queues",
+        listen = next((p.extra["xsched"].get("listen") for p in snap.phases
+                       if (p.extra.get("xsched") or {}).get("listen")), None)
+        if listen:
+            x.paragraphs.append(f"Note: {listen}.")
+        x.tables.append(("", Table(["phase", "workload", "status", "scheduler", "queues max",
                                     "ready", "suspended", "warnings"], xs_rows)))
         secs.append(x)
 
-    sweep = _sweep_section(snap)
-    if sweep:
-        secs.append(sweep)
+    for extra_sec in (_preflight_section(snap), _calibrate_section(snap),
+                      _attribution_section(snap), _sweep_section(snap)):
+        if extra_sec:
+            secs.append(extra_sec)
 
     # --- failures
     fails = []
@@ -235,6 +256,69 @@ def build_report(snap: SessionSnapshot) -> Report:
     return Report(f"xwatch report: {scen.name}", secs)
 
 
+def _preflight_section(snap: SessionSnapshot) -> Section | None:
+    rows = []
+    for p in snap.phases:
+        pf = p.extra.get("preflight") or {}
+        for v in pf.get("verdicts") or []:
+            rows.append([p.name, f"{v.get('device')} / {v.get('stream')}",
+                         ", ".join(v.get("workloads") or []), str(v.get("status")),
+                         str(v.get("detail")) + (" (cached)" if v.get("cached") else "")])
+    if not rows:
+        return None
+    s = Section("XSched preflight")
+    s.paragraphs.append("Before each XSched phase, a few seconds of tiny GPU work ran under the "
+                        "shim with each workload's XSched environment, on a created and on the "
+                        "default stream. A crash, hang or 'not-scheduled' on the stream kind a "
+                        "workload uses fails the phase before its model loads.")
+    s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
+    return s
+
+
+def _calibrate_section(snap: SessionSnapshot) -> Section | None:
+    cal = calibrate(snap)
+    if cal is None:
+        return None
+    s = Section(f"Calibration: where {cal.workload}'s latency goes")
+    s.paragraphs.append(f"**{cal.verdict}**")
+    s.paragraphs.append("shim overhead = alone under XSched - alone native; contention = "
+                        "together native - alone native; XSched recovers = together native - "
+                        "together under XSched (positive = XSched helps). All in ms.")
+    s.tables.append(("", Table(
+        ["percentile", "alone native", "alone XSched", "together native", "together XSched",
+         "shim overhead", "contention", "XSched recovers"],
+        [[r.pct, num(r.alone_native), num(r.alone_xsched), num(r.together_native),
+          num(r.together_xsched), num(r.shim_overhead), num(r.contention), num(r.recovered)]
+         for r in cal.rows])))
+    s.paragraphs.append(f"Low-priority throughput together: {num(cal.low_native_sps, 1)} "
+                        f"samples/s native, {num(cal.low_xsched_sps, 1)} under XSched "
+                        f"({num(cal.low_price_pct, 1)}%).")
+    return s
+
+
+def _attribution_section(snap: SessionSnapshot) -> Section | None:
+    slo = snap.scenario.slo
+    rows = []
+    for p in snap.phases:
+        a = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None)
+        if a is None:
+            continue
+        rows.append([p.name, a.workload, f"> {a.threshold_ms:.2f} ms ({a.threshold_kind})"]
+                    + [str(a.counts[c]) for c in a.counts] + [a.sentence()])
+    if not rows:
+        return None
+    from xwatch.core.analysis.attribution import CATEGORIES
+
+    s = Section("Tail attribution under XSched")
+    s.paragraphs.append("For each high-priority request slower than the SLO (else the phase "
+                        "P99): what the /xqueues polls taken while it was open showed (the "
+                        "nearest poll within 0.15 s when none fell inside it).")
+    s.tables.append(("", Table(["phase", "workload", "slow =", *[f"while {c}" if c != "unknown"
+                                                              else c for c in CATEGORIES],
+                                "summary"], rows)))
+    return s
+
+
 def _sweep_section(snap: SessionSnapshot) -> Section | None:
     rows, note = frontier_rows(snap)
     if not rows:
@@ -254,7 +338,8 @@ def _state_text(w: WorkloadSnapshot) -> str:
         return "ran to end"
     if w.exit.reason == "finished":
         return "finished (exit 0)"
-    return w.exit.describe()[:60]
+    stalled = " after a stall" if w.stalls else ""
+    return w.exit.describe() + stalled
 
 
 def _percentile_of(w: WorkloadSnapshot, q: float) -> float:

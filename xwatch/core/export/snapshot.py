@@ -39,7 +39,7 @@ SCHEMA_ID = "xwatch.snapshot/1"
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
 #: per-phase facts kept in snapshots besides the workloads
-PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error")
+PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error", "preflight", "calibrate")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 
@@ -97,6 +97,14 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
                     _num(r.max), _num(r.mean)] for r in w.series],
         "cdf": [[_num(v), round(f, 4)] for v, f in w.cdf],
         "annotations": list(w.annotations),
+        "unfinished": None if w.unfinished is None else {
+            "count": w.unfinished, "max_wait_ms": _num(w.unfinished_max_wait_ms),
+            "in_percentiles": w.unfinished_in_percentiles, "note": w.unfinished_note},
+        "unfinished_note": w.unfinished_note,
+        "after_end": w.after_end,
+        "stalled_since": w.stalled_since,
+        "stalls": list(w.stalls),
+        "slowest": [[_num(t), _num(v)] for t, v in w.slowest],
     }
 
 
@@ -230,6 +238,16 @@ def _summary_from(d: dict[str, Any] | None, count: int) -> LatencySummary:
                                     "max")))
 
 
+def _unfinished_from(w: dict[str, Any]) -> dict[str, Any]:
+    u = w.get("unfinished")
+    if not isinstance(u, dict):
+        return {"unfinished": None, "unfinished_note": str(w.get("unfinished_note") or "")}
+    return {"unfinished": int(u.get("count") or 0),
+            "unfinished_max_wait_ms": _f(u.get("max_wait_ms")),
+            "unfinished_in_percentiles": bool(u.get("in_percentiles")),
+            "unfinished_note": str(u.get("note") or "")}
+
+
 def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
     """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
     try:
@@ -268,7 +286,12 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     error=w.get("error"), stderr_tail=tuple(w.get("stderr_tail", [])),
                     log_tail=tuple(w.get("stdout_tail", [])), hello=w.get("hello") or {},
                     launch=w.get("launch") or {}, inflight_s=0.0,
-                    annotations=tuple(w.get("annotations", []))))
+                    annotations=tuple(w.get("annotations", [])),
+                    **_unfinished_from(w),
+                    after_end=int(w.get("after_end") or 0),
+                    stalled_since=w.get("stalled_since"),
+                    stalls=tuple(w.get("stalls") or ()),
+                    slowest=tuple((_f(t), _f(v)) for t, v in w.get("slowest") or ())))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             extra["annotations"] = p.get("annotations", [])
             phases.append(PhaseSnapshot(

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from xwatch.core.engine.session import FAILED, PhaseSnapshot
+from xwatch.core.engine.causes import clip
+from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot
 
 
 def ms(v: float) -> str:
@@ -36,11 +37,18 @@ def progress_line(p: PhaseSnapshot) -> str:
                 s += f" err={w.errors}"
         else:
             s = f"{w.name} {w.state}"
-            if w.state == FAILED and w.exit:
-                s += f" ({w.exit.describe()[:60]})"
+        if w.state == STALLED and w.stalled_since is not None:
+            s += f" since {w.stalled_since:.1f}s"
         parts.append(s)
     clock = f"{p.elapsed_s:6.1f}s" if p.measuring else "  load "
-    return f"[{clock} {p.name}] " + " | ".join(parts)
+    line = f"[{clock} {p.name}] " + " | ".join(parts)
+    # failure reasons get lines of their own, whole words only
+    for w in p.workloads:
+        if w.state == FAILED and w.exit:
+            line += f"\n    ! {w.name}: {clip(w.exit.describe(), 200)}"
+    if p.extra.get("error"):
+        line += f"\n    ! phase: {clip(str(p.extra['error']), 300)}"
+    return line
 
 
 HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s",
@@ -55,11 +63,28 @@ def final_table(p: PhaseSnapshot) -> str:
                      rate(w.achieved_rate), rate(w.target_rate), rate(w.samples_per_s),
                      ms(L.mean), ms(L.p50), ms(L.p95), ms(L.p99), ms(L.p999), ms(L.max)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    extra = []
+    for w in p.workloads:
+        if w.unfinished:
+            extra.append(f"  {w.name}: {w.unfinished} request(s) unfinished at the end, longest "
+                         f"wait {ms(w.unfinished_max_wait_ms)} ms ("
+                         + ("included in the percentiles" if w.unfinished_in_percentiles
+                            else "not in the percentiles") + f"; {w.unfinished_note})")
+        if w.after_end:
+            extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
+                         "end (not counted)")
+        for st in w.stalls:
+            until = f"{st['until']:.1f}" if st.get("until") is not None else "the end"
+            extra.append(f"  {w.name}: stalled from {st['since']:.1f} s to {until} s: "
+                         f"{st.get('why', '')}")
     lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
              "latency in ms over the whole phase, warm-up excluded)"]
     for r in rows:
         lines.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
                                for i, c in enumerate(r)))
+    lines += extra
+    if p.extra.get("error"):
+        lines.append(f"  ! phase {p.status}: {p.extra['error']}")
     for w in p.workloads:
         if w.state == FAILED or (w.exit and not w.exit.ran_to_end):
             lines.append(f"  ! {w.name}: {w.exit.describe() if w.exit else w.state}")

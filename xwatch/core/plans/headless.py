@@ -31,6 +31,8 @@ class Step:
     backend: ModeBackend | None = None
     label: str | None = None
     setting: dict[str, Any] | None = None
+    only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
+    role: str | None = None  # calibrate: "alone" | "together"
 
 
 def _out(line: str) -> None:
@@ -77,9 +79,11 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             phase = await _run_step(runner, session, scen, step, stop)
             if phase is None:
                 continue
-            if step.label:
+            if step.label and step.role is None:
                 phase.extra["setting"] = step.label
                 phase.extra["setting_values"] = step.setting or {}
+            if step.role:
+                phase.extra["calibrate"] = step.role
             phases.append(phase)
             if phase.t_measure is not None or phase.status != "failed":
                 _out(final_table(phase.snapshot(time.monotonic())))
@@ -102,11 +106,16 @@ async def _run_step(runner: Runner, session: Session, scen: Scenario, step: Step
     try:
         return await runner.run_phase(
             step.mode, scen.duration_s, stop=stop,
-            on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))))
+            on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))),
+            only=step.only, prefix=step.role)
     except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
         print(f"xwatch: {e.title}: {e}", file=sys.stderr, flush=True)
         failed = session.current
-        return failed if failed is not None and failed.mode == step.mode else None
+        if failed is not None and failed.mode == step.mode:
+            if step.role:
+                failed.extra["calibrate"] = step.role
+            return failed
+        return None
 
 
 def _export(session: Session, directory: str) -> None:
@@ -131,9 +140,11 @@ def _verdict(phases: list[Phase], planned: int, got: list[int]) -> int:
         snap = p.snapshot(p.t_end or 0.0)
         label = f"{p.name} [{p.extra['setting']}]" if p.extra.get("setting") else p.name
         reasons = failure_reasons(snap)
+        if p.extra.get("error"):
+            failed.append(f"{label}: {p.extra['error']}")
         failed += [f"{label}: {r}" for r in reasons]
-        if p.status == "failed" and not reasons:
-            failed.append(f"{label}: {p.extra.get('error', 'phase failed')}")
+        if p.status == "failed" and not reasons and not p.extra.get("error"):
+            failed.append(f"{label}: phase failed")
     if len(phases) < planned:
         failed.append("not every phase ran")
     for line in failed:

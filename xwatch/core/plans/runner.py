@@ -4,6 +4,11 @@ The runner owns the order of things for one phase: prepare the mode (XSched:
 start xserver, build its environment), start the workloads, decide when the
 phase has reached its planned end, stop everything, and tear the mode down.
 It never prints and never touches the UI; callers read ``session.snapshot()``.
+
+While a phase runs, a watchdog (every ``WATCH_S``) marks stalled workloads and
+asks the mode backend whether it is still healthy: a dead xserver fails the
+phase at once, with the reason, and stops its workloads (they cannot recover
+without a scheduler).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from xwatch.scenario import Scenario
 
 NATIVE, XSCHED = "native", "xsched"
 MODES = (NATIVE, XSCHED)
+WATCH_S = 0.25
 
 
 class ModeBackend(Protocol):
@@ -34,6 +40,9 @@ class ModeBackend(Protocol):
 
     def kill_now(self) -> None:
         """Synchronous emergency stop."""
+
+    def failure(self) -> str | None:
+        """Why the mode can no longer run this phase (xserver died), else None."""
 
 
 class Runner:
@@ -49,6 +58,8 @@ class Runner:
         self.phase: Phase | None = None
         self._backend: ModeBackend | None = None
         self._lock = asyncio.Lock()
+        self._watchdog: asyncio.Task[None] | None = None
+        self._failing: asyncio.Task[None] | None = None
 
     def can_run(self, mode: str) -> str | None:
         """None if ``mode`` can start, else the reason it cannot."""
@@ -57,14 +68,16 @@ class Runner:
                     "or set [xsched] root in the scenario")
         return None
 
-    async def start_phase(self, mode: str) -> Phase:
+    async def start_phase(self, mode: str, only: tuple[str, ...] | None = None,
+                          prefix: str | None = None) -> Phase:
+        """Start every workload (or those named in ``only``) in ``mode``."""
         async with self._lock:
             if self.phase is not None and self.phase.t_end is None:
                 await self._stop_locked(planned_end=False)
             reason = self.can_run(mode)
             if reason:
                 raise XschedError(reason, title="XSched not configured")
-            phase = self.session.new_phase(mode)
+            phase = self.session.new_phase(mode, only, prefix)
             self.phase = phase
             mode_env: dict[str, dict[str, str]] = {}
             if mode == XSCHED:
@@ -79,9 +92,29 @@ class Runner:
                     phase.extra["error"] = str(e)
                     phase.finish("failed")
                     raise
-            specs = [build_launch(w, mode_env.get(w.name)) for w in self.scenario.workloads]
+            specs = [build_launch(w, mode_env.get(w.name)) for w in self.scenario.workloads
+                     if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
+            self._watchdog = asyncio.create_task(self._watch(phase))
             return phase
+
+    async def _watch(self, phase: Phase) -> None:
+        """Stalls and backend health, until the phase ends."""
+        while phase.t_end is None and phase.t_stop is None:
+            await asyncio.sleep(WATCH_S)
+            now = time.monotonic()
+            phase.check_stalls(now)
+            backend = self._backend
+            reason = backend.failure() if backend is not None else None
+            if reason and phase.t_stop is None:
+                phase.extra["error"] = reason
+                phase.extra.setdefault("annotations", []).append(
+                    {"t": round(now - phase.t_start, 3), "text": reason, "kind": "failure"})
+                self.session.log("xwatch", "error", f"phase {phase.name} failed: {reason}; "
+                                 "stopping its workloads")
+                self._failing = asyncio.create_task(
+                    self.stop_phase(planned_end=False, phase=phase))
+                return
 
     def planned_end_reached(self, duration_s: float, now: float | None = None) -> bool:
         p = self.phase
@@ -107,6 +140,9 @@ class Runner:
         if p is None:
             return
         p.stop_measuring()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog is not asyncio.current_task():
+            watchdog.cancel()
         await self.supervisor.stop(planned_end=planned_end)
         if self._backend is not None:
             await self._backend.leave(p)
@@ -115,10 +151,12 @@ class Runner:
             p.finish()
 
     async def run_phase(self, mode: str, duration_s: float, tick_s: float = 1.0,
-                        on_tick: object = None, stop: asyncio.Event | None = None) -> Phase:
+                        on_tick: object = None, stop: asyncio.Event | None = None,
+                        only: tuple[str, ...] | None = None, prefix: str | None = None
+                        ) -> Phase:
         """Run one phase to its planned end (or until every workload exited,
         or ``stop`` is set). ``on_tick(phase)`` is called every ``tick_s``."""
-        phase = await self.start_phase(mode)
+        phase = await self.start_phase(mode, only, prefix)
         stop = stop or asyncio.Event()
         planned = False
         try:
@@ -131,7 +169,7 @@ class Runner:
                     await asyncio.wait_for(stop.wait(), timeout=wait)
                 if callable(on_tick):
                     on_tick(phase)
-                if stop.is_set():
+                if stop.is_set() or phase.t_stop is not None:
                     break
                 if self.all_exited():
                     break

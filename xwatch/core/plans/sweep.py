@@ -87,6 +87,7 @@ async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -
     settings = parse_settings(args.set, scen)
     steps = [Step("native")] + [
         Step("xsched", XschedController(controller.install, apply_setting(scen, s),
-                                        poll_s=controller.poll_s), setting_label(s), s)
+                                        poll_s=controller.poll_s,
+                                        preflight=controller.preflight), setting_label(s), s)
         for s in settings]
     return await run_plan(scen, args, steps, controller)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import subprocess
 import time
@@ -19,23 +20,31 @@ from typing import Any
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
-from xwatch.core.xsched.engagement import SCHED_LINE, QueueStats, engagement
+from xwatch.core.xsched.engagement import FAILING_VERDICTS, SCHED_LINE, QueueStats, engagement
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
+from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 
-SAMPLES_KEPT = 3600
+SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
+LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
 
 
 class XschedController:
     """The XSched mode backend: xserver lifecycle, environments, polling, control."""
 
+    #: consecutive failed /xqueues polls, over at least this long, mean xserver is gone
+    UNREACHABLE_POLLS = 5
+    UNREACHABLE_S = 2.0
+
     def __init__(self, install: XschedInstall, scenario: Scenario,
-                 poll_s: float = 0.5, start_timeout_s: float = 15.0) -> None:
+                 poll_s: float | None = None, start_timeout_s: float = 15.0,
+                 preflight: bool = True) -> None:
         self.install = install
+        self.preflight = preflight
         self.scenario = scenario
-        self.poll_s = poll_s
+        self.poll_s = poll_s if poll_s is not None else scenario.xsched.poll_ms / 1000.0
         self.start_timeout_s = start_timeout_s
         self.policy = scenario.xsched.policy
         self.proc: subprocess.Popen[bytes] | None = None
@@ -45,6 +54,8 @@ class XschedController:
         self._poller: asyncio.Task[None] | None = None
         self._readers: list[asyncio.Task[None]] = []
         self.log: deque[str] = deque(maxlen=400)
+        self._failure: str | None = None
+        self._stats: dict[str, QueueStats] = {}
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -54,19 +65,50 @@ class XschedController:
         self.install.check(set(plats.values()))
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
+        self._failure = None
         info: dict[str, Any] = {
             "root": str(self.install.root), "source": self.install.source,
             "policy": self.policy, "platforms": plats, "env": envs,
             "params": {w.name: queue_params(w) for w in scen.workloads},
             "xserver_cmd": None, "port": None, "log_tail": [], "samples": [],
-            "workloads": {}, "changes": [],
+            "workloads": {}, "changes": [], "poll_ms": round(self.poll_s * 1000),
+            "listen": "xserver listens on all interfaces (0.0.0.0) on its port, without "
+                      "authentication: anyone who can reach this host can change priorities",
+            "xserver_exit": None,
         }
         phase.extra["xsched"] = info
         phase.extra.setdefault("annotations", [])
         phase.line_watchers.append(self._watch_line)
         await self._start_xserver(info)
+        if self.preflight:
+            await self._preflight(phase, plats, envs, info)
         self._poller = asyncio.create_task(self._poll_loop(phase))
         return envs
+
+    async def _preflight(self, phase: Phase, plats: dict[str, str],
+                         envs: dict[str, dict[str, str]], info: dict[str, Any]) -> None:
+        """Smoke-test the shim before the real workloads load (see ``preflight``)."""
+        scen = dataclasses.replace(self.scenario, workloads=tuple(
+            w for w in self.scenario.workloads if w.name in phase.runs))
+        probes = plan_probes(scen, self.install, plats, envs)
+        if not probes:
+            phase.extra["preflight"] = {"verdicts": [], "note": "no built-in model workload "
+                                        "to probe (command workloads are judged by their "
+                                        "engagement evidence)"}
+            return
+        assert self.client is not None
+        self._note(f"preflight: {len(probes)} probe(s) under the shim ...")
+        t0 = time.monotonic()
+        verdicts = await run_probes(probes, self.install, self.client)
+        reason = preflight_failure(verdicts, scen)
+        phase.extra["preflight"] = {"verdicts": [v.as_dict() for v in verdicts],
+                                    "seconds": round(time.monotonic() - t0, 2),
+                                    "failure": reason}
+        for v in verdicts:
+            self._note(f"preflight {v.line()}", "error" if reason and v.status in
+                       FAILING_VERDICTS else "info")
+        if reason:
+            raise XschedError(reason, title="XSched preflight failed")
 
     async def leave(self, phase: Phase) -> None:
         if self._poller is not None:
@@ -79,6 +121,20 @@ class XschedController:
         info = phase.extra.get("xsched")
         if info is not None:
             info["log_tail"] = list(self.log)[-60:]
+
+    def failure(self) -> str | None:
+        """Why this phase cannot go on under XSched (xserver gone), else None."""
+        return self._failure
+
+    def _fail(self, reason: str, rc: int | None = None) -> None:
+        if self._failure is not None or self.phase is None:
+            return
+        self._failure = reason
+        info = self.phase.extra.get("xsched")
+        if info is not None:
+            info["xserver_exit"] = {"t": round(time.monotonic() - self.phase.t_start, 3),
+                                    "returncode": rc, "reason": reason}
+        self._note(reason, "error")
 
     def kill_now(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -187,17 +243,28 @@ class XschedController:
         assert self.client is not None
         stats: dict[str, QueueStats] = {w.name: QueueStats() for w in self.scenario.workloads}
         self._stats = stats
-        unreachable = False
+        failed_polls, first_fail = 0, 0.0
+        proc = self.proc
         while True:
             t0 = time.monotonic()
+            if proc is not None and proc.poll() is not None:
+                rc = proc.returncode
+                how = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
+                self._fail(f"xserver (pid {proc.pid}) died ({how}) "
+                           f"{t0 - phase.t_start:.1f} s into phase {phase.name}", rc)
             try:
                 data = await asyncio.to_thread(self.client.xqueues)
                 self._ingest(phase, data, stats, t0)
-                unreachable = False
+                failed_polls = 0
             except XschedError as e:  # xserver stopped answering: say so once per outage
-                if not unreachable:
+                if failed_polls == 0:
+                    first_fail = t0
                     self._note(f"/xqueues poll failed: {e}", "warning")
-                unreachable = True
+                failed_polls += 1
+                if failed_polls >= self.UNREACHABLE_POLLS and t0 - first_fail >= self.UNREACHABLE_S:
+                    self._fail(f"xserver's HTTP API has not answered for {t0 - first_fail:.1f} s "
+                               f"({failed_polls} polls), {t0 - phase.t_start:.1f} s into phase "
+                               f"{phase.name}")
             except Exception as e:  # a malformed answer is recorded, not fatal
                 self._note(f"/xqueues answer not understood: {e!r}", "warning")
             self._refresh_engagement(phase)
@@ -224,22 +291,24 @@ class XschedController:
                 st.samples += 1
                 st.ready += 1 if ready else 0
                 st.suspended += 1 if susp else 0
-            st.queues = len(mine)
-            st.handles = tuple(int(q["handle"]) for q in mine if "handle" in q)
-            st.latest = tuple(mine[:64])
+                st.max_queues = max(st.max_queues, len(mine))
+            if mine or alive:  # after the process exits, keep what was last seen
+                st.queues = len(mine)
+                st.handles = tuple(int(q["handle"]) for q in mine if "handle" in q)
+                st.latest = tuple(mine[:64])
             sample["workloads"][name] = {"queues": len(mine), "ready": ready, "suspended": susp}
             info = self._wl_info(phase, name)
             lane = "suspended" if susp else "running" if ready else "idle" if mine else "none"
             info["lane"].append([round(t - phase.t_start, 2), lane])
-            if len(info["lane"]) > SAMPLES_KEPT:
-                del info["lane"][: len(info["lane"]) - SAMPLES_KEPT]
+            if len(info["lane"]) > LANE_KEPT:
+                del info["lane"][: len(info["lane"]) - LANE_KEPT]
         samples = phase.extra["xsched"]["samples"]
         samples.append(sample)
         if len(samples) > SAMPLES_KEPT:
             del samples[: len(samples) - SAMPLES_KEPT]
 
     def _refresh_engagement(self, phase: Phase) -> None:
-        stats = getattr(self, "_stats", {})
+        stats = self._stats
         for name, run in phase.runs.items():
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
@@ -255,7 +324,7 @@ class XschedController:
 
     # -- live control
     def _handles(self, name: str) -> tuple[int, ...]:
-        st = getattr(self, "_stats", {}).get(name)
+        st = self._stats.get(name)
         return st.handles if st else ()
 
     def _annotate(self, text: str, **data: Any) -> None:
@@ -292,7 +361,7 @@ class XschedController:
         """POST /config/<hex handle> for every queue of ``name`` (validated first)."""
         if self.client is None:
             raise XschedError("XSched mode is not running")
-        st = getattr(self, "_stats", {}).get(name)
+        st = self._stats.get(name)
         if not st or not st.handles:
             raise XschedError(f"{name} has no XQueue yet: nothing to configure")
         current = dict(st.latest[0]) if st.latest else None
@@ -306,7 +375,8 @@ class XschedController:
         return len(st.handles)
 
 
-def backend_from_args(root: str | None, scen: Scenario) -> XschedController | None:
+def backend_from_args(root: str | None, scen: Scenario,
+                      preflight: bool = True) -> XschedController | None:
     """The XSched backend if an install is configured (validated when a phase starts)."""
     inst = find_install(root, scen)
     if inst is None:
@@ -314,4 +384,4 @@ def backend_from_args(root: str | None, scen: Scenario) -> XschedController | No
     if not inst.root.is_dir():
         raise XschedError(f"XSched root {inst.root} (from {inst.source}) is not a folder",
                           title="XSched install not found")
-    return XschedController(inst, scen)
+    return XschedController(inst, scen, preflight=preflight)

@@ -20,7 +20,8 @@ class QueueStats:
     polls: int = 0  # polls since the workload started
     ready: int = 0  # polls with >= 1 queue ready
     suspended: int = 0  # polls with >= 1 queue suspended
-    queues: int = 0  # queues in the latest poll
+    queues: int = 0  # queues in the latest poll while the workload was alive
+    max_queues: int = 0  # most queues seen in one poll during the phase
     handles: tuple[int, ...] = ()
     latest: tuple[dict[str, Any], ...] = ()
 
@@ -62,3 +63,59 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                     "scheduler")
         return "not-scheduled", warn
     return "engaged", warn
+
+
+# ------------------------------------------------------------------ preflight verdicts
+#: probe verdicts that stop a phase from starting
+FAILING_VERDICTS = frozenset({"crashed", "hung", "not-scheduled"})
+
+
+def _describe_rc(rc: int | None) -> str:
+    if rc is None:
+        return "did not start"
+    if rc < 0:
+        import signal as _s
+        try:
+            return f"killed by {_s.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit code {rc}"
+
+
+def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_polls: int,
+                  timed_out: bool, iters: int) -> tuple[str, str, str, str | None]:
+    """(verdict, detail, cause line, scheduler) for one preflight probe."""
+    from xwatch.core.engine.causes import best_cause
+
+    sched = None
+    for line in stderr:
+        m = SCHED_LINE.search(line)
+        if m:
+            what = m.group(1)
+            sched = "global" if what.startswith("global") else \
+                f"local {m.group(2)}" if what.startswith("local") else "app-managed"
+    cause = best_cause(stderr)
+    if timed_out:
+        return ("hung", f"no result after the time limit ({iters} iterations seen); killed"
+                + (f"; last cause line: {cause}" if cause else ""), cause, sched)
+    if rc != 0:
+        return "crashed", f"{_describe_rc(rc)}" + (f": {cause}" if cause else ""), cause, sched
+    if sched == "app-managed":
+        return ("app-managed", "shim reports 'using app-managed scheduler': no cross-process "
+                "priority (XSCHED_SCHEDULER is not GLB)", cause, sched)
+    if sched and sched.startswith("local"):
+        return "local", f"shim reports 'using {sched}': priorities only inside the process", \
+            cause, sched
+    if sched is None and queues_max == 0:
+        return ("shim-not-loaded", "no scheduler line from the shim and no XQueue: the shim "
+                "did not load (library path, or the real driver library found first)", cause,
+                sched)
+    if queues_max == 0:
+        return ("not-scheduled", f"{iters} iterations ran but xserver listed no XQueue for the "
+                "process (the shim does not create XQueues for this stream, e.g. the default "
+                "stream)" + (f"; shim said: {cause}" if cause else ""), cause, sched)
+    if ready_polls == 0:
+        return ("not-scheduled", f"{iters} iterations ran but its {queues_max} XQueue(s) were "
+                "never seen ready: the work bypassed XSched", cause, sched)
+    return ("engaged", f"{iters} iterations, {queues_max} XQueue(s), ready in {ready_polls} "
+            "polls", cause, sched)

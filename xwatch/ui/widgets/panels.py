@@ -6,6 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from xwatch.core.analysis.attribution import attribute
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct
 
@@ -113,8 +114,24 @@ class XschedPanel(Static):
             self.update(msg)
             return
         t = Text()
-        t.append(f"xserver {' '.join(xs.get('xserver_cmd') or [])}  policy {xs.get('policy')}\n",
-                 style="bold")
+        t.append(f"xserver {' '.join(xs.get('xserver_cmd') or [])}  policy {xs.get('policy')}"
+                 f"  poll {xs.get('poll_ms', '?')} ms\n", style="bold")
+        if xs.get("xserver_exit"):
+            t.append(f"✖ {xs['xserver_exit'].get('reason')}\n", style="bold red")
+        if xs.get("listen"):
+            t.append(f"note: {xs['listen']}\n", style="dim")
+        pf = (p.extra.get("preflight") if p else None) or {}
+        for v in pf.get("verdicts") or []:
+            ok = v.get("status") == "engaged"
+            t.append(f"preflight {v.get('device')}/{v.get('stream')}: ", style="bold")
+            t.append(f"{v.get('status')}", style="green" if ok else "bold red")
+            t.append(f" {v.get('detail')}" + (" (cached)" if v.get("cached") else "") + "\n",
+                     style="dim")
+        slo = snap.scenario.slo
+        att = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None) \
+            if p is not None else None
+        if att is not None:
+            t.append(att.sentence() + "\n", style="bold cyan")
         for name, info in (xs.get("workloads") or {}).items():
             status = info.get("status")
             style = "bold green" if status == "engaged" else "bold red" \
@@ -123,6 +140,7 @@ class XschedPanel(Static):
             t.append(f"{name:<10} ", style="bold")
             t.append(f"{status:<15}", style=style)
             t.append(f" scheduler={info.get('scheduler')} queues={st.get('queues', 0)} "
+                     f"(max {st.get('max_queues', st.get('queues', 0))}) "
                      f"ready {st.get('ready', 0)}/{st.get('polls', 0)} suspended "
                      f"{st.get('suspended', 0)}/{st.get('polls', 0)}\n")
             t.append("  lane ")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from xwatch.core.engine.session import FAILED, SessionSnapshot
+from xwatch.core.engine.causes import clip
+from xwatch.core.engine.session import FAILED, STALLED, SessionSnapshot
 
 
 class StatusLine(Static):
@@ -45,13 +46,17 @@ class AlertBar(Static):
         lines: list[Text] = []
         if p is not None:
             if p.extra.get("error"):
-                lines.append(Text(f"✖ phase {p.name} failed: {p.extra['error']}"[:400],
+                lines.append(Text(clip(f"✖ phase {p.name} failed: {p.extra['error']}", 400),
                                   style="bold red"))
             for w in p.workloads:
-                if w.state == FAILED and w.exit is not None:
-                    t = Text(f"✖ {w.name}: {w.exit.describe()}"[:300], style="bold red")
+                if w.state == STALLED:
+                    why = w.stalls[-1].get("why", "") if w.stalls else ""
+                    lines.append(Text(f"⏸ {w.name} STALLED since {w.stalled_since or 0:.1f} s: "
+                                      f"{why}", style="bold black on yellow"))
+                elif w.state == FAILED and w.exit is not None:
+                    t = Text(clip(f"✖ {w.name}: {w.exit.describe()}", 300), style="bold red")
                     for ln in w.stderr_tail[-3:]:
-                        t.append("\n    " + ln[:200], style="red")
+                        t.append("\n    " + clip(ln, 200), style="red")
                     lines.append(t)
                 elif w.malformed:
                     lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",
@@ -59,7 +64,7 @@ class AlertBar(Static):
             xs = p.extra.get("xsched") or {}
             for name, info in (xs.get("workloads") or {}).items():
                 for warn in info.get("warnings") or []:
-                    lines.append(Text(f"⚠ XSched {name}: {warn}"[:300], style="bold yellow"))
+                    lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))
         self.display = bool(lines)
         if lines:
             self.update(Text("\n").join(lines))

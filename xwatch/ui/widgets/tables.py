@@ -8,7 +8,8 @@ from textual.widgets import DataTable
 from xwatch.core.engine.session import FAILED, RUNNING, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, rate
 
-STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stopped": "dim"}
+STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stopped": "dim",
+               "stalled": "bold black on yellow"}
 
 
 class WorkloadTable(DataTable[Text | str]):

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sys
 import threading
 import time
 import traceback
 from typing import Any
 
+from xwatch.core.engine.arrivals import Schedule
 from xwatch.core.engine.protocol import PROTOCOL_VERSION, EventWriter
 from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
 from xwatch.core.engine.worker.config import WorkerConfig
@@ -92,21 +92,19 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
             sync()
         warm_ms = (monotonic() - t_w) * 1e3
         rate = cfg.rate
-        gap = 1.0 / rate if rate else 0.0
-        rng = random.Random(cfg.seed)
         t0 = monotonic() + 0.001
+        # xwatch recomputes this schedule from t0 to count due-but-unfinished requests
+        schedule = Schedule(t0, rate, cfg.arrival, cfg.seed) if rate else None
         writer.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
                      "warmup_ms": round(warm_ms, 3)})
-        next_t = t0
         seq = 0
         limit = cfg.requests
         while limit is None or seq < limit:
-            if rate:
+            if schedule is not None:
+                t_sched = schedule.next()
                 now = monotonic()
-                if next_t > now:
-                    sleep(next_t - now)
-                t_sched = next_t
-                next_t += rng.expovariate(rate) if cfg.arrival == "poisson" else gap
+                if t_sched > now:
+                    sleep(t_sched - now)
                 start = monotonic()
             else:
                 start = t_sched = monotonic()

@@ -1,0 +1,162 @@
+"""A stall is a failure: a workload that stops completing requests is marked
+stalled (and recovers), requests due but unfinished at the end are counted
+exactly, a silent command fails the run, and a dead xserver fails its phase at
+once - each with a non-zero exit and no process left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PY, WORKLOADS, run_xwatch
+from tests.helpers.fake_xsched import have_cc, make_install, pid_alive, xserver_pid
+from tests.helpers.procs import wait_gone
+from xwatch.core.engine.session import STALLED, Session
+from xwatch.core.plans.runner import Runner
+from xwatch.scenario import parse_scenario
+
+
+async def _until(cond, timeout: float, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        await asyncio.sleep(step)
+    return bool(cond())
+
+
+@pytest.mark.slow
+async def test_sigstop_worker_stalls_recovers_and_unfinished_is_exact(tmp_path: Path) -> None:
+    scen = parse_scenario({"duration_s": 60, "workload": [{
+        "name": "hi", "priority": "high", "model": "resnet18", "input": [3, 32, 32],
+        "rate": 20, "warmup": 2, "threads": 1, "device": "cpu"}]}, "<test>")
+    session = Session(scen, spool_dir=str(tmp_path / "spool"))
+    runner = Runner(scen, session)
+    runner.supervisor.grace = (0.5, 0.5)
+    phase = await runner.start_phase("native")
+    run = phase.runs["hi"]
+    try:
+        assert await _until(lambda: run.rec.count >= 10, 120), run.state
+        pid = run.pid
+        assert pid is not None
+        # 1) frozen for 3 s: stalled (bound max(2 s, 20 x P99)), then it recovers
+        os.kill(pid, signal.SIGSTOP)
+        t_stop = time.monotonic()
+        assert await _until(lambda: run.state == STALLED, 6)
+        assert time.monotonic() - t_stop >= 1.5  # not before its bound
+        await asyncio.sleep(max(0.0, 3.0 - (time.monotonic() - t_stop)))
+        os.kill(pid, signal.SIGCONT)
+        assert await _until(lambda: run.state == "running", 10)
+        assert run.stalls and run.stalls[0]["until"] is not None
+        # the requests due while it was frozen were sent late, not dropped
+        assert await _until(lambda: run.rec.count >= 10 + 55, 20)
+        # 2) frozen again and the phase ends while it is stalled
+        os.kill(pid, signal.SIGSTOP)
+        assert await _until(lambda: run.state == STALLED, 6)
+        await asyncio.sleep(1.0)
+    finally:
+        await runner.stop_phase()
+        runner.kill_now()
+    snap = phase.snapshot(time.monotonic())
+    w = snap.workload("hi")
+    assert w is not None
+    assert phase.status == "failed" and "hi stalled since" in phase.extra["error"]
+    assert w.stalled_since is not None and len(w.stalls) == 2
+    # exact: every request due by the measured end that was not completed
+    session.spool.flush()
+    rows = [r for r in csv.DictReader(open(session.spool.path)) if r["workload"] == "hi"]
+    completed = len(rows)
+    assert completed == w.count and max(int(r["seq"]) for r in rows) == completed
+    t0, cutoff = run.ready_t0, phase.t_stop
+    assert t0 is not None and cutoff is not None
+    due, i = 0, 0
+    while t0 + i / 20 <= cutoff:
+        due, i = due + 1, i + 1
+    assert w.unfinished == due - completed and w.unfinished >= 40
+    oldest = t0 + completed / 20
+    assert w.unfinished_max_wait_ms == pytest.approx((cutoff - oldest) * 1e3, abs=0.01)
+    assert w.unfinished_in_percentiles and w.phase.max >= w.unfinished_max_wait_ms - 0.01
+    assert w.phase.count == completed + w.unfinished  # censored waits are in the percentiles
+    session.close()
+    assert wait_gone([pid]) == []
+
+
+def test_silent_command_is_stalled_and_fails_the_run(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        duration_s = 5
+        [[workload]]
+        name = "quiet"
+        priority = "high"
+        rate = 50
+        command = ["@PY@", "@W@/pipe_producer.py", "50", "--hang-after", "20"]
+    """)
+    r = run_xwatch("run", str(f), "--headless", "--export", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "quiet stalled" in r.stdout and "FAILED" in r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    ph = doc["phases"][0]
+    w = ph["workloads"]["quiet"]
+    assert ph["status"] == "failed" and "quiet stalled since" in ph["error"]
+    assert w["stalls"] and w["stalls"][0]["since"] < 2.0 and w["count"] == 20
+    # a command with a rate: unfinished is estimated from it and says so
+    assert w["unfinished"]["count"] >= 150 and not w["unfinished"]["in_percentiles"]
+    assert "estimated from rate" in w["unfinished"]["note"]
+    assert wait_gone([w["pid"]]) == []
+
+
+@pytest.mark.skipif(not have_cc(), reason="needs a C compiler for the fake shim")
+def test_killed_xserver_fails_the_phase_at_once(tmp_path: Path) -> None:
+    install = make_install(tmp_path / "xsched")
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = 20
+[xsched]
+platform = "hip"
+port = 0
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
+[[workload]]
+name = "low"
+priority = "low"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
+""".replace("port = 0", "port = 50999"))
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "xwatch", "run", str(f), "--headless",
+                             "--mode", "xsched", "--xsched", str(install), "--export",
+                             str(tmp_path / "o")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    pid = None
+    while time.monotonic() < deadline and pid is None:
+        time.sleep(0.2)
+        pid = xserver_pid(install)
+    assert pid is not None
+    time.sleep(3.0)
+    t_kill = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - t_kill
+    assert proc.returncode == 1, out + err
+    assert took < 12  # detected at once, not at the planned end (20 s)
+    assert "xserver (pid" in out + err and "died" in out + err
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    ph = doc["phases"][0]
+    assert ph["status"] == "failed" and "died (killed by signal 9)" in ph["error"]
+    assert ph["xsched"]["xserver_exit"]["returncode"] == -9
+    assert any(a.get("kind") == "failure" for a in ph["annotations"])
+    pids = [w["pid"] for w in ph["workloads"].values()]
+    assert all(w["state"] == "stopped" for w in ph["workloads"].values())
+    assert wait_gone(pids) == [] and not pid_alive(pid)
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "## Failures" in report and "xserver (pid" in report

@@ -1,0 +1,194 @@
+"""Pure pieces that explain failures and XSched: cause lines, clipping, the
+arrival schedule, probe verdicts, the calibrate decomposition, tail attribution."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from xwatch.core.analysis.attribution import attribute
+from xwatch.core.analysis.calibrate import calibrate, high_names
+from xwatch.core.engine.arrivals import Schedule, due_times
+from xwatch.core.engine.causes import best_cause, clip, strip_prefix
+from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import Moments
+from xwatch.core.xsched.engagement import probe_verdict
+from xwatch.scenario import parse_scenario
+from tests.helpers.fixture_snapshot import workload_snapshot
+
+# What upstream XSched 49079bc printed when PyTorch crashed on created streams
+# (driver 580), followed by the interpreter's own death notice.
+XSCHED_CRASH = [
+    "[INFO @ T597 @ 12:15:01.102934] using global scheduler",
+    "[INFO @ T597 @ 12:15:01.103001] XQueue created for stream 0x55d1c2a0",
+    "[ERRO @ T597 @ 12:15:06.595215] cuda error 1: invalid argument @ "
+    "/work/xsched/platforms/cuda/hal/src/level1/cuda_queue.cpp:44",
+]
+PY_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/x/loop.py", line 99, in run',
+    "    forward()",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+]
+
+
+def test_cause_prefers_xsched_error_and_strips_its_prefix() -> None:
+    assert best_cause(XSCHED_CRASH) == ("cuda error 1: invalid argument @ "
+                                        "/work/xsched/platforms/cuda/hal/src/level1/cuda_queue.cpp:44")
+
+
+def test_cause_never_picks_an_info_line() -> None:
+    assert best_cause(XSCHED_CRASH[:2]) == ""
+    assert best_cause(["[INFO @ T1 @ 00:00:00.0] using global scheduler", "bye"]) == "bye"
+
+
+def test_cause_python_traceback_and_device_error() -> None:
+    assert best_cause(PY_TRACEBACK) == \
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert best_cause(["warming up", "Segmentation fault (core dumped)", ""]) == \
+        "Segmentation fault (core dumped)"
+    assert best_cause(["ValueError: bad shape", "INFO done"]) == "ValueError: bad shape"
+
+
+def test_strip_prefix_and_clip_at_words() -> None:
+    assert strip_prefix("[WARN @ T12 @ 01:02:03.000004] careful") == "careful"
+    text = "RuntimeError: device 'cuda:0' requested but torch sees no GPU"
+    c = clip(text, 40)
+    assert len(c) <= 40 and c.endswith("…") and text.startswith(c[:-1])
+    assert c[:-1].split()[-1] in text.split()  # no word cut in half
+    assert clip("short", 40) == "short"
+
+
+def test_schedule_fixed_is_computed_not_accumulated() -> None:
+    s = Schedule(100.0, 20.0)
+    got = [s.next() for _ in range(1001)]
+    assert got[1000] == 100.0 + 1000 / 20.0
+    assert due_times(100.0, 20.0, "fixed", 0, until=100.0 + 2.0) == \
+        [100.0 + i / 20 for i in range(41)]
+    assert due_times(100.0, 20.0, "fixed", 0, until=102.0, skip=38) == \
+        [100.0 + i / 20 for i in range(38, 41)]
+    assert due_times(100.0, 20.0, "fixed", 0, until=102.0, limit=10) == \
+        [100.0 + i / 20 for i in range(10)]
+    assert due_times(100.0, 20.0, "fixed", 0, until=99.0) == []
+
+
+def test_schedule_poisson_matches_the_worker_rng() -> None:
+    rng = random.Random(7)
+    t, expect = 5.0, []
+    for _ in range(50):
+        expect.append(t)
+        t += rng.expovariate(30.0)
+    s = Schedule(5.0, 30.0, "poisson", 7)
+    assert [s.next() for _ in range(50)] == expect
+    until = expect[40]
+    assert due_times(5.0, 30.0, "poisson", 7, until) == expect[:41]
+    assert due_times(5.0, 30.0, "poisson", 7, until, skip=30) == expect[30:41]
+
+
+@pytest.mark.parametrize(("rc", "stderr", "qmax", "ready", "timed_out", "want"), [
+    (-11, XSCHED_CRASH, 2, 0, False, "crashed"),
+    (0, ["[INFO @ T1 @ 0:0:0.0] using global scheduler"], 2, 5, False, "engaged"),
+    (0, ["[INFO @ T1 @ 0:0:0.0] using global scheduler"], 2, 0, False, "not-scheduled"),
+    (0, ["[INFO @ T1 @ 0:0:0.0] using global scheduler",
+         "[WARN @ T1 @ 0:0:0.0] CudaQueueCreate failed: does not support default stream"],
+     0, 0, False, "not-scheduled"),
+    (0, [], 0, 0, False, "shim-not-loaded"),
+    (0, ["[INFO @ T1 @ 0:0:0.0] using app-managed scheduler"], 0, 0, False, "app-managed"),
+    (0, ["[INFO @ T1 @ 0:0:0.0] using local scheduler with policy HPF"], 0, 0, False, "local"),
+    (-9, ["[INFO @ T1 @ 0:0:0.0] using global scheduler"], 2, 0, True, "hung"),
+])
+def test_probe_verdicts(rc: int, stderr: list[str], qmax: int, ready: int, timed_out: bool,
+                        want: str) -> None:
+    status, detail, cause, _ = probe_verdict(rc, stderr, qmax, ready, timed_out, 10)
+    assert status == want, detail
+    if want == "crashed":
+        assert "SIGSEGV" in detail and "cuda error 1: invalid argument" in detail
+        assert cause.startswith("cuda error 1")
+
+
+SCEN = parse_scenario({"duration_s": 10, "workload": [
+    {"name": "high", "priority": "high", "model": "resnet18", "rate": 20},
+    {"name": "low", "priority": "low", "model": "resnet50"}]})
+
+
+def _summary(values: list[float]) -> object:
+    m = Moments()
+    for v in values:
+        m.add(v)
+    return m.summary()
+
+
+def _phase(index: int, mode: str, role: str, hi_ms: list[float] | None, low_sps: float | None,
+           status: str = "done", extra: dict[str, object] | None = None,
+           slowest: tuple[tuple[float, float], ...] = ()) -> PhaseSnapshot:
+    wls = []
+    if hi_ms is not None:
+        wls.append(workload_snapshot("high", 1, _summary(hi_ms), len(hi_ms), 20.0,
+                                     slowest=slowest))
+    if low_sps is not None:
+        wls.append(workload_snapshot("low", 0, _summary([100.0]), 10, low_sps))
+    return PhaseSnapshot(index, f"{role}-{mode}-1", mode, status, "", None, 10.0, True,
+                         tuple(wls), {"calibrate": role, **(extra or {})})
+
+
+def test_calibrate_decomposition_and_verdict() -> None:
+    assert high_names(SCEN) == ("high",)
+    alone_n = [4.0] * 98 + [5.0, 5.0]
+    alone_x = [3.5] * 98 + [22.0, 22.0]
+    tog_n = [4.3] * 98 + [14.0, 14.0]
+    tog_x = [3.6] * 98 + [18.5, 18.5]
+    snap = SessionSnapshot(SCEN, (
+        _phase(0, "native", "alone", alone_n, None), _phase(1, "xsched", "alone", alone_x, None),
+        _phase(2, "native", "together", tog_n, 6164.0),
+        _phase(3, "xsched", "together", tog_x, 5057.0)), (), 0.0, 10.0)
+    cal = calibrate(snap)
+    assert cal is not None and not cal.missing
+    p50 = cal.rows[0]
+    p99 = cal.rows[2]
+    # exact against the percentiles each phase reports (histogram-quantized)
+    assert p50.shim_overhead == pytest.approx(snap.phases[1].workloads[0].phase.p50
+                                              - snap.phases[0].workloads[0].phase.p50)
+    assert p50.recovered == pytest.approx(p50.together_native - p50.together_xsched)
+    assert p99.contention == pytest.approx(p99.together_native - p99.alone_native)
+    assert p99.shim_overhead > 15 and p99.recovered < 0
+    assert cal.low_price_pct == pytest.approx((5057 - 6164) / 6164 * 100)
+    v = cal.verdict
+    assert "lowers high's median" in v and "raises its P99" in v
+    assert "comes from the shim itself" in v and "-18.0%" in v
+
+
+def test_calibrate_missing_phase_is_said() -> None:
+    snap = SessionSnapshot(SCEN, (
+        _phase(0, "native", "alone", [4.0] * 10, None),
+        _phase(1, "xsched", "alone", None, None, status="failed"),
+        _phase(2, "native", "together", [5.0] * 10, 100.0),
+        _phase(3, "xsched", "together", [4.5] * 10, 90.0)), (), 0.0, 10.0)
+    cal = calibrate(snap)
+    assert cal is not None and cal.missing == ("alone xsched (failed)",)
+    assert math.isnan(cal.rows[0].shim_overhead)
+    assert cal.verdict.startswith("Incomplete calibration")
+
+
+def test_tail_attribution_counts_by_nearest_polls() -> None:
+    lanes = {"high": {"lane": [[t / 10, "running"] for t in range(100)]},
+             "low": {"lane": [[t / 10, "running" if t < 30 else "suspended" if t < 60
+                               else "idle" if t < 80 else "none"] for t in range(80)]}}
+    lanes["high"]["lane"][50] = [5.0, "suspended"]
+    slow = ((1.02, 50.0),   # open 0.97-1.02: polls at 1.0 -> LOW running
+            (4.05, 60.0),   # 3.99-4.05: poll 4.0 -> LOW suspended
+            (5.01, 20.0),   # 4.99-5.01: HIGH's own queue suspended at 5.0
+            (7.03, 20.0),   # 7.01-7.03: no poll inside; nearest 7.0 -> LOW idle
+            (9.53, 20.0),   # 9.51-9.53: nearest LOW poll 7.9 is too far; HIGH's 9.5 says ready
+            (2.0, 5.0))     # under the SLO: not counted
+    p = _phase(1, "xsched", "together", [4.0] * 100, 10.0,
+               extra={"xsched": {"workloads": lanes}}, slowest=slow)
+    a = attribute(p, slo_ms=10.0)
+    assert a is not None and a.threshold_kind == "SLO"
+    assert a.counts == {"LOW running": 1, "LOW suspended": 1, "LOW idle": 1,
+                        "HIGH suspended": 1, "unknown": 1}
+    assert "1 while LOW running" in a.sentence()
+    native = _phase(0, "native", "together", [4.0] * 100, 10.0, slowest=slow)
+    assert attribute(native, slo_ms=10.0) is None

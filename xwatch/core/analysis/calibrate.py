@@ -1,0 +1,140 @@
+"""The calibrate decomposition, per percentile of the high-priority workload:
+
+- shim overhead  = alone under XSched - alone native
+- contention     = together native - alone native
+- XSched recovers = together native - together under XSched
+- LOW's price    = LOW samples/s together under XSched vs together native
+
+and one plain sentence saying what that means. Pure: works on any snapshot whose
+phases carry ``extra["calibrate"]`` ("alone" | "together")."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
+from xwatch.scenario import Scenario
+
+PCTS = (("p50", "P50"), ("p95", "P95"), ("p99", "P99"))
+
+
+def high_names(scen: Scenario) -> tuple[str, ...]:
+    top = max(w.priority_value for w in scen.workloads)
+    return tuple(w.name for w in scen.workloads if w.priority_value == top)
+
+
+@dataclass(frozen=True)
+class Row:
+    pct: str  # "P50"
+    alone_native: float
+    alone_xsched: float
+    together_native: float
+    together_xsched: float
+
+    @property
+    def shim_overhead(self) -> float:
+        return self.alone_xsched - self.alone_native
+
+    @property
+    def contention(self) -> float:
+        return self.together_native - self.alone_native
+
+    @property
+    def recovered(self) -> float:
+        return self.together_native - self.together_xsched
+
+
+@dataclass(frozen=True)
+class Calibration:
+    workload: str
+    rows: tuple[Row, ...]
+    low_native_sps: float
+    low_xsched_sps: float
+    missing: tuple[str, ...]  # phases that did not run or failed
+    verdict: str
+
+    @property
+    def low_price_pct(self) -> float:
+        if not self.low_native_sps or math.isnan(self.low_native_sps):
+            return math.nan
+        return (self.low_xsched_sps - self.low_native_sps) / self.low_native_sps * 100
+
+
+def _find(snap: SessionSnapshot, role: str, mode: str) -> PhaseSnapshot | None:
+    found = [p for p in snap.phases if p.extra.get("calibrate") == role and p.mode == mode]
+    return found[-1] if found else None
+
+
+def calibrate(snap: SessionSnapshot) -> Calibration | None:
+    """The decomposition, or None when the snapshot holds no calibrate phases."""
+    if not any(p.extra.get("calibrate") for p in snap.phases):
+        return None
+    high = high_names(snap.scenario)[0]
+    lows = [w.name for w in snap.scenario.workloads if w.name not in high_names(snap.scenario)]
+    phases = {(r, m): _find(snap, r, m) for r in ("alone", "together")
+              for m in ("native", "xsched")}
+    def usable(p: PhaseSnapshot | None) -> bool:
+        w = p.workload(high) if p is not None else None
+        return p is not None and p.status != "failed" and w is not None and w.count > 0
+
+    missing = tuple(f"{r} {m}" + ("" if p is None else f" ({p.status})")
+                    for (r, m), p in phases.items() if not usable(p))
+
+    def val(role: str, mode: str, key: str) -> float:
+        p = phases[(role, mode)]
+        w = p.workload(high) if p is not None else None
+        return w.phase.get(key) if w is not None and w.count and p is not None \
+            and p.status != "failed" else math.nan
+
+    rows = tuple(Row(label, val("alone", "native", k), val("alone", "xsched", k),
+                     val("together", "native", k), val("together", "xsched", k))
+                 for k, label in PCTS)
+
+    def low_sps(mode: str) -> float:
+        p = phases[("together", mode)]
+        if p is None or p.status == "failed":
+            return math.nan
+        total = 0.0
+        for n in lows:
+            w = p.workload(n)
+            total += w.samples_per_s if w is not None else 0.0
+        return total
+
+    cal = Calibration(high, rows, low_sps("native"), low_sps("xsched"), missing, "")
+    return Calibration(high, rows, cal.low_native_sps, cal.low_xsched_sps, missing,
+                       verdict(cal))
+
+
+def _ms(v: float) -> str:
+    return f"{abs(v):.2f} ms"
+
+
+def verdict(c: Calibration) -> str:
+    """One sentence in plain words."""
+    if c.missing:
+        return ("Incomplete calibration: " + ", ".join(c.missing) + " did not give "
+                f"{c.workload} latencies, so the parts cannot all be separated.")
+    p50 = next(r for r in c.rows if r.pct == "P50")
+    p99 = next(r for r in c.rows if r.pct == "P99")
+    parts = []
+    if p50.recovered >= 0:
+        parts.append(f"XSched lowers {c.workload}'s median under contention by {_ms(p50.recovered)}")
+    else:
+        parts.append(f"XSched raises {c.workload}'s median under contention by {_ms(p50.recovered)}")
+    if p99.recovered >= 0:
+        parts.append(f"its P99 by {_ms(p99.recovered)}")
+    else:
+        parts.append(f"but raises its P99 by {_ms(p99.recovered)}")
+    tail = f"; the shim alone adds {_ms(p99.shim_overhead)} to P99" if p99.shim_overhead > 0 \
+        else f"; the shim alone changes P99 by {p99.shim_overhead:+.2f} ms"
+    cause = ""
+    if p99.shim_overhead > 0 and p99.recovered < 0 and p99.shim_overhead >= -p99.recovered * 0.5:
+        cause = ", so most of the added tail comes from the shim itself, not from the " \
+                "low-priority work"
+    elif p99.contention > 0 and p99.recovered >= 0:
+        cause = (f", recovering {min(100.0, p99.recovered / p99.contention * 100):.0f}% of the "
+                 f"{_ms(p99.contention)} that contention added")
+    price = "" if math.isnan(c.low_price_pct) else \
+        f". Low-priority throughput changes by {c.low_price_pct:+.1f}%"
+    return ", ".join(parts) + tail + cause + price + "."

@@ -1,0 +1,61 @@
+"""The preflight smoke: a few seconds of tiny GPU work, run under the XSched shim
+with a workload's own environment before that workload's real (slow to load)
+model starts. ``python -m xwatch.core.engine.worker.smoke DEVICE STREAM SECONDS``.
+
+Prints two JSON lines on stdout (``start`` after torch and the device are up,
+``done`` with the iteration count); a crash shows as the exit status and stderr.
+Small convolutions, a matrix product and a device synchronize per iteration: the
+same kinds of kernel launch the real workloads make.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    device_name = args[0] if args else "cpu"
+    stream_kind = args[1] if len(args) > 1 else "created"
+    seconds = float(args[2]) if len(args) > 2 else 2.0
+    import torch
+
+    if device_name == "auto":
+        device_name = "cuda:0" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device_name)
+    on_gpu = dev.type == "cuda"
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.Linear(16, 10)).to(dev).eval()
+    x = torch.randn(1, 3, 64, 64, device=dev)
+    w = torch.randn(256, 256, device=dev)
+    stream = torch.cuda.Stream(device=dev) if on_gpu and stream_kind == "created" else None
+    sync = (lambda: torch.cuda.synchronize(dev)) if on_gpu else (lambda: None)
+    print(json.dumps({
+        "type": "start", "pid": os.getpid(), "torch": torch.__version__,
+        "cuda": getattr(torch.version, "cuda", None), "hip": getattr(torch.version, "hip", None),
+        "device": str(dev), "stream": (stream_kind if on_gpu else "n/a (cpu)"),
+        "device_name": torch.cuda.get_device_name(dev) if on_gpu else "cpu"}), flush=True)
+    ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    times: list[float] = []
+    end = time.monotonic() + seconds
+    with torch.inference_mode(), ctx:
+        while time.monotonic() < end or len(times) < 3:
+            t = time.monotonic()
+            model(x)
+            (w @ w).sum()
+            sync()
+            times.append((time.monotonic() - t) * 1e3)
+    times.sort()
+    print(json.dumps({"type": "done", "iters": len(times),
+                      "median_ms": round(times[len(times) // 2], 4)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""Preflight: before an XSched phase starts its real workloads (whose models can
+take minutes to load), run a few seconds of tiny GPU work under the shim with
+each workload's own XSched environment and the running xserver, on a created
+stream and on the default stream, and say what XSched did with it.
+
+One probe per distinct (python, platform, device, stream, workload environment)
+among the built-in model workloads, all in parallel. A probe's verdict is one of ``engaged``, ``crashed``,
+``shim-not-loaded``, ``app-managed``, ``local``, ``not-scheduled``, ``hung``
+(decided by ``engagement.probe_verdict`` from the exit status, the shim's log and
+the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
+on the kind of stream a workload uses fails the phase at once with that reason.
+Verdicts are cached for the process's lifetime per install (and shim file),
+interpreter, platform, device, stream and XSched environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from xwatch.core.engine.launch import build_launch
+from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.xsched.client import XserverClient
+from xwatch.core.xsched.engagement import FAILING_VERDICTS, probe_verdict
+from xwatch.core.xsched.install import XschedInstall
+from xwatch.errors import XschedError
+from xwatch.scenario import Scenario, Workload
+
+SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
+SMOKE_SECONDS = 2.0
+PROBE_TIMEOUT_S = 120.0
+POLL_S = 0.02
+
+_CACHE: dict[tuple[Any, ...], Verdict] = {}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One smoke run: where and how."""
+
+    python: str
+    platform: str
+    device: str
+    stream: str  # "created" | "default" | "n/a" (cpu)
+    env: Mapping[str, str] = field(repr=False, compare=False)
+    env_added: Mapping[str, str] = field(repr=False, compare=False)
+    workloads: tuple[str, ...] = field(compare=False, default=())
+
+    def key(self, install: XschedInstall) -> tuple[Any, ...]:
+        shim = install.shim(self.platform)
+        try:
+            mtime = shim.stat().st_mtime_ns
+        except OSError:
+            mtime = None
+        relevant = tuple(sorted((k, v) for k, v in self.env_added.items()
+                                if not k.startswith("XWATCH_")))
+        return (str(install.root), mtime, self.python, self.platform, self.device, self.stream,
+                relevant)
+
+
+@dataclass
+class Verdict:
+    """What one probe showed."""
+
+    status: str
+    detail: str
+    python: str
+    platform: str
+    device: str
+    stream: str
+    workloads: list[str]
+    returncode: int | None = None
+    cause: str = ""
+    scheduler: str | None = None
+    queues_max: int = 0
+    ready_polls: int = 0
+    polls: int = 0
+    iters: int = 0
+    median_ms: float | None = None
+    seconds: float = 0.0
+    torch: str | None = None
+    device_name: str | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        where = f"{self.device} {self.stream} stream" if self.stream != "n/a" else self.device
+        cached = " (cached)" if self.cached else ""
+        return f"{where}: {self.status}{cached} - {self.detail}"
+
+
+def _device_of(w: Workload) -> str:
+    return w.device
+
+
+def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, str],
+                envs: Mapping[str, Mapping[str, str]]) -> list[Probe]:
+    """The distinct probes the scenario's built-in workloads need."""
+    probes: dict[tuple[Any, ...], Probe] = {}
+    for w in scen.workloads:
+        if w.model is None:
+            continue
+        streams = ("n/a",) if w.device == "cpu" else ("created", "default")
+        spec = build_launch(w, envs.get(w.name))
+        # the workload's own environment counts: priorities, levels and extra variables
+        # can each make the shim behave differently
+        own_env = tuple(sorted((k, v) for k, v in spec.env_added.items()
+                               if not k.startswith("XWATCH_")))
+        for stream in streams:
+            k = (w.python or sys.executable, platforms[w.name], _device_of(w), stream, own_env)
+            prev = probes.get(k)
+            names = (*(prev.workloads if prev else ()), w.name)
+            probes[k] = Probe(k[0], k[1], k[2], stream, spec.env, spec.env_added, names)
+    return list(probes.values())
+
+
+async def run_probes(probes: list[Probe], install: XschedInstall, client: XserverClient,
+                     seconds: float = SMOKE_SECONDS, timeout_s: float = PROBE_TIMEOUT_S,
+                     use_cache: bool = True) -> list[Verdict]:
+    """Run the probes (in parallel) while polling xserver for their XQueues."""
+    out: list[Verdict | None] = [None] * len(probes)
+    todo: list[tuple[int, Probe]] = []
+    for i, p in enumerate(probes):
+        hit = _CACHE.get(p.key(install)) if use_cache else None
+        if hit is not None:
+            v = Verdict(**{**hit.as_dict(), "workloads": list(p.workloads), "cached": True})
+            out[i] = v
+        else:
+            todo.append((i, p))
+    if todo:
+        results = await _run(todo, client, seconds, timeout_s)
+        for (i, p), v in zip(todo, results):
+            out[i] = v
+            _CACHE[p.key(install)] = v
+    return [v for v in out if v is not None]
+
+
+async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: float,
+               timeout_s: float) -> list[Verdict]:
+    procs: list[asyncio.subprocess.Process | None] = []
+    errors: list[str] = []
+    t0 = time.monotonic()
+    for _, p in todo:
+        argv = [p.python, "-u", "-m", SMOKE_MODULE, p.device, p.stream, f"{seconds:g}"]
+        try:
+            procs.append(await asyncio.create_subprocess_exec(
+                *argv, env=dict(p.env), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                start_new_session=True, preexec_fn=child_setup()))
+            errors.append("")
+        except OSError as e:
+            procs.append(None)
+            errors.append(f"cannot start {p.python}: {e.strerror or e}")
+    pids = {proc.pid: k for k, proc in enumerate(procs) if proc is not None}
+    seen = [{"max": 0, "ready": 0, "polls": 0} for _ in procs]
+
+    async def poll() -> None:
+        while True:
+            try:
+                data = await asyncio.to_thread(client.xqueues)
+            except XschedError:
+                data = {}
+            by_pid: dict[int, list[dict[str, Any]]] = {}
+            for q in data.get("xqueues") or []:
+                by_pid.setdefault(int(q.get("pid", -1)), []).append(q)
+            for pid, k in pids.items():
+                proc = procs[k]
+                if proc is None or proc.returncode is not None:
+                    continue
+                mine = by_pid.get(pid, [])
+                seen[k]["polls"] += 1
+                seen[k]["max"] = max(seen[k]["max"], len(mine))
+                if any(q.get("ready") for q in mine):
+                    seen[k]["ready"] += 1
+            await asyncio.sleep(POLL_S)
+
+    async def collect(proc: asyncio.subprocess.Process) -> tuple[int | None, str, str, bool]:
+        try:
+            so, se = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+            return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
+                False
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, 9)
+            so, se = await proc.communicate()
+            return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
+                True
+
+    poller = asyncio.create_task(poll())
+    try:
+        results = await asyncio.gather(*(collect(p) if p is not None else _none()
+                                         for p in procs))
+    finally:
+        poller.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await poller
+        for proc in procs:
+            if proc is not None and proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, 9)
+    elapsed = time.monotonic() - t0
+    verdicts = []
+    for k, ((_, p), (rc, so, se, timed_out)) in enumerate(zip(todo, results)):
+        lines = [ln for ln in se.splitlines() if ln.strip()]
+        info: dict[str, Any] = {}
+        for ln in so.splitlines():
+            with contextlib.suppress(ValueError):
+                d = json.loads(ln)
+                if isinstance(d, dict):
+                    info.update(d)
+        if errors[k]:
+            status, detail, cause, sched = "crashed", errors[k], errors[k], None
+        else:
+            status, detail, cause, sched = probe_verdict(
+                rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)))
+        stream = p.stream if not str(info.get("stream", "")).startswith("n/a") else "n/a"
+        verdicts.append(Verdict(
+            status=status, detail=detail, python=p.python, platform=p.platform, device=p.device,
+            stream=stream, workloads=list(p.workloads), returncode=rc, cause=cause,
+            scheduler=sched, queues_max=seen[k]["max"], ready_polls=seen[k]["ready"],
+            polls=seen[k]["polls"], iters=int(info.get("iters", 0)),
+            median_ms=info.get("median_ms"), seconds=round(elapsed, 2),
+            torch=info.get("torch"), device_name=info.get("device_name"),
+            stderr_tail=list(deque(lines, maxlen=12))))
+    return verdicts
+
+
+async def _none() -> tuple[int | None, str, str, bool]:
+    return None, "", "", False
+
+
+def preflight_failure(verdicts: list[Verdict], scen: Scenario) -> str | None:
+    """Why the phase must not start: a workload's own stream kind crashed, hung or
+    was not scheduled. None if every workload may start."""
+    for w in scen.workloads:
+        if w.model is None:
+            continue
+        mine = [v for v in verdicts if w.name in v.workloads]
+        wanted = [v for v in mine if v.stream in (w.stream, "n/a")] or mine
+        for v in wanted:
+            if v.status in FAILING_VERDICTS:
+                where = f"{v.stream} stream" if v.stream != "n/a" else v.device
+                return (f"preflight: {where} under XSched {v.status} ({v.detail}); {w.name} "
+                        f"uses {w.stream if v.stream != 'n/a' else v.device} - its real "
+                        "workload would fail the same way. Fix the install or the scenario "
+                        "(or --no-preflight to start anyway)")
+    return None
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
