@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tests.helpers.fixture_snapshot import workload_snapshot
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.engine.arrivals import Schedule, due_times
@@ -16,7 +17,6 @@ from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.core.xsched.engagement import probe_verdict
 from xwatch.scenario import parse_scenario
-from tests.helpers.fixture_snapshot import workload_snapshot
 
 # What upstream XSched 49079bc printed when PyTorch crashed on created streams
 # (driver 580), followed by the interpreter's own death notice.
