@@ -192,3 +192,19 @@ def test_tail_attribution_counts_by_nearest_polls() -> None:
     assert "1 while LOW running" in a.sentence()
     native = _phase(0, "native", "together", [4.0] * 100, 10.0, slowest=slow)
     assert attribute(native, slo_ms=10.0) is None
+
+
+def test_cause_on_stderr_captured_from_the_real_crash() -> None:
+    """stderr of a preflight probe under upstream XSched 49079bc on the H100 (driver 580):
+    the XSched error, then glibc's abort message; the cause is the XSched line."""
+    from pathlib import Path
+
+    lines = (Path(__file__).parents[1] / "data" / "stderr" /
+             "xsched-49079bc-h100-created-stream.txt").read_text().splitlines()
+    assert lines[-1].startswith("malloc(): unsorted double linked list corrupted")
+    cause = best_cause(lines)
+    assert cause.startswith("cuda error 1: invalid argument @ ")
+    assert cause.endswith("level1/cuda_queue.cpp:44")
+    status, detail, _, sched = probe_verdict(-6, lines, 144, 4, False, 0, 40)
+    assert (status, sched) == ("crashed", "global")
+    assert detail.startswith("killed by SIGABRT: cuda error 1: invalid argument")

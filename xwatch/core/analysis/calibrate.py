@@ -117,15 +117,11 @@ def verdict(c: Calibration) -> str:
                 f"{c.workload} latencies, so the parts cannot all be separated.")
     p50 = next(r for r in c.rows if r.pct == "P50")
     p99 = next(r for r in c.rows if r.pct == "P99")
-    parts = []
-    if p50.recovered >= 0:
-        parts.append(f"XSched lowers {c.workload}'s median under contention by {_ms(p50.recovered)}")
-    else:
-        parts.append(f"XSched raises {c.workload}'s median under contention by {_ms(p50.recovered)}")
-    if p99.recovered >= 0:
-        parts.append(f"its P99 by {_ms(p99.recovered)}")
-    else:
-        parts.append(f"but raises its P99 by {_ms(p99.recovered)}")
+    median = "lowers" if p50.recovered >= 0 else "raises"
+    tail_verb = "lowers" if p99.recovered >= 0 else "raises"
+    joint = "and" if (p50.recovered >= 0) == (p99.recovered >= 0) else "but"
+    parts = [f"XSched {median} {c.workload}'s median under contention by "
+             f"{_ms(p50.recovered)} {joint} {tail_verb} its P99 by {_ms(p99.recovered)}"]
     tail = f"; the shim alone adds {_ms(p99.shim_overhead)} to P99" if p99.shim_overhead > 0 \
         else f"; the shim alone changes P99 by {p99.shim_overhead:+.2f} ms"
     cause = ""

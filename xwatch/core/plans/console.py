@@ -74,8 +74,8 @@ def final_table(p: PhaseSnapshot) -> str:
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
                          "end (not counted)")
         for st in w.stalls:
-            until = f"{st['until']:.1f}" if st.get("until") is not None else "the end"
-            extra.append(f"  {w.name}: stalled from {st['since']:.1f} s to {until} s: "
+            until = f"{st['until']:.1f} s" if st.get("until") is not None else "the end"
+            extra.append(f"  {w.name}: stalled from {st['since']:.1f} s to {until}: "
                          f"{st.get('why', '')}")
     lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
              "latency in ms over the whole phase, warm-up excluded)"]

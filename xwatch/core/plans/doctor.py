@@ -69,6 +69,7 @@ def checks(xsched_root: str | None, python: str | None) -> list[Check]:
     out.append(Check("PASS" if ok_py else "FAIL", "python (xwatch)",
                      f"{sys.version.split()[0]} at {sys.executable}"))
     info = probe_python(py)
+    info["python_exe"] = py
     if "probe_error" in info:
         out.append(Check("FAIL", "workload python", f"{py}: {info['probe_error']}"))
     else:
@@ -122,26 +123,48 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
         out.append(Check("FAIL", "shim platform", f"torch is a {plat} build but {inst.lib} has "
                          f"{', '.join(SHIMS[p] for p in present) or 'no shim'}"))
     scen = Scenario("doctor", "", 1.0, "auto", 10.0,
-                    (Workload(name="probe", priority="high", command=("true",), platform=plat),))
+                    (Workload(name="probe", priority="high", model="resnet18", platform=plat,
+                              python=str(info.get("python_exe") or sys.executable)),))
     ctl = XschedController(inst, scen)
 
-    async def start_stop() -> str:
+    async def start_probe_stop() -> tuple[str, list[Any]]:
         from xwatch.core.engine.session import Session
+        from xwatch.core.xsched.env import xsched_env
+        from xwatch.core.xsched.preflight import plan_probes, run_probes
 
         s = Session(scen)
         ph = s.new_phase("xsched")
         try:
             await ctl._start_xserver({})
-            pol = await asyncio.to_thread(ctl.client.get_policy)  # type: ignore[union-attr]
+            assert ctl.client is not None
+            pol = await asyncio.to_thread(ctl.client.get_policy)
             port = ctl.port
+            w = scen.workloads[0]
+            probes = plan_probes(scen, inst, {w.name: plat},
+                                 {w.name: xsched_env(w, inst, plat)})
+            verdicts = await run_probes(probes, inst, ctl.client, use_cache=False)
         finally:
             await ctl._stop_xserver()
             ph.finish()
             s.close()
-        return f"started on port {port}, GET /policy -> {pol}, stopped"
+        return f"started on port {port}, GET /policy -> {pol}, stopped", verdicts
 
     try:
-        out.append(Check("PASS", "xserver", asyncio.run(start_stop())))
+        line, verdicts = asyncio.run(start_probe_stop())
+        out.append(Check("PASS", "xserver", line))
+        out.append(Check("WARN", "xserver network", "listens on all interfaces (0.0.0.0) "
+                         "without authentication: anyone who can reach this host's port can "
+                         "change priorities and policy; firewall it on shared machines"))
+        for v in verdicts:
+            if v.stream == "n/a" and plat == "cuda" and v.status == "shim-not-loaded":
+                out.append(Check("SKIP", "preflight", "no GPU: torch on the CPU never loads "
+                                 "the CUDA driver library, so the shim cannot be exercised"))
+                continue
+            created = v.stream in ("created", "n/a")
+            status = "PASS" if v.status == "engaged" else "FAIL" if created else "WARN"
+            note = "" if created or v.status == "engaged" else \
+                " (workloads with stream = \"default\" would not be scheduled)"
+            out.append(Check(status, "preflight", v.line() + note))
     except XwatchError as e:
         out.append(Check("FAIL", "xserver", str(e)))
     return out

@@ -82,8 +82,15 @@ def _describe_rc(rc: int | None) -> str:
     return f"exit code {rc}"
 
 
+#: a probe is engaged only if its queues were ready in at least this many polls and
+#: this share of them (one stray "ready" of an idle internal stream is not evidence)
+PROBE_READY_MIN = 3
+PROBE_READY_SHARE = 0.02
+
+
 def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_polls: int,
-                  timed_out: bool, iters: int) -> tuple[str, str, str, str | None]:
+                  timed_out: bool, iters: int, polls: int = 0
+                  ) -> tuple[str, str, str, str | None]:
     """(verdict, detail, cause line, scheduler) for one preflight probe."""
     from xwatch.core.engine.causes import best_cause
 
@@ -117,5 +124,9 @@ def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_poll
     if ready_polls == 0:
         return ("not-scheduled", f"{iters} iterations ran but its {queues_max} XQueue(s) were "
                 "never seen ready: the work bypassed XSched", cause, sched)
+    if ready_polls < max(PROBE_READY_MIN, PROBE_READY_SHARE * polls):
+        return ("not-scheduled", f"{iters} iterations ran but its {queues_max} XQueue(s) were "
+                f"ready in only {ready_polls} of {polls} polls: the work bypassed XSched",
+                cause, sched)
     return ("engaged", f"{iters} iterations, {queues_max} XQueue(s), ready in {ready_polls} "
             "polls", cause, sched)

@@ -37,6 +37,7 @@ from xwatch.scenario import Scenario, Workload
 SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 SMOKE_SECONDS = 2.0
 PROBE_TIMEOUT_S = 120.0
+CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still take
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
@@ -95,9 +96,10 @@ class Verdict:
         return asdict(self)
 
     def line(self) -> str:
-        where = f"{self.device} {self.stream} stream" if self.stream != "n/a" else self.device
+        where = f"{self.stream} stream on {self.device}" if self.stream != "n/a" \
+            else f"on {self.device}"
         cached = " (cached)" if self.cached else ""
-        return f"{where}: {self.status}{cached} - {self.detail}"
+        return f"{where} for {', '.join(self.workloads)}: {self.status}{cached} - {self.detail}"
 
 
 def _device_of(w: Workload) -> str:
@@ -143,7 +145,18 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
         for (i, p), v in zip(todo, results):
             out[i] = v
             _CACHE[p.key(install)] = v
-    return [v for v in out if v is not None]
+    # on a machine without a GPU both stream probes ran on the CPU: say it once
+    seen: set[tuple[Any, ...]] = set()
+    result = []
+    for got in out:
+        if got is None:
+            continue
+        k = (got.python, got.platform, got.device, tuple(got.workloads), got.stream)
+        if got.stream == "n/a" and k in seen:
+            continue
+        seen.add(k)
+        result.append(got)
+    return result
 
 
 async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: float,
@@ -185,17 +198,33 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                     seen[k]["ready"] += 1
             await asyncio.sleep(POLL_S)
 
+    crashed = asyncio.Event()
+
     async def collect(proc: asyncio.subprocess.Process) -> tuple[int | None, str, str, bool]:
-        try:
-            so, se = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
-            return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
-                False
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, 9)
-            so, se = await proc.communicate()
-            return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
-                True
+        comm = asyncio.ensure_future(proc.communicate())
+        end = time.monotonic() + timeout_s
+        while not comm.done():
+            left = end - time.monotonic()
+            if crashed.is_set():  # a crashed GLB process can leave the others hanging
+                left = min(left, CRASH_GRACE_S)
+                end = time.monotonic() + left
+            if left <= 0:
+                break
+            waiter = asyncio.ensure_future(crashed.wait())
+            await asyncio.wait({comm, waiter}, timeout=left,
+                               return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+        if comm.done():
+            so, se = comm.result()
+            if proc.returncode not in (0, None):
+                crashed.set()
+            return proc.returncode, so.decode("utf-8", "replace"), \
+                se.decode("utf-8", "replace"), False
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, 9)
+        so, se = await comm
+        return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
+            True
 
     poller = asyncio.create_task(poll())
     try:
@@ -223,7 +252,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             status, detail, cause, sched = "crashed", errors[k], errors[k], None
         else:
             status, detail, cause, sched = probe_verdict(
-                rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)))
+                rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)),
+                seen[k]["polls"])
         stream = p.stream if not str(info.get("stream", "")).startswith("n/a") else "n/a"
         verdicts.append(Verdict(
             status=status, detail=detail, python=p.python, platform=p.platform, device=p.device,
@@ -251,9 +281,11 @@ def preflight_failure(verdicts: list[Verdict], scen: Scenario) -> str | None:
         for v in wanted:
             if v.status in FAILING_VERDICTS:
                 where = f"{v.stream} stream" if v.stream != "n/a" else v.device
+                outcome = "run unscheduled" if v.status == "not-scheduled" else \
+                    "fail the same way, after loading its model"
                 return (f"preflight: {where} under XSched {v.status} ({v.detail}); {w.name} "
-                        f"uses {w.stream if v.stream != 'n/a' else v.device} - its real "
-                        "workload would fail the same way. Fix the install or the scenario "
+                        f"uses {w.stream if v.stream != 'n/a' else v.device}, so its real "
+                        f"workload would {outcome}. Fix the install or the scenario "
                         "(or --no-preflight to start anyway)")
     return None
 
