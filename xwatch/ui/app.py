@@ -23,13 +23,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
 from xwatch.core.engine.session import Phase, Session, SessionSnapshot
+from xwatch.core.plans.calibrate import calibrate_steps
 from xwatch.core.plans.runner import NATIVE, XSCHED, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
-from xwatch.ui.widgets.panels import GpuPanel, LaneStrip, XschedPanel
+from xwatch.ui.widgets.panels import CalibrationPanel, GpuPanel, LaneStrip, XschedPanel
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
@@ -48,6 +49,7 @@ class XwatchApp(App[int]):
         Binding("r", "restart", "Restart"),
         Binding("s", "export", "Snapshot"),
         Binding("k", "control", "XSched ctl"),
+        Binding("C", "calibrate", "Calibrate", show=False),
         Binding("l", "tab('logs')", "Logs"),
         Binding("c", "tab('compare')", "Compare", show=False),
         Binding("1", "tab('live')", "Live", show=False),
@@ -105,7 +107,8 @@ class XwatchApp(App[int]):
                     with Vertical(id="gpu-col"):
                         yield GpuPanel()
                         yield UtilChart()
-            with TabPane("Compare", id="compare"):
+            with TabPane("Compare", id="compare"), Vertical():
+                yield CalibrationPanel()
                 yield CompareTable()
             with TabPane("XSched", id="xsched"), VerticalScroll(id="xsched-scroll"):
                 yield XschedPanel()
@@ -216,6 +219,43 @@ class XwatchApp(App[int]):
         self.notify(f"restarting every workload ({mode})", timeout=4)
         self.start_phase(mode)
 
+    def action_calibrate(self) -> None:
+        """HIGH alone native, alone XSched, together native, together XSched (one after
+        the other, each the scenario's duration); the Compare tab shows the split."""
+        if self._not_live():
+            return
+        assert self.runner is not None and self.scenario is not None
+        reason = self.runner.can_run(XSCHED)
+        if reason:
+            self.notify(reason, title="Calibrate needs XSched", severity="warning",
+                        timeout=10, markup=False)
+            return
+        try:
+            steps = calibrate_steps(self.scenario)
+        except XwatchError as e:
+            self.notify(str(e), title=e.title, severity="warning", markup=False)
+            return
+        self.notify(f"calibrate: 4 phases of {self.scenario.duration_s:g} s; the Compare tab "
+                    "shows the split", timeout=6)
+        self._spawn(self._calibrate(steps))
+
+    async def _calibrate(self, steps: list[Any]) -> None:
+        assert self.runner is not None
+        for step in steps:
+            try:
+                phase = await self.runner.start_phase(step.mode, step.only, step.role)
+            except XwatchError as e:
+                failed = self.runner.phase
+                if failed is not None:
+                    failed.extra["calibrate"] = step.role
+                self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
+                continue
+            phase.extra["calibrate"] = step.role
+            await self._watch_phase(phase)
+            if self.runner.phase is not phase:  # the user started something else
+                return
+        self.action_tab("compare")
+
     def _not_live(self) -> bool:
         if self.replay is not None:
             self.notify("replay: nothing runs here (start `xwatch run` for live workloads)",
@@ -243,6 +283,7 @@ class XwatchApp(App[int]):
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
         self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
+        self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
         reason = self.runner.can_run(XSCHED) if self.runner else None
         self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
         self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))

@@ -17,6 +17,7 @@ HELP = """\
 | `r` | restart every workload in the same mode: a new phase |
 | `s` | export a snapshot (snapshot.json, events.csv, report.md/html) into a timestamped folder |
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
+| `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
 | `p` | pause / resume the charts (data keeps flowing) |
 | `q`, Ctrl+C | stop every workload (and xserver), then quit |
@@ -34,7 +35,13 @@ HELP = """\
 - NVML's GPU **utilization** is the share of time *a kernel was running*, not how full
   the GPU is.
 - In XSched mode a workload is **engaged** only when xserver lists XQueues for its pid and
-  they are seen ready/suspended while it completes requests.
+  they are seen ready/suspended while it completes requests. Before its models load, an
+  XSched phase runs a few seconds of **preflight** under the shim (XSched tab).
+- **stalled**: alive but no request completed (or no heartbeat) for longer than
+  max(2 s, 20x its recent service time, 3 request gaps). A phase that ends with a workload
+  stalled, or whose xserver died, is **failed**.
+- Requests due but **unfinished** when a phase ends are counted at their waiting time so far
+  (a lower bound) in the phase percentiles, and as misses in goodput.
 """
 
 

@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from xwatch.core.analysis.attribution import attribute
+from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct
 
@@ -58,6 +59,38 @@ class GpuPanel(Static):
         self.update(t)
 
 
+class CalibrationPanel(Static):
+    """The calibrate decomposition of HIGH's latency (Compare tab), when the session
+    has calibrate phases (``C`` in the dashboard, or ``xwatch calibrate``)."""
+
+    plain = ""
+
+    def show(self, snap: SessionSnapshot) -> None:
+        cal = calibrate(snap)
+        self.display = cal is not None
+        if cal is None:
+            return
+        t = Text(f"Calibration of {cal.workload}: ", style="bold")
+        t.append(cal.verdict + "\n", style="bold cyan")
+        tab = Table("", "alone native", "alone XSched", "together native", "together XSched",
+                    "shim overhead", "contention", "XSched recovers", box=None, pad_edge=False)
+
+        def f(v: float) -> str:
+            return "-" if v != v else f"{v:.2f}"
+
+        for r in cal.rows:
+            tab.add_row(r.pct, f(r.alone_native), f(r.alone_xsched), f(r.together_native),
+                        f(r.together_xsched), f(r.shim_overhead), f(r.contention),
+                        f(r.recovered))
+        t2 = Text("ms; shim overhead = alone XSched - alone native; contention = together "
+                  "native - alone native; recovers = together native - together XSched. "
+                  f"LOW samples/s {f(cal.low_native_sps)} -> {f(cal.low_xsched_sps)}",
+                  style="dim")
+        from rich.console import Group
+        self.plain = t.plain
+        self.update(Group(t, tab, t2))
+
+
 def _legend(t: Text) -> None:
     t.append("lane: ", style="dim")
     for state, label in (("suspended", "suspended  "), ("running", "running/ready  "),
@@ -74,6 +107,19 @@ def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
         ch, sty = LANE.get(state, ("?", ""))
         t.append(ch, style=sty)
     return t
+
+
+def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: ignore[type-arg]
+    """'▲' under the lane poll nearest to where each slow request ended."""
+    import bisect
+
+    times = [float(tp) for tp, _ in (info.get("lane") or [])[-width:]]
+    marks = [" "] * len(times)
+    for t_end in ends:
+        i = bisect.bisect_left(times, t_end)
+        if times and times[0] <= t_end <= times[-1] + 1.0:
+            marks[min(i, len(times) - 1)] = "▲"
+    return Text("".join(marks), style="bold red")
 
 
 class LaneStrip(Static):
@@ -146,6 +192,11 @@ class XschedPanel(Static):
             t.append("  lane ")
             t.append_text(lane_text(info, 90))
             t.append("\n")
+            if att is not None and name == att.workload and att.requests:
+                t.append("  slow ")
+                t.append_text(slow_marks(info, [r[0] for r in att.requests], 90))
+                t.append(f"  ▲ = a request over {att.threshold_ms:.1f} ms ended here\n",
+                         style="dim")
             for w in info.get("warnings") or []:
                 t.append(f"  ⚠ {w}\n", style="yellow")
         _legend(t)
