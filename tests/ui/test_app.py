@@ -217,3 +217,28 @@ async def test_end_to_end_demo_with_real_torch_workers() -> None:
         await wait_for(lambda: not app.is_running, pilot, timeout=30)
     assert wait_gone(pids, 10) == []
     assert asyncio  # event loop used by pytest-asyncio-free run_test
+
+
+async def test_compare_tab_shows_a_calibration() -> None:
+    """Replay of a real calibrate run (H100, trimmed): the Compare tab splits HIGH's
+    latency change and says what it means."""
+    from xwatch.ui.widgets.panels import CalibrationPanel
+
+    snap = load_snapshot(Path(__file__).resolve().parent.parent / "data" /
+                         "snapshot_calibrate_h100.json")
+    app = make_app(replay=snap, replay_source="calibrate")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        panel = app.query_one(CalibrationPanel)
+        assert panel.display
+        assert "XSched raises high's median under contention by 0.02 ms" in panel.plain
+        await pilot.press("3")  # the XSched tab of the last phase: preflight + attribution
+        await pilot.pause()
+        from xwatch.ui.widgets.panels import XschedPanel
+
+        text = app.query_one(XschedPanel).plain
+        assert "preflight cuda:0/created: engaged" in text
+        assert "preflight cuda:0/default: not-scheduled" in text
+        assert "slow high requests (> 10.00 ms, SLO): 20 while LOW running" in text
+        assert "▲" in text

@@ -137,9 +137,16 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = "events.cs
     }
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # what open() would give, not mkstemp's 0600
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -174,6 +181,7 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
     d.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".events.csv.", dir=d)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as out, open(prep.events_path, "rb") as src:
             left = prep.events_bytes  # the spool may grow meanwhile: copy what was flushed
             while left > 0:

@@ -160,8 +160,9 @@ class XschedPanel(Static):
             self.update(msg)
             return
         t = Text()
+        poll = f"  poll {xs['poll_ms']} ms" if xs.get("poll_ms") else ""
         t.append(f"xserver {' '.join(xs.get('xserver_cmd') or [])}  policy {xs.get('policy')}"
-                 f"  poll {xs.get('poll_ms', '?')} ms\n", style="bold")
+                 f"{poll}\n", style="bold")
         if xs.get("xserver_exit"):
             t.append(f"✖ {xs['xserver_exit'].get('reason')}\n", style="bold red")
         if xs.get("listen"):
