@@ -1,7 +1,12 @@
 """CPU used by the dashboard process itself (workloads are separate processes
 and not counted), with the demo scenario and with a fast synthetic producer.
 
-    python benchmarks/dashboard_cpu.py [--seconds 30] [--rate 20000]
+    python benchmarks/dashboard_cpu.py [--seconds 30] [--rate 20000] [--only light|demo|fast]
+                                       [--profile OUT.pstats]
+
+``light`` is the rate of the `intensive` pair (20 req/s + 6 it/s) from synthetic
+producers, so the dashboard's own cost is measured without workloads competing for
+the CPU. ``--profile`` runs cProfile over the measured window.
 
 Runs the real app headless (Textual's run_test, 120x40) for the given time and
 reports the xwatch process's CPU time / wall time, events ingested, and how
@@ -28,22 +33,32 @@ from xwatch.ui.app import make_app
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def measure(scenario_ref: str, seconds: float) -> dict[str, float]:
+async def measure(scenario_ref: str, seconds: float, profile: str | None = None
+                  ) -> dict[str, float]:
     app = make_app(load_scenario(scenario_ref), telemetry="host")
     me = psutil.Process()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(8.0)  # models load, warm up
+        prof = None
+        if profile:
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
         c0, t0 = me.cpu_times(), time.monotonic()
         n0 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
         await pilot.pause(seconds)
         c1, t1 = me.cpu_times(), time.monotonic()
+        if prof is not None and profile:
+            prof.disable()
+            prof.dump_stats(profile)
         n1 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
         await app.action_quit()
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     return {"cpu_pct": 100 * cpu / (t1 - t0), "events_per_s": (n1 - n0) / (t1 - t0)}
 
 
-def synthetic(rate: int) -> str:
+def synthetic(rate: int, low_rate: int = 50) -> str:
     f = Path(tempfile.mkdtemp()) / "synthetic.toml"
     f.write_text(f"""
 name = "synthetic"
@@ -55,7 +70,7 @@ command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "
 [[workload]]
 name = "slow"
 priority = "low"
-command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "50"]
+command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "{low_rate}"]
 """)
     return str(f)
 
@@ -64,10 +79,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--rate", type=int, default=20000)
+    ap.add_argument("--only", choices=("light", "demo", "fast"))
+    ap.add_argument("--profile", metavar="OUT.pstats")
     a = ap.parse_args()
-    for label, ref in (("demo (real torch workers)", "demo"),
-                       (f"synthetic producer ({a.rate}/s requested)", synthetic(a.rate))):
-        r = asyncio.run(measure(ref, a.seconds))
+    runs = {"light": ("light: producers at 20/s + 6/s (intensive's rates)", lambda: synthetic(20, 6)),
+            "demo": ("demo (real torch workers)", lambda: "demo"),
+            "fast": (f"synthetic producer ({a.rate}/s requested)", lambda: synthetic(a.rate))}
+    for key, (label, ref) in runs.items():
+        if a.only and key != a.only:
+            continue
+        r = asyncio.run(measure(ref(), a.seconds, a.profile))
         print(f"{label:<40} dashboard CPU {r['cpu_pct']:5.1f}% of one core, "
               f"ingesting {r['events_per_s']:8.0f} events/s")
 

@@ -97,10 +97,9 @@ async def test_live_keys_with_real_processes(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(lambda: app.session and app.session.current and all(
             r.rec.count > 5 for r in app.session.current.runs.values()), pilot)
-        await pilot.pause(0.6)
-        table = app.query_one(WorkloadTable)
-        assert table.row_count == 2
-        assert int(str(table.get_cell("high", "n"))) > 5
+        table = app.query_one(WorkloadTable)  # the table redraws on a 1 s timer
+        await wait_for(lambda: table.row_count == 2 and
+                       int(str(table.get_cell("high", "n"))) > 5, pilot)
         pids += [r.pid for r in app.session.current.runs.values() if r.pid]  # type: ignore[union-attr]
         await pilot.press("x")  # no XSched install: the key explains what is missing
         await wait_for(lambda: any("XSched install" in n for n in notes), pilot)
@@ -194,8 +193,8 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
         await wait_for(lambda: app.session.current.mode == "native" and  # type: ignore[union-attr]
                        app.session.current.runs["high"].rec.count > 0, pilot)
         assert not pid_alive(xs_pid)
-        cmp_rows = app.query_one(CompareTable).row_count
-        assert cmp_rows == 14
+        await pilot.press("2")  # hidden tabs are not redrawn; showing one draws it at once
+        await wait_for(lambda: app.query_one(CompareTable).row_count == 14, pilot)
         await app.action_quit()
 
 

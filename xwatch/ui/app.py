@@ -36,8 +36,21 @@ from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
-TICK_S = 0.5
-CHART_EVERY = 2  # redraw charts every other tick (1 Hz)
+TICK_S = 1.0  # header, alerts, table, lane, GPU panel: 1 Hz, each only if it changed
+TABLE_EVERY = 1
+CHART_EVERY = 2  # latency and throughput charts: every 2 s (they gain 2 rows), if changed
+SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: every 8 s
+
+
+def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
+    """Changes whenever a chart would draw something different: a new per-second row,
+    a new phase or state, a new telemetry sample."""
+    tel = snap.extra.get("telemetry") or {}
+    samples = tel.get("samples") or []
+    phases = tuple((p.index, p.status, tuple(w.state for w in p.workloads))
+                   for p in snap.phases)
+    return (phases, tuple(len(w.series) for p in snap.phases for w in p.workloads),
+            samples[-1].get("t") if samples else None)
 
 
 class XwatchApp(App[int]):
@@ -89,6 +102,7 @@ class XwatchApp(App[int]):
         self._tick = 0
         self._log_seq = 0
         self._widget_errors: set[str] = set()
+        self._chart_sig: tuple[object, ...] | None = None
         self._phase_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------ layout
@@ -266,9 +280,10 @@ class XwatchApp(App[int]):
     # ------------------------------------------------------------ refresh
     def _on_tick(self) -> None:
         self._tick += 1
-        self.refresh_view(force_charts=self._tick % CHART_EVERY == 0)
+        self.refresh_view(force_charts=self._tick % CHART_EVERY == 0,
+                          force_table=self._tick % TABLE_EVERY == 0)
 
-    def refresh_view(self, force_charts: bool = False) -> None:
+    def refresh_view(self, force_charts: bool = False, force_table: bool = True) -> None:
         if self.session is not None:
             self.snap = self.session.snapshot(telemetry_last=600)
             for ln in self.session.logs_since(self._log_seq):
@@ -278,20 +293,35 @@ class XwatchApp(App[int]):
         if snap is None:
             return
         assert self.scenario is not None
+        # only what can be seen is drawn: the header and alerts always, a tab's widgets
+        # when it is the active tab (switching tabs redraws at once), and every widget
+        # repaints only when its content changed
+        tab = self.query_one(TabbedContent).active or "live"  # "" before the first layout
         self._safe("status", lambda: self.query_one(StatusLine).show(
             snap, self.scenario.duration_s, self.replay_source, self.paused))  # type: ignore[union-attr]
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
-        self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
-        self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
-        self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
-        reason = self.runner.can_run(XSCHED) if self.runner else None
-        self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
-        self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
-        self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
-        if force_charts and not self.paused:
-            for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
-                chart: Any = self.query_one(cls)
-                self._safe(cls.__name__, lambda chart=chart: chart.show(snap))
+        if tab == "live" and (force_table or force_charts):
+            self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
+            self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
+            self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
+        elif tab == "compare":
+            self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
+            self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
+        elif tab == "xsched":
+            reason = self.runner.can_run(XSCHED) if self.runner else None
+            self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
+        if force_charts and not self.paused and tab == "live":
+            sig = _chart_signature(snap)
+            if sig != self._chart_sig:  # new per-second rows or samples since the last draw
+                last = self._chart_sig
+                slow_due = not isinstance(last, tuple) or sig[0] != last[0] or \
+                    self._tick % (2 * CHART_EVERY) == 0
+                self._chart_sig = sig
+                for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
+                    if cls.__name__ in SLOW_CHARTS and not slow_due:
+                        continue
+                    chart: Any = self.query_one(cls)
+                    self._safe(cls.__name__, lambda chart=chart: chart.show(snap))
 
     def _safe(self, name: str, fn: Any) -> None:
         """A failing widget is reported once and never takes the app down."""
@@ -313,6 +343,11 @@ class XwatchApp(App[int]):
     # ------------------------------------------------------------ actions
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        self.refresh_view(force_charts=True)
+
+    def on_tabbed_content_tab_activated(self, _: TabbedContent.TabActivated) -> None:
+        self._chart_sig = None  # hidden charts were not kept up to date
+        self.call_after_refresh(self.refresh_view, True)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

@@ -27,3 +27,11 @@ def delta(a: float | None, b: float | None) -> str:
     if a is None or b is None or math.isnan(a) or math.isnan(b) or a == 0:
         return "-"
     return f"{(b - a) / a * 100:+.1f}%"
+
+
+def text_key(t: object) -> object:
+    """What identifies a rendered Text for 'did it change?' (plain text + styles)."""
+    plain = getattr(t, "plain", None)
+    if plain is None:
+        return repr(t)
+    return plain, tuple(getattr(t, "spans", ()))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
 
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.engine.session import SessionSnapshot
-from xwatch.ui.widgets.format import pct
+from xwatch.ui.widgets.format import pct, text_key
+from xwatch.ui.widgets.quiet import QuietStatic
 
 LANE = {"suspended": ("█", "red"), "running": ("▆", "green"), "idle": ("·", "dim"),
         "none": (" ", "")}
@@ -19,7 +19,7 @@ def _v(v: float | None, unit: str, digits: int = 0) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}{unit}"
 
 
-class GpuPanel(Static):
+class GpuPanel(QuietStatic):
     def show(self, snap: SessionSnapshot) -> None:
         tel = snap.extra.get("telemetry") or {}
         t = Text()
@@ -56,10 +56,10 @@ class GpuPanel(Static):
         if tel.get("backend") == "nvml":
             t.append("\n  util = share of time a kernel ran, not how full the GPU is",
                      style="dim italic")
-        self.update(t)
+        self.set_content(t, text_key(t), t.plain)
 
 
-class CalibrationPanel(Static):
+class CalibrationPanel(QuietStatic):
     """The calibrate decomposition of HIGH's latency (Compare tab), when the session
     has calibrate phases (``C`` in the dashboard, or ``xwatch calibrate``)."""
 
@@ -67,7 +67,7 @@ class CalibrationPanel(Static):
 
     def show(self, snap: SessionSnapshot) -> None:
         cal = calibrate(snap)
-        self.display = cal is not None
+        self.set_display(cal is not None)
         if cal is None:
             return
         t = Text(f"Calibration of {cal.workload}: ", style="bold")
@@ -88,7 +88,7 @@ class CalibrationPanel(Static):
                   style="dim")
         from rich.console import Group
         self.plain = t.plain
-        self.update(Group(t, tab, t2))
+        self.set_content(Group(t, tab, t2), (text_key(t), str(cal.rows)))
 
 
 def _legend(t: Text) -> None:
@@ -122,14 +122,14 @@ def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: igno
     return Text("".join(marks), style="bold red")
 
 
-class LaneStrip(Static):
+class LaneStrip(QuietStatic):
     """The scheduler lane of every workload, under the latency chart (XSched only)."""
 
     def show(self, snap: SessionSnapshot) -> None:
         p = snap.current
         xs = (p.extra.get("xsched") if p else None) or {}
         wls = xs.get("workloads") or {}
-        self.display = bool(wls)
+        self.set_display(bool(wls))
         if not wls:
             return
         width = max(10, self.size.width - 26)
@@ -142,10 +142,10 @@ class LaneStrip(Static):
             t.append_text(lane_text(info, width))
             t.append("\n")
         _legend(t)
-        self.update(t)
+        self.set_content(t, text_key(t), t.plain)
 
 
-class XschedPanel(Static):
+class XschedPanel(QuietStatic):
     """Engagement per workload, its XQueues, and the scheduler lane."""
 
     plain = ""
@@ -157,7 +157,7 @@ class XschedPanel(Static):
             msg = Text("XSched is not active in this phase. ", style="bold")
             msg.append(configured or "Press x to restart the workloads under XSched.")
             self.plain = msg.plain
-            self.update(msg)
+            self.set_content(msg, text_key(msg), msg.plain)
             return
         t = Text()
         poll = f"  poll {xs['poll_ms']} ms" if xs.get("poll_ms") else ""
@@ -210,4 +210,6 @@ class XschedPanel(Static):
                             str(q.get("ready")), str(q.get("suspended")))
         from rich.console import Group
         self.plain = t.plain  # what the panel says, for tests and screen readers
-        self.update(Group(t, tab))
+        rows = [(n, str(q)) for n, info in (xs.get("workloads") or {}).items()
+                for q in (info.get("queues") or [])[:8]]
+        self.set_content(Group(t, tab), (text_key(t), tuple(rows)))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
 
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.session import FAILED, STALLED, SessionSnapshot
+from xwatch.ui.widgets.format import text_key
+from xwatch.ui.widgets.quiet import QuietStatic
 
 
-class StatusLine(Static):
+class StatusLine(QuietStatic):
     """Scenario, mode, phase and its clock, devices, telemetry backend."""
 
     def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
@@ -35,10 +36,10 @@ class StatusLine(Static):
         t.append(f" · telemetry {tel.get('backend', 'off')}", style="magenta")
         if paused:
             t.append("  CHARTS PAUSED", style="bold yellow")
-        self.update(t)
+        self.set_content(t, text_key(t), t.plain)
 
 
-class AlertBar(Static):
+class AlertBar(QuietStatic):
     """Failures and XSched warnings, visible without opening the logs."""
 
     def show(self, snap: SessionSnapshot) -> None:
@@ -65,6 +66,7 @@ class AlertBar(Static):
             for name, info in (xs.get("workloads") or {}).items():
                 for warn in info.get("warnings") or []:
                     lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))
-        self.display = bool(lines)
+        self.set_display(bool(lines))
         if lines:
-            self.update(Text("\n").join(lines))
+            t = Text("\n").join(lines)
+            self.set_content(t, text_key(t), t.plain)

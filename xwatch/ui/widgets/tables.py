@@ -12,6 +12,10 @@ STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stoppe
                "stalled": "bold black on yellow"}
 
 
+def _key(v: Text | str) -> object:
+    return (v.plain, str(v.style)) if isinstance(v, Text) else v
+
+
 class WorkloadTable(DataTable[Text | str]):
     """One row per workload: window and phase percentiles, rates, counters."""
 
@@ -20,6 +24,7 @@ class WorkloadTable(DataTable[Text | str]):
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
 
     def on_mount(self) -> None:
+        self._last: dict[str, tuple[Text | str, ...]] = {}
         self.cursor_type = "row"
         self.zebra_stripes = True
         for c, w in zip(self.COLUMNS, self.WIDTHS):
@@ -42,10 +47,13 @@ class WorkloadTable(DataTable[Text | str]):
                    rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
                    str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
             if w.name in self.rows:
-                for c, v in zip(self.COLUMNS, row):
-                    self.update_cell(w.name, c, v)
+                last = self._last.get(w.name, ())
+                for i, (c, v) in enumerate(zip(self.COLUMNS, row)):
+                    if i >= len(last) or _key(last[i]) != _key(v):
+                        self.update_cell(w.name, c, v)  # only cells that changed repaint
             else:
                 self.add_row(*row, key=w.name)
+            self._last[w.name] = row
 
 
 class CompareTable(DataTable[str]):
@@ -57,12 +65,36 @@ class CompareTable(DataTable[str]):
     def on_mount(self) -> None:
         self.zebra_stripes = True
         self._shape: tuple[str, ...] = ()
+        self._rows: list[list[str]] = []
 
     def show(self, snap: SessionSnapshot) -> None:
         phases = snap.phases
         shape = tuple(p.name + p.status for p in phases)
         base = next((p for p in phases if p.mode == "native" and p.status != "failed"),
                     phases[0] if phases else None)
+
+        def val(p: object, name: str, key: str) -> float:
+            w = p.workload(name)  # type: ignore[attr-defined]
+            if w is None or w.count == 0:
+                return float("nan")
+            if key == "rate":
+                return float(w.achieved_rate)
+            if key == "sps":
+                return float(w.samples_per_s)
+            return float(w.phase.get(key))
+
+        rows: list[list[str]] = []
+        if base is not None:
+            for wl in snap.scenario.workloads:
+                for label, key in self.METRICS:
+                    cells = [wl.name, label]
+                    cells += [(rate if key in ("rate", "sps") else ms)(val(p, wl.name, key))
+                              for p in phases]
+                    cells += [delta(val(base, wl.name, key), val(p, wl.name, key))
+                              for p in phases if p is not base]
+                    rows.append(cells)
+        if shape == self._shape and rows == self._rows:
+            return  # nothing changed: no repaint
         if shape != self._shape:
             self.clear(columns=True)
             self.add_column("workload")
@@ -75,24 +107,6 @@ class CompareTable(DataTable[str]):
             self._shape = shape
         else:
             self.clear()
-        if base is None:
-            return
-
-        def val(p: object, name: str, key: str) -> float:
-            w = p.workload(name)  # type: ignore[attr-defined]
-            if w is None or w.count == 0:
-                return float("nan")
-            if key == "rate":
-                return float(w.achieved_rate)
-            if key == "sps":
-                return float(w.samples_per_s)
-            return float(w.phase.get(key))
-
-        for wl in snap.scenario.workloads:
-            for label, key in self.METRICS:
-                cells = [wl.name, label]
-                cells += [(rate if key in ("rate", "sps") else ms)(val(p, wl.name, key))
-                          for p in phases]
-                cells += [delta(val(base, wl.name, key), val(p, wl.name, key))
-                          for p in phases if p is not base]
-                self.add_row(*cells)
+        for cells in rows:
+            self.add_row(*cells)
+        self._rows = rows
