@@ -1,4 +1,5 @@
-"""Cost of one telemetry poll, and one real sample, optionally next to a busy GPU.
+"""Cost of one telemetry poll (device counters alone, and with the per-process
+queries), and one real sample, optionally next to a busy GPU.
 
     python benchmarks/telemetry_poll.py [--backend auto|nvml|amdsmi|host] [--polls 400]
                                         [--gpu-load]
@@ -43,16 +44,18 @@ def main() -> None:
     assert backend is not None
     print(f"backend: {backend.name} ({why}); rejected: {rejected}")
     print("describe:", json.dumps(backend.describe()))
-    costs = []
     sample = None
-    for _ in range(a.polls):
-        t0 = time.perf_counter()
-        sample = backend.sample(Targets(pids=pids))
-        costs.append((time.perf_counter() - t0) * 1e3)
-        time.sleep(0.005)
-    costs.sort()
-    print(f"poll cost over {len(costs)} polls: median {statistics.median(costs):.3f} ms, "
-          f"p99 {costs[int(0.99 * len(costs)) - 1]:.3f} ms, max {costs[-1]:.3f} ms")
+    for procs, label in ((False, "device counters only (every interval)"),
+                         (True, "with per-process queries (every proc interval)")):
+        costs = []
+        for _ in range(a.polls):
+            t0 = time.perf_counter()
+            sample = backend.sample(Targets(pids=pids), procs=procs)
+            costs.append((time.perf_counter() - t0) * 1e3)
+            time.sleep(0.005)
+        costs.sort()
+        print(f"{label}: {len(costs)} polls, median {statistics.median(costs):.3f} ms, "
+              f"p99 {costs[int(0.99 * len(costs)) - 1]:.3f} ms, max {costs[-1]:.3f} ms")
     print("one sample:", json.dumps([s.to_json() for s in sample or []], indent=1))
     backend.close()
     if load is not None:

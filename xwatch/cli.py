@@ -38,6 +38,9 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    help="GPU telemetry backend (default: auto)")
     p.add_argument("--telemetry-interval", type=float, default=0.5, metavar="S",
                    help="seconds between telemetry samples (default 0.5)")
+    p.add_argument("--telemetry-proc-interval", type=float, default=2.0, metavar="S",
+                   help="seconds between per-process GPU queries, the costly part of a "
+                        "poll (default 2)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
                    "else the scenario's [xsched] root)")
     p.add_argument("--no-preflight", action="store_true",
@@ -161,6 +164,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from xwatch.ui.app import make_app
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
+                   telemetry_proc_interval=args.telemetry_proc_interval,
                    xsched=xs)
     try:
         app.run()

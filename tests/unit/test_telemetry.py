@@ -190,7 +190,7 @@ class SlowBackend(Backend):
         self.active = 0
         self.max_active = 0
 
-    def sample(self, targets: Targets) -> list[DeviceSample]:
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         self.calls += 1
@@ -218,3 +218,59 @@ def test_parse_bus_id() -> None:
     assert parse_bus_id("00000000:19:00.0") == (0, 0x19, 0)
     assert parse_bus_id(b"0000:3b:00.0") == (0, 0x3B, 0)
     assert parse_bus_id("garbage") is None
+
+
+class CountingBackend(Backend):
+    """Records which polls asked for the per-process figures."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.asked: list[bool] = []
+
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
+        self.asked.append(procs)
+        now = time.monotonic()
+        return [DeviceSample(now, "gpu0", "x", None, {"util_pct": 1.0},
+                             procs={7: {"mem_mib": 1.0}} if procs else {},
+                             procs_t=now if procs else None)]
+
+
+def test_per_process_figures_on_their_own_slower_cadence() -> None:
+    b = CountingBackend()
+    s = TelemetrySampler(b, "test", {}, lambda: Targets(), interval_s=0.05,
+                         proc_interval_s=0.3).start()
+    time.sleep(1.0)
+    s.stop()
+    n, with_procs = len(b.asked), sum(b.asked)
+    assert n >= 12 and 3 <= with_procs <= 5, b.asked  # every 0.05 s vs every 0.3 s
+    exp = s.export()
+    assert exp["proc_interval_s"] == 0.3
+    assert exp["poll_cost_ms"]["polls"] == n - with_procs
+    assert exp["proc_poll_cost_ms"]["polls"] == with_procs
+    # in between, the last per-process figures are carried forward with their time
+    smp = exp["samples"]
+    assert all(x["procs"] == {"7": {"mem_mib": 1.0}} for x in smp)
+    assert all(x["procs_t"] <= x["t"] for x in smp)
+    assert len({x["procs_t"] for x in smp}) == with_procs
+
+
+def test_nvml_skips_process_queries_when_not_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from xwatch.core.telemetry.nvml import NvmlBackend
+
+    fake = fake_pynvml()
+    calls: list[str] = []
+    for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetProcessUtilization",
+                 "nvmlDeviceGetUtilizationRates"):
+        real = getattr(fake, name)
+        setattr(fake, name, lambda *a, _n=name, _r=real: (calls.append(_n), _r(*a))[1])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    b = NvmlBackend()
+    b.open()
+    fast = b.sample(Targets(pids=(111,)), procs=False)
+    assert calls == ["nvmlDeviceGetUtilizationRates"] * 2  # the counters only
+    assert fast[0].procs == {} and fast[0].procs_t is None
+    calls.clear()
+    full = b.sample(Targets(pids=(111,)), procs=True)
+    assert "nvmlDeviceGetComputeRunningProcesses" in calls
+    assert full[0].procs[111]["sm_pct"] == 63.0 and full[0].procs_t == full[0].t

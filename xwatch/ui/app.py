@@ -78,6 +78,7 @@ class XwatchApp(App[int]):
     def __init__(self, scenario: Scenario | None = None, mode: str = NATIVE,
                  export_dir: str | None = None, telemetry: str = "auto",
                  telemetry_interval: float = 0.5, xsched: Any = None,
+                 telemetry_proc_interval: float = 2.0,
                  replay: SessionSnapshot | None = None, replay_source: str | None = None,
                  autostart: bool = True) -> None:
         super().__init__()
@@ -89,6 +90,7 @@ class XwatchApp(App[int]):
         self.export_dir = export_dir
         self.telemetry_choice = telemetry
         self.telemetry_interval = telemetry_interval
+        self.telemetry_proc_interval = telemetry_proc_interval
         self.autostart = autostart
         self.session: Session | None = None
         self.runner: Runner | None = None
@@ -155,7 +157,7 @@ class XwatchApp(App[int]):
 
         assert self.session is not None
         self.sampler = start_telemetry(self.session, self.telemetry_choice,
-                                       self.telemetry_interval)
+                                       self.telemetry_interval, self.telemetry_proc_interval)
 
     def _on_signal(self, sig: int) -> None:
         if sig == signal.SIGHUP:

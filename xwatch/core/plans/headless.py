@@ -62,7 +62,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     for s in SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
     telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
-                                getattr(args, "telemetry_interval", 0.5))
+                                getattr(args, "telemetry_interval", 0.5),
+                                getattr(args, "telemetry_proc_interval", 2.0))
     phases: list[Phase] = []
     try:
         _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads, "

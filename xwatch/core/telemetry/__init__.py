@@ -5,6 +5,11 @@ the one asked for, falling back with a reason); ``TelemetrySampler`` polls it
 on its own thread at a fixed interval, never overlapping itself (the next poll
 is scheduled after the last one finished), measures what each poll costs, and
 keeps a bounded history that the session's snapshot exports.
+
+Two cadences: the device's own counters (utilization, memory, power,
+temperature, clock) every ``interval_s``; the per-process figures (process
+lists, per-process utilization: most of a poll's cost) every ``proc_interval_s``,
+carried forward in between with the time they were read (``procs_t``).
 """
 
 from __future__ import annotations
@@ -63,11 +68,15 @@ class TelemetrySampler:
     """Polls a backend on a daemon thread; thread-safe reads of the history."""
 
     def __init__(self, backend: Backend | None, reason: str, rejected: dict[str, str],
-                 targets: Callable[[], Targets], interval_s: float = 0.5) -> None:
+                 targets: Callable[[], Targets], interval_s: float = 0.5,
+                 proc_interval_s: float = 2.0) -> None:
         self.backend = backend
         self.reason = reason
         self.rejected = rejected
         self.interval_s = interval_s
+        self.proc_interval_s = max(interval_s, proc_interval_s)
+        self._proc_costs: deque[float] = deque(maxlen=2000)
+        self._last_procs: dict[str, tuple[float, dict[int, dict[str, float | None]]]] = {}
         self._targets = targets
         self._samples: deque[DeviceSample] = deque(maxlen=MAX_SAMPLES)
         self._costs: deque[float] = deque(maxlen=2000)
@@ -91,19 +100,29 @@ class TelemetrySampler:
     def _loop(self) -> None:
         assert self.backend is not None
         next_t = time.monotonic()
+        next_procs = next_t
         while not self._stop.is_set():
             t0 = time.perf_counter()
+            with_procs = time.monotonic() >= next_procs
             try:
                 try:
                     targets = self._targets()
                 except Exception:
                     targets = Targets()
-                got = self.backend.sample(targets)
+                got = self.backend.sample(targets, procs=with_procs)
+                for smp in got:
+                    if smp.procs_t is not None:
+                        self._last_procs[smp.device] = (smp.procs_t, smp.procs)
+                    elif smp.device in self._last_procs:  # carried forward, with its age
+                        smp.procs_t, smp.procs = self._last_procs[smp.device]
                 self._samples.extend(got)
             except Exception as e:  # one bad poll is recorded, not fatal
                 self._errors += 1
                 self._last_error = f"{type(e).__name__}: {e}"
-            self._costs.append((time.perf_counter() - t0) * 1e3)
+            cost = (time.perf_counter() - t0) * 1e3
+            (self._proc_costs if with_procs else self._costs).append(cost)
+            if with_procs:
+                next_procs = time.monotonic() + self.proc_interval_s
             # schedule after the poll finished: slow polls never pile up
             next_t = max(next_t + self.interval_s, time.monotonic() + 0.01)
             self._stop.wait(max(0.0, next_t - time.monotonic()))
@@ -119,8 +138,10 @@ class TelemetrySampler:
         items = list(self._samples)
         return items[-last:] if last else items
 
-    def cost_ms(self) -> dict[str, float | int | None]:
-        c = list(self._costs)
+    def cost_ms(self, procs: bool = False) -> dict[str, float | int | None]:
+        """Poll cost: device counters only, or (``procs``) polls that also read the
+        per-process figures."""
+        c = list(self._proc_costs if procs else self._costs)
         if not c:
             return {"polls": 0, "median": None, "p99": None, "max": None}
         s = sorted(c)
@@ -131,9 +152,10 @@ class TelemetrySampler:
     def export(self, last: int | None = None) -> dict[str, Any]:
         return {
             "backend": self.backend_name, "reason": self.reason, "rejected": self.rejected,
-            "interval_s": self.interval_s,
+            "interval_s": self.interval_s, "proc_interval_s": self.proc_interval_s,
             "utilization_meaning": UTIL_MEANING.get(self.backend_name, ""),
             "info": self.info, "poll_cost_ms": self.cost_ms(),
+            "proc_poll_cost_ms": self.cost_ms(procs=True),
             "errors": self._errors, "last_error": self._last_error,
             "samples": [s.to_json() for s in self.samples(last)],
         }
@@ -156,11 +178,12 @@ def session_targets(session: Any) -> Callable[[], Targets]:
     return get
 
 
-def start_telemetry(session: Any, choice: str = "auto", interval_s: float = 0.5
-                    ) -> TelemetrySampler:
+def start_telemetry(session: Any, choice: str = "auto", interval_s: float = 0.5,
+                    proc_interval_s: float = 2.0) -> TelemetrySampler:
     """Select a backend, start sampling, and attach the sampler to the session."""
     backend, why, rejected = select_backend(choice)
-    sampler = TelemetrySampler(backend, why, rejected, session_targets(session), interval_s)
+    sampler = TelemetrySampler(backend, why, rejected, session_targets(session), interval_s,
+                               proc_interval_s)
     session.telemetry = sampler
     msg = f"telemetry: {sampler.backend_name} ({why})"
     if rejected:

@@ -40,7 +40,8 @@ class AmdSmiBackend(Backend):
         return {"devices": [{"device": f"gpu{i}", "name": n, "bus_id": b}
                             for i, _, n, b in self.handles]}
 
-    def sample(self, targets: Targets) -> list[DeviceSample]:
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
+        with_procs = procs
         a = self.a
         out = []
         now = time.monotonic()
@@ -78,21 +79,23 @@ class AmdSmiBackend(Backend):
                 "temp_hotspot_c": temp("HOTSPOT"),
                 "clock_mhz": num(clock, "clk"),
             }
-            procs: dict[int, dict[str, float | None]] = {}
-            for p in na(lambda h=h: a.amdsmi_get_gpu_process_list(h)) or []:
+            found: dict[int, dict[str, float | None]] = {}
+            plist = (na(lambda h=h: a.amdsmi_get_gpu_process_list(h)) or []) if with_procs else []
+            for p in plist:
                 if not isinstance(p, dict) or p.get("pid") not in pids:
                     continue
                 mu = p.get("memory_usage") or {}
                 vram_b = na(lambda mu=mu: float(mu["vram_mem"]))
-                procs[int(p["pid"])] = {
+                found[int(p["pid"])] = {
                     "mem_mib": None if vram_b is None else vram_b / 2**20,
                     "gfx_busy": na(lambda p=p: float(p["engine_usage"]["gfx"])),
                     "cu_occupancy": na(lambda p=p: float(p["cu_occupancy"])),
                 }
             b = parse_bus_id(bdf)
             out.append(DeviceSample(t=now, device=f"gpu{i}", name=name, bus_id=bdf,
-                                    metrics=metrics, procs=procs,
-                                    ours=(not want) or (b in want) or bool(procs)))
+                                    metrics=metrics, procs=found,
+                                    ours=(not want) or (b in want) or bool(found),
+                                    procs_t=now if with_procs else None))
         return out
 
     def close(self) -> None:

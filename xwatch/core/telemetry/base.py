@@ -44,12 +44,14 @@ class DeviceSample:
     metrics: dict[str, float | None]
     procs: dict[int, dict[str, float | None]] = field(default_factory=dict)
     ours: bool = True  # used by one of our workloads (or no way to tell)
+    procs_t: float | None = None  # when ``procs`` were read (slower cadence); None: never
 
     def to_json(self) -> dict[str, Any]:
         return {"t": round(self.t, 4), "device": self.device, "name": self.name,
                 "bus_id": self.bus_id, "ours": self.ours,
                 "metrics": self.metrics,
-                "procs": {str(k): v for k, v in self.procs.items()}}
+                "procs": {str(k): v for k, v in self.procs.items()},
+                "procs_t": None if self.procs_t is None else round(self.procs_t, 4)}
 
 
 class Backend(abc.ABC):
@@ -59,8 +61,10 @@ class Backend(abc.ABC):
         """Initialise; raise any exception with a readable message if unusable."""
 
     @abc.abstractmethod
-    def sample(self, targets: Targets) -> list[DeviceSample]:
-        """One reading of every device (one poll)."""
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
+        """One reading of every device (one poll). ``procs``: also the per-process
+        figures (process lists, per-process utilization), which cost far more than
+        the device's own counters and are read on a slower cadence."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the vendor library (default: nothing to release)."""

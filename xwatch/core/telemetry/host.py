@@ -20,11 +20,11 @@ class HostBackend(Backend):
         self.psutil = psutil
         psutil.cpu_percent(None)  # prime the delta
 
-    def sample(self, targets: Targets) -> list[DeviceSample]:
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
         ps = self.psutil
         vm = ps.virtual_memory()
-        procs: dict[int, dict[str, float | None]] = {}
-        for pid in targets.pids:
+        found: dict[int, dict[str, float | None]] = {}
+        for pid in targets.pids if procs else ():
             p = self._procs.get(pid)
             if p is None:
                 try:
@@ -35,20 +35,21 @@ class HostBackend(Backend):
                 self._procs[pid] = p
             try:
                 with p.oneshot():
-                    procs[pid] = {"cpu_pct": na(lambda p=p: p.cpu_percent(None)),
+                    found[pid] = {"cpu_pct": na(lambda p=p: p.cpu_percent(None)),
                                   "rss_mib": na(lambda p=p: p.memory_info().rss / 2**20)}
             except ps.Error:
                 self._procs.pop(pid, None)
-        for pid in list(self._procs):
+        for pid in list(self._procs) if procs else ():
             if pid not in targets.pids:
                 del self._procs[pid]
+        now = time.monotonic()
         return [DeviceSample(
-            t=time.monotonic(), device="host", name=f"host CPU ({ps.cpu_count()} cores)",
+            t=now, device="host", name=f"host CPU ({ps.cpu_count()} cores)",
             bus_id=None,
             metrics={"cpu_pct": na(lambda: ps.cpu_percent(None)),
                      "mem_used_mib": (vm.total - vm.available) / 2**20,
                      "mem_total_mib": vm.total / 2**20},
-            procs=procs)]
+            procs=found, procs_t=now if procs else None)]
 
     def describe(self) -> dict[str, Any]:
         return {"devices": [{"device": "host", "name": "host CPU"}]}

@@ -47,7 +47,8 @@ class NvmlBackend(Backend):
         return {"driver": drv, "devices": [{"device": f"gpu{i}", "name": name, "bus_id": bus}
                                            for i, _, name, bus in self.handles]}
 
-    def sample(self, targets: Targets) -> list[DeviceSample]:
+    def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
+        with_procs = procs
         nv = self.nv
         out = []
         now = time.monotonic()
@@ -67,24 +68,26 @@ class NvmlBackend(Backend):
                 "temp_hotspot_c": None,
                 "clock_mhz": na(lambda h=h: float(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
             }
-            procs: dict[int, dict[str, float | None]] = {}
+            found: dict[int, dict[str, float | None]] = {}
             pids = set(targets.pids)
-            running = na(lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h)) or []
+            running = (na(lambda h=h: nv.nvmlDeviceGetComputeRunningProcesses(h)) or []) \
+                if with_procs else []
             for p in running:
                 if p.pid in pids:
                     used = getattr(p, "usedGpuMemory", None)
-                    procs[p.pid] = {"mem_mib": None if used is None else used / 2**20,
+                    found[p.pid] = {"mem_mib": None if used is None else used / 2**20,
                                     "sm_pct": None}
-            util_samples = na(lambda h=h, i=i: nv.nvmlDeviceGetProcessUtilization(
-                h, self._last_proc_ts.get(i, 0))) or []
+            util_samples = (na(lambda h=h, i=i: nv.nvmlDeviceGetProcessUtilization(
+                h, self._last_proc_ts.get(i, 0))) or []) if with_procs else []
             for s in util_samples:
-                if s.pid in procs:
-                    procs[s.pid]["sm_pct"] = float(s.smUtil)
+                if s.pid in found:
+                    found[s.pid]["sm_pct"] = float(s.smUtil)
                     self._last_proc_ts[i] = max(self._last_proc_ts.get(i, 0), int(s.timeStamp))
             b = parse_bus_id(bus)
             out.append(DeviceSample(t=now, device=f"gpu{i}", name=name, bus_id=bus,
-                                    metrics=metrics, procs=procs,
-                                    ours=(not want) or (b in want) or bool(procs)))
+                                    metrics=metrics, procs=found,
+                                    ours=(not want) or (b in want) or bool(found),
+                                    procs_t=now if with_procs else None))
         return out
 
     def close(self) -> None:

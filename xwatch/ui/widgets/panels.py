@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.table import Table
 from rich.text import Text
 
@@ -30,17 +32,29 @@ class GpuPanel(QuietStatic):
         for name, why in (tel.get("rejected") or {}).items():
             t.append(f"\n  not {name}: {why[:70]}", style="dim")
         cost = tel.get("poll_cost_ms") or {}
+        pcost = tel.get("proc_poll_cost_ms") or {}
         if cost.get("median") is not None:
-            t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms",
-                     style="dim")
+            t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms "
+                     f"every {tel.get('interval_s', 0.5):g} s", style="dim")
+        if pcost.get("median") is not None:
+            t.append(f"\n  + per-process {pcost['median']:.2f} ms median every "
+                     f"{tel.get('proc_interval_s', 2):g} s", style="dim")
         latest: dict[str, dict] = {}  # type: ignore[type-arg]
         for s in tel.get("samples") or []:
             latest[s["device"]] = s
         pids = {w.pid: w.name for p in snap.phases[-1:] for w in p.workloads if w.pid}
+        # ages: against the clock while live, against the newest sample in a replay
+        newest = max((float(x.get("t", 0.0)) for x in latest.values()), default=0.0)
+        now = time.monotonic() if snap.taken_at > 0 else newest
+
+        def age(ts: object) -> str:
+            return "" if not isinstance(ts, (int, float)) else f"{max(0.0, now - ts):.0f} s old"
+
         for dev, s in latest.items():
             m = s.get("metrics") or {}
             mark = "" if s.get("ours", True) else " (not ours)"
             t.append(f"\n{dev} {s.get('name', '')}{mark}", style="bold")
+            t.append(f"  {age(s.get('t'))}", style="dim")
             if "util_pct" in m:
                 t.append(f"\n  util {pct(m.get('util_pct'))}  mem-bw {pct(m.get('mem_util_pct'))}"
                          f"  mem {_v(m.get('mem_used_mib'), '')}/{_v(m.get('mem_total_mib'), ' MiB')}"
@@ -49,6 +63,8 @@ class GpuPanel(QuietStatic):
             else:
                 t.append(f"\n  cpu {pct(m.get('cpu_pct'))}  mem {_v(m.get('mem_used_mib'), '')}"
                          f"/{_v(m.get('mem_total_mib'), ' MiB')}")
+            if s.get("procs"):
+                t.append(f"\n  per process ({age(s.get('procs_t'))}):", style="dim")
             for pid, pm in (s.get("procs") or {}).items():
                 who = pids.get(int(pid), pid)
                 parts = [f"{k.replace('_', ' ')} {_v(v, '', 0)}" for k, v in pm.items()]
