@@ -33,12 +33,18 @@ from xwatch.ui.app import make_app
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def measure(scenario_ref: str, seconds: float, profile: str | None = None
-                  ) -> dict[str, float]:
-    app = make_app(load_scenario(scenario_ref), telemetry="host")
+async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
+                  telemetry: str = "host", xsched: str | None = None, mode: str = "native",
+                  device: str | None = None, settle: float = 8.0) -> dict[str, float]:
+    scen = load_scenario(scenario_ref).with_overrides(device=device)
+    backend = None
+    if xsched:
+        from xwatch.core.xsched.controller import backend_from_args
+        backend = backend_from_args(xsched, scen)
+    app = make_app(scen, telemetry=telemetry, xsched=backend, mode=mode)
     me = psutil.Process()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(8.0)  # models load, warm up
+    async with app.run_test(size=(150, 46)) as pilot:
+        await pilot.pause(settle)  # models load, warm up (XSched: preflight too)
         prof = None
         if profile:
             import cProfile
@@ -81,7 +87,20 @@ def main() -> None:
     ap.add_argument("--rate", type=int, default=20000)
     ap.add_argument("--only", choices=("light", "demo", "fast"))
     ap.add_argument("--profile", metavar="OUT.pstats")
+    ap.add_argument("--scenario", help="measure this scenario instead (e.g. intensive)")
+    ap.add_argument("--telemetry", default="host")
+    ap.add_argument("--xsched", metavar="ROOT")
+    ap.add_argument("--mode", default="native", choices=("native", "xsched"))
+    ap.add_argument("--device")
+    ap.add_argument("--settle", type=float, default=8.0, metavar="S",
+                    help="seconds to wait before measuring (model load, preflight)")
     a = ap.parse_args()
+    if a.scenario:
+        r = asyncio.run(measure(a.scenario, a.seconds, a.profile, a.telemetry, a.xsched,
+                                a.mode, a.device, a.settle))
+        print(f"{a.scenario} ({a.mode}, telemetry {a.telemetry}) dashboard CPU "
+              f"{r['cpu_pct']:5.1f}% of one core, ingesting {r['events_per_s']:8.0f} events/s")
+        return
     runs = {"light": ("light: producers at 20/s + 6/s (intensive's rates)", lambda: synthetic(20, 6)),
             "demo": ("demo (real torch workers)", lambda: "demo"),
             "fast": (f"synthetic producer ({a.rate}/s requested)", lambda: synthetic(a.rate))}

@@ -33,7 +33,11 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
     p.add_argument("--duration", type=float, metavar="S",
                    help="measurement seconds per phase (default: the scenario's duration_s)")
     p.add_argument("--device", metavar="DEV", help="override every built-in workload's device")
-    p.add_argument("--export", metavar="DIR", help="write DIR/snapshot.json (+ events.csv, report)")
+    p.add_argument("--export", metavar="DIR",
+                   help="write DIR/snapshot.json (+ events.csv.gz, report)")
+    p.add_argument("--spool-max-mb", type=float, default=1024, metavar="MB",
+                   help="cap of the compressed raw-event spool; past it raw events are "
+                        "dropped (counted) while statistics stay exact (default 1024)")
     p.add_argument("--telemetry", default="auto", choices=("auto", "amdsmi", "nvml", "host", "off"),
                    help="GPU telemetry backend (default: auto)")
     p.add_argument("--telemetry-interval", type=float, default=0.5, metavar="S",
@@ -165,6 +169,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    telemetry_proc_interval=args.telemetry_proc_interval,
+                   spool_max_mb=args.spool_max_mb,
                    xsched=xs)
     try:
         app.run()

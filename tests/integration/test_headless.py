@@ -4,6 +4,7 @@ via the pipe and via regex, a crashing workload, exit codes, the snapshot."""
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def test_real_torch_worker_on_cpu(scenario_file, tmp_path: Path) -> None:  # typ
     assert abs(w["achieved_rate"] - 25) < 1.5
     m = w["latency_ms"]
     assert 0 < m["min"] <= m["p50"] <= m["p99"] <= m["max"]
-    rows = list(csv.DictReader((tmp_path / "out" / "events.csv").open()))
+    rows = list(csv.DictReader(gzip.open(tmp_path / "out" / "events.csv.gz", "rt")))
     assert len(rows) == w["count"]
     assert all(float(r["latency_ms"]) >= float(r["service_ms"]) for r in rows)
     assert (tmp_path / "out" / "report.md").exists() and (tmp_path / "out" / "report.html").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import gzip
 import json
 import os
 import signal
@@ -71,7 +72,8 @@ async def test_sigstop_worker_stalls_recovers_and_unfinished_is_exact(tmp_path: 
     assert w.stalled_since is not None and len(w.stalls) == 2
     # exact: every request due by the measured end that was not completed
     session.spool.flush()
-    rows = [r for r in csv.DictReader(open(session.spool.path)) if r["workload"] == "hi"]
+    rows = [r for r in csv.DictReader(gzip.open(session.spool.path, "rt"))
+            if r["workload"] == "hi"]
     completed = len(rows)
     assert completed == w.count and max(int(r["seq"]) for r in rows) == completed
     t0, cutoff = run.ready_t0, phase.t_stop

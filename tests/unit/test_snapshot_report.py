@@ -35,10 +35,42 @@ def test_fixture_and_fresh_snapshots_validate(tmp_path: Path) -> None:
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, SCHEMA)
     assert doc["phases"][0]["workloads"]["high"]["count"] == 1
-    events = (tmp_path / "out" / "events.csv").read_text().splitlines()
+    import gzip
+
+    events = gzip.open(tmp_path / "out" / "events.csv.gz", "rt").read().splitlines()
     assert events[0].startswith("phase,workload,seq") and len(events) == 2
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["events.csv",
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["events.csv.gz",
                                                                      "snapshot.json"]
+    assert doc["events_kept"] == 1 and doc["events_dropped"] == 0
+    s.close()
+
+
+def test_spool_is_compressed_capped_and_stats_stay_exact(tmp_path: Path) -> None:
+    """Past --spool-max-mb raw rows are dropped and counted, a warning is logged once,
+    the file stays a valid .csv.gz, and the statistics still count every event."""
+    import gzip
+
+    scen = load_scenario("demo")
+    s = Session(scen, spool_dir=str(tmp_path / "spool"), spool_max_mb=0.05)  # ~52 KB
+    s.spool.BUFFER_BYTES = 4096  # small members so the cap is reached within the test
+    ph = s.new_phase("native")
+    run = ph.runs["high"]
+    run.on_events([{"type": "ready", "t0": ph.t_start}])
+    n = 60000
+    for i in range(0, n, 500):
+        run.on_events([{"seq": k + 1, "t": ph.t_start + k * 1e-4,
+                        "latency_ms": 1.0 + (k % 97) / 10, "service_ms": 1.0}
+                       for k in range(i, i + 500)])
+    s.spool.flush()
+    assert run.rec.count == n  # statistics never depend on the spool
+    assert s.spool.dropped > 0 and s.spool.rows + s.spool.dropped == n
+    rows = gzip.open(s.spool.path, "rt").read().splitlines()
+    assert len(rows) == s.spool.rows + 1  # header + kept rows, readable while capped
+    assert s.spool.bytes_written < 0.05 * 2**20 + 8192
+    warnings = [m for m in s.logs if "spool reached" in m.text]
+    assert len(warnings) == 1
+    snap = s.snapshot()
+    assert snap.extra["spool"]["rows_dropped"] == s.spool.dropped
     s.close()
 
 

@@ -78,7 +78,7 @@ class XwatchApp(App[int]):
     def __init__(self, scenario: Scenario | None = None, mode: str = NATIVE,
                  export_dir: str | None = None, telemetry: str = "auto",
                  telemetry_interval: float = 0.5, xsched: Any = None,
-                 telemetry_proc_interval: float = 2.0,
+                 telemetry_proc_interval: float = 2.0, spool_max_mb: float = 1024,
                  replay: SessionSnapshot | None = None, replay_source: str | None = None,
                  autostart: bool = True) -> None:
         super().__init__()
@@ -91,6 +91,7 @@ class XwatchApp(App[int]):
         self.telemetry_choice = telemetry
         self.telemetry_interval = telemetry_interval
         self.telemetry_proc_interval = telemetry_proc_interval
+        self.spool_max_mb = spool_max_mb
         self.autostart = autostart
         self.session: Session | None = None
         self.runner: Runner | None = None
@@ -144,7 +145,7 @@ class XwatchApp(App[int]):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         assert self.scenario is not None
-        self.session = Session(self.scenario)
+        self.session = Session(self.scenario, spool_max_mb=self.spool_max_mb)
         self.runner = Runner(self.scenario, self.session, xsched=self.xsched)
         self.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
                         group="telemetry", description="starting telemetry")
@@ -387,7 +388,7 @@ class XwatchApp(App[int]):
                                   title="Snapshot not written", severity="error", markup=False)
             return
         self.last_export = path
-        self.call_from_thread(self.notify, f"{path}\n(+ events.csv, report.md, report.html)",
+        self.call_from_thread(self.notify, f"{path}\n(+ events.csv.gz, report.md, report.html)",
                               title="Snapshot written", timeout=10, markup=False)
 
     def action_control(self) -> None:

@@ -36,6 +36,36 @@ KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE})
 MAX_LINE_BYTES = 1 << 20
 
 _loads = json.loads
+_DECODE_LINES: Any = False  # False: not looked up yet; None: msgspec is not installed
+
+
+def _lines_decoder() -> Any:
+    """msgspec's newline-delimited JSON decoder, if installed (xwatch's side only: the
+    worker, which may run under another interpreter, never needs it)."""
+    global _DECODE_LINES
+    if _DECODE_LINES is False:
+        try:
+            import msgspec
+
+            dec = msgspec.json.Decoder()
+
+            def decode_lines(buf: bytes) -> list[Any]:
+                try:
+                    return dec.decode_lines(buf)  # type: ignore[no-any-return]
+                except msgspec.DecodeError as e:
+                    raise ValueError(str(e)) from None
+
+            _DECODE_LINES = decode_lines
+        except ImportError:
+            _DECODE_LINES = None
+    return _DECODE_LINES
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        return json.dumps(obj).encode()
+    except (TypeError, ValueError):
+        return repr(obj).encode()
 
 
 @dataclass
@@ -89,14 +119,36 @@ class LineParser:
     def feed(self, chunk: bytes) -> ParseResult:
         out = ParseResult()
         data = self._partial + chunk if self._partial else chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
+        cut = data.rfind(b"\n")
+        body, self._partial = (data[: cut + 1], data[cut + 1:]) if cut >= 0 else (b"", data)
         if len(self._partial) > MAX_LINE_BYTES:
             out.malformed.append(_bad(self._partial) + " ... (line too long)")
             self._partial = b""
             self._skipping = True
+        if not body:
+            return out
         events = out.events
-        for line in lines:
+        decode_lines = _lines_decoder()
+        if decode_lines is not None and not self._skipping:
+            # the whole chunk in one call (msgspec); any bad line: the careful path below
+            try:
+                objs = decode_lines(body)
+            except ValueError:
+                objs = None
+            if objs is not None:
+                for obj in objs:
+                    if type(obj) is dict and "type" not in obj:
+                        lat = obj.get("latency_ms")
+                        if (type(lat) is float or type(lat) is int) and 0.0 <= lat < math.inf:
+                            events.append(obj)
+                            continue
+                    ev = validate_event(obj)
+                    if ev is None:
+                        out.malformed.append(_bad(_dumps(obj)))
+                    else:
+                        events.append(ev)
+                return out
+        for line in body.split(b"\n"):
             if self._skipping:  # tail of an over-long line
                 self._skipping = False
                 continue

@@ -9,6 +9,7 @@ to a CSV file as they arrive (memory stays bounded) and copied on export.
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import itertools
 import math
@@ -84,32 +85,83 @@ class ExitInfo:
 
 
 class EventSpool:
-    """Append-only CSV of every request event, on disk (bounded memory)."""
+    """Every request event as a CSV row, gzip-compressed on disk (bounded memory and
+    disk).
 
-    def __init__(self, directory: str | None = None) -> None:
+    Rows are buffered (at most ``BUFFER_BYTES`` or ``BUFFER_S``) and written as
+    independent gzip members: the file is a valid ``.csv.gz`` after every flush, so an
+    export copies it while the session runs. Past ``max_bytes`` of compressed spool,
+    further rows are dropped (counted; statistics stay exact: they never read the
+    spool) and a warning is logged once.
+    """
+
+    BUFFER_BYTES = 1 << 18
+    BUFFER_S = 2.0
+    FILE_NAME = "events.csv.gz"
+
+    def __init__(self, directory: str | None = None, max_bytes: int | None = 1 << 30,
+                 on_full: Callable[[str], None] | None = None) -> None:
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="xwatch-")
         self.dir = Path(directory or self._tmp.name)  # type: ignore[union-attr]
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / "events.csv"
-        self._f = open(self.path, "w", encoding="utf-8", newline="", buffering=1 << 16)
-        self._f.write(",".join(EVENT_CSV_HEADER) + "\n")
-        self.rows = 0
+        self.path = self.dir / self.FILE_NAME
+        self._f = open(self.path, "wb")
+        self.max_bytes = max_bytes
+        self._on_full = on_full
+        self._buf: list[str] = [",".join(EVENT_CSV_HEADER) + "\n"]
+        self._buf_len = 0
+        self._buf_t = time.monotonic()
+        self.rows = 0  # rows kept (written or buffered)
+        self.dropped = 0  # rows not kept because the spool reached max_bytes
+        self.bytes_written = 0  # compressed
+
+    @property
+    def full(self) -> bool:
+        return self.max_bytes is not None and self.bytes_written >= self.max_bytes
 
     def write_many(self, phase: int, name: str, events: list[dict[str, Any]]) -> None:
-        w = self._f.write
+        if self.full:
+            self.dropped += len(events)
+            return
         prefix = f"{phase},{name},"
-        for e in events:
-            w(f'{prefix}{e.get("seq", "")},{e.get("t", "")},{e["latency_ms"]},'
-              f'{e.get("service_ms", "")},{e.get("sched_delay_ms", "")},'
-              f'{1 if e.get("late") else 0},{e.get("batch", 1)},{0 if e.get("ok") is False else 1}\n')
+        try:  # the built-in worker's events carry every field: index, don't .get()
+            fmt = prefix + "%s,%s,%s,%s,%s,%d,%s,1\n"
+            text = "".join([fmt % (e["seq"], e["t"], e["latency_ms"], e["service_ms"],
+                                   e["sched_delay_ms"], e["late"] is True, e["batch"])
+                            for e in events]) if all("ok" not in e for e in events) else None
+        except KeyError:
+            text = None
+        if text is None:
+            text = "".join([f'{prefix}{e.get("seq", "")},{e.get("t", "")},{e["latency_ms"]},'
+                            f'{e.get("service_ms", "")},{e.get("sched_delay_ms", "")},'
+                            f'{1 if e.get("late") else 0},{e.get("batch", 1)},'
+                            f'{0 if e.get("ok") is False else 1}\n' for e in events])
+        self._buf.append(text)
+        self._buf_len += len(text)
         self.rows += len(events)
+        if self._buf_len >= self.BUFFER_BYTES or time.monotonic() - self._buf_t >= self.BUFFER_S:
+            self.flush()
 
     def flush(self) -> None:
-        if not self._f.closed:
-            self._f.flush()
+        """Write the buffered rows as one gzip member (the file stays a valid .gz)."""
+        self._buf_t = time.monotonic()
+        if not self._buf or self._f.closed:
+            return
+        data = gzip.compress("".join(self._buf).encode(), compresslevel=1, mtime=0)
+        self._buf.clear()
+        self._buf_len = 0
+        self._f.write(data)
+        self._f.flush()
+        self.bytes_written += len(data)
+        if self.full and self._on_full is not None:
+            cb, self._on_full = self._on_full, None  # say it once
+            cb(f"raw event spool reached {self.bytes_written / 2**20:.0f} MiB "
+               f"(--spool-max-mb): further raw events are dropped from events.csv.gz "
+               "(counted); statistics stay exact")
 
     def close(self) -> None:
         if not self._f.closed:
+            self.flush()
             self._f.close()
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -247,31 +299,38 @@ class WorkloadRun:
         now = time.monotonic()
         cutoff = self.phase.t_stop
         slow = self.slowest
-        service = self.recent_service
+        floor = slow[0][0] if len(slow) >= SLOWEST_KEPT else -1.0
+        keep = reqs.append
+        default_batch = self.spec.batch
+        sv = None
         for e in events:
-            kind = e.get("type")
+            get = e.get
+            kind = get("type")
             if kind is None or kind == "req":
-                t = e.get("t")
+                t = get("t")
                 if type(t) is not float:
                     t = now
                     e["t"] = now
                 if cutoff is not None and t > cutoff:
                     self.after_end += 1  # ended after the measurement stopped
                     continue
-                b = e.get("batch")
+                b = get("batch")
                 lat = e["latency_ms"]
-                rec_add(lat, t, b if type(b) is int else self.spec.batch,
-                        e.get("late") is True, e.get("ok") is not False, e.get("service_ms"))
-                reqs.append(e)
-                sv = e.get("service_ms")
-                if sv is not None:
-                    service.append(sv)
-                if len(slow) < SLOWEST_KEPT:
-                    heapq.heappush(slow, (lat, t))
-                elif lat > slow[0][0]:
-                    heapq.heapreplace(slow, (lat, t))
+                sv = get("service_ms")
+                rec_add(lat, t, b if type(b) is int else default_batch,
+                        get("late") is True, get("ok") is not False, sv)
+                keep(e)
+                if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
+                    if len(slow) < SLOWEST_KEPT:
+                        heapq.heappush(slow, (lat, t))
+                    else:
+                        heapq.heapreplace(slow, (lat, t))
+                    if len(slow) >= SLOWEST_KEPT:
+                        floor = slow[0][0]
             else:
                 self._on_control(kind, e, now)
+        if sv is not None:  # the stall bound reads recent service times: the batch's last
+            self.recent_service.append(sv)
         if reqs:
             if self.state in (STARTING, WARMING, PENDING, STALLED):
                 self._mark_running(now)
@@ -570,13 +629,16 @@ def _freeze_extra(extra: dict[str, Any]) -> dict[str, Any]:
 class Session:
     """All phases of one run of a scenario, plus xwatch's own messages."""
 
-    def __init__(self, scenario: Scenario, spool_dir: str | None = None) -> None:
+    def __init__(self, scenario: Scenario, spool_dir: str | None = None,
+                 spool_max_mb: float | None = 1024) -> None:
         self.scenario = scenario
         self.window_s = scenario.window_s
         self.phases: list[Phase] = []
         self.logs: deque[LogLine] = deque(maxlen=5000)
         self._seq = itertools.count(1)
-        self.spool = EventSpool(spool_dir)
+        self.spool = EventSpool(spool_dir, None if spool_max_mb is None
+                                else int(spool_max_mb * 2**20),
+                                on_full=lambda msg: self.log("xwatch", "warning", msg))
         self.extra: dict[str, Any] = {}  # environment, xsched, ...
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
@@ -610,6 +672,9 @@ class Session:
         now = time.monotonic() if now is None else now
         extra = _freeze_extra(self.extra)
         extra["created_at"] = self.created_at
+        sp = self.spool
+        extra["spool"] = {"rows_kept": sp.rows, "rows_dropped": sp.dropped,
+                          "compressed_bytes": sp.bytes_written, "max_bytes": sp.max_bytes}
         if self.telemetry is not None:
             extra["telemetry"] = self.telemetry.export(telemetry_last)
             extra["telemetry"]["t_origin"] = self.phases[0].t_start if self.phases else now

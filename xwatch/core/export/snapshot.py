@@ -1,4 +1,4 @@
-"""Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv``).
+"""Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv.gz``).
 
 Schema id ``xwatch.snapshot/1`` (JSON Schema in ``snapshot.schema.json`` beside
 this file, prose in ``docs/snapshot.md``). Writing is atomic: a temporary file
@@ -108,7 +108,10 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
     }
 
 
-def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = "events.csv"
+EVENTS_FILE = "events.csv.gz"
+
+
+def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FILE
                      ) -> dict[str, Any]:
     extra = dict(snap.extra)
     env = {**host_environment(), **extra.pop("environment", {})}
@@ -131,6 +134,8 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = "events.cs
         "messages": [{"t": m.t, "level": m.stream, "text": m.text} for m in snap.messages[-200:]],
         "telemetry": telemetry,
         "events_file": events_file,
+        "events_kept": (extra.get("spool") or {}).get("rows_kept"),
+        "events_dropped": (extra.get("spool") or {}).get("rows_dropped"),
         "events_columns": ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
                            "sched_delay_ms", "late", "batch", "ok"],
         "extra": {k: v for k, v in extra.items() if not k.startswith("_")},
@@ -176,10 +181,10 @@ def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> Pre
 
 
 def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Path:
-    """On any thread: write events.csv then snapshot.json, each atomically."""
+    """On any thread: write events.csv.gz then snapshot.json, each atomically."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".events.csv.", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=".events.csv.gz.", dir=d)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as out, open(prep.events_path, "rb") as src:
@@ -192,7 +197,7 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
                 left -= len(chunk)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, d / "events.csv")
+        os.replace(tmp, d / EVENTS_FILE)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -204,7 +209,7 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
 
 def write_snapshot(session: Session, directory: str | os.PathLike[str],
                    snap: SessionSnapshot | None = None) -> Path:
-    """Write ``snapshot.json`` and ``events.csv`` into ``directory`` atomically."""
+    """Write ``snapshot.json`` and ``events.csv.gz`` into ``directory`` atomically."""
     return write_export(prepare_export(session, snap), directory)
 
 

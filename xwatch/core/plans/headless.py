@@ -49,7 +49,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                    xsched: ModeBackend | None = None) -> int:
     from xwatch.core.telemetry import start_telemetry
 
-    session = Session(scen)
+    session = Session(scen, spool_max_mb=getattr(args, "spool_max_mb", 1024))
     runner = Runner(scen, session, xsched=xsched)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

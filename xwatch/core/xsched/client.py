@@ -4,15 +4,28 @@ client to call from a thread, the port choice, and checks made before sending.""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import socket
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 from typing import Any
 
 from xwatch.errors import XschedError
 from xwatch.scenario import POLICIES
+
+
+def _decode(raw: bytes) -> Any:
+    """JSON -> Python; msgspec when installed (``/xqueues`` with a few hundred queues is
+    ~40 KB, polled ten times a second)."""
+    try:
+        import msgspec
+    except ImportError:
+        return json.loads(raw)
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as e:
+        raise ValueError(str(e)) from None
 
 
 def free_port(preferred: int) -> int:
@@ -28,29 +41,57 @@ def free_port(preferred: int) -> int:
 
 
 class XserverClient:
-    """Blocking client for xserver's HTTP API (call it from a thread)."""
+    """Blocking client for xserver's HTTP API (call it from a thread).
+
+    One keep-alive connection per calling thread: polling ``/xqueues`` ten times a
+    second through ``urllib`` (a new connection and request object each time) cost
+    the dashboard more CPU than everything it drew.
+    """
 
     def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> None:
+        self.host, self.port = host, port
         self.base = f"http://{host}:{port}"
         self.timeout = timeout
+        self._local = threading.local()
+
+    def _conn(self) -> http.client.HTTPConnection:
+        c: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if c is None or c.timeout != self.timeout:
+            c = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            self._local.conn = c
+        return c
+
+    def _drop(self) -> None:
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            with contextlib.suppress(Exception):
+                c.close()
+        self._local.conn = None
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                raw = r.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode(errors="replace")
-            with contextlib.suppress(ValueError):
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        for attempt in (0, 1):  # a kept-alive connection the server closed: retry once
+            conn = self._conn()
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                r = conn.getresponse()
+                status, raw = r.status, r.read()
+                if r.will_close:
+                    self._drop()
+                break
+            except (http.client.HTTPException, OSError) as e:
+                self._drop()
+                if attempt or isinstance(e, TimeoutError):
+                    raise XschedError(f"xserver at {self.base} not reachable: {e}",
+                                      title="xserver unreachable")
+        if status >= 400:
+            detail = raw.decode(errors="replace")
+            with contextlib.suppress(ValueError, AttributeError):
                 detail = json.loads(detail).get("error", detail)
-            raise XschedError(f"xserver refused {method} {path}: HTTP {e.code}: {detail}",
+            raise XschedError(f"xserver refused {method} {path}: HTTP {status}: {detail}",
                               title="xserver refused")
-        except (urllib.error.URLError, OSError) as e:
-            raise XschedError(f"xserver at {self.base} not reachable: {e}",
-                              title="xserver unreachable")
-        return json.loads(raw) if raw else {}
+        return _decode(raw) if raw else {}
 
     def xqueues(self) -> dict[str, Any]:
         return self._call("GET", "/xqueues")  # type: ignore[no-any-return]

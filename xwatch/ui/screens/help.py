@@ -15,7 +15,7 @@ HELP = """\
 |---|---|
 | `x` | stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase |
 | `r` | restart every workload in the same mode: a new phase |
-| `s` | export a snapshot (snapshot.json, events.csv, report.md/html) into a timestamped folder |
+| `s` | export a snapshot (snapshot.json, events.csv.gz, report.md/html) into a timestamped folder |
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
 | `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
