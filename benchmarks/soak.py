@@ -55,6 +55,8 @@ command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "
             cpu = me.cpu_percent(None)
         except psutil.Error:
             break
+        if p.poll() is not None:  # exited while we slept: no sample of a dead process
+            break
         spool = sum(f.stat().st_size for f in Path("/tmp").glob("xwatch-*/events.csv.gz")
                     if f.exists())
         rows.append((round(time.monotonic() - t0), round(rss, 1), round(spool / 2**20, 1),
