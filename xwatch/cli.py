@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from xwatch.scenario import (
     builtin_scenarios,
     keys_reference_markdown,
     load_scenario,
+    parse_gpus,
 )
 
 EXIT_FAILED = 1
@@ -31,8 +33,12 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
         p.add_argument("--headless", action="store_true",
                        help="no dashboard: progress lines on stdout, final table, exit code")
     p.add_argument("--duration", type=float, metavar="S",
-                   help="measurement seconds per phase (default: the scenario's duration_s)")
+                   help="measurement seconds per phase (default: the scenario's duration_s); "
+                        "run: 0 runs until stopped (an agent for --metrics-port)")
     p.add_argument("--device", metavar="DEV", help="override every built-in workload's device")
+    p.add_argument("--gpus", metavar="I,J,...",
+                   help="run a copy of every workload on each listed GPU (PCI bus order, as "
+                        "nvidia-smi numbers them), named NAME@I; overrides the scenario's gpus")
     p.add_argument("--export", metavar="DIR",
                    help="write DIR/snapshot.json (+ events.csv.gz, report)")
     p.add_argument("--spool-max-mb", type=float, default=1024, metavar="MB",
@@ -47,6 +53,12 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                         "poll (default 2)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
                    "else the scenario's [xsched] root)")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus / OpenMetrics metrics on PORT (0: any free port; "
+                        "the URL is printed) while the command runs")
+    p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
+                   help="address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 "
+                        "for every interface)")
     p.add_argument("--no-preflight", action="store_true",
                    help="XSched phases: skip the few-second smoke test under the shim that "
                         "runs before the real workloads start")
@@ -113,10 +125,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    if args.duration is not None and args.duration <= 0:
-        raise UsageError(f"--duration must be > 0 (got {args.duration})")
+    args.until_stopped = args.duration == 0 and args.command == "run"
+    if args.duration is not None and args.duration <= 0 and not args.until_stopped:
+        hint = " (0, until stopped, is for `xwatch run`)" if args.duration == 0 else ""
+        raise UsageError(f"--duration must be > 0 (got {args.duration:g}){hint}")
     scen = load_scenario(args.scenario)
-    return scen.with_overrides(duration_s=args.duration, device=args.device)
+    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
+    duration = None if args.until_stopped else args.duration
+    return scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
+
+
+def _metrics(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Bind the metrics endpoint before anything starts (a bad port loses nothing)."""
+    if getattr(args, "metrics_port", None) is None:
+        return None
+    from xwatch.core.export.prometheus import MetricsServer
+
+    server = MetricsServer(args.metrics_port, args.metrics_host)
+    server.start()
+    print(f"xwatch: metrics at {server.url}", file=sys.stderr, flush=True)
+    return server
 
 
 def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -147,6 +175,15 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
     scen = _load(args)
     xs = _xsched_backend(args, scen)
+    args.metrics = _metrics(args)
+    try:
+        return _run(cmd, args, scen, xs)
+    finally:
+        if args.metrics is not None:
+            args.metrics.stop()
+
+
+def _run(cmd: str, args: argparse.Namespace, scen, xs) -> int:  # type: ignore[no-untyped-def]
     if cmd == "run" and args.headless:
         from xwatch.core.plans.headless import run_headless
         return asyncio.run(run_headless(scen, args, modes=[args.mode], xsched=xs))
@@ -170,7 +207,8 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    telemetry_proc_interval=args.telemetry_proc_interval,
                    spool_max_mb=args.spool_max_mb,
-                   xsched=xs)
+                   xsched=xs, metrics=args.metrics,
+                   phase_s=math.inf if args.until_stopped else None)
     try:
         app.run()
     finally:

@@ -145,6 +145,25 @@ def _device(v: Any) -> str:
     return s
 
 
+def _gpus(v: Any) -> tuple[int, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                          for x in v):
+        raise TypeError("a list of GPU indices, e.g. [0, 1]")
+    if any(x < 0 or x > 255 for x in v):
+        raise ValueError("GPU indices must be 0-255")
+    if len(set(v)) != len(v):
+        raise ValueError("lists a GPU twice")
+    return tuple(v)
+
+
+def parse_gpus(text: str) -> tuple[int, ...]:
+    """``--gpus 0,1`` -> (0, 1); a UsageError naming what is wrong."""
+    try:
+        return _gpus([int(x) for x in text.split(",") if x.strip()])
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"--gpus {text!r}: expected GPU indices like 0,1 ({e})")
+
+
 def _shape(v: Any) -> tuple[int, ...]:
     if (not isinstance(v, list) or len(v) != 3
             or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)):
@@ -194,6 +213,10 @@ SCENARIO_KEYS: tuple[Key, ...] = (
         "'cpu', 'cuda:N' (also the HIP device on ROCm builds).", _device),
     Key("window_s", "number", 10.0, "Length of the sliding window for 'window' percentiles.",
         _num(lo=1, hi=3600)),
+    Key("gpus", "list", [], "Run a copy of every workload on each of these GPUs (indices in PCI "
+        "bus order, as nvidia-smi / amd-smi number them), named NAME@GPU and pinned with "
+        "CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES. Empty: one copy, on its own device. "
+        "--gpus overrides.", _gpus),
 )
 
 SLO_KEYS: tuple[Key, ...] = (
@@ -327,6 +350,13 @@ class Workload:
     stdout: str | None = None  # None: pty when regex is set, else pipe
     platform: str | None = None
     xsched: WorkloadXsched = field(default_factory=WorkloadXsched)
+    #: the GPU this copy is pinned to (multi-GPU runs); None: the workload's own device
+    gpu: int | None = None
+
+    @property
+    def base_name(self) -> str:
+        """The scenario's name for this workload (``high`` for the copy ``high@1``)."""
+        return self.name.partition("@")[0]
 
     @property
     def kind(self) -> str:
@@ -391,6 +421,9 @@ class Scenario:
     slo: Slo | None = None
     xsched: XschedSettings = field(default_factory=XschedSettings)
     source: str = "<memory>"
+    gpus: tuple[int, ...] = ()  # replicated onto these GPUs (workloads already expanded)
+    #: the workloads as written, before replication onto ``gpus`` (empty: not replicated)
+    single: tuple[Workload, ...] = ()
 
     def workload(self, name: str) -> Workload:
         for w in self.workloads:
@@ -398,11 +431,13 @@ class Scenario:
                 return w
         raise KeyError(name)
 
-    def with_overrides(self, duration_s: float | None = None, device: str | None = None) -> Scenario:
-        """A copy with CLI overrides applied (``--duration``, ``--device``)."""
+    def with_overrides(self, duration_s: float | None = None, device: str | None = None,
+                       gpus: tuple[int, ...] | None = None) -> Scenario:
+        """A copy with CLI overrides applied (``--duration``, ``--device``, ``--gpus``)."""
         import dataclasses
 
-        s = self
+        keep_gpus = self.gpus if gpus is None else gpus
+        s = self.unreplicated()
         if duration_s is not None:
             s = dataclasses.replace(s, duration_s=duration_s)
         if device is not None:
@@ -414,7 +449,39 @@ class Scenario:
                 s, device=device,
                 workloads=tuple(dataclasses.replace(w, device=device) if w.model else w
                                 for w in s.workloads))
-        return s
+        return s.on_gpus(keep_gpus)
+
+    def on_gpus(self, gpus: tuple[int, ...]) -> Scenario:
+        """A copy with every workload replicated onto each GPU of ``gpus``: names
+        ``NAME@GPU``, built-in models on ``cuda:0`` of a process that sees only that
+        GPU (``CUDA_VISIBLE_DEVICES`` and ``HIP_VISIBLE_DEVICES`` = the index, indices
+        in PCI bus order), commands with the same variables. ``()`` undoes nothing:
+        the scenario as it is."""
+        import dataclasses
+
+        if not gpus:
+            return self
+        if self.gpus:
+            raise UsageError(f"scenario {self.name} is already replicated onto GPUs "
+                             f"{list(self.gpus)}")
+        wls = []
+        for g in gpus:
+            for w in self.workloads:
+                pin = {"CUDA_VISIBLE_DEVICES": str(g), "HIP_VISIBLE_DEVICES": str(g),
+                       "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+                wls.append(dataclasses.replace(
+                    w, name=f"{w.name}@{g}", gpu=g, env=MappingProxyType({**w.env, **pin}),
+                    device="cuda:0" if w.device.startswith("cuda") else w.device))
+        return dataclasses.replace(self, workloads=tuple(wls), gpus=tuple(gpus),
+                                   single=self.workloads)
+
+    def unreplicated(self) -> Scenario:
+        """The scenario as written, one copy of each workload."""
+        import dataclasses
+
+        if not self.gpus:
+            return self
+        return dataclasses.replace(self, workloads=self.single, gpus=(), single=())
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved scenario as plain data (for snapshots)."""
@@ -429,7 +496,13 @@ class Scenario:
                 return {f.name: conv(getattr(v, f.name)) for f in dataclasses.fields(v)}
             return v
 
-        return conv(self)  # type: ignore[no-any-return]
+        d: dict[str, Any] = conv(self)
+        d.pop("single", None)
+        if self.gpus:  # recorded as written; loading replicates again
+            d["workloads"] = conv(self.single)
+        for w in d["workloads"]:
+            w.pop("gpu", None)
+        return d
 
 
 # --------------------------------------------------------------------------- loading
@@ -565,7 +638,7 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         slo=slo,
         xsched=xs,
         source=path,
-    )
+    ).on_gpus(top.get("gpus", ()))
 
 
 def builtin_scenarios() -> dict[str, Path]:

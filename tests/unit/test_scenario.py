@@ -112,3 +112,34 @@ def test_stdout_mode_defaults() -> None:
          "stdout": "pipe"},
         {"name": "m", "priority": "low", "model": "resnet18"}]})
     assert [w.stdout_mode for w in s.workloads] == ["pty", "pipe", "pipe", "pipe"]
+
+
+def test_gpus_replicate_every_workload_pinned_and_round_trip() -> None:
+    from xwatch.scenario import parse_gpus, parse_scenario
+
+    base = load_scenario("intensive")
+    s = base.with_overrides(gpus=(0, 1))
+    assert [w.name for w in s.workloads] == ["high@0", "low@0", "high@1", "low@1"]
+    h1 = s.workload("high@1")
+    assert h1.gpu == 1 and h1.base_name == "high"
+    assert h1.env["CUDA_VISIBLE_DEVICES"] == "1" and h1.env["HIP_VISIBLE_DEVICES"] == "1"
+    assert h1.env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert h1.rate == base.workload("high").rate and h1.xsched == base.workload("high").xsched
+    # recorded as written; loading replicates again (snapshots)
+    d = s.to_dict()
+    assert d["gpus"] == [0, 1] and [w["name"] for w in d["workloads"]] == ["high", "low"]
+    # --gpus replaces the scenario's list; () undoes it
+    s2 = s.with_overrides(gpus=(2,))
+    assert [w.name for w in s2.workloads] == ["high@2", "low@2"]
+    assert [w.name for w in s.with_overrides(gpus=()).workloads] == ["high", "low"]
+    assert parse_gpus("0, 3") == (0, 3)
+    with pytest.raises(UsageError, match="--gpus"):
+        parse_gpus("0,0")
+    with pytest.raises(UsageError, match="--gpus"):
+        parse_gpus("a,b")
+    with pytest.raises(ScenarioError, match="gpus"):
+        parse_scenario({"gpus": [0, "x"], "workload": [
+            {"name": "a", "priority": 1, "command": ["true"]}]}, "f.toml")
+    scen = parse_scenario({"gpus": [1, 0], "workload": [
+        {"name": "a", "priority": 1, "command": ["true"]}]}, "f.toml")
+    assert [w.name for w in scen.workloads] == ["a@1", "a@0"]

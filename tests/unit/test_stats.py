@@ -164,3 +164,18 @@ def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
         assert w.window_rate == pytest.approx(20.0, rel=0.06), later
         assert w.window.count > 150
     session.close()
+
+
+def test_cumulative_buckets_are_exact_counts() -> None:
+    from xwatch.core.engine.stats import LATENCY_BUCKETS_MS
+
+    vals = [v / 10 for v in skewed(20_000, seed=7)] + [1.0, 10.0, 10.0, 25.0, 20_000.0]
+    halves = (Moments(), Moments())
+    for i, v in enumerate(vals):  # merged from two parts, as phases merge seconds
+        halves[i % 2].add(v)
+    m = Moments()
+    m.merge(halves[0])
+    m.merge(halves[1])
+    got = m.cumulative()
+    assert got == [sum(1 for v in vals if v <= le) for le in LATENCY_BUCKETS_MS]
+    assert got[-1] == len(vals) - 1  # 20 s is above the last bound

@@ -30,7 +30,7 @@ from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
-from xwatch.ui.widgets.panels import CalibrationPanel, GpuPanel, LaneStrip, XschedPanel
+from xwatch.ui.widgets.panels import CalibrationPanel, GpuPanel, GpuSummary, LaneStrip, XschedPanel
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
@@ -70,6 +70,7 @@ class XwatchApp(App[int]):
         Binding("3", "tab('xsched')", "XSched", show=False),
         Binding("4", "tab('logs')", "Logs", show=False),
         Binding("p", "pause", "Pause"),
+        Binding("g", "chart_gpu", "Chart GPU", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -80,7 +81,8 @@ class XwatchApp(App[int]):
                  telemetry_interval: float = 0.5, xsched: Any = None,
                  telemetry_proc_interval: float = 2.0, spool_max_mb: float = 1024,
                  replay: SessionSnapshot | None = None, replay_source: str | None = None,
-                 autostart: bool = True) -> None:
+                 autostart: bool = True, phase_s: float | None = None,
+                 metrics: Any = None) -> None:
         super().__init__()
         self.replay = replay
         self.replay_source = replay_source
@@ -93,6 +95,9 @@ class XwatchApp(App[int]):
         self.telemetry_proc_interval = telemetry_proc_interval
         self.spool_max_mb = spool_max_mb
         self.autostart = autostart
+        #: planned measured seconds of a phase (inf: until stopped, ``--duration 0``)
+        self.phase_s = phase_s if phase_s is not None else self.scenario.duration_s
+        self.metrics = metrics  # a MetricsServer: handed each snapshot the view takes
         self.session: Session | None = None
         self.runner: Runner | None = None
         self.sampler: Any = None
@@ -114,6 +119,7 @@ class XwatchApp(App[int]):
         yield AlertBar()
         with TabbedContent(initial="live"):
             with TabPane("Live", id="live"):
+                yield GpuSummary()
                 yield WorkloadTable()
                 with Horizontal(classes="chart-row"):
                     yield LatencyChart()
@@ -195,14 +201,15 @@ class XwatchApp(App[int]):
             return
         await self._watch_phase(phase)
 
-    async def _watch_phase(self, phase: Phase) -> None:
+    async def _watch_phase(self, phase: Phase, duration_s: float | None = None) -> None:
         assert self.runner is not None and self.scenario is not None
+        duration = self.phase_s if duration_s is None else duration_s
         planned = False
         while self.runner.phase is phase and phase.t_end is None:
             await asyncio.sleep(0.25)
             if self.runner.all_exited():
                 break
-            if self.runner.planned_end_reached(self.scenario.duration_s):
+            if self.runner.planned_end_reached(duration):
                 planned = phase.t_measure is not None
                 break
         if phase.t_end is not None and phase.status == "failed" and phase.extra.get("error"):
@@ -268,7 +275,7 @@ class XwatchApp(App[int]):
                 self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
                 continue
             phase.extra["calibrate"] = step.role
-            await self._watch_phase(phase)
+            await self._watch_phase(phase, self.scenario.duration_s)  # type: ignore[union-attr]
             if self.runner.phase is not phase:  # the user started something else
                 return
         self.action_tab("compare")
@@ -289,6 +296,8 @@ class XwatchApp(App[int]):
     def refresh_view(self, force_charts: bool = False, force_table: bool = True) -> None:
         if self.session is not None:
             self.snap = self.session.snapshot(telemetry_last=600)
+            if self.metrics is not None:
+                self.metrics.publish(self.snap)
             for ln in self.session.logs_since(self._log_seq):
                 self._write_log(ln.source, ln.stream, ln.text)
                 self._log_seq = ln.seq
@@ -301,10 +310,12 @@ class XwatchApp(App[int]):
         # repaints only when its content changed
         tab = self.query_one(TabbedContent).active or "live"  # "" before the first layout
         self._safe("status", lambda: self.query_one(StatusLine).show(
-            snap, self.scenario.duration_s, self.replay_source, self.paused))  # type: ignore[union-attr]
+            snap, self.phase_s, self.replay_source, self.paused))
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         if tab == "live" and (force_table or force_charts):
             self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
+            self._safe("gpus", lambda: self.query_one(GpuSummary).show(
+                snap, self.query_one(LatencyChart).gpu))
             self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
             self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
         elif tab == "compare":
@@ -351,6 +362,18 @@ class XwatchApp(App[int]):
     def on_tabbed_content_tab_activated(self, _: TabbedContent.TabActivated) -> None:
         self._chart_sig = None  # hidden charts were not kept up to date
         self.call_after_refresh(self.refresh_view, True)
+
+    def action_chart_gpu(self) -> None:
+        """Multi-GPU runs: the latency chart shows all GPUs, then each GPU in turn."""
+        gpus = list(self.scenario.gpus) if self.scenario else []
+        if not gpus:
+            self.notify("one GPU: run with --gpus 0,1 to chart GPUs separately", timeout=4)
+            return
+        chart = self.query_one(LatencyChart)
+        order: list[int | None] = [None, *gpus]
+        chart.gpu = order[(order.index(chart.gpu) + 1) % len(order)]
+        self._chart_sig = None
+        self.refresh_view(force_charts=True)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

@@ -1,6 +1,8 @@
 """An external workload in plain Python that speaks the event protocol.
 
 argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
+      [--pci-by-visible HEX,HEX,...]  (hello reports the PCI bus of the GPU that
+      CUDA_VISIBLE_DEVICES selects, as torch would; latency grows with that index)
 """
 
 import json
@@ -16,6 +18,8 @@ malformed = int(opts.get("--malformed", 0))
 crash_after = int(opts.get("--crash-after", 0)) or None
 crash_env = opts.get("--crash-if-env")
 hang_after = int(opts.get("--hang-after", 0)) or None
+pci_buses = opts.get("--pci-by-visible")
+visible = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0") or 0)
 fd = int(os.environ["XWATCH_EVENT_FD"])
 
 
@@ -23,8 +27,12 @@ def emit(obj):
     os.write(fd, (json.dumps(obj) + "\n").encode())
 
 
-emit({"type": "hello", "pid": os.getpid(), "model": "external",
-      "env": {k: v for k, v in os.environ.items() if k.startswith(("XSCHED_", "LD_"))}})
+hello = {"type": "hello", "pid": os.getpid(), "model": "external",
+         "env": {k: v for k, v in os.environ.items() if k.startswith(("XSCHED_", "LD_"))}}
+if pci_buses:
+    hello["pci"] = {"domain": 0, "bus": int(pci_buses.split(",")[visible], 16), "device": 0}
+    hello["device_name"] = f"Fake GPU {visible}"
+emit(hello)
 print("producer started", flush=True)
 for _ in range(malformed):
     os.write(fd, b"this is not json\n")
@@ -50,7 +58,8 @@ while count is None or i < count:
         time.sleep(target - now)
     i += 1
     end = time.monotonic()
-    emit({"seq": i, "t": end, "latency_ms": 1.0 + (i % 10) / 10, "batch": 2})
+    extra = visible * 3.0 if pci_buses else 0.0
+    emit({"seq": i, "t": end, "latency_ms": 1.0 + extra + (i % 10) / 10, "batch": 2})
     if hang_after and i >= hang_after:  # alive, silent: what a hung GPU looks like
         while True:
             time.sleep(3600)

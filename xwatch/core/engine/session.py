@@ -24,7 +24,12 @@ from typing import Any
 
 from xwatch.core.engine.arrivals import due_times
 from xwatch.core.engine.causes import best_cause
-from xwatch.core.engine.stats import LatencySummary, Moments, Recorder, SecondRow
+from xwatch.core.engine.stats import (
+    LatencySummary,
+    Moments,
+    Recorder,
+    SecondRow,
+)
 from xwatch.scenario import Scenario, Workload
 
 # Workload states, in the order they normally happen. STALLED: alive, but no
@@ -215,6 +220,10 @@ class WorkloadSnapshot:
     stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
     #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
     slowest: tuple[tuple[float, float], ...] = ()
+    gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
+    #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
+    buckets: tuple[int, ...] = ()
+    latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
 
 
 @dataclass(frozen=True)
@@ -278,7 +287,8 @@ class WorkloadRun:
         self.end_t: float | None = None
         slo = phase.session.scenario.slo
         self.rec = Recorder(phase.t_start, phase.session.window_s,
-                            slo.latency_ms if slo and slo.workload == spec.name else None)
+                            slo.latency_ms if slo and slo.workload in (spec.name, spec.base_name)
+                            else None)
         self.stop_requested = False
         self.after_end = 0
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
@@ -505,6 +515,8 @@ class WorkloadRun:
         rec = self.rec
         moments = rec.phase_moments()
         count = moments.n
+        buckets = tuple(moments.cumulative())
+        latency_sum = moments.mean * count if count else 0.0
         if self.unfinished_m is not None:
             moments.merge(self.unfinished_m)  # censored: "at least this long"
         phase = moments.summary()
@@ -547,6 +559,7 @@ class WorkloadRun:
             stalls=tuple(dict(x) for x in self.stalls),
             slowest=tuple(sorted(((round(t - self.phase.t_start, 4), lat)
                                   for lat, t in self.slowest), key=lambda x: -x[1])),
+            gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
         )
 
 

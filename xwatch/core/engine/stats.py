@@ -22,6 +22,7 @@ older second (capped at ``MAX_SECONDS``), so an hour-long run stays small.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,13 @@ MAX_SECONDS = 6 * 3600  # per-second rows kept per workload and phase
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
+
+
+#: upper bounds (ms) of the coarse cumulative latency buckets snapshots carry (and the
+#: Prometheus histogram exposes): 0.1 ms to 10 s in 1-2.5-5 steps
+LATENCY_BUCKETS_MS: tuple[float, ...] = (
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
+    1000.0, 2500.0, 5000.0, 10000.0)
 
 
 def bucket_index(v: float) -> int:
@@ -128,9 +136,10 @@ EMPTY = LatencySummary(count=0, mean=_N, std=_N, min=_N, p50=_N, p90=_N, p95=_N,
 
 
 class Moments:
-    """Exact count/mean/std/min/max (Welford) plus a histogram for percentiles."""
+    """Exact count/mean/std/min/max (Welford), exact counts per coarse latency bucket
+    (``LATENCY_BUCKETS_MS``), plus a fine histogram for percentiles."""
 
-    __slots__ = ("hist", "max", "mean", "min", "n", "s2")
+    __slots__ = ("hist", "le", "max", "mean", "min", "n", "s2")
 
     def __init__(self) -> None:
         self.n = 0
@@ -139,8 +148,10 @@ class Moments:
         self.min = math.inf
         self.max = -math.inf
         self.hist = LogHistogram()
+        self.le = [0] * (len(LATENCY_BUCKETS_MS) + 1)  # per bucket; the last: above 10 s
 
     def add(self, v: float) -> None:
+        self.le[bisect_left(LATENCY_BUCKETS_MS, v)] += 1
         self.n += 1
         d = v - self.mean
         self.mean += d / self.n
@@ -154,6 +165,7 @@ class Moments:
     def merge(self, o: Moments) -> None:
         if o.n == 0:
             return
+        self.le = [a + b for a, b in zip(self.le, o.le)]
         if self.n == 0:
             self.n, self.mean, self.s2 = o.n, o.mean, o.s2
             self.min, self.max = o.min, o.max
@@ -167,6 +179,14 @@ class Moments:
         self.min = min(self.min, o.min)
         self.max = max(self.max, o.max)
         self.hist.merge(o.hist)
+
+    def cumulative(self) -> list[int]:
+        """Exactly how many values are <= each bound of ``LATENCY_BUCKETS_MS``."""
+        out, run = [], 0
+        for k in self.le[:-1]:
+            run += k
+            out.append(run)
+        return out
 
     def summary(self) -> LatencySummary:
         if self.n == 0:

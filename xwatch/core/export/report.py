@@ -18,6 +18,7 @@ from typing import Any
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.charts import build_charts
@@ -89,6 +90,9 @@ def build_report(snap: SessionSnapshot) -> Report:
         [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1)]
          for p in snap.phases])))
     secs.append(ph)
+    g = _gpu_section(snap)
+    if g is not None:
+        secs.append(g)
 
     # --- per workload
     base = baseline(snap)
@@ -254,6 +258,40 @@ def build_report(snap: SessionSnapshot) -> Report:
     repro.code = cmd
     secs.append(repro)
     return Report(f"xwatch report: {scen.name}", secs)
+
+
+def _gpu_section(snap: SessionSnapshot) -> Section | None:
+    """Per GPU, per phase: HIGH P50/P99, LOW samples/s, utilization; and the roll-up."""
+    tel = snap.extra.get("telemetry")
+    rows, roll_rows = [], []
+    for p in snap.phases:
+        groups = gpu_groups(p, tel)
+        for g in groups:
+            rows.append([label(p), str(g.gpu), g.bus_id or "?", g.name or "?",
+                         g.high.name if g.high else "-", num(g.high_p50), num(g.high_p99),
+                         num(g.low_samples_per_s, 1),
+                         "-" if g.util_pct is None else f"{g.util_pct:.0f}%",
+                         g.matched_by or "none"])
+        if groups:
+            r = rollup(groups)
+            roll_rows.append([label(p), ", ".join(map(str, r["gpus"])),
+                              f"{num(r['worst_high_p99_ms'])} (GPU {r['worst_gpu']})",
+                              num(r["best_high_p99_ms"]), num(r["low_samples_per_s"], 1),
+                              str(r["high_requests"])])
+    if not rows:
+        return None
+    s = Section("Per GPU")
+    s.paragraphs.append(
+        f"Every workload ran as one copy per GPU ({', '.join(map(str, snap.scenario.gpus))}), "
+        "named NAME@GPU, pinned with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES. Telemetry "
+        "is matched by the PCI address each worker reported (`pci`), else by index.")
+    s.tables.append(("", Table(
+        ["phase", "GPU", "PCI bus", "device", "HIGH", "HIGH P50 ms", "HIGH P99 ms",
+         "LOW samples/s", "util (mean)", "telemetry match"], rows)))
+    s.tables.append(("Roll-up (percentiles are not averaged across GPUs)", Table(
+        ["phase", "GPUs", "worst HIGH P99 ms", "best HIGH P99 ms", "LOW samples/s (sum)",
+         "HIGH requests"], roll_rows)))
+    return s
 
 
 def _preflight_section(snap: SessionSnapshot) -> Section | None:

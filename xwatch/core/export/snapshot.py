@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import xwatch
+from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.engine.session import (
     ExitInfo,
     LogLine,
@@ -31,7 +32,7 @@ from xwatch.core.engine.session import (
     SessionSnapshot,
     WorkloadSnapshot,
 )
-from xwatch.core.engine.stats import EMPTY, LatencySummary, SecondRow
+from xwatch.core.engine.stats import EMPTY, LATENCY_BUCKETS_MS, LatencySummary, SecondRow
 from xwatch.errors import SnapshotError
 from xwatch.scenario import parse_scenario
 
@@ -105,7 +106,18 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "stalled_since": w.stalled_since,
         "stalls": list(w.stalls),
         "slowest": [[_num(t), _num(v)] for t, v in w.slowest],
+        "gpu": w.gpu,
+        "latency_buckets_ms": [[le, n] for le, n in zip(LATENCY_BUCKETS_MS, w.buckets)],
+        "latency_sum_ms": _num(w.latency_sum_ms),
     }
+
+
+def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> dict[str, Any]:
+    """``{"gpus": {groups, rollup}}`` for a multi-GPU phase, else nothing."""
+    groups = gpu_groups(p, telemetry)
+    if not groups:
+        return {}
+    return {"gpus": {"groups": [g.as_dict() for g in groups], "rollup": rollup(groups)}}
 
 
 EVENTS_FILE = "events.csv.gz"
@@ -130,6 +142,7 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FIL
             "workloads": {w.name: _workload_dict(w) for w in p.workloads},
             **{k: p.extra[k] for k in PHASE_EXTRAS if k in p.extra},
             "annotations": list(p.extra.get("annotations", [])),
+            **_per_gpu(p, telemetry),
         } for p in snap.phases],
         "messages": [{"t": m.t, "level": m.stream, "text": m.text} for m in snap.messages[-200:]],
         "telemetry": telemetry,
@@ -304,7 +317,10 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     after_end=int(w.get("after_end") or 0),
                     stalled_since=w.get("stalled_since"),
                     stalls=tuple(w.get("stalls") or ()),
-                    slowest=tuple((_f(t), _f(v)) for t, v in w.get("slowest") or ())))
+                    slowest=tuple((_f(t), _f(v)) for t, v in w.get("slowest") or ()),
+                    gpu=w.get("gpu"),
+                    buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
+                    latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0)))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             extra["annotations"] = p.get("annotations", [])
             phases.append(PhaseSnapshot(

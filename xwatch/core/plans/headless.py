@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import signal
 import sys
 import time
@@ -65,9 +66,14 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                                 getattr(args, "telemetry_interval", 0.5),
                                 getattr(args, "telemetry_proc_interval", 2.0))
     phases: list[Phase] = []
+    phase_s = math.inf if getattr(args, "until_stopped", False) else scen.duration_s
+    metrics = getattr(args, "metrics", None)
+    publisher = asyncio.create_task(_publish(session, metrics)) if metrics is not None else None
     try:
-        _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads, "
-             f"{scen.duration_s:g} s per phase, phases "
+        per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
+        gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
+        _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads"
+             f"{gpus}, {per}, phases "
              f"{' -> '.join(st.label or st.mode for st in steps)}, "
              f"telemetry {telemetry.backend_name}")
         for step in steps:
@@ -77,7 +83,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 runner.xsched = step.backend
             if step.label:
                 _out(f"--- {step.mode}: {step.label}")
-            phase = await _run_step(runner, session, scen, step, stop)
+            phase = await _run_step(runner, session, phase_s, step, stop)
             if phase is None:
                 continue
             if step.label and step.role is None:
@@ -92,6 +98,9 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         await runner.stop_phase()
         runner.kill_now()
         telemetry.stop()
+        if publisher is not None and metrics is not None:
+            publisher.cancel()
+            metrics.publish(session.snapshot())  # the final numbers, until the exporter stops
         for s in SIGNALS:
             loop.remove_signal_handler(s)
     status = _verdict(phases, len(steps), got)
@@ -102,11 +111,18 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     return status
 
 
-async def _run_step(runner: Runner, session: Session, scen: Scenario, step: Step,
+async def _publish(session: Session, metrics: Any, every_s: float = 1.0) -> None:
+    """Hand the metrics exporter a fresh snapshot every ``every_s`` (scrapes read it)."""
+    while True:
+        metrics.publish(session.snapshot())
+        await asyncio.sleep(every_s)
+
+
+async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step,
                     stop: asyncio.Event) -> Phase | None:
     try:
         return await runner.run_phase(
-            step.mode, scen.duration_s, stop=stop,
+            step.mode, phase_s, stop=stop,
             on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))),
             only=step.only, prefix=step.role)
     except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on

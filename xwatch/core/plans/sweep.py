@@ -24,7 +24,7 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
     """``['low.threshold=1,2', 'low.batch_size=1,1']`` -> [{'low': {...}}, ...]."""
     if not specs:
         raise UsageError("sweep needs at least one --set WL.KEY=V1,V2,...")
-    names = [w.name for w in scen.workloads]
+    names = list(dict.fromkeys(w.base_name for w in scen.workloads))
     columns: list[tuple[str, str, list[int]]] = []
     for spec in specs:
         lhs, sep, rhs = spec.partition("=")
@@ -70,7 +70,7 @@ def setting_label(s: dict[str, dict[str, int]]) -> str:
 def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
     wls = []
     for w in scen.workloads:
-        kv = s.get(w.name)
+        kv = s.get(w.name) or s.get(w.base_name)
         if kv:
             xs = dataclasses.replace(w.xsched, **kv)  # type: ignore[arg-type]
             if isinstance(xs, WorkloadXsched):

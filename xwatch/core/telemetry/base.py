@@ -8,10 +8,12 @@ an exception: backends wrap each call with ``na()``.
 from __future__ import annotations
 
 import abc
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from xwatch.core.engine.pci import bus_from_hello as bus_from_hello
+from xwatch.core.engine.pci import parse_bus_id as parse_bus_id
 
 #: Metric keys (units in the name). Missing -> None.
 GPU_METRICS = ("util_pct", "mem_util_pct", "mem_used_mib", "mem_total_mib", "power_w",
@@ -89,28 +91,3 @@ def na(fn: Callable[[], Any]) -> Any:
         except ValueError:
             return v
     return v
-
-
-_BDF = re.compile(r"(?:([0-9a-fA-F]+):)?([0-9a-fA-F]+):([0-9a-fA-F]+)\.([0-9a-fA-F])")
-
-
-def parse_bus_id(s: str | bytes | None) -> tuple[int, int, int] | None:
-    """'00000000:19:00.0' / '0000:19:00.0' -> (domain, bus, device)."""
-    if s is None:
-        return None
-    if isinstance(s, bytes):
-        s = s.decode(errors="replace")
-    m = _BDF.search(s)
-    if not m:
-        return None
-    return (int(m.group(1) or "0", 16), int(m.group(2), 16), int(m.group(3), 16))
-
-
-def bus_from_hello(hello: dict[str, Any]) -> tuple[int, int, int] | None:
-    pci = hello.get("pci")
-    if not isinstance(pci, dict):
-        return None
-    try:
-        return (int(pci.get("domain", 0)), int(pci["bus"]), int(pci.get("device", 0)))
-    except (KeyError, TypeError, ValueError):
-        return None

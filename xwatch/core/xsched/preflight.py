@@ -91,6 +91,8 @@ class Verdict:
     device_name: str | None = None
     stderr_tail: list[str] = field(default_factory=list)
     cached: bool = False
+    poll_errors: int = 0  # /xqueues polls that failed while the probe ran
+    poll_error: str = ""  # the last such failure
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,12 +179,15 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             errors.append(f"cannot start {p.python}: {e.strerror or e}")
     pids = {proc.pid: k for k, proc in enumerate(procs) if proc is not None}
     seen = [{"max": 0, "ready": 0, "polls": 0} for _ in procs]
+    failed: dict[str, Any] = {"n": 0, "last": ""}
 
     async def poll() -> None:
         while True:
             try:
                 data = await asyncio.to_thread(client.xqueues)
-            except XschedError:
+            except XschedError as e:  # counted and reported: never silently "no queues"
+                failed["n"] += 1
+                failed["last"] = str(e)
                 data = {}
             by_pid: dict[int, list[dict[str, Any]]] = {}
             for q in data.get("xqueues") or []:
@@ -254,6 +259,9 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             status, detail, cause, sched = probe_verdict(
                 rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)),
                 seen[k]["polls"])
+            if failed["n"] and status != "engaged":
+                detail += (f" ({failed['n']} /xqueues polls failed, last: "
+                           f"{failed['last'][:160]})")
         stream = p.stream if not str(info.get("stream", "")).startswith("n/a") else "n/a"
         verdicts.append(Verdict(
             status=status, detail=detail, python=p.python, platform=p.platform, device=p.device,
@@ -262,7 +270,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             polls=seen[k]["polls"], iters=int(info.get("iters", 0)),
             median_ms=info.get("median_ms"), seconds=round(elapsed, 2),
             torch=info.get("torch"), device_name=info.get("device_name"),
-            stderr_tail=list(deque(lines, maxlen=12))))
+            stderr_tail=list(deque(lines, maxlen=12)),
+            poll_errors=failed["n"], poll_error=failed["last"][:300]))
     return verdicts
 
 

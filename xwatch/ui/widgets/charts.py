@@ -86,6 +86,8 @@ class _Chart(PlotextPlot):
 
 
 class LatencyChart(_Chart):
+    gpu: int | None = None  # multi-GPU runs: only this GPU's copies (``g`` cycles)
+
     def show(self, snap: SessionSnapshot) -> None:
         if not snap.phases:
             return self.show_message("latency", "waiting for the first phase")
@@ -94,6 +96,8 @@ class LatencyChart(_Chart):
         x_from = max(0.0, end - VISIBLE_S)
         slo = snap.scenario.slo
         title = "latency ms, per second P50 · P99"
+        if self.gpu is not None:
+            title += f" · GPU {self.gpu}"
         cur = snap.current
         if slo and cur:
             w = cur.workload(slo.workload)
@@ -101,7 +105,8 @@ class LatencyChart(_Chart):
                 title += f" · {slo.workload} ≤{slo.latency_ms:g}ms {w.goodput * 100:.1f}%"
         self._begin(title)
         series = [(f"{w.name} {k}", workload_series(snap.phases, offsets, w.name, k))
-                  for w in snap.scenario.workloads for k in ("p50", "p99")]
+                  for w in snap.scenario.workloads for k in ("p50", "p99")
+                  if self.gpu is None or w.gpu == self.gpu]
         ys = [y for _, pts in series for x, y in pts if x >= x_from and math.isfinite(y) and y > 0]
         log = bool(ys) and max(ys) / min(ys) > 20  # e.g. HIGH 5 ms next to LOW 500 ms
         if log:  # log10 by hand: plotext's own log axis breaks on small plots

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
+from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -72,6 +73,36 @@ class GpuPanel(QuietStatic):
         if tel.get("backend") == "nvml":
             t.append("\n  util = share of time a kernel ran, not how full the GPU is",
                      style="dim italic")
+        self.set_content(t, text_key(t), t.plain)
+
+
+class GpuSummary(QuietStatic):
+    """Multi-GPU runs: one line per GPU (HIGH P99, LOW samples/s, utilization, which
+    telemetry device by what match) and the roll-up; hidden for one GPU."""
+
+    def show(self, snap: SessionSnapshot, chart_gpu: int | None = None) -> None:
+        p = snap.current
+        groups = gpu_groups(p, snap.extra.get("telemetry")) if p is not None else []
+        self.set_display(bool(groups))
+        if not groups or p is None:
+            return
+        live = p.status == "running"
+        t = Text()
+        for g in groups:
+            mark = "▶" if chart_gpu == g.gpu else " "
+            p99 = g.high_window_p99 if live else g.high_p99
+            sps = g.low_window_samples_per_s if live else g.low_samples_per_s
+            t.append(f"{mark}GPU {g.gpu}", style="bold")
+            t.append(f" {g.bus_id or '?'} {g.name[:22]}", style="dim")
+            t.append(f"  HIGH P99 {_v(p99, ' ms', 2)}", style="bold cyan")
+            t.append(f"  LOW {_v(sps, ' smp/s')}")
+            t.append(f"  util {pct(g.util_pct)}")
+            t.append(f"  [{g.matched_by or 'no telemetry'}]\n", style="dim")
+        r = rollup(groups)
+        t.append(f" all {len(groups)} GPUs: worst HIGH P99 {_v(r['worst_high_p99_ms'], ' ms', 2)}"
+                 f" (GPU {r['worst_gpu']}), LOW {_v(r['low_samples_per_s'], ' smp/s')} in all"
+                 f"{' (window: last ' + format(snap.window_s, 'g') + ' s)' if live else ''}"
+                 "  · g: chart one GPU", style="dim")
         self.set_content(t, text_key(t), t.plain)
 
 

@@ -26,7 +26,8 @@ class StatusLine(QuietStatic):
         else:
             style = "bold white on dark_green" if p.mode == "native" else "bold white on blue"
             t.append(f" {p.mode.upper()} ", style=style)
-            clock = f"{p.elapsed_s:5.0f}/{duration_s:.0f}s" if p.measuring else "loading"
+            planned = f"{duration_s:.0f}s" if duration_s != float("inf") else "∞"
+            clock = f"{p.elapsed_s:5.0f}/{planned}" if p.measuring else "loading"
             t.append(f" phase {p.index + 1} {p.name} {clock} [{p.status}] ")
             devs = sorted({str(w.hello.get("device_name")) for w in p.workloads
                            if w.hello.get("device_name")})

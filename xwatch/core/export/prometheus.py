@@ -1,0 +1,307 @@
+"""The Prometheus exporter (``--metrics-port``): session snapshots as metrics in the
+Prometheus / OpenMetrics text format, served with ``prometheus_client``.
+
+Data flow stays one way: whoever runs the event loop (the dashboard's tick, or the
+headless plan) *publishes* an immutable ``SessionSnapshot`` about once a second; a
+scrape, on the exporter's own HTTP thread, only reads the newest published one. So
+a scrape never touches live engine state and costs the measured processes nothing.
+
+Names, labels and meanings are documented in ``docs/metrics.md``. Latency metrics
+are in seconds (Prometheus base units); every series carries ``host``, and
+per-workload series ``gpu``, ``workload``, ``priority``, ``mode`` and ``phase``.
+``prometheus_client`` is imported only when an exporter is started.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
+from xwatch.errors import XwatchError
+
+WL_LABELS = ("host", "gpu", "workload", "priority", "mode", "phase")
+_CUDA_RE = re.compile(r"^(?:cuda|hip)(?::(\d+))?$")
+
+
+class MetricsError(XwatchError):
+    """The metrics endpoint cannot be served (bad address, port in use)."""
+
+
+def _f(v: float | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def workload_gpu(w: WorkloadSnapshot) -> str:
+    """The ``gpu`` label: the pinned GPU of a multi-GPU copy, else the index of the
+    device the worker reported (``cuda:1`` -> ``1``), ``cpu``, or ``""`` unknown."""
+    if w.gpu is not None:
+        return str(w.gpu)
+    dev = str(w.hello.get("device") or "")
+    m = _CUDA_RE.match(dev)
+    if m:
+        return m.group(1) or "0"
+    return "cpu" if dev == "cpu" else ""
+
+
+def families(snap: SessionSnapshot, host: str, published_at: float | None = None
+             ) -> list[Any]:
+    """Every metric family for ``snap`` (``prometheus_client.core`` objects)."""
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+        InfoMetricFamily,
+        Metric,
+    )
+
+    import xwatch
+
+    out: list[Any] = []
+    info = InfoMetricFamily("xwatch", "xwatch and the scenario it runs", labels=["host"])
+    info.add_metric([host], {"version": xwatch.__version__, "scenario": snap.scenario.name,
+                             "source": snap.scenario.source,
+                             "gpus": ",".join(map(str, snap.scenario.gpus))})
+    out.append(info)
+
+    def gauge(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+        g = GaugeMetricFamily(name, doc, labels=[*WL_LABELS, *extra])
+        out.append(g)
+        return g
+
+    def counter(name: str, doc: str) -> Any:
+        c = CounterMetricFamily(name, doc, labels=list(WL_LABELS))
+        out.append(c)
+        return c
+
+    phase_info = GaugeMetricFamily(
+        "xwatch_phase_info", "1 for every phase of the session; its status and setting",
+        labels=["host", "phase", "mode", "status", "setting"])
+    phase_running = GaugeMetricFamily("xwatch_phase_running", "1 while the phase runs",
+                                      labels=["host", "phase", "mode"])
+    phase_measured = GaugeMetricFamily("xwatch_phase_measured_seconds",
+                                       "measured time of the phase so far",
+                                       labels=["host", "phase", "mode"])
+    out += [phase_info, phase_running, phase_measured]
+
+    hist = HistogramMetricFamily("xwatch_request_latency_seconds",
+                                 "open-loop request latency over the phase (from the scheduled "
+                                 "send time to the synchronized end)", labels=list(WL_LABELS))
+    summ = Metric("xwatch_request_latency_percentile_seconds",
+                  "xwatch's own nearest-rank percentiles over the phase (unfinished requests "
+                  "included at their waiting time when the phase reports them)", "summary")
+    out += [hist, summ]
+    window = gauge("xwatch_window_latency_seconds",
+                   "percentiles over requests that ended in the sliding window", ("quantile",))
+    win_len = GaugeMetricFamily("xwatch_window_seconds", "length of the sliding window",
+                                labels=["host"])
+    win_len.add_metric([host], snap.window_s)
+    out.append(win_len)
+    requests = counter("xwatch_requests", "measured requests (warm-up excluded)")
+    late = counter("xwatch_requests_late", "open-loop requests started > 1 ms after schedule")
+    errors = counter("xwatch_request_errors", "requests that reported an error")
+    samples = counter("xwatch_samples", "samples processed (batch x requests)")
+    unfinished = gauge("xwatch_requests_unfinished",
+                       "requests due but not completed when the phase ended (-1: unknown)")
+    rate = gauge("xwatch_request_rate", "requests per second over the phase")
+    wrate = gauge("xwatch_window_request_rate", "requests per second in the window")
+    sps = gauge("xwatch_samples_rate", "samples per second over the phase")
+    wsps = gauge("xwatch_window_samples_rate", "samples per second in the window")
+    target = gauge("xwatch_target_request_rate", "the scenario's open-loop rate (req/s)")
+    state = gauge("xwatch_workload_state", "1 for the workload's current state", ("state",))
+    stalled = gauge("xwatch_workload_stalled", "1 while the workload is stalled")
+    goodput = gauge("xwatch_goodput_ratio", "share of requests within the SLO (SLO workload)")
+    engaged = gauge("xwatch_xsched_engagement",
+                    "1 for the XSched engagement verdict of the workload (XSched phases)",
+                    ("status",))
+    queues = gauge("xwatch_xsched_queues", "most XQueues seen for the workload in the phase")
+    ready = gauge("xwatch_xsched_ready_polls", "/xqueues polls that saw a ready XQueue")
+    susp = gauge("xwatch_xsched_suspended_polls", "/xqueues polls that saw a suspended XQueue")
+
+    for p in snap.phases:
+        setting = str(p.extra.get("setting") or "")
+        phase_info.add_metric([host, p.name, p.mode, p.status, setting], 1)
+        phase_running.add_metric([host, p.name, p.mode], 1 if p.status == "running" else 0)
+        phase_measured.add_metric([host, p.name, p.mode],
+                                  p.elapsed_s if p.measuring and p.elapsed_s == p.elapsed_s else 0)
+        xs_wl = ((p.extra.get("xsched") or {}).get("workloads") or {}) if p.mode == "xsched" \
+            else {}
+        for w in p.workloads:
+            lab = [host, workload_gpu(w), w.name, w.priority_label, p.mode, p.name]
+            _latency(hist, summ, lab, w)
+            for key, q in PERCENTILES:
+                window.add_metric([*lab, _q(q)], _f(w.window.get(key)) / 1000.0)
+            requests.add_metric(lab, w.count)
+            late.add_metric(lab, w.late)
+            errors.add_metric(lab, w.errors)
+            samples.add_metric(lab, w.samples)
+            unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished)
+            rate.add_metric(lab, w.achieved_rate)
+            wrate.add_metric(lab, w.window_rate)
+            sps.add_metric(lab, w.samples_per_s)
+            wsps.add_metric(lab, w.window_samples_per_s)
+            if w.target_rate:
+                target.add_metric(lab, w.target_rate)
+            state.add_metric([*lab, w.state], 1)
+            stalled.add_metric(lab, 1 if w.stalled_since is not None else 0)
+            if w.goodput is not None:
+                goodput.add_metric(lab, _f(w.goodput))
+            ev = xs_wl.get(w.name)
+            if ev:
+                engaged.add_metric([*lab, str(ev.get("status", "?"))], 1)
+                st = ev.get("stats") or {}
+                queues.add_metric(lab, float(st.get("max_queues", st.get("queues", 0)) or 0))
+                ready.add_metric(lab, float(st.get("ready", 0) or 0))
+                susp.add_metric(lab, float(st.get("suspended", 0) or 0))
+    out += _telemetry(snap.extra.get("telemetry"), host)
+    spool = snap.extra.get("spool") or {}
+    kept = CounterMetricFamily("xwatch_events_spooled", "raw events written to the spool",
+                               labels=["host"])
+    kept.add_metric([host], spool.get("rows_kept", 0) or 0)
+    dropped = CounterMetricFamily("xwatch_events_dropped",
+                                  "raw events not spooled past --spool-max-mb (statistics "
+                                  "still count them)", labels=["host"])
+    dropped.add_metric([host], spool.get("rows_dropped", 0) or 0)
+    age = GaugeMetricFamily("xwatch_snapshot_age_seconds",
+                            "seconds since the snapshot these metrics come from was taken",
+                            labels=["host"])
+    age.add_metric([host], max(0.0, time.time() - (published_at or snap.taken_at)))
+    out += [kept, dropped, age]
+    return out
+
+
+def _q(q: float) -> str:
+    return f"{q / 100.0:g}"
+
+
+def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
+    if w.buckets:  # measured requests only (never censored waits)
+        b = [(f"{le / 1000.0:g}", float(c)) for le, c in zip(LATENCY_BUCKETS_MS, w.buckets)]
+        b.append(("+Inf", float(w.count)))
+        hist.add_metric(lab, b, w.latency_sum_ms / 1000.0)
+    total = (w.phase.mean * w.phase.count / 1000.0) if w.phase.count else 0.0
+    name = summ.name
+    d = dict(zip(WL_LABELS, lab))
+    for key, q in PERCENTILES:
+        summ.add_sample(name, {**d, "quantile": _q(q)}, _f(w.phase.get(key)) / 1000.0)
+    summ.add_sample(name + "_count", d, float(w.phase.count))
+    summ.add_sample(name + "_sum", d, total)
+
+
+def _telemetry(tel: dict[str, Any] | None, host: str) -> list[Any]:
+    from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
+
+    if not tel:
+        return []
+    latest: dict[str, dict[str, Any]] = {}
+    for s in tel.get("samples") or []:
+        latest[s["device"]] = s
+    info = InfoMetricFamily("xwatch_gpu", "each telemetry device", labels=["host", "gpu"])
+    specs = (  # metric, key in the sample, scale, doc
+        ("xwatch_gpu_utilization_ratio", "util_pct", 0.01,
+         "share of time a kernel ran (NVML) / the engine was busy (amdsmi)"),
+        ("xwatch_gpu_memory_bandwidth_utilization_ratio", "mem_util_pct", 0.01,
+         "share of time memory was read or written"),
+        ("xwatch_gpu_memory_used_bytes", "mem_used_mib", 2**20, "device memory in use"),
+        ("xwatch_gpu_memory_total_bytes", "mem_total_mib", 2**20, "device memory"),
+        ("xwatch_gpu_power_watts", "power_w", 1.0, "board power"),
+        ("xwatch_gpu_temperature_celsius", "temp_c", 1.0, "GPU temperature"),
+        ("xwatch_gpu_sm_clock_hertz", "clock_mhz", 1e6, "SM / graphics clock"),
+        ("xwatch_host_cpu_utilization_ratio", "cpu_pct", 0.01, "host CPU (host backend)"),
+    )
+    gauges = {key: (GaugeMetricFamily(name, doc, labels=["host", "gpu"]), scale)
+              for name, key, scale, doc in specs}
+    age = GaugeMetricFamily("xwatch_gpu_sample_age_seconds", "age of the newest sample",
+                            labels=["host", "gpu"])
+    now = time.monotonic()
+    for dev, s in latest.items():
+        gpu = dev[3:] if dev.startswith("gpu") else dev
+        info.add_metric([host, gpu], {"device": dev, "name": str(s.get("name") or ""),
+                                      "bus_id": str(s.get("bus_id") or ""),
+                                      "ours": "true" if s.get("ours", True) else "false",
+                                      "backend": str(tel.get("backend") or "")})
+        for key, val in (s.get("metrics") or {}).items():
+            if key in gauges and isinstance(val, (int, float)):
+                gauges[key][0].add_metric([host, gpu], float(val) * gauges[key][1])
+        if isinstance(s.get("t"), (int, float)):
+            age.add_metric([host, gpu], max(0.0, now - float(s["t"])))
+    cost = GaugeMetricFamily("xwatch_telemetry_poll_seconds",
+                             "xwatch's own cost of one telemetry poll", labels=["host", "kind",
+                                                                                 "quantile"])
+    for kind, key in (("counters", "poll_cost_ms"), ("per_process", "proc_poll_cost_ms")):
+        c = tel.get(key) or {}
+        for q, k in (("0.5", "median"), ("0.99", "p99")):
+            if isinstance(c.get(k), (int, float)):
+                cost.add_metric([host, kind, q], float(c[k]) / 1000.0)
+    return [info, *(g for g, _ in gauges.values()), age, cost]
+
+
+class _Collector:
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.snap: SessionSnapshot | None = None
+        self.published_at = 0.0
+
+    def describe(self) -> list[Any]:
+        return []  # described at scrape time: the label sets follow the session
+
+    def collect(self) -> Iterator[Any]:
+        snap = self.snap  # one reference read: the snapshot is immutable
+        if snap is None:
+            return iter(())
+        return iter(families(snap, self.host, self.published_at))
+
+
+class MetricsServer:
+    """The HTTP endpoint. ``start`` binds at once (so a bad port fails before any
+    workload starts); ``publish`` hands it the newest snapshot."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", label_host: str | None = None
+                 ) -> None:
+        if not 0 <= port <= 65535:
+            raise MetricsError(f"--metrics-port {port}: a TCP port is 0-65535 (0: any free)",
+                               title="Bad metrics port")
+        self.port = port
+        self.host = host
+        self.collector = _Collector(label_host or socket.gethostname())
+        self._httpd: Any = None
+        self._thread: Any = None
+
+    def start(self) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client.process_collector import ProcessCollector
+
+        reg = CollectorRegistry(auto_describe=False)
+        reg.register(self.collector)
+        ProcessCollector(registry=reg)  # process_cpu_seconds_total etc.: xwatch's own cost
+        try:
+            self._httpd, self._thread = start_http_server(self.port, addr=self.host, registry=reg)
+        except (socket.gaierror, ValueError) as e:
+            raise MetricsError(f"--metrics-host {self.host!r} is not an address of this "
+                               f"machine ({e})", title="Bad metrics address")
+        except OSError as e:
+            why = "is in use" if e.errno in (98, 48) else f"cannot be used ({e.strerror or e})"
+            raise MetricsError(f"{self.host}:{self.port} {why}; pick another --metrics-port "
+                               "(0 picks a free one) or stop what holds it",
+                               title="Metrics port unavailable")
+        self.port = int(self._httpd.server_port)
+
+    @property
+    def url(self) -> str:
+        h = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{h}:{self.port}/metrics"
+
+    def publish(self, snap: SessionSnapshot) -> None:
+        self.collector.snap = snap
+        self.collector.published_at = time.time()
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
