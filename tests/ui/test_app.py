@@ -241,3 +241,26 @@ async def test_compare_tab_shows_a_calibration() -> None:
         assert "preflight cuda:0/default: not-scheduled" in text
         assert "slow high requests (> 10.00 ms, SLO): 20 while LOW running" in text
         assert "▲" in text
+
+
+async def test_multi_gpu_replay_groups_and_charts_one_gpu() -> None:
+    """A two-H200 XSched run (recorded): a line per GPU, the roll-up, ``g`` cycles."""
+    from xwatch.ui.widgets.charts import LatencyChart
+    from xwatch.ui.widgets.panels import GpuSummary
+
+    snap = load_snapshot(FIXTURE.with_name("snapshot_two_gpus.json"))
+    app = make_app(replay=snap, replay_source="two-gpus")
+    async with app.run_test(size=(130, 40)) as pilot:
+        await pilot.pause(0.2)
+        summary = app.query_one(GpuSummary)
+        text = str(summary.render())
+        assert summary.display
+        assert "GPU 0 0000:00:06.0" in text and "GPU 1 0000:00:07.0" in text
+        assert "HIGH P99 12.14 ms" in text and "worst HIGH P99 12.14 ms (GPU 0)" in text
+        assert [r.value for r in app.query_one(WorkloadTable).rows] == \
+            ["high@0", "low@0", "high@1", "low@1"]
+        chart = app.query_one(LatencyChart)
+        for want in (0, 1, None):
+            await pilot.press("g")
+            assert chart.gpu == want
+        await pilot.press("q")

@@ -92,3 +92,12 @@ def test_port_in_use_and_bad_port_are_clear_errors() -> None:
         MetricsServer(70000)
     with pytest.raises(MetricsError, match="metrics-host"):
         MetricsServer(0, host="no.such.host.invalid").start()
+
+
+def test_every_metric_is_documented() -> None:
+    from xwatch.core.export.prometheus import families
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    names = {f.name for f in families(load_snapshot(FIXTURE), "h")}
+    missing = sorted(n for n in names if n not in doc)
+    assert not missing, f"docs/metrics.md does not describe {missing}"
