@@ -8,7 +8,8 @@
   over IPC; a file stands in for that channel).
 - ``bin/xserver POLICY PORT``: serves the documented HTTP API (/xqueues,
   /xqueue/<hex>, /config/<hex>, /policy, /hint), two XQueues per registered
-  live pid, logs like the real daemon, stops on SIGINT, refuses a port in use.
+  live pid (``FAKE_XQUEUES_PER_PROCESS`` in its env: more, as PyTorch under the real
+  shim creates ~144), logs like the real daemon, stops on SIGINT, refuses a port in use.
   Every control call is appended to ``<root>/run/calls.jsonl``.
   ``FAKE_XQUEUE_READY`` in a workload's env picks how its queues look:
   ``toggle`` (default: alternately ready), ``never`` (idle), ``always``.
@@ -81,6 +82,7 @@ POLICIES = {"HPF": 1, "HHPF": 2, "UP": 3, "PUP": 4, "KEDF": 5, "LAX": 6, "AWF": 
             "CFS": 9, "MLFQ": 10}
 RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run")
 policy_name, port = sys.argv[1], int(sys.argv[2])
+PER_PROCESS = int(os.environ.get("FAKE_XQUEUES_PER_PROCESS", "2"))  # the real shim: ~144
 def log(msg):
     print(f"[INFO @ T{os.getpid()} @ {time.strftime('%H:%M:%S')}.000000] {msg}", flush=True)
 if policy_name not in POLICIES:
@@ -116,8 +118,8 @@ def queues():
     for reg in regs:
         pattern = reg.get("ready") or "toggle"
         ready = {"never": False, "always": True}.get(pattern, state["polls"] % 2 == 0)
-        for k in range(2):
-            h = reg["pid"] * 16 + k
+        for k in range(PER_PROCESS):
+            h = reg["pid"] * 16 + k if PER_PROCESS <= 16 else reg["pid"] * 1024 + k
             cfg = state["config"].get(h, {})
             prio = state["prio"].get(h, int(reg.get("priority") or 0))
             out.append({"handle": h, "device": 0, "pid": reg["pid"],

@@ -36,9 +36,9 @@ from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
-TICK_S = 1.0  # header, alerts, table, lane, GPU panel: 1 Hz, each only if it changed
-TABLE_EVERY = 1
-CHART_EVERY = 2  # latency and throughput charts: every 2 s (they gain 2 rows), if changed
+TICK_S = 1.0  # header and alerts: 1 Hz; every widget repaints only if its content changed
+TABLE_EVERY = 2  # table, per-GPU lines, lane, GPU panel: every 2 s (as nvitop)
+CHART_EVERY = 4  # latency and throughput charts: every 4 s (they gain 4 rows), if changed
 SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: every 8 s
 
 
