@@ -265,3 +265,32 @@ def test_sweep_survives_a_crashing_setting(tmp_path: Path, install: Path) -> Non
     md = (tmp_path / "o" / "report.md").read_text()
     assert "Sweep: XSched settings against native" in md
     assert "low.threshold=4, low.batch_size=2 | FAILED" in md
+
+
+def test_compare_on_two_gpus_one_xserver_for_every_copy(tmp_path: Path, install: Path) -> None:
+    """--gpus 0,1: four copies, each pinned, each with its priority's XSched env, all
+    scheduled by one xserver; engagement per copy; per-GPU sections for both phases."""
+    r = run_xwatch("compare", str(scen(tmp_path)), "--xsched", str(install), "--gpus", "0,1",
+                   "--export", str(tmp_path / "o"), timeout=120)
+    # low's queues are never ready (FAKE_XQUEUE_READY=never): not-scheduled, still exit 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    native, xs = doc["phases"]
+    names = ["high@0", "low@0", "high@1", "low@1"]
+    assert list(xs["workloads"]) == names
+    for n in names:
+        env = xs["workloads"][n]["hello"]["env"]
+        g = n.split("@")[1]
+        launch = xs["workloads"][n]["launch"]["env"]
+        assert launch["CUDA_VISIBLE_DEVICES"] == g and launch["HIP_VISIBLE_DEVICES"] == g
+        assert env["XSCHED_AUTO_XQUEUE_PRIORITY"] == ("1" if n.startswith("high") else "0")
+        assert xs["workloads"][n]["gpu"] == int(g)
+    status = {n: w["status"] for n, w in xs["xsched"]["workloads"].items()}
+    assert status == {"high@0": "engaged", "low@0": "not-scheduled",
+                      "high@1": "engaged", "low@1": "not-scheduled"}
+    started = [ln for ln in xs["xsched"]["log_tail"] if "xserver started" in ln]
+    assert len(started) == 1  # one xserver for every copy
+    for p in (native, xs):
+        assert [g["gpu"] for g in p["gpus"]["groups"]] == [0, 1]
+        assert p["gpus"]["rollup"]["high_requests"] == sum(
+            p["workloads"][n]["count"] for n in ("high@0", "high@1"))
