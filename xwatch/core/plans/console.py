@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
+from xwatch.core.analysis.gpus import gpu_groups
 from xwatch.core.engine.causes import clip
-from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot
+from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 
 
 def ms(v: float) -> str:
@@ -23,23 +24,45 @@ def rate(v: float | None) -> str:
     return f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
 
-def progress_line(p: PhaseSnapshot) -> str:
+def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
+    """Three or more GPUs: one compact part per GPU (HIGH's window P99 and rate, LOW's
+    samples/s), plus any copy that is not running, so a line stays readable."""
+    groups = gpu_groups(p)
+    if len(groups) < 3:
+        return None
     parts = []
-    for w in p.workloads:
-        if w.count:
-            s = (f"{w.name} {w.state} n={w.count} p50={ms(w.window.p50)} p99={ms(w.window.p99)}ms "
-                 f"{rate(w.window_rate)}/s")
-            if w.samples != w.count:
-                s += f" {rate(w.window_samples_per_s)} smp/s"
-            if w.late:
-                s += f" late={w.late}"
-            if w.errors:
-                s += f" err={w.errors}"
-        else:
-            s = f"{w.name} {w.state}"
-        if w.state == STALLED and w.stalled_since is not None:
-            s += f" since {w.stalled_since:.1f}s"
+    for g in groups:
+        h = g.high
+        s = (f"GPU{g.gpu} HIGH n={h.count} p99={ms(h.window.p99)}ms {rate(h.window_rate)}/s"
+             if h is not None and h.count else f"GPU{g.gpu} HIGH -")
+        s += f" LOW {rate(g.low_window_samples_per_s)} smp/s"
+        odd = [f"{w.name} {w.state}" for w in g.workloads if w.state != "running"]
+        if odd:
+            s += " (" + ", ".join(odd) + ")"
         parts.append(s)
+    return parts
+
+
+def _workload_part(w: WorkloadSnapshot) -> str:
+    if w.count:
+        s = (f"{w.name} {w.state} n={w.count} p50={ms(w.window.p50)} p99={ms(w.window.p99)}ms "
+             f"{rate(w.window_rate)}/s")
+        if w.samples != w.count:
+            s += f" {rate(w.window_samples_per_s)} smp/s"
+        if w.late:
+            s += f" late={w.late}"
+        if w.errors:
+            s += f" err={w.errors}"
+    else:
+        s = f"{w.name} {w.state}"
+    if w.state == STALLED and w.stalled_since is not None:
+        s += f" since {w.stalled_since:.1f}s"
+    return s
+
+
+def progress_line(p: PhaseSnapshot) -> str:
+    parts = (_per_gpu_parts(p) if p.measuring else None) or \
+        [_workload_part(w) for w in p.workloads]
     clock = f"{p.elapsed_s:6.1f}s" if p.measuring else "  load "
     line = f"[{clock} {p.name}] " + " | ".join(parts)
     # failure reasons get lines of their own, whole words only

@@ -1,0 +1,48 @@
+"""Per-GPU grouping on a recorded two-H200 XSched run: groups, PCI matching, the
+fallback by index, the roll-up, and the compact progress line for 3+ GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.export.snapshot import load_snapshot
+from xwatch.core.plans.console import progress_line
+
+SNAP = load_snapshot(Path(__file__).resolve().parent.parent / "data" / "snapshot_two_gpus.json")
+
+
+def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
+    p = SNAP.phases[0]
+    tel = SNAP.extra["telemetry"]
+    groups = gpu_groups(p, tel)
+    assert [g.gpu for g in groups] == [0, 1]
+    assert [w.name for w in groups[1].workloads] == ["high@1", "low@1"]
+    assert groups[0].bus_id == "0000:00:06.0" and groups[0].matched_by == "pci"
+    assert groups[0].high_p99 == p.workload("high@0").phase.p99  # type: ignore[union-attr]
+    assert groups[1].low_samples_per_s == p.workload("low@1").samples_per_s  # type: ignore[union-attr]
+    r = rollup(groups)
+    worst = max(groups, key=lambda g: g.high_p99)
+    assert r["worst_gpu"] == worst.gpu and r["worst_high_p99_ms"] == round(worst.high_p99, 6)
+    assert r["high_requests"] == sum(g.high.count for g in groups if g.high)
+    assert r["low_samples_per_s"] == round(sum(g.low_samples_per_s for g in groups), 3)
+
+
+def test_without_pci_in_hello_the_index_is_used_and_said() -> None:
+    p = SNAP.phases[0]
+    bare = tuple(dataclasses.replace(w, hello={}) for w in p.workloads)
+    groups = gpu_groups(dataclasses.replace(p, workloads=bare), SNAP.extra["telemetry"])
+    assert [(g.telemetry_device, g.matched_by) for g in groups] == [("gpu0", "index"),
+                                                                    ("gpu1", "index")]
+    single = tuple(dataclasses.replace(w, gpu=None) for w in p.workloads)
+    assert gpu_groups(dataclasses.replace(p, workloads=single), None) == []
+
+
+def test_progress_line_is_per_gpu_from_three_gpus() -> None:
+    p = SNAP.phases[0]
+    assert "high@1 stopped n=" in progress_line(p)  # two GPUs: every copy
+    more = tuple(dataclasses.replace(w, name=w.name.replace("@1", "@2"), gpu=2)
+                 for w in p.workloads if w.gpu == 1)
+    line = progress_line(dataclasses.replace(p, workloads=p.workloads + more))
+    assert line.count("GPU") == 3 and "GPU2 HIGH n=" in line and "high@2 stopped" in line
