@@ -59,6 +59,10 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
     p.add_argument("--metrics-host", default="127.0.0.1", metavar="ADDR",
                    help="address the metrics endpoint binds (default 127.0.0.1; 0.0.0.0 "
                         "for every interface)")
+    p.add_argument("--trace", type=float, metavar="S",
+                   help="headless: record S seconds (0.5-10) of GPU kernel activity from "
+                        "every built-in workload mid-phase (torch.profiler), and break HIGH's "
+                        "requests down by the LOW kernels they waited behind")
     p.add_argument("--no-preflight", action="store_true",
                    help="XSched phases: skip the few-second smoke test under the shim that "
                         "runs before the real workloads start")

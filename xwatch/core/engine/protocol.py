@@ -29,7 +29,8 @@ READY = "ready"
 HEARTBEAT = "hb"
 ERROR = "error"
 BYE = "bye"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE})
+TRACE = "trace"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE})
 
 #: Lines longer than this are dropped as malformed (a runaway writer must not
 #: make xwatch buffer without bound).

@@ -12,7 +12,9 @@ from __future__ import annotations
 import gzip
 import heapq
 import itertools
+import json
 import math
+import os
 import tempfile
 import time
 from collections import deque
@@ -301,6 +303,8 @@ class WorkloadRun:
         self.ready_info: dict[str, Any] = {}  # the worker's "ready" event
         self.slowest: list[tuple[float, float]] = []  # min-heap of (latency_ms, t_end)
         self.recent_service: deque[float] = deque(maxlen=64)  # ms, for the stall bound
+        #: a kernel capture was asked for: its stop (profiler teardown) is no stall
+        self.capture_grace_until = 0.0
 
     # ------------------------------------------------------------ event intake
     def on_events(self, events: list[dict[str, Any]]) -> None:
@@ -376,6 +380,9 @@ class WorkloadRun:
             self.last_heartbeat = now
             inflight = e.get("inflight_s")
             self.inflight_s = float(inflight) if isinstance(inflight, (int, float)) else 0.0
+        elif kind == "trace":
+            self.capture_grace_until = 0.0
+            self.phase.on_trace(self, e)
         elif kind == "error":
             self.error = str(e.get("message", "error"))
             self.error_traceback = str(e.get("traceback", "")) or None
@@ -444,6 +451,8 @@ class WorkloadRun:
         if self.state not in ALIVE or self.last_progress is None or self.phase.t_stop is not None:
             return None
         bound = self.stall_bound()
+        if now < self.capture_grace_until:
+            bound = max(bound, self.capture_grace_until - self.last_progress)
         why = None
         if now - self.last_progress > bound:
             why = f"no request completed for {now - self.last_progress:.1f} s (bound {bound:.1f} s)"
@@ -586,6 +595,62 @@ class Phase:
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
 
+    def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
+        """Ask every built-in workload that offers it (``hello.trace``) to record
+        ``seconds`` of kernel activity; the capture record, or None if none can."""
+        import json
+        import signal
+
+        seconds = min(10.0, max(0.5, seconds))
+        captures = self.extra.setdefault("captures", [])
+        cid = len(captures) + 1
+        now = time.monotonic()
+        asked = []
+        for r in self.runs.values():
+            if r.state not in ALIVE or not r.hello.get("trace") or r.pid is None:
+                continue
+            path = os.path.join(trace_dir, f"trace-request-{r.pid}.json")
+            with open(path, "w") as f:
+                json.dump({"id": cid, "seconds": seconds}, f)
+            try:
+                os.kill(r.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                continue
+            r.capture_grace_until = now + seconds + CAPTURE_GRACE_S
+            asked.append(r.spec.name)
+        if not asked:
+            return None
+        cap: dict[str, Any] = {"id": cid, "t": round(now - self.t_start, 3),
+                               "seconds": seconds, "workloads": asked, "traces": {},
+                               "errors": {}}
+        captures.append(cap)
+        self.extra.setdefault("annotations", []).append(
+            {"t": cap["t"], "text": f"kernel capture {cid} ({seconds:g} s)", "kind": "capture"})
+        self.session.log("xwatch", "info", f"kernel capture {cid}: {seconds:g} s of "
+                         + ", ".join(asked))
+        return cap
+
+    def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None:
+        """A worker's trace file is ready (or its capture failed): keep it in memory."""
+        caps = {c["id"]: c for c in self.extra.get("captures", [])}
+        cap = caps.get(e.get("id"))
+        name = run.spec.name
+        if cap is None:
+            return
+        if e.get("error") or not e.get("path"):
+            cap["errors"][name] = str(e.get("error") or "no trace file")
+            self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
+                             f"{cap['errors'][name]}")
+            return
+        try:
+            cap["traces"][name] = load_trace(str(e["path"]))
+        except (OSError, ValueError) as err:
+            cap["errors"][name] = f"trace file unreadable: {err}"
+            return
+        self.session.log("xwatch", "info", f"{name}: kernel capture {cap['id']}: "
+                         f"{e.get('kernels')} kernels, {e.get('requests')} requests, "
+                         f"stopping the profiler took {e.get('cost_s')} s")
+
     def stop_measuring(self) -> None:
         """Requests that end after this moment are not counted."""
         if self.t_stop is None:
@@ -634,6 +699,24 @@ class Phase:
             extra=_freeze_extra(self.extra), t_start=self.t_start, t_measure=self.t_measure)
 
 
+CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture
+
+
+def load_trace(path: str) -> dict[str, Any]:
+    """A worker's reduced trace (``trace-<pid>-<id>.json.gz``)."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    try:
+        import msgspec
+
+        data = msgspec.json.decode(raw)
+    except ImportError:
+        data = json.loads(raw)
+    if not isinstance(data, dict) or data.get("v") != 1:
+        raise ValueError(f"{path}: not an xwatch kernel trace")
+    return data
+
+
 def _freeze_extra(extra: dict[str, Any]) -> dict[str, Any]:
     return {k: (list(v) if isinstance(v, (list, deque)) else
                 dict(v) if isinstance(v, dict) else v) for k, v in extra.items()}
@@ -655,6 +738,14 @@ class Session:
         self.extra: dict[str, Any] = {}  # environment, xsched, ...
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
+        self._trace_tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def trace_dir(self) -> str:
+        """Where workers write kernel traces (and read capture requests)."""
+        if self._trace_tmp is None:
+            self._trace_tmp = tempfile.TemporaryDirectory(prefix="xwatch-trace-")
+        return self._trace_tmp.name
 
     def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
                   prefix: str | None = None) -> Phase:
@@ -699,3 +790,6 @@ class Session:
 
     def close(self) -> None:
         self.spool.close()
+        if self._trace_tmp is not None:
+            self._trace_tmp.cleanup()
+            self._trace_tmp = None

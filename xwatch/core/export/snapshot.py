@@ -11,6 +11,7 @@ dashboard read.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -24,6 +25,7 @@ from typing import Any
 
 import xwatch
 from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.session import (
     ExitInfo,
     LogLine,
@@ -31,6 +33,7 @@ from xwatch.core.engine.session import (
     Session,
     SessionSnapshot,
     WorkloadSnapshot,
+    load_trace,
 )
 from xwatch.core.engine.stats import EMPTY, LATENCY_BUCKETS_MS, LatencySummary, SecondRow
 from xwatch.errors import SnapshotError
@@ -40,7 +43,8 @@ SCHEMA_ID = "xwatch.snapshot/1"
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
 #: per-phase facts kept in snapshots besides the workloads
-PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error", "preflight", "calibrate")
+PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error", "preflight", "calibrate",
+                "captures")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 
@@ -112,6 +116,28 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
     }
 
 
+def trace_file(phase: PhaseSnapshot | dict[str, Any], cap_id: int, name: str) -> str:
+    """Where a capture's trace of one workload lives, relative to the snapshot."""
+    idx = phase.index if isinstance(phase, PhaseSnapshot) else phase.get("index", 0)
+    return f"traces/phase{idx}-capture{cap_id}-{name}.json.gz"
+
+
+def _captures(p: PhaseSnapshot) -> dict[str, Any]:
+    """Kernel captures: the analysis inline, each worker's trace in its own gzip file."""
+    caps = p.extra.get("captures")
+    if not caps:
+        return {}
+    prio = {w.name: w.priority for w in p.workloads}
+    out = []
+    for c in caps:
+        a = analyze(c, prio) if c.get("traces") else None
+        out.append({**{k: v for k, v in c.items() if k != "traces"},
+                    "trace_files": {n: trace_file(p, int(c.get("id", 0)), n)
+                                    for n in c.get("traces") or {}},
+                    "analysis": a.as_dict() if a else None})
+    return {"captures": out}
+
+
 def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> dict[str, Any]:
     """``{"gpus": {groups, rollup}}`` for a multi-GPU phase, else nothing."""
     groups = gpu_groups(p, telemetry)
@@ -140,7 +166,8 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FIL
             "duration_s": _num(p.elapsed_s), "measuring": p.measuring,
             "t_start": p.t_start, "t_measure": p.t_measure,
             "workloads": {w.name: _workload_dict(w) for w in p.workloads},
-            **{k: p.extra[k] for k in PHASE_EXTRAS if k in p.extra},
+            **{k: p.extra[k] for k in PHASE_EXTRAS if k in p.extra and k != "captures"},
+            **_captures(p),
             "annotations": list(p.extra.get("annotations", [])),
             **_per_gpu(p, telemetry),
         } for p in snap.phases],
@@ -183,6 +210,7 @@ class PreparedExport:
     doc: dict[str, Any]
     events_path: Path
     events_bytes: int
+    traces: tuple[tuple[str, dict[str, Any]], ...] = ()  # (relative path, trace)
 
 
 def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> PreparedExport:
@@ -190,7 +218,9 @@ def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> Pre
     session.spool.flush()
     snap = snap or session.snapshot(telemetry_last=None)
     size = session.spool.path.stat().st_size
-    return PreparedExport(snapshot_to_dict(snap), session.spool.path, size)
+    traces = tuple((trace_file(p, int(c.get("id", 0)), n), t) for p in snap.phases
+                   for c in p.extra.get("captures") or [] for n, t in (c.get("traces") or {}).items())
+    return PreparedExport(snapshot_to_dict(snap), session.spool.path, size, traces)
 
 
 def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Path:
@@ -215,6 +245,10 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    for rel, trace in prep.traces:  # kernel captures, compressed, before the snapshot
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(d / rel, gzip.compress(json.dumps(trace, separators=(",", ":")).encode(),
+                                             compresslevel=6, mtime=0))
     path = d / "snapshot.json"
     _atomic_write(path, json.dumps(prep.doc, indent=1, default=str, allow_nan=False).encode())
     return path
@@ -322,6 +356,8 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
                     latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0)))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
+            if p.get("captures"):
+                extra["captures"] = [_capture_from(c, source) for c in p["captures"]]
             extra["annotations"] = p.get("annotations", [])
             phases.append(PhaseSnapshot(
                 index=p.get("index", len(phases)), name=p["name"], mode=p["mode"],
@@ -338,6 +374,17 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                                extra=extra)
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise SnapshotError(f"{source}: snapshot is malformed ({type(e).__name__}: {e})")
+
+
+def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
+    """A recorded capture with its traces read back (those whose files are there)."""
+    base = Path(source)
+    base = base if base.is_dir() else base.parent
+    traces = {}
+    for name, rel in (c.get("trace_files") or {}).items():
+        with contextlib.suppress(OSError, ValueError):
+            traces[name] = load_trace(str(base / rel))
+    return {**c, "traces": traces}
 
 
 def _scenario_from(d: dict[str, Any], source: str) -> Any:

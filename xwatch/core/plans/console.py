@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from xwatch.core.analysis.gpus import gpu_groups
+from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 
@@ -127,3 +128,46 @@ def failure_reasons(p: PhaseSnapshot) -> list[str]:
         if not w.exit.ran_to_end:
             out.append(f"{w.name}: {w.exit.describe()}")
     return out
+
+
+def capture_lines(p: PhaseSnapshot) -> list[str]:
+    """What each kernel capture of the phase showed, in a few lines."""
+    prio = {w.name: w.priority for w in p.workloads}
+    out = []
+    for cap in p.extra.get("captures") or []:
+        if not cap.get("id"):
+            continue
+        a = analyze(cap, prio)
+        errs = "; ".join(f"{n}: {e}" for n, e in (cap.get("errors") or {}).items())
+        if a is None:
+            out.append(f"kernel capture {cap['id']}: no trace arrived" + (f" ({errs})" if errs else ""))
+            continue
+        low = ", ".join(a.lows) or "no lower-priority workload"
+        out.append(
+            f"kernel capture {a.capture} ({cap.get('seconds', 0):g} s at {cap.get('t', 0):.1f} s, "
+            f"kernels: " + ", ".join(f"{n} {k}" for n, k in a.kernels.items()) + "): "
+            f"{a.high}'s kernels ran {_x(a.stretch)} as long as alone "
+            f"({a.high_kernel_ms:.1f} vs {a.high_alone_ms:.1f} ms), {_pct(a.overlap_share)} of "
+            f"its kernel time overlapped {low}; per request: queue {ms(a.queue_ms_mean)} ms, "
+            f"no {a.high} kernel running {ms(a.gap_ms_mean)} ms, {low} idle "
+            f"{_pct(a.low_quiet_share)} of the open time; clock check: {_pct(a.aligned)} of "
+            f"{a.high}'s kernels inside its requests")
+        if a.slowest:
+            b = a.slowest[0]
+            out.append(f"  slowest {a.high} request in it: {b.span_ms:.2f} ms: its kernels "
+                       f"{b.kernel_ms:.2f} ms (stretch {_x(b.stretch)}, {b.overlap_ms:.2f} ms "
+                       f"alongside {low}), no kernel of it running {b.gap_ms:.2f} ms "
+                       f"({ms(b.queue_ms)} of them before its first kernel)")
+        for note in a.notes:
+            out.append(f"  note: {note}")
+        if errs:
+            out.append(f"  failed: {errs}")
+    return out
+
+
+def _x(v: float) -> str:
+    return "-" if v != v else f"{v:.2f}x"
+
+
+def _pct(v: float) -> str:
+    return "-" if v != v else f"{v * 100:.0f}%"

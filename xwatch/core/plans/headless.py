@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xwatch.core.engine.session import Phase, Session
-from xwatch.core.plans.console import failure_reasons, final_table, progress_line
+from xwatch.core.plans.console import capture_lines, failure_reasons, final_table, progress_line
 from xwatch.core.plans.runner import ModeBackend, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario
@@ -83,7 +83,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 runner.xsched = step.backend
             if step.label:
                 _out(f"--- {step.mode}: {step.label}")
-            phase = await _run_step(runner, session, phase_s, step, stop)
+            phase = await _run_step(runner, session, phase_s, step, stop,
+                                    getattr(args, "trace", None))
             if phase is None:
                 continue
             if step.label and step.role is None:
@@ -93,7 +94,10 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 phase.extra["calibrate"] = step.role
             phases.append(phase)
             if phase.t_measure is not None or phase.status != "failed":
-                _out(final_table(phase.snapshot(time.monotonic())))
+                snap = phase.snapshot(time.monotonic())
+                _out(final_table(snap))
+                for line in capture_lines(snap):
+                    _out(line)
     finally:
         await runner.stop_phase()
         runner.kill_now()
@@ -119,11 +123,24 @@ async def _publish(session: Session, metrics: Any, every_s: float = 1.0) -> None
 
 
 async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step,
-                    stop: asyncio.Event) -> Phase | None:
+                    stop: asyncio.Event, trace_s: float | None = None) -> Phase | None:
+    # a kernel capture in the middle of the measured time (agent mode: after 5 s)
+    at = 5.0 if phase_s == math.inf else max(1.0, (phase_s - (trace_s or 0.0)) / 2)
+
+    def tick(p: Phase) -> None:
+        _out(progress_line(p.snapshot(time.monotonic())))
+        if trace_s and p.t_measure is not None and not p.extra.get("captures") \
+                and time.monotonic() - p.t_measure >= at:
+            cap = runner.request_capture(trace_s)
+            _out(f"kernel capture {cap['id']}: {cap['seconds']:g} s of "
+                 f"{', '.join(cap['workloads'])}" if cap else
+                 "kernel capture: no workload offers one (built-in workloads only)")
+            if cap is None:
+                p.extra["captures"] = [{"id": 0, "error": "no workload offers a capture"}]
+
     try:
         return await runner.run_phase(
-            step.mode, phase_s, stop=stop,
-            on_tick=lambda p: _out(progress_line(p.snapshot(time.monotonic()))),
+            step.mode, phase_s, stop=stop, on_tick=tick,
             only=step.only, prefix=step.role)
     except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
         print(f"xwatch: {e.title}: {e}", file=sys.stderr, flush=True)

@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.session import Phase, Session
 from xwatch.core.engine.supervisor import Supervisor
+from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 
@@ -92,8 +93,10 @@ class Runner:
                     phase.extra["error"] = str(e)
                     phase.finish("failed")
                     raise
-            specs = [build_launch(w, mode_env.get(w.name)) for w in self.scenario.workloads
-                     if w.name in phase.runs]
+            trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
+            specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
+                                      **(trace if w.model is not None else {})})
+                     for w in self.scenario.workloads if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
             self._watchdog = asyncio.create_task(self._watch(phase))
             return phase
@@ -115,6 +118,13 @@ class Runner:
                 self._failing = asyncio.create_task(
                     self.stop_phase(planned_end=False, phase=phase))
                 return
+
+    def request_capture(self, seconds: float) -> dict[str, Any] | None:
+        """Ask the running phase's built-in workers for ``seconds`` of kernel activity."""
+        p = self.phase
+        if p is None or p.t_end is not None or p.t_stop is not None:
+            return None
+        return p.request_capture(seconds, self.session.trace_dir)
 
     def planned_end_reached(self, duration_s: float, now: float | None = None) -> bool:
         p = self.phase

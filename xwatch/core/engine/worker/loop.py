@@ -69,6 +69,10 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
         def sync() -> None:
             return None
 
+    from xwatch.core.engine.worker.trace import TraceControl
+
+    # kernel capture on request (SIGUSR1): installed before the hello says it is there
+    tc = TraceControl(torch, on_gpu, writer, cfg.name)
     hello: dict[str, Any] = {
         "type": "hello", "v": PROTOCOL_VERSION, "pid": os.getpid(), "name": cfg.name,
         "python": sys.version.split()[0], "executable": sys.executable,
@@ -77,6 +81,7 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
         else f"n/a (cpu; asked {cfg.stream})",
         "stream_requested": cfg.stream,
         "threads": torch.get_num_threads(), "env": _env_report(),
+        "trace": tc.dir is not None,
         **info, **device_info(torch, device),
     }
     writer.emit(hello)
@@ -105,9 +110,11 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
                 now = monotonic()
                 if t_sched > now:
                     sleep(t_sched - now)
-                start = monotonic()
-            else:
-                start = t_sched = monotonic()
+            if tc.busy:
+                tc.before()  # starts an asked-for capture (open loop: its cost is latency)
+            start = monotonic()
+            if schedule is None:
+                t_sched = start
             hb.inflight_since = start
             forward()
             sync()
@@ -118,6 +125,9 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
             delay = start - t_sched
             writer.request(seq, end, (end - t_sched) * 1e3, (end - start) * 1e3, delay * 1e3,
                            delay > LATE_THRESHOLD_S, batch, end)
+            if tc.busy:
+                tc.after(seq, start, end)
+    tc.close()
     writer.emit({"type": "bye", "count": seq, "t": monotonic()})
     hb.stop_event.set()
     return 0
