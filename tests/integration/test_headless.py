@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import run_xwatch
+from xwatch.core.engine.session import load_trace
 from xwatch.core.export.snapshot import SCHEMA_PATH
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
@@ -150,3 +151,50 @@ def test_bad_arguments_exit_before_anything_starts(scenario_file) -> None:  # ty
     assert r.returncode == 0 and all(n in r.stdout for n in ("demo", "standard", "intensive",
                                                               "bert"))
     assert len(r.stdout.strip().splitlines()) >= 4
+
+
+@pytest.mark.slow
+def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--trace: SIGUSR1 + request file -> torch.profiler in the real worker -> a trace
+    file announced on the pipe -> analysis, snapshot, report. On CPU the profiler
+    records operators; their times must land inside the worker's own requests, and
+    the trace's requests are the very requests xwatch counted (same seq, same end)."""
+    f = scenario_file("""
+        name = "cap"
+        duration_s = 7
+        [[workload]]
+        name = "hi"
+        priority = "high"
+        model = "resnet18"
+        input = [3, 32, 32]
+        rate = 20
+        warmup = 2
+        threads = 1
+        [[workload]]
+        name = "lo"
+        priority = "low"
+        model = "resnet18"
+        input = [3, 32, 32]
+        batch = 2
+        warmup = 2
+        threads = 1
+    """)
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--trace", "1", "--export", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kernel capture 1: 1 s of hi, lo" in r.stdout
+    assert "kernel capture 1 (1 s at" in r.stdout and "clock check" in r.stdout
+    doc = json.loads((out / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    cap = doc["phases"][0]["captures"][0]
+    a = cap["analysis"]
+    assert a["high"] == "hi" and a["lows"] == ["lo"] and a["aligned"] >= 0.95
+    assert a["kernels"]["hi"] > 10 and a["requests"] >= 10
+    trace = load_trace(str(out / cap["trace_files"]["hi"]))
+    assert trace["device"] == "cpu" and trace["clock"]["method"] == "anchor"
+    rows = {int(r["seq"]): float(r["t"]) for r in
+            csv.DictReader(gzip.open(out / "events.csv.gz", "rt")) if r["workload"] == "hi"}
+    for seq, _start, end in trace["requests"]:
+        assert rows[seq] == pytest.approx(end, abs=2e-6)  # the same request, the same clock
+    assert "## Kernel capture 1 in native-1" in (out / "report.md").read_text()
+    assert "<svg" in (out / "report.html").read_text()

@@ -60,7 +60,9 @@ async def test_sigstop_worker_stalls_recovers_and_unfinished_is_exact(tmp_path: 
         assert await _until(lambda: run.rec.count >= 10 + 55, 20)
         # 2) frozen again and the phase ends while it is stalled
         os.kill(pid, signal.SIGSTOP)
-        assert await _until(lambda: run.state == STALLED, 6)
+        assert await _until(lambda: run.state == STALLED, 6), (
+            run.state, time.monotonic() - (run.last_progress or 0), run.stall_bound(),
+            run.capture_grace_until, phase.t_stop)
         await asyncio.sleep(1.0)
     finally:
         await runner.stop_phase()

@@ -210,7 +210,13 @@ async def test_end_to_end_demo_with_real_torch_workers() -> None:
             str(table.get_cell(n, "P50")) not in ("-", "") for n in ("high", "low")), pilot,
             timeout=10)
         runs = app.session.current.runs.values()  # type: ignore[union-attr]
-        assert all(r.hello.get("torch") for r in runs)
+        assert all(r.hello.get("torch") and r.hello.get("trace") for r in runs)
+        # t: a kernel capture (CPU operators here) ends up in the lane under the charts
+        from xwatch.ui.widgets.panels import KernelLane
+
+        await pilot.press("t")
+        lane = app.query_one(KernelLane)
+        await wait_for(lambda: "clock check" in str(lane.render()), pilot, timeout=30)
         pids = [r.pid for r in runs if r.pid]
         await pilot.press("q")
         await wait_for(lambda: not app.is_running, pilot, timeout=30)
@@ -264,3 +270,34 @@ async def test_multi_gpu_replay_groups_and_charts_one_gpu() -> None:
             await pilot.press("g")
             assert chart.gpu == want
         await pilot.press("q")
+
+
+async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
+    """A real H100 capture (tests/data/kernel_trace_h100) attached to a replay: the
+    lane under the charts, its numbers, and ``z`` onto the slowest request."""
+    import dataclasses
+
+    from xwatch.core.engine.session import load_trace
+    from xwatch.ui.widgets.panels import KernelLane
+
+    data = FIXTURE.parent / "kernel_trace_h100"
+    cap = dict(json.loads((data / "capture.json").read_text())["capture"])
+    cap["traces"] = {n: load_trace(str(data / f"phase0-capture1-{n}.json.gz"))
+                     for n in ("high", "low")}
+    snap = load_snapshot(FIXTURE)
+    last = snap.phases[-1]
+    last = dataclasses.replace(last, extra={**last.extra, "captures": [cap]})
+    app = make_app(replay=dataclasses.replace(snap, phases=(*snap.phases[:-1], last)),
+                   replay_source="capture")
+    async with app.run_test(size=(130, 50)) as pilot:
+        await pilot.pause(0.3)
+        lane = app.query_one(KernelLane)
+        text = str(lane.render())
+        assert lane.display and "kernels, capture 1 (2 s) · whole window" in text
+        assert "92% alongside low" in text and "clock check 100%" in text
+        await pilot.press("z")
+        await pilot.pause(0.2)
+        assert "slowest #1: request 190, 8.91 ms" in str(lane.render())
+        notes = record_notes(app)
+        await pilot.press("t")
+        assert any("replay" in n for n in notes)

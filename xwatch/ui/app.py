@@ -30,7 +30,14 @@ from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
-from xwatch.ui.widgets.panels import CalibrationPanel, GpuPanel, GpuSummary, LaneStrip, XschedPanel
+from xwatch.ui.widgets.panels import (
+    CalibrationPanel,
+    GpuPanel,
+    GpuSummary,
+    KernelLane,
+    LaneStrip,
+    XschedPanel,
+)
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
@@ -71,6 +78,8 @@ class XwatchApp(App[int]):
         Binding("4", "tab('logs')", "Logs", show=False),
         Binding("p", "pause", "Pause"),
         Binding("g", "chart_gpu", "Chart GPU", show=False),
+        Binding("t", "capture", "Kernels", show=False),
+        Binding("z", "zoom_lane", "Zoom lane", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -125,6 +134,7 @@ class XwatchApp(App[int]):
                     yield LatencyChart()
                     yield ThroughputChart()
                 yield LaneStrip()
+                yield KernelLane()
                 with Horizontal(classes="chart-row", id="second-row"):
                     yield CdfChart()
                     with Vertical(id="gpu-col"):
@@ -318,6 +328,7 @@ class XwatchApp(App[int]):
                 snap, self.query_one(LatencyChart).gpu))
             self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
             self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
+            self._safe("kernels", lambda: self.query_one(KernelLane).show(snap))
         elif tab == "compare":
             self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
             self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
@@ -374,6 +385,27 @@ class XwatchApp(App[int]):
         chart.gpu = order[(order.index(chart.gpu) + 1) % len(order)]
         self._chart_sig = None
         self.refresh_view(force_charts=True)
+
+    def action_capture(self) -> None:
+        """Record 2 s of GPU kernel activity in every built-in workload (torch.profiler)."""
+        if self._not_live():
+            return
+        assert self.runner is not None
+        cap = self.runner.request_capture(2.0)
+        if cap is None:
+            self.notify("no running built-in workload can record kernels (a phase must be "
+                        "running; command workloads cannot)", title="Kernel capture",
+                        severity="warning", timeout=6)
+            return
+        self.query_one(KernelLane).zoom = 0
+        self.notify(f"kernel capture {cap['id']}: {cap['seconds']:g} s of "
+                    f"{', '.join(cap['workloads'])}; the lane appears under the charts "
+                    "(its cost shows in the latency)", timeout=6)
+
+    def action_zoom_lane(self) -> None:
+        lane = self.query_one(KernelLane)
+        lane.zoom = (lane.zoom + 1) % 11
+        self.refresh_view(force_table=True)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

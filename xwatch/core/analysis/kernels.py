@@ -221,3 +221,30 @@ def occupancy(trace: dict[str, Any], t0: float, t1: float, bins: int) -> list[fl
             s = edge
             i += 1
     return [min(1.0, x) for x in out]
+
+
+def capture_cost(rows: Any, cap: dict[str, Any], before_s: float = 6.0) -> dict[str, float]:
+    """HIGH's per-second latency just before the capture against during it (and the
+    second after, where the profiler's teardown lands): what capturing cost. ``rows``
+    are the workload's per-second rows (``SecondRow`` or the snapshot's lists)."""
+    t, s = float(cap.get("t", 0.0)), float(cap.get("seconds", 0.0))
+
+    def get(r: Any, i: int, name: str) -> float:
+        v = r[i] if isinstance(r, (list, tuple)) else getattr(r, name)
+        return float("nan") if v is None else float(v)
+
+    before = [r for r in rows if t - before_s <= get(r, 0, "sec") < t - 1]
+    during = [r for r in rows if t <= get(r, 0, "sec") <= t + s + 1]
+
+    def mean(rs: list[Any], i: int, name: str) -> float:
+        xs = [get(r, i, name) for r in rs if get(r, 1, "count") > 0]
+        xs = [x for x in xs if x == x]
+        return sum(xs) / len(xs) if xs else float("nan")
+
+    def top(rs: list[Any]) -> float:
+        xs = [get(r, 7, "max") for r in rs if get(r, 1, "count") > 0]
+        xs = [x for x in xs if x == x]
+        return max(xs) if xs else float("nan")
+
+    return {"before_p50_ms": mean(before, 5, "p50"), "during_p50_ms": mean(during, 5, "p50"),
+            "before_max_ms": top(before), "during_max_ms": top(during)}

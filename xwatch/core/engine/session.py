@@ -343,7 +343,9 @@ class WorkloadRun:
                         floor = slow[0][0]
             else:
                 self._on_control(kind, e, now)
-        if sv is not None:  # the stall bound reads recent service times: the batch's last
+        # the stall bound reads recent service times (the batch's last), except the
+        # request that was in flight through a stall: 3 s frozen is no service time
+        if sv is not None and self.state != STALLED:
             self.recent_service.append(sv)
         if reqs:
             if self.state in (STARTING, WARMING, PENDING, STALLED):

@@ -19,6 +19,7 @@ from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.charts import build_charts
@@ -26,6 +27,7 @@ from xwatch.core.export.html import render_html
 from xwatch.core.export.markdown import render_markdown
 from xwatch.core.export.model import Report, Section, Table, change, num
 from xwatch.core.export.snapshot import _atomic_write, load_snapshot, load_snapshot_dict, snapshot_from_dict
+from xwatch.core.export.svgchart import lane_chart
 
 LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p50", "P50 (ms)"),
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
@@ -86,13 +88,16 @@ def build_report(snap: SessionSnapshot) -> Report:
     # --- phases
     ph = Section("Phases")
     ph.tables.append(("", Table(
-        ["phase", "mode", "status", "started (UTC)", "measured (s)"],
-        [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1)]
+        ["phase", "mode", "status", "started (UTC)", "measured (s)", "kernel captures"],
+        [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1),
+          ", ".join(f"{c.get('seconds', 0):g} s at {c.get('t', 0):.1f} s"
+                    for c in p.extra.get("captures") or [] if c.get("id")) or "-"]
          for p in snap.phases])))
     secs.append(ph)
     g = _gpu_section(snap)
     if g is not None:
         secs.append(g)
+    secs += _capture_sections(snap)
 
     # --- per workload
     base = baseline(snap)
@@ -292,6 +297,75 @@ def _gpu_section(snap: SessionSnapshot) -> Section | None:
         ["phase", "GPUs", "worst HIGH P99 ms", "best HIGH P99 ms", "LOW samples/s (sum)",
          "HIGH requests"], roll_rows)))
     return s
+
+
+def _capture_sections(snap: SessionSnapshot) -> list[Section]:
+    """Per kernel capture: what HIGH's kernels waited behind, its 10 slowest requests
+    broken down, the capture's own cost, and (HTML) the kernel lane."""
+    out = []
+    for p in snap.phases:
+        prio = {w.name: w.priority for w in p.workloads}
+        for cap in p.extra.get("captures") or []:
+            a = analyze(cap, prio) if cap.get("traces") else None
+            rec = (cap.get("analysis") or {}) if a is None else a.as_dict()
+            if not rec:
+                continue
+            s = Section(f"Kernel capture {rec['capture']} in {label(p)} "
+                        f"({cap.get('seconds', 0):g} s, {cap.get('t', 0):.1f} s after the "
+                        "phase started)")
+            low = ", ".join(rec["lows"]) or "nothing of lower priority"
+            s.paragraphs.append(
+                f"{rec['high']}'s kernels took {num(rec['high_kernel_ms'])} ms where the same "
+                f"kernels take {num(rec['high_alone_ms'])} ms without {low} running (stretch "
+                f"{num(rec['stretch'])}x); {_share(rec['overlap_share'])} of its kernel time "
+                f"overlapped {low}'s kernels. Per request: {num(rec['queue_ms_mean'])} ms from "
+                f"its start to its first kernel, {num(rec['gap_ms_mean'])} ms with no kernel of "
+                f"it running (launches, queueing, synchronization); {low} ran nothing during "
+                f"{_share(rec['low_quiet_share'])} of the time a request was open. Clock check: "
+                f"{_share(rec['aligned'])} of {rec['high']}'s kernels fall inside its requests. "
+                "Kernels: " + ", ".join(f"{n} {k}" for n, k in rec["kernels"].items()) + ".")
+            hi = p.workload(rec["high"])
+            if hi is not None:
+                c = capture_cost(hi.series, cap)
+                s.paragraphs.append(
+                    f"The capture's own cost on {rec['high']}: per-second P50 "
+                    f"{num(c['before_p50_ms'])} ms before, {num(c['during_p50_ms'])} ms during; "
+                    f"the worst request {num(c['before_max_ms'])} ms before, "
+                    f"{num(c['during_max_ms'])} ms during (the profiler's teardown after the "
+                    "window lands on the next requests). This phase's statistics include it.")
+            s.tables.append((f"{rec['high']}'s 10 slowest requests in the capture", Table(
+                ["seq", "at (ms)", "span ms", "queue ms", "kernels ms", "stretch",
+                 f"alongside {low} ms", "no kernel ms", "LOW quiet ms"],
+                [[str(b["seq"]), num(b["start"] * 1000, 1), num(b["span_ms"]),
+                  num(b["queue_ms"]), num(b["kernel_ms"]), num(b["stretch"]),
+                  num(b["overlap_ms"]), num(b["gap_ms"]), num(b["low_quiet_ms"])]
+                 for b in rec["slowest"]])))
+            if a is not None:
+                s.charts.append(_lane_svg(cap, a))
+            for note in rec.get("notes") or []:
+                s.paragraphs.append(f"Note: {note}.")
+            out.append(s)
+    return out
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _lane_svg(cap: dict[str, Any], a: Any) -> str:
+    """The capture's busiest second around HIGH's slowest request, as SVG lanes."""
+    slow = a.slowest[0] if a.slowest else None
+    mid = a.t0 + (slow.start + slow.span_ms / 2000) if slow else (a.t0 + a.t1) / 2
+    lo = max(a.t0, mid - 0.05)
+    hi = min(a.t1, lo + 0.1)
+    traces = cap["traces"]
+    rows = [(n, clip(union([(k[2], k[3]) for k in traces[n]["kernels"]]), lo, hi))
+            for n in (a.high, *a.lows)]
+    cut = {b.seq for b in a.slowest[:3]}
+    brackets = [(max(lo, q[1]), min(hi, q[2]), q[0] in cut)
+                for q in traces[a.high].get("requests") or [] if q[2] > lo and q[1] < hi]
+    return lane_chart(f"kernels around {a.high}'s slowest request (100 ms; red: the 3 "
+                      "slowest requests)", rows, brackets, (lo, hi))
 
 
 def _preflight_section(snap: SessionSnapshot) -> Section | None:

@@ -116,3 +116,46 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[Point]]],
         out.append(f'<text x="{left + pw + 26}" y="{ly + 1}">{html.escape(label)}</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def lane_chart(title: str, rows: Sequence[tuple[str, Sequence[tuple[float, float]]]],
+               brackets: Sequence[tuple[float, float, bool]], span: tuple[float, float],
+               width: int = 760) -> str:
+    """Kernel occupancy lanes: one row of busy intervals (seconds) per workload, and
+    HIGH's requests as brackets under them (``True``: a slow one, drawn red)."""
+    t0, t1 = span
+    left, right, row_h, top = 80, 10, 18, 26
+    plot_w = width - left - right
+    height = top + row_h * (len(rows) + 1) + 30
+
+    def x(t: float) -> float:
+        return left + (t - t0) / (t1 - t0) * plot_w if t1 > t0 else left
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<text x="{left}" y="14" font-weight="bold">{html.escape(title)}</text>']
+    for i, (name, busy) in enumerate(rows):
+        y = top + i * row_h
+        out.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">'
+                   f'{html.escape(name)}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{plot_w}" height="{row_h - 4}" '
+                   'fill="#f3f3f3"/>')
+        color = PALETTE[i % len(PALETTE)]
+        for s, e in busy:
+            w = max(0.5, x(e) - x(s))
+            out.append(f'<rect x="{x(s):.2f}" y="{y}" width="{w:.2f}" height="{row_h - 4}" '
+                       f'fill="{color}"/>')
+    y = top + len(rows) * row_h
+    out.append(f'<text x="{left - 6}" y="{y + 12}" text-anchor="end">requests</text>')
+    for s, e, slow in brackets:
+        c = "#d62728" if slow else "#555"
+        out.append(f'<path d="M{x(s):.2f},{y + 2} v10 H{x(e):.2f} v-10" fill="none" '
+                   f'stroke="{c}" stroke-width="{2 if slow else 1}"/>')
+    ax = y + row_h + 4
+    out.append(f'<line x1="{left}" y1="{ax}" x2="{left + plot_w}" y2="{ax}" stroke="#999"/>')
+    for k in range(6):
+        t = t0 + (t1 - t0) * k / 5
+        out.append(f'<text x="{x(t):.1f}" y="{ax + 14}" text-anchor="middle">'
+                   f'{_fmt((t - t0) * 1000)} ms</text>')
+    out.append("</svg>")
+    return "\n".join(out)

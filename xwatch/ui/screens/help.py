@@ -20,6 +20,8 @@ HELP = """\
 | `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
 | `p` | pause / resume the charts (data keeps flowing) |
+| `t` | kernel capture: 2 s of GPU kernels from every built-in workload (torch.profiler) |
+| `z` | zoom the kernel lane onto HIGH's slowest requests in turn (then back to the whole window) |
 | `g` | multi-GPU runs (`--gpus`): chart all GPUs, then one GPU at a time |
 | `q`, Ctrl+C | stop every workload (and xserver), then quit |
 | `?` | this help; Esc closes it |

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -10,6 +11,7 @@ from rich.text import Text
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -190,6 +192,88 @@ class LaneStrip(QuietStatic):
             t.append("\n")
         _legend(t)
         self.set_content(t, text_key(t), t.plain)
+
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def latest_capture(snap: SessionSnapshot) -> tuple[Any, dict[str, Any]] | None:
+    """(phase, capture) of the newest capture that has traces."""
+    for p in reversed(snap.phases):
+        for cap in reversed(p.extra.get("captures") or []):
+            if cap.get("traces"):
+                return p, cap
+    return None
+
+
+class KernelLane(QuietStatic):
+    """The newest kernel capture (``t``): one row of kernel occupancy per workload,
+    HIGH's requests as brackets (the slowest in red), and what it shows. ``z`` zooms
+    onto the slowest requests in turn."""
+
+    zoom = 0  # 0: the whole window; k: around HIGH's k-th slowest request
+
+    def show(self, snap: SessionSnapshot) -> None:
+        found = latest_capture(snap)
+        pending = any(c.get("id") and not c.get("traces") and not c.get("errors")
+                      for p in snap.phases[-1:] for c in p.extra.get("captures") or [])
+        self.set_display(found is not None or pending)
+        if found is None:
+            if pending:
+                t = Text("kernel capture running (torch.profiler in every built-in workload)...",
+                         style="yellow")
+                self.set_content(t, text_key(t), t.plain)
+            return
+        p, cap = found
+        a = analyze(cap, {w.name: w.priority for w in p.workloads})
+        if a is None:
+            return
+        width = max(10, self.size.width - 14)
+        lo, hi, what = a.t0, a.t1, "whole window"
+        if self.zoom and a.slowest:
+            b = a.slowest[(self.zoom - 1) % len(a.slowest)]
+            s0 = a.t0 + b.start
+            pad = max(b.span_ms / 1000 * 0.5, 0.002)
+            lo, hi = s0 - pad, s0 + b.span_ms / 1000 + pad
+            what = f"slowest #{(self.zoom - 1) % len(a.slowest) + 1}: request {b.seq}, " \
+                   f"{b.span_ms:.2f} ms"
+        t = Text(f"kernels, capture {a.capture} ({cap.get('seconds', 0):g} s) · {what} · "
+                 f"{(hi - lo) * 1000:.1f} ms wide · z: zoom\n", style="bold")
+        traces = cap["traces"]
+        for i, n in enumerate((a.high, *a.lows)):
+            occ = occupancy(traces[n], lo, hi, width)
+            t.append(f"{n[:11]:<12}", style="bold")
+            t.append("".join(_BLOCKS[min(8, max(1, round(x * 8)))] if x > 0 else " "
+                             for x in occ) + "\n",
+                     style="cyan" if i == 0 else "magenta")
+        slow = {b.seq for b in a.slowest[:3]}
+        row = [" "] * width
+        hot = [False] * width
+        for seq, s0, e0 in traces[a.high].get("requests") or []:
+            if e0 < lo or s0 > hi:
+                continue
+            i0 = max(0, int((s0 - lo) / (hi - lo) * width))
+            i1 = min(width - 1, int((e0 - lo) / (hi - lo) * width))
+            for i in range(i0, i1 + 1):
+                row[i] = "─"
+                hot[i] = hot[i] or seq in slow
+            row[i0], row[i1] = "[", "]"
+        t.append(f"{'requests':<12}")
+        for ch, h in zip(row, hot):
+            t.append(ch, style="bold red" if h else "dim")
+        low = ", ".join(a.lows) or "-"
+        t.append(f"\n{a.high}: kernels {a.stretch:.2f}x their time alone, "
+                 f"{a.overlap_share * 100:.0f}% alongside {low}; per request "
+                 f"{a.queue_ms_mean:.2f} ms to the first kernel, {a.gap_ms_mean:.2f} ms with no "
+                 f"kernel of it running; {low} idle {a.low_quiet_share * 100:.0f}% of that time; "
+                 f"clock check {a.aligned * 100:.0f}%", style="dim")
+        hw = p.workload(a.high)
+        if hw is not None:
+            c = capture_cost(hw.series, cap)
+            t.append(f"\ncapture cost on {a.high}: P50 {c['before_p50_ms']:.2f} -> "
+                     f"{c['during_p50_ms']:.2f} ms, worst {c['during_max_ms']:.1f} ms "
+                     "(profiler teardown)", style="dim yellow")
+        self.set_content(t, (text_key(t), self.zoom), t.plain)
 
 
 class XschedPanel(QuietStatic):

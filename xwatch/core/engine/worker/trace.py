@@ -171,9 +171,9 @@ class TraceControl:
         kernels.sort(key=lambda r: r[2])
         if not gpu:  # operators nest (conv2d > convolution > ...): keep the outermost
             top: list[list[Any]] = []
-            for k in kernels:
-                if not top or k[2] >= top[-1][3]:
-                    top.append(k)
+            for rec in kernels:
+                if not top or rec[2] >= top[-1][3]:
+                    top.append(rec)
             kernels = top
         return {"v": 1, "pid": os.getpid(), "name": self.name, "id": self._id,
                 "device": "gpu" if gpu else "cpu", "seconds": self._seconds,
