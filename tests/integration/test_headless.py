@@ -198,3 +198,26 @@ def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None
         assert rows[seq] == pytest.approx(end, abs=2e-6)  # the same request, the same clock
     assert "## Kernel capture 1 in native-1" in (out / "report.md").read_text()
     assert "<svg" in (out / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_kernel_capture_cut_short_by_the_phase_end_is_kept(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    f = scenario_file("""
+        name = "short"
+        duration_s = 3
+        [[workload]]
+        name = "hi"
+        priority = "high"
+        model = "resnet18"
+        input = [3, 32, 32]
+        rate = 20
+        warmup = 2
+        threads = 1
+    """)
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--trace", "8", "--export", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "hi's capture was cut short when the phase stopped" in r.stdout
+    cap = json.loads((out / "snapshot.json").read_text())["phases"][0]["captures"][0]
+    trace = load_trace(str(out / cap["trace_files"]["hi"]))
+    assert trace["partial"] is True and trace["requests"] and trace["kernels"]

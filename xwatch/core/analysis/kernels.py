@@ -183,6 +183,12 @@ def analyze(cap: dict[str, Any], priorities: dict[str, int]) -> CaptureAnalysis 
     for n in lows:
         if traces[n].get("truncated"):
             notes.append(f"{n}'s trace was cut at its kernel limit")
+    for n in names:
+        tr = traces[n]
+        if tr.get("partial"):
+            notes.append(f"{n}'s capture was cut short when the phase stopped "
+                         f"({float(tr.get('t1', 0)) - float(tr.get('t0', 0)):.1f} of "
+                         f"{float(tr.get('seconds', 0)):g} s)")
     missing = [n for n in cap.get("workloads") or [] if n not in traces]
     if missing:
         notes.append("no trace from " + ", ".join(missing))

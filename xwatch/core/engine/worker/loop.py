@@ -87,6 +87,17 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
     writer.emit(hello)
 
     ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    try:
+        _loop(cfg, writer, hb, tc, forward, sync, ctx, torch)
+    finally:
+        tc.close()  # a capture cut short by a stop is still written
+    writer.emit({"type": "bye", "count": hb.count, "t": time.monotonic()})
+    hb.stop_event.set()
+    return 0
+
+
+def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forward: Any,
+          sync: Any, ctx: Any, torch: Any) -> None:
     monotonic = time.monotonic
     sleep = time.sleep
     batch = cfg.batch
@@ -127,10 +138,6 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
                            delay > LATE_THRESHOLD_S, batch, end)
             if tc.busy:
                 tc.after(seq, start, end)
-    tc.close()
-    writer.emit({"type": "bye", "count": seq, "t": monotonic()})
-    hb.stop_event.set()
-    return 0
 
 
 def main() -> int:

@@ -59,6 +59,7 @@ class TraceControl:
         self._anchor_mono_ns = 0
         self._anchor_err_ns = 0
         self._requests: list[tuple[int, float, float]] = []
+        self._partial = False
         if self.dir:
             signal.signal(signal.SIGUSR1, self._on_signal)
 
@@ -182,10 +183,13 @@ class TraceControl:
                           "error_ns": self._anchor_err_ns},
                 "names": sorted(names, key=names.__getitem__), "kernels": kernels,
                 "requests": [[q, round(s, 6), round(e, 6)] for q, s, e in self._requests],
-                "truncated": len(kernels) >= MAX_KERNELS}
+                "truncated": len(kernels) >= MAX_KERNELS, "partial": self._partial}
 
     def close(self) -> None:
+        """The worker is stopping: a capture still running is written as it stands
+        (``partial``) rather than lost."""
         if self._prof is not None:
+            self._partial = True
             with contextlib.suppress(Exception):
-                self._prof.__exit__(None, None, None)
+                self._finish()
             self._prof = None
