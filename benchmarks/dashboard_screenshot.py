@@ -3,7 +3,10 @@ report the dashboard's own CPU use and what the table showed; then quit and
 check that no workload survived.
 
     python benchmarks/dashboard_screenshot.py SCENARIO OUT.svg [--seconds 40]
-        [--telemetry auto] [--device cuda:0] [--size 140x44]
+        [--telemetry auto] [--device cuda:0] [--size 140x44] [--keys t@15,z@25]
+
+``--keys`` presses keys at given seconds (e.g. ``t`` for a kernel capture, ``z`` to
+zoom its lane) before the screenshot.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ async def main() -> None:
     ap.add_argument("--telemetry", default="auto")
     ap.add_argument("--device")
     ap.add_argument("--size", default="140x44")
+    ap.add_argument("--keys", default="", help="KEY@SECONDS,... pressed during the run")
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
     scen = load_scenario(a.scenario).with_overrides(device=a.device)
@@ -38,7 +42,12 @@ async def main() -> None:
     me = psutil.Process()
     async with app.run_test(size=(w, h)) as pilot:
         c0, t0 = me.cpu_times(), time.monotonic()
-        await pilot.pause(a.seconds)
+        for key, at in sorted(((k, float(t)) for k, _, t in
+                               (x.partition("@") for x in a.keys.split(",") if x)),
+                              key=lambda kt: kt[1]):
+            await pilot.pause(max(0.0, at - (time.monotonic() - t0)))
+            await pilot.press(key)
+        await pilot.pause(max(0.0, a.seconds - (time.monotonic() - t0)))
         c1, t1 = me.cpu_times(), time.monotonic()
         app.refresh_view(force_charts=True)
         await pilot.pause(1.5)
