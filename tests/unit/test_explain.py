@@ -208,3 +208,27 @@ def test_cause_on_stderr_captured_from_the_real_crash() -> None:
     status, detail, _, sched = probe_verdict(-6, lines, 144, 4, False, 0, 40)
     assert (status, sched) == ("crashed", "global")
     assert detail.startswith("killed by SIGABRT: cuda error 1: invalid argument")
+
+
+def test_probes_of_a_multi_gpu_run_are_those_of_its_first_gpu(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from xwatch.core.xsched.env import xsched_env
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.preflight import plan_probes
+    from xwatch.scenario import load_scenario
+
+    inst = XschedInstall(Path(tmp_path), "test")
+    one = load_scenario("intensive").with_overrides(device="cuda:0")
+    eight = one.with_overrides(gpus=tuple(range(8)))
+
+    def probes(scen):  # type: ignore[no-untyped-def]
+        plats = {w.name: "cuda" for w in scen.workloads}
+        envs = {w.name: xsched_env(w, inst, "cuda") for w in scen.workloads}
+        return plan_probes(scen, inst, plats, envs)
+
+    p1, p8 = probes(one), probes(eight)
+    assert len(p8) == len(p1) == 4  # HIGH and LOW, created and default stream
+    high_created = next(p for p in p8 if p.stream == "created" and "high@0" in p.workloads)
+    assert high_created.workloads == tuple(f"high@{g}" for g in range(8))
+    assert high_created.env["CUDA_VISIBLE_DEVICES"] == "0"  # run on the first GPU

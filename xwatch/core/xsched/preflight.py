@@ -41,6 +41,7 @@ CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still ta
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
+GPU_PIN_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
 @dataclass(frozen=True)
@@ -119,13 +120,16 @@ def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, 
         spec = build_launch(w, envs.get(w.name))
         # the workload's own environment counts: priorities, levels and extra variables
         # can each make the shim behave differently
+        # (but not which GPU a --gpus copy is pinned to: the copies on the first GPU
+        # speak for the others, so 8 GPUs cost no more probes than one)
         own_env = tuple(sorted((k, v) for k, v in spec.env_added.items()
-                               if not k.startswith("XWATCH_")))
+                               if not k.startswith("XWATCH_") and k not in GPU_PIN_VARS))
         for stream in streams:
             k = (w.python or sys.executable, platforms[w.name], _device_of(w), stream, own_env)
             prev = probes.get(k)
             names = (*(prev.workloads if prev else ()), w.name)
-            probes[k] = Probe(k[0], k[1], k[2], stream, spec.env, spec.env_added, names)
+            env, added = (prev.env, prev.env_added) if prev else (spec.env, spec.env_added)
+            probes[k] = Probe(k[0], k[1], k[2], stream, env, added, names)
     return list(probes.values())
 
 
