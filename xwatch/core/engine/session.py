@@ -740,14 +740,14 @@ class Session:
         self.extra: dict[str, Any] = {}  # environment, xsched, ...
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
-        self._trace_tmp: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def trace_dir(self) -> str:
-        """Where workers write kernel traces (and read capture requests)."""
-        if self._trace_tmp is None:
-            self._trace_tmp = tempfile.TemporaryDirectory(prefix="xwatch-trace-")
-        return self._trace_tmp.name
+        """Where workers write kernel traces (and read capture requests): next to the
+        event spool, so they go (or stay) with it."""
+        d = self.spool.dir / "traces"
+        d.mkdir(exist_ok=True)
+        return str(d)
 
     def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
                   prefix: str | None = None) -> Phase:
@@ -792,6 +792,3 @@ class Session:
 
     def close(self) -> None:
         self.spool.close()
-        if self._trace_tmp is not None:
-            self._trace_tmp.cleanup()
-            self._trace_tmp = None
