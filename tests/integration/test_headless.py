@@ -153,15 +153,10 @@ def test_bad_arguments_exit_before_anything_starts(scenario_file) -> None:  # ty
     assert len(r.stdout.strip().splitlines()) >= 4
 
 
-@pytest.mark.slow
-def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """--trace: SIGUSR1 + request file -> torch.profiler in the real worker -> a trace
-    file announced on the pipe -> analysis, snapshot, report. On CPU the profiler
-    records operators; their times must land inside the worker's own requests, and
-    the trace's requests are the very requests xwatch counted (same seq, same end)."""
-    f = scenario_file("""
-        name = "cap"
-        duration_s = 7
+def _tiny_pair(duration: float, low: bool) -> str:
+    """A ResNet-18 on 32x32 inputs at 20/s (hi), and optionally one back to back (lo)."""
+    text = f"""
+        duration_s = {duration}
         [[workload]]
         name = "hi"
         priority = "high"
@@ -170,6 +165,9 @@ def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None
         rate = 20
         warmup = 2
         threads = 1
+    """
+    if low:
+        text += """
         [[workload]]
         name = "lo"
         priority = "low"
@@ -178,7 +176,17 @@ def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None
         batch = 2
         warmup = 2
         threads = 1
-    """)
+    """
+    return text
+
+
+@pytest.mark.slow
+def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--trace: SIGUSR1 + request file -> torch.profiler in the real worker -> a trace
+    file announced on the pipe -> analysis, snapshot, report. On CPU the profiler
+    records operators; their times must land inside the worker's own requests, and
+    the trace's requests are the very requests xwatch counted (same seq, same end)."""
+    f = scenario_file(_tiny_pair(duration=7, low=True))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--trace", "1", "--export", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -202,18 +210,7 @@ def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_kernel_capture_cut_short_by_the_phase_end_is_kept(scenario_file, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    f = scenario_file("""
-        name = "short"
-        duration_s = 3
-        [[workload]]
-        name = "hi"
-        priority = "high"
-        model = "resnet18"
-        input = [3, 32, 32]
-        rate = 20
-        warmup = 2
-        threads = 1
-    """)
+    f = scenario_file(_tiny_pair(duration=3, low=False))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--trace", "8", "--export", str(out))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -18,9 +18,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ROOT, run_xwatch
+from tests.helpers.metrics import parse_samples, with_labels
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, exact_percentile
 
 FAKE_NVML = str(ROOT / "tests" / "data" / "fake_nvml")
@@ -47,16 +47,7 @@ def _scenario(scenario_file, extra: str = ""):  # type: ignore[no-untyped-def]
 
 
 def _scrape(url: str) -> dict[str, list]:  # type: ignore[type-arg]
-    text = urllib.request.urlopen(url, timeout=5).read().decode()
-    out: dict[str, list] = {}  # type: ignore[type-arg]
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out.setdefault(s.name, []).append(s)
-    return out
-
-
-def _by(samples, **labels):  # type: ignore[no-untyped-def]
-    return [s for s in samples if all(s.labels.get(k) == v for k, v in labels.items())]
+    return parse_samples(urllib.request.urlopen(url, timeout=5).read().decode())
 
 
 @pytest.mark.slow
@@ -98,20 +89,20 @@ def test_two_gpus_scraped_live_equal_the_snapshot(scenario_file, tmp_path: Path)
         lab = {"workload": name, "phase": ph["name"], "mode": "native"}
         gpu = name.split("@")[1]
         # labels: the copy's GPU and priority
-        (req,) = _by(m["xwatch_requests_total"], **lab)
+        (req,) = with_labels(m["xwatch_requests_total"], **lab)
         assert req.labels["gpu"] == gpu and req.labels["priority"] == w["priority_label"]
         assert req.value == w["count"] == N
         # the histogram equals the snapshot's buckets, count and exact sum
         for le, n in w["latency_buckets_ms"]:
-            (b,) = _by(m["xwatch_request_latency_seconds_bucket"], le=f"{le / 1000:g}", **lab)
+            (b,) = with_labels(m["xwatch_request_latency_seconds_bucket"], le=f"{le / 1000:g}", **lab)
             assert b.value == n
-        (s,) = _by(m["xwatch_request_latency_seconds_sum"], **lab)
+        (s,) = with_labels(m["xwatch_request_latency_seconds_sum"], **lab)
         assert s.value * 1000 == pytest.approx(w["latency_sum_ms"], rel=1e-6)
         # the quantiles equal the snapshot's and the exact nearest-rank percentiles
         lat = [float(r["latency_ms"]) for r in rows if r["workload"] == name]
         assert len(lat) == N
         for key, q in (("p50", 50.0), ("p99", 99.0)):
-            (v,) = _by(m["xwatch_request_latency_percentile_seconds"], quantile=f"{q / 100:g}",
+            (v,) = with_labels(m["xwatch_request_latency_percentile_seconds"], quantile=f"{q / 100:g}",
                        **lab)
             assert v.value * 1000 == pytest.approx(w["latency_ms"][key], rel=1e-6)
             assert v.value * 1000 == pytest.approx(exact_percentile(lat, q), rel=0.0025)

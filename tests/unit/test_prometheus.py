@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers.metrics import parse_samples, with_labels
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS
 from xwatch.core.export.prometheus import MetricsError, MetricsServer, _Collector
 from xwatch.core.export.snapshot import load_snapshot
@@ -23,16 +23,11 @@ def _scrape(snap) -> dict[str, list]:  # type: ignore[no-untyped-def,type-arg]
     c.snap = snap
     reg = CollectorRegistry(auto_describe=False)
     reg.register(c)
-    text = generate_latest(reg).decode()
-    out: dict[str, list] = {}  # type: ignore[type-arg]
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            out.setdefault(s.name, []).append(s)
-    return out
+    return parse_samples(generate_latest(reg).decode())
 
 
 def _one(samples, **labels):  # type: ignore[no-untyped-def]
-    got = [s for s in samples if all(s.labels.get(k) == v for k, v in labels.items())]
+    got = with_labels(samples, **labels)
     assert len(got) == 1, (labels, got)
     return got[0].value
 

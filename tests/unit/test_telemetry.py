@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from xwatch.core.engine.pci import parse_bus_id
 from xwatch.core.telemetry import TelemetrySampler, select_backend
-from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, parse_bus_id
+from xwatch.core.telemetry.base import Backend, DeviceSample, Targets
 
 
 class NVMLError(Exception):

@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import os
+import signal
 import tempfile
 import time
 from collections import deque
@@ -32,6 +33,7 @@ from xwatch.core.engine.stats import (
     Recorder,
     SecondRow,
 )
+from xwatch.core.engine.worker.trace import request_path
 from xwatch.scenario import Scenario, Workload
 
 # Workload states, in the order they normally happen. STALLED: alive, but no
@@ -600,9 +602,6 @@ class Phase:
     def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
         """Ask every built-in workload that offers it (``hello.trace``) to record
         ``seconds`` of kernel activity; the capture record, or None if none can."""
-        import json
-        import signal
-
         seconds = min(10.0, max(0.5, seconds))
         captures = self.extra.setdefault("captures", [])
         cid = len(captures) + 1
@@ -611,8 +610,7 @@ class Phase:
         for r in self.runs.values():
             if r.state not in ALIVE or not r.hello.get("trace") or r.pid is None:
                 continue
-            path = os.path.join(trace_dir, f"trace-request-{r.pid}.json")
-            with open(path, "w") as f:
+            with open(request_path(trace_dir, r.pid), "w") as f:
                 json.dump({"id": cid, "seconds": seconds}, f)
             try:
                 os.kill(r.pid, signal.SIGUSR1)
@@ -637,7 +635,10 @@ class Phase:
         caps = {c["id"]: c for c in self.extra.get("captures", [])}
         cap = caps.get(e.get("id"))
         name = run.spec.name
-        if cap is None:
+        if cap is None:  # e.g. the worker could not read the request: say it anyway
+            if e.get("error"):
+                self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
+                                 f"{e['error']}")
             return
         if e.get("error") or not e.get("path"):
             cap["errors"][name] = str(e.get("error") or "no trace file")

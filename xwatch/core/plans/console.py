@@ -135,8 +135,6 @@ def capture_lines(p: PhaseSnapshot) -> list[str]:
     prio = {w.name: w.priority for w in p.workloads}
     out = []
     for cap in p.extra.get("captures") or []:
-        if not cap.get("id"):
-            continue
         a = analyze(cap, prio)
         errs = "; ".join(f"{n}: {e}" for n, e in (cap.get("errors") or {}).items())
         if a is None:

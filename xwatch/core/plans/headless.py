@@ -126,17 +126,18 @@ async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step
                     stop: asyncio.Event, trace_s: float | None = None) -> Phase | None:
     # a kernel capture in the middle of the measured time (agent mode: after 5 s)
     at = 5.0 if phase_s == math.inf else max(1.0, (phase_s - (trace_s or 0.0)) / 2)
+    asked = False
 
     def tick(p: Phase) -> None:
+        nonlocal asked
         _out(progress_line(p.snapshot(time.monotonic())))
-        if trace_s and p.t_measure is not None and not p.extra.get("captures") \
+        if trace_s and not asked and p.t_measure is not None \
                 and time.monotonic() - p.t_measure >= at:
+            asked = True
             cap = runner.request_capture(trace_s)
             _out(f"kernel capture {cap['id']}: {cap['seconds']:g} s of "
                  f"{', '.join(cap['workloads'])}" if cap else
                  "kernel capture: no workload offers one (built-in workloads only)")
-            if cap is None:
-                p.extra["captures"] = [{"id": 0, "error": "no workload offers a capture"}]
 
     try:
         return await runner.run_phase(

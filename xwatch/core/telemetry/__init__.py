@@ -21,7 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from xwatch.core.telemetry.base import UTIL_MEANING, Backend, DeviceSample, Targets, bus_from_hello
+from xwatch.core.engine.pci import bus_from_hello
+from xwatch.core.telemetry.base import UTIL_MEANING, Backend, DeviceSample, Targets
 
 ORDER = ("amdsmi", "nvml", "host")
 CHOICES = ("auto", *ORDER, "off")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na, parse_bus_id
+from xwatch.core.engine.pci import parse_bus_id
+from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na
 
 
 class AmdSmiBackend(Backend):

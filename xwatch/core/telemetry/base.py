@@ -12,9 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xwatch.core.engine.pci import bus_from_hello as bus_from_hello
-from xwatch.core.engine.pci import parse_bus_id as parse_bus_id
-
 #: Metric keys (units in the name). Missing -> None.
 GPU_METRICS = ("util_pct", "mem_util_pct", "mem_used_mib", "mem_total_mib", "power_w",
                "temp_c", "temp_hotspot_c", "clock_mhz")

@@ -212,6 +212,7 @@ class KernelLane(QuietStatic):
     onto the slowest requests in turn."""
 
     zoom = 0  # 0: the whole window; k: around HIGH's k-th slowest request
+    _cache: tuple[Any, Text, Any] | None = None  # (key, lanes and numbers, analysis)
 
     def show(self, snap: SessionSnapshot) -> None:
         found = latest_capture(snap)
@@ -225,10 +226,26 @@ class KernelLane(QuietStatic):
                 self.set_content(t, text_key(t), t.plain)
             return
         p, cap = found
-        a = analyze(cap, {w.name: w.priority for w in p.workloads})
-        if a is None:
-            return
         width = max(10, self.size.width - 14)
+        # the analysis and the lanes only change with the capture, the zoom or the width
+        # (about 60 ms for an H100 capture): drawn once, not on every refresh
+        key = (p.index, cap.get("id"), tuple(cap["traces"]), self.zoom, width)
+        if self._cache is None or self._cache[0] != key:
+            a = analyze(cap, {w.name: w.priority for w in p.workloads})
+            if a is None:
+                return
+            self._cache = (key, self._lanes(cap, a, width), a)
+        _, lanes, a = self._cache
+        t = lanes.copy()
+        hw = p.workload(a.high)
+        if hw is not None:  # the capture's cost keeps changing for a second or two after it
+            c = capture_cost(hw.series, cap)
+            t.append(f"\ncapture cost on {a.high}: P50 {c['before_p50_ms']:.2f} -> "
+                     f"{c['during_p50_ms']:.2f} ms, worst {c['during_max_ms']:.1f} ms "
+                     "(profiler teardown)", style="dim yellow")
+        self.set_content(t, (text_key(t), self.zoom), t.plain)
+
+    def _lanes(self, cap: dict[str, Any], a: Any, width: int) -> Text:
         lo, hi, what = a.t0, a.t1, "whole window"
         if self.zoom and a.slowest:
             b = a.slowest[(self.zoom - 1) % len(a.slowest)]
@@ -267,13 +284,7 @@ class KernelLane(QuietStatic):
                  f"{a.queue_ms_mean:.2f} ms to the first kernel, {a.gap_ms_mean:.2f} ms with no "
                  f"kernel of it running; {low} idle {a.low_quiet_share * 100:.0f}% of that time; "
                  f"clock check {a.aligned * 100:.0f}%", style="dim")
-        hw = p.workload(a.high)
-        if hw is not None:
-            c = capture_cost(hw.series, cap)
-            t.append(f"\ncapture cost on {a.high}: P50 {c['before_p50_ms']:.2f} -> "
-                     f"{c['during_p50_ms']:.2f} ms, worst {c['during_max_ms']:.1f} ms "
-                     "(profiler teardown)", style="dim yellow")
-        self.set_content(t, (text_key(t), self.zoom), t.plain)
+        return t
 
 
 class XschedPanel(QuietStatic):

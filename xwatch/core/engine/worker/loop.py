@@ -72,7 +72,7 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
     from xwatch.core.engine.worker.trace import TraceControl
 
     # kernel capture on request (SIGUSR1): installed before the hello says it is there
-    tc = TraceControl(torch, on_gpu, writer, cfg.name)
+    tc = TraceControl(on_gpu, writer, cfg.name)
     hello: dict[str, Any] = {
         "type": "hello", "v": PROTOCOL_VERSION, "pid": os.getpid(), "name": cfg.name,
         "python": sys.version.split()[0], "executable": sys.executable,

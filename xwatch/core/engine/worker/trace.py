@@ -44,8 +44,7 @@ def trace_path(directory: str, pid: int, capture_id: int) -> str:
 class TraceControl:
     """Owned by the request loop: ``busy`` is False unless a capture is asked or runs."""
 
-    def __init__(self, torch: Any, on_gpu: bool, writer: Any, name: str) -> None:
-        self.torch = torch
+    def __init__(self, on_gpu: bool, writer: Any, name: str) -> None:
         self.on_gpu = on_gpu
         self.writer = writer
         self.name = name
