@@ -20,6 +20,7 @@ import asyncio
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   telemetry: str = "host", xsched: str | None = None, mode: str = "native",
-                  device: str | None = None, settle: float = 8.0) -> dict[str, float]:
+                  device: str | None = None, settle: float = 60.0) -> dict[str, float]:
     scen = load_scenario(scenario_ref).with_overrides(device=device)
     backend = None
     if xsched:
@@ -44,7 +45,15 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
     app = make_app(scen, telemetry=telemetry, xsched=backend, mode=mode)
     me = psutil.Process()
     async with app.run_test(size=(150, 46)) as pilot:
-        await pilot.pause(settle)  # models load, warm up (XSched: preflight too)
+        # models load, warm up (XSched: preflight too): wait until every workload has
+        # counted requests (at most ``settle`` s), then 3 s more, so start-up stays out
+        end = time.monotonic() + settle
+        while time.monotonic() < end:
+            ph = app.session.current
+            if ph is not None and ph.runs and all(r.rec.count for r in ph.runs.values()):
+                break
+            await pilot.pause(0.5)
+        await pilot.pause(3.0)
         prof = None
         if profile:
             import cProfile
@@ -52,16 +61,30 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
             prof = cProfile.Profile()
             prof.enable()
         c0, t0 = me.cpu_times(), time.monotonic()
+        th0 = {t.id: t.user_time + t.system_time for t in me.threads()}
         n0 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
         await pilot.pause(seconds)
         c1, t1 = me.cpu_times(), time.monotonic()
+        th1 = {t.id: t.user_time + t.system_time for t in me.threads()}
         if prof is not None and profile:
             prof.disable()
             prof.dump_stats(profile)
         n1 = sum(r.rec.count for r in app.session.current.runs.values())  # type: ignore[union-attr]
         await app.action_quit()
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
-    return {"cpu_pct": 100 * cpu / (t1 - t0), "events_per_s": (n1 - n0) / (t1 - t0)}
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    per_thread = {names.get(tid, str(tid)): 100 * (th1[tid] - th0.get(tid, 0.0)) / (t1 - t0)
+                  for tid in th1}
+    return {"cpu_pct": 100 * cpu / (t1 - t0), "events_per_s": (n1 - n0) / (t1 - t0),
+            "threads": per_thread}  # type: ignore[dict-item]
+
+
+def thread_line(r: dict[str, object]) -> str:
+    """Per-thread CPU (% of one core), busiest first, threads under 0.05% left out."""
+    th = r.get("threads") or {}
+    assert isinstance(th, dict)
+    parts = [f"{k} {v:.1f}%" for k, v in sorted(th.items(), key=lambda kv: -kv[1]) if v >= 0.05]
+    return "    threads: " + ", ".join(parts)
 
 
 def synthetic(rate: int, low_rate: int = 50) -> str:
@@ -92,14 +115,16 @@ def main() -> None:
     ap.add_argument("--xsched", metavar="ROOT")
     ap.add_argument("--mode", default="native", choices=("native", "xsched"))
     ap.add_argument("--device")
-    ap.add_argument("--settle", type=float, default=8.0, metavar="S",
-                    help="seconds to wait before measuring (model load, preflight)")
+    ap.add_argument("--settle", type=float, default=60.0, metavar="S",
+                    help="at most this long to wait for every workload's first requests "
+                         "(model load, preflight) before measuring")
     a = ap.parse_args()
     if a.scenario:
         r = asyncio.run(measure(a.scenario, a.seconds, a.profile, a.telemetry, a.xsched,
                                 a.mode, a.device, a.settle))
         print(f"{a.scenario} ({a.mode}, telemetry {a.telemetry}) dashboard CPU "
               f"{r['cpu_pct']:5.1f}% of one core, ingesting {r['events_per_s']:8.0f} events/s")
+        print(thread_line(r))
         return
     runs = {"light": ("light: producers at 20/s + 6/s (intensive's rates)", lambda: synthetic(20, 6)),
             "demo": ("demo (real torch workers)", lambda: "demo"),
@@ -110,6 +135,7 @@ def main() -> None:
         r = asyncio.run(measure(ref(), a.seconds, a.profile))
         print(f"{label:<40} dashboard CPU {r['cpu_pct']:5.1f}% of one core, "
               f"ingesting {r['events_per_s']:8.0f} events/s")
+        print(thread_line(r))
 
 
 if __name__ == "__main__":

@@ -214,3 +214,48 @@ def test_sweep_report_names_the_frontier(tmp_path: Path) -> None:
     assert rows["low.threshold=2, low.batch_size=1"][2].startswith("FAILED")
     page = render_html(build_report(snap), build_charts(snap))
     assert "Sweep: high P99 vs low-priority throughput" in page
+
+
+def test_spool_rows_fast_path_equals_row_by_row() -> None:
+    """The spool's batched row formatting (msgspec) writes the same values as formatting
+    each row, and anything unusual takes the row-by-row path."""
+    import csv
+    import io
+    import random
+
+    from xwatch.core.engine import session as sm
+
+    rng = random.Random(5)
+    evs = [{"seq": i, "t": 30000.0 + rng.random() * 1e3, "latency_ms": rng.choice(
+               [rng.lognormvariate(1, 2), 1e-5, 2.5e-7, 1e16, 0.1, 3.0]),
+            "service_ms": rng.random(), "sched_delay_ms": rng.random() / 1e3,
+            "late": rng.random() < 0.3, "batch": rng.choice([1, 1024])} for i in range(2000)]
+
+    def rows(text: bytes) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(text.decode())))
+
+    fast = sm._rows_fast("3,low@1,", evs)
+    assert fast is not None
+    got = rows(fast)
+    assert len(got) == len(evs)
+    for r, e in zip(got, evs):
+        assert r[:3] == ["3", "low@1", str(e["seq"])]
+        assert [float(x) for x in r[3:7]] == [e["t"], e["latency_ms"], e["service_ms"],
+                                               e["sched_delay_ms"]]
+        assert r[7:] == ["1" if e["late"] else "0", str(e["batch"]), "1"]
+    for odd in ({"ok": False}, {"note": "a,b"}, {"service_ms": None}, {"batch": [1]},
+                {"t": "soon"}):
+        assert sm._rows_fast("1,w,", [dict(evs[0]), {**evs[1], **odd}]) is None, odd
+    partial = [{"latency_ms": 2.0, "ok": False}, {"latency_ms": 1.5, "service_ms": None}]
+    assert sm._rows_fast("1,w,", partial) is None
+    spool = sm.EventSpool()
+    spool.write_many(1, "w", partial)
+    spool.write_many(1, "w", evs[:3])
+    spool.flush()
+    import gzip
+
+    out = list(csv.DictReader(gzip.open(spool.path, "rt")))
+    assert [(r["latency_ms"], r["service_ms"], r["ok"]) for r in out[:2]] == [
+        ("2.0", "", "0"), ("1.5", "", "1")]
+    assert [float(r["t"]) for r in out[2:]] == [e["t"] for e in evs[:3]]
+    spool.close()

@@ -138,3 +138,27 @@ def test_frontier() -> None:
     pts.append(pt("best-tail", 3.0, 4000))
     assert "best-tail" in frontier(pts)
     assert dataclasses is not None
+
+
+def test_xserver_get_parses_responses_and_refuses_broken_ones() -> None:
+    """The poll's own HTTP reader: Content-Length, chunked (as cpp-httplib may send),
+    and cut-short or non-HTTP answers are errors, never partial JSON."""
+    import http.client
+
+    from xwatch.core.xsched.client import _expected_length, _parse_response
+
+    body = b'{"xqueues": [{"handle": 1, "ready": true}]}'
+    ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" \
+        % (len(body), body)
+    assert _parse_response(ok) == (200, body)
+    assert _expected_length(ok) == len(ok) and _expected_length(ok[:20]) == -1
+    chunked = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"a\r\n" + body[:10] + b"\r\n" + b"%x;ext=1\r\n" % (len(body) - 10)
+               + body[10:] + b"\r\n0\r\n\r\n")
+    assert _parse_response(chunked) == (200, body)
+    assert _expected_length(chunked) == -1  # read to the end of the connection
+    assert _parse_response(b"HTTP/1.0 404 Not Found\r\n\r\n{\"error\": \"x\"}") == (
+        404, b'{"error": "x"}')
+    for broken in (ok[:-5], ok[:30], chunked[:-12], b"SSH-2.0-OpenSSH\r\n\r\n", b""):
+        with pytest.raises(http.client.HTTPException):
+            _parse_response(broken)

@@ -15,11 +15,13 @@ import os
 import subprocess
 import time
 from collections import deque
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
-from xwatch.core.xsched.client import XserverClient, free_port, validate_config
+from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
 from xwatch.core.xsched.engagement import FAILING_VERDICTS, SCHED_LINE, QueueStats, engagement
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
@@ -29,6 +31,10 @@ from xwatch.scenario import Scenario
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
+_pid = attrgetter("pid")
+_ready = attrgetter("ready")
+_suspended = attrgetter("suspended")
+_handle = attrgetter("handle")
 
 
 class XschedController:
@@ -56,6 +62,7 @@ class XschedController:
         self.log: deque[str] = deque(maxlen=400)
         self._failure: str | None = None
         self._stats: dict[str, QueueStats] = {}
+        self._table_t = 0.0  # when the per-queue table was last rebuilt
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -116,7 +123,7 @@ class XschedController:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._poller
             self._poller = None
-            self._refresh_engagement(phase)
+            self._refresh_engagement(phase, final=True)
         await self._stop_xserver()
         info = phase.extra.get("xsched")
         if info is not None:
@@ -253,8 +260,8 @@ class XschedController:
                 self._fail(f"xserver (pid {proc.pid}) died ({how}) "
                            f"{t0 - phase.t_start:.1f} s into phase {phase.name}", rc)
             try:
-                data = await asyncio.to_thread(self.client.xqueues)
-                self._ingest(phase, data, stats, t0)
+                rows = await asyncio.to_thread(self.client.xqueue_rows)
+                self._ingest(phase, rows, stats, t0)
                 failed_polls = 0
             except XschedError as e:  # xserver stopped answering: say so once per outage
                 if failed_polls == 0:
@@ -270,13 +277,15 @@ class XschedController:
             self._refresh_engagement(phase)
             await asyncio.sleep(max(0.05, self.poll_s - (time.monotonic() - t0)))
 
-    def _ingest(self, phase: Phase, data: dict[str, Any], stats: dict[str, QueueStats],
+    def _ingest(self, phase: Phase, rows: list[XQueueRow], stats: dict[str, QueueStats],
                 t: float) -> None:
-        queues = data.get("xqueues") or []
-        by_pid: dict[int, list[dict[str, Any]]] = {}
-        for q in queues:
-            by_pid.setdefault(int(q.get("pid", -1)), []).append(q)
+        """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
+        Runs every poll: only the workloads' own queues are looked at twice."""
+        by_pid: dict[int, list[XQueueRow]] = {}
+        for pid, grp in groupby(sorted(rows, key=_pid), key=_pid):
+            by_pid[pid] = list(grp)
         sample: dict[str, Any] = {"t": round(t, 4), "workloads": {}}
+        tp = round(t - phase.t_start, 2)
         for name, run in phase.runs.items():
             if run.pid is None:
                 continue
@@ -285,8 +294,8 @@ class XschedController:
             alive = run.state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
-            ready = sum(1 for q in mine if q.get("ready"))
-            susp = sum(1 for q in mine if q.get("suspended"))
+            ready = sum(map(_ready, mine))
+            susp = sum(map(_suspended, mine))
             if mine:
                 st.samples += 1
                 st.ready += 1 if ready else 0
@@ -294,12 +303,12 @@ class XschedController:
                 st.max_queues = max(st.max_queues, len(mine))
             if mine or alive:  # after the process exits, keep what was last seen
                 st.queues = len(mine)
-                st.handles = tuple(int(q["handle"]) for q in mine if "handle" in q)
+                st.handles = tuple(map(_handle, mine))
                 st.latest = tuple(mine[:64])
             sample["workloads"][name] = {"queues": len(mine), "ready": ready, "suspended": susp}
             info = self._wl_info(phase, name)
             lane = "suspended" if susp else "running" if ready else "idle" if mine else "none"
-            info["lane"].append([round(t - phase.t_start, 2), lane])
+            info["lane"].append([tp, lane])
             if len(info["lane"]) > LANE_KEPT:
                 del info["lane"][: len(info["lane"]) - LANE_KEPT]
         samples = phase.extra["xsched"]["samples"]
@@ -307,8 +316,16 @@ class XschedController:
         if len(samples) > SAMPLES_KEPT:
             del samples[: len(samples) - SAMPLES_KEPT]
 
-    def _refresh_engagement(self, phase: Phase) -> None:
+    #: the per-queue table (``info["queues"]``, for the panel and snapshots) is rebuilt at
+    #: most this often; the verdicts and counters every poll
+    QUEUE_TABLE_S = 1.0
+
+    def _refresh_engagement(self, phase: Phase, final: bool = False) -> None:
         stats = self._stats
+        now = time.monotonic()
+        table = final or now - self._table_t >= self.QUEUE_TABLE_S
+        if table:
+            self._table_t = now
         for name, run in phase.runs.items():
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
@@ -318,9 +335,10 @@ class XschedController:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")
             info["status"], info["warnings"] = status, warns
-            info["stats"] = {k: v for k, v in st.__dict__.items() if k != "latest"}
-            info["stats"]["handles"] = list(st.handles)
-            info["queues"] = [dict(q) for q in st.latest]
+            if table:
+                info["stats"] = {k: v for k, v in st.__dict__.items() if k != "latest"}
+                info["stats"]["handles"] = list(st.handles)
+                info["queues"] = [q.as_dict() for q in st.latest]
 
     # -- live control
     def _handles(self, name: str) -> tuple[int, ...]:
@@ -364,7 +382,7 @@ class XschedController:
         st = self._stats.get(name)
         if not st or not st.handles:
             raise XschedError(f"{name} has no XQueue yet: nothing to configure")
-        current = dict(st.latest[0]) if st.latest else None
+        current = st.latest[0].as_dict() if st.latest else None
         validate_config(level, threshold, batch_size, current)
         for h in st.handles:
             await asyncio.to_thread(self.client.config, h, level, threshold, batch_size)

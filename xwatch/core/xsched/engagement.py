@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xwatch.core.xsched.client import XQueueRow
 
 SCHED_LINE = re.compile(r"using (global scheduler|local scheduler with policy (\w+)|"
                         r"app-managed scheduler)")
@@ -23,7 +26,7 @@ class QueueStats:
     queues: int = 0  # queues in the latest poll while the workload was alive
     max_queues: int = 0  # most queues seen in one poll during the phase
     handles: tuple[int, ...] = ()
-    latest: tuple[dict[str, Any], ...] = ()
+    latest: tuple[XQueueRow, ...] = ()  # its queues in the latest poll (the first 64)
 
 
 def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
