@@ -90,6 +90,13 @@ def test_compare_env_engagement_and_xserver_lifecycle(tmp_path: Path, install: P
     assert x["workloads"]["high"]["status"] == "engaged"
     assert x["workloads"]["low"]["status"] == "not-scheduled"  # queues never ready
     assert any("never seen ready" in w for w in x["workloads"]["low"]["warnings"])
+    # the queue table survives the end of the phase (a stopping process loses its
+    # queues before it exits), typed rows back as the documented fields
+    q = x["workloads"]["low"]["queues"]
+    assert q and set(q[0]) == {"handle", "device", "level", "pid", "threshold", "batch_size",
+                               "ready", "suspended"}
+    assert q[0]["threshold"] == 1 and q[0]["ready"] is False
+    assert x["workloads"]["low"]["stats"]["handles"] == [r["handle"] for r in q]
     assert xs["workloads"]["high"]["launch"]["env"]["XSCHED_SCHEDULER"] == "GLB"
     # the shim saw xserver running: started before, stopped after
     pid = xserver_pid(install)

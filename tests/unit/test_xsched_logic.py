@@ -4,6 +4,7 @@ decisions, /config validation, sweep parsing and the frontier."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,48 @@ def test_xserver_get_parses_responses_and_refuses_broken_ones() -> None:
     for broken in (ok[:-5], ok[:30], chunked[:-12], b"SSH-2.0-OpenSSH\r\n\r\n", b""):
         with pytest.raises(http.client.HTTPException):
             _parse_response(broken)
+
+
+def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path: Path) -> None:
+    """/xqueues rows -> evidence per workload (by pid); a poll in which a still-running
+    process lists no queue (the real shim drops them while the process shuts down)
+    keeps the last queue table and handles, while the queue count says 0."""
+    from xwatch.core.engine.session import Session
+    from xwatch.core.xsched.client import XQueueRow, decode_xqueues
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.scenario import load_scenario
+
+    scen = load_scenario("demo")
+    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+    s = Session(scen)
+    ph = s.new_phase("xsched")
+    ph.extra["xsched"] = {"workloads": {}, "samples": []}
+    ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
+    ph.runs["high"].state = ph.runs["low"].state = "running"
+    stats = {w.name: QueueStats() for w in scen.workloads}
+    ctl._stats = stats
+    raw = json.dumps({"xqueues": [
+        {"handle": 7, "device": 0, "level": 1, "pid": 22, "threshold": 1, "batch_size": 1,
+         "ready": True, "suspended": True, "extra": "ignored"},
+        {"handle": 5, "device": 0, "level": 1, "pid": 11, "threshold": 16, "batch_size": 8,
+         "ready": True, "suspended": False},
+        {"handle": 9, "device": 0, "level": 1, "pid": 22, "threshold": 1, "batch_size": 1,
+         "ready": False, "suspended": False},
+        {"handle": 3, "pid": 99}]}).encode()
+    rows = decode_xqueues(raw)
+    assert rows[3] == XQueueRow(handle=3, pid=99)
+    ctl._ingest(ph, rows, stats, ph.t_start + 0.1)
+    assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
+    assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
+    ctl._ingest(ph, [], stats, ph.t_start + 0.2)  # shutting down: no queues listed
+    ctl._refresh_engagement(ph, final=True)
+    low = ph.extra["xsched"]["workloads"]["low"]
+    assert low["stats"]["queues"] == 0 and low["stats"]["max_queues"] == 2
+    assert [q["handle"] for q in low["queues"]] == [7, 9] and low["stats"]["handles"] == [7, 9]
+    assert [p[1] for p in low["lane"]] == ["suspended", "none"]
+    assert ph.extra["xsched"]["samples"][0]["workloads"]["low"] == {
+        "queues": 2, "ready": 1, "suspended": 1}
+    with pytest.raises(ValueError, match="not understood"):
+        decode_xqueues(b'{"xqueues": [{"handle": "7", "pid": 1}]}')
+    s.close()

@@ -303,6 +303,8 @@ class XschedController:
                 st.max_queues = max(st.max_queues, len(mine))
             if mine or alive:  # after the process exits, keep what was last seen
                 st.queues = len(mine)
+            if mine:  # the queue table and handles: the last poll that listed any (a
+                # stopping process loses its queues before it exits)
                 st.handles = tuple(map(_handle, mine))
                 st.latest = tuple(mine[:64])
             sample["workloads"][name] = {"queues": len(mine), "ready": ready, "suspended": susp}
