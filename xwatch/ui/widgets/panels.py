@@ -151,10 +151,14 @@ def _legend(t: Text) -> None:
 
 
 def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
+    """One mark per poll; a run of equal states is one styled span (the strip repaints
+    every 2 s in XSched phases, and a span per mark made it the costliest panel)."""
+    from itertools import groupby
+
     t = Text()
-    for _, state in (info.get("lane") or [])[-width:]:
+    for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
         ch, sty = LANE.get(state, ("?", ""))
-        t.append(ch, style=sty)
+        t.append(ch * sum(1 for _ in run), style=sty)
     return t
 
 
