@@ -48,11 +48,16 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
         # models load, warm up (XSched: preflight too): wait until every workload has
         # counted requests (at most ``settle`` s), then 3 s more, so start-up stays out
         end = time.monotonic() + settle
+        started = False
         while time.monotonic() < end:
             ph = app.session.current
             if ph is not None and ph.runs and all(r.rec.count for r in ph.runs.values()):
+                started = True
                 break
             await pilot.pause(0.5)
+        if not started:  # measuring an idle dashboard would flatter it: say so
+            print(f"WARNING: not every workload counted a request within {settle:.0f} s "
+                  "(--settle): this measurement is not of a running scenario", flush=True)
         await pilot.pause(3.0)
         prof = None
         if profile:
