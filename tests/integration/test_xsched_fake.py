@@ -41,7 +41,7 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
 [[workload]]
 name = "low"
 priority = "low"
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40", "--service-ms", "30"]
 [workload.xsched]
 threshold = 1
 batch_size = 1
@@ -158,7 +158,7 @@ def test_workload_dying_only_under_xsched(tmp_path: Path, install: Path) -> None
     f = scen(tmp_path, duration=1.5).read_text().replace(
         '"pipe_producer.py", "40"]\n\n[[workload]]\nname = "low"',
         '"pipe_producer.py", "40"]\n\n[[workload]]\nname = "low"')
-    f = f.replace(f'"{WORKLOADS}/pipe_producer.py", "40"]\n[workload.xsched]',
+    f = f.replace(f'"{WORKLOADS}/pipe_producer.py", "40", "--service-ms", "30"]\n[workload.xsched]',
                   f'"{WORKLOADS}/pipe_producer.py", "40", "--crash-if-env", '
                   f'"XSCHED_SCHEDULER"]\n[workload.xsched]')
     (tmp_path / "d.toml").write_text(f)
@@ -255,7 +255,7 @@ def test_doctor_exit_codes(tmp_path: Path, install: Path) -> None:
 
 def test_sweep_survives_a_crashing_setting(tmp_path: Path, install: Path) -> None:
     f = scen(tmp_path, duration=1.2).read_text().replace(
-        f'"{WORKLOADS}/pipe_producer.py", "40"]\n[workload.xsched]',
+        f'"{WORKLOADS}/pipe_producer.py", "40", "--service-ms", "30"]\n[workload.xsched]',
         f'"{WORKLOADS}/pipe_producer.py", "40", "--crash-if-env", '
         f'"XSCHED_AUTO_XQUEUE_THRESHOLD=4"]\n[workload.xsched]')
     (tmp_path / "s.toml").write_text(f)

@@ -87,6 +87,30 @@ def test_engagement_statuses() -> None:
     assert engagement(True, "global", busy, 100, True) == ("engaged", [])
 
 
+def test_not_scheduled_waits_for_enough_expected_ready_polls() -> None:
+    """As on the H100 (2026-11-23): HIGH at 20 req/s with 4.76 ms service is busy ~10%
+    of the time; its queues were first seen ready in poll 95. Three polls without a
+    ready queue said not-scheduled (a false alarm, logged as a warning); the verdict
+    now waits until ~10 ready polls were expected."""
+    from xwatch.core.xsched.engagement import EXPECTED_READY_MIN, expected_ready_polls
+
+    # 6 s of requests at 10 Hz polls: 120 requests x 4.76 ms = 0.57 s busy -> 5.7 polls
+    early = expected_ready_polls(120, 4.76, 0.1, active_polls=60)
+    assert early == pytest.approx(5.712)
+    idle = QueueStats(samples=60, polls=70, active_polls=60, ready=0, queues=144)
+    assert engagement(True, "global", idle, 120, True, early) == ("pending", [])
+    status, warns = engagement(True, "global", idle, 120, False, early, final=True)
+    assert status == "pending" and "not enough evidence" in warns[0] and "5.7" in warns[0]
+    late = expected_ready_polls(300, 4.76, 0.1, active_polls=150)  # 14.3 expected
+    assert late >= EXPECTED_READY_MIN
+    status, warns = engagement(True, "global", idle, 300, True, late)
+    assert status == "not-scheduled" and "never seen ready" in warns[0]
+    # a saturating LOW: capped at one per poll, decided after 10 polls with requests
+    assert expected_ready_polls(40, 170.0, 0.1, active_polls=9) == 9.0
+    assert expected_ready_polls(44, 170.0, 0.1, active_polls=10) == 10.0
+    assert expected_ready_polls(5, 0.0, 0.1, active_polls=7) == 7.0  # no service time known
+
+
 @pytest.mark.parametrize(("lv", "th", "bs", "ok"), [
     (1, 4, 2, True), (None, 8, 4, True), (1, 4, 4, False), (1, 2, 3, False), (4, 4, 2, False),
     (None, 0, None, False), (None, None, 0, False), (None, 1, 1, False)])

@@ -1,6 +1,7 @@
 """An external workload in plain Python that speaks the event protocol.
 
 argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
+      [--service-ms MS] (each request reports this service time: a busy workload)
       [--pci-by-visible HEX,HEX,...]  (hello reports the PCI bus of the GPU that
       CUDA_VISIBLE_DEVICES selects, as torch would; latency grows with that index)
 """
@@ -19,6 +20,7 @@ crash_after = int(opts.get("--crash-after", 0)) or None
 crash_env = opts.get("--crash-if-env")
 hang_after = int(opts.get("--hang-after", 0)) or None
 pci_buses = opts.get("--pci-by-visible")
+service_ms = float(opts["--service-ms"]) if "--service-ms" in opts else None
 visible = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0") or 0)
 fd = int(os.environ["XWATCH_EVENT_FD"])
 
@@ -59,7 +61,11 @@ while count is None or i < count:
     i += 1
     end = time.monotonic()
     extra = visible * 3.0 if pci_buses else 0.0
-    emit({"seq": i, "t": end, "latency_ms": 1.0 + extra + (i % 10) / 10, "batch": 2})
+    ev = {"seq": i, "t": end, "latency_ms": 1.0 + extra + (i % 10) / 10, "batch": 2}
+    if service_ms is not None:
+        ev["service_ms"] = service_ms
+        ev["latency_ms"] += service_ms
+    emit(ev)
     if hang_after and i >= hang_after:  # alive, silent: what a hung GPU looks like
         while True:
             time.sleep(3600)

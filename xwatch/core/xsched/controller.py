@@ -22,7 +22,13 @@ from typing import Any
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
-from xwatch.core.xsched.engagement import FAILING_VERDICTS, SCHED_LINE, QueueStats, engagement
+from xwatch.core.xsched.engagement import (
+    FAILING_VERDICTS,
+    SCHED_LINE,
+    QueueStats,
+    engagement,
+    expected_ready_polls,
+)
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes
@@ -294,6 +300,8 @@ class XschedController:
             alive = run.state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
+                if run.rec.count:
+                    st.active_polls += 1
             ready = sum(map(_ready, mine))
             susp = sum(map(_suspended, mine))
             if mine:
@@ -331,8 +339,13 @@ class XschedController:
         for name, run in phase.runs.items():
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
-            status, warns = engagement(True, info["scheduler"], st, run.rec.count,
-                                       run.state == "running")
+            rec = run.rec
+            expect = None  # only asked for while no ready queue was seen
+            if rec.count and not st.ready:
+                svc = rec.service_mean() if rec.service_n else rec.summary().mean
+                expect = expected_ready_polls(rec.count, svc, self.poll_s, st.active_polls)
+            status, warns = engagement(True, info["scheduler"], st, rec.count,
+                                       run.state == "running", expect, final)
             if status != info["status"] and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")

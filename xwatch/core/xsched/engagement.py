@@ -20,6 +20,7 @@ class QueueStats:
     """What /xqueues showed for one workload over a phase."""
 
     samples: int = 0  # polls in which the workload had at least one queue
+    active_polls: int = 0  # polls while alive with requests already counted
     polls: int = 0  # polls since the workload started
     ready: int = 0  # polls with >= 1 queue ready
     suspended: int = 0  # polls with >= 1 queue suspended
@@ -29,12 +30,33 @@ class QueueStats:
     latest: tuple[XQueueRow, ...] = ()  # its queues in the latest poll (the first 64)
 
 
+#: a workload is called not-scheduled only once this many polls would have seen its
+#: queues ready had XSched scheduled its work (a Poisson miss of all of them: < 0.01%;
+#: at half the expected rate, as measured for a 10%-busy HIGH on the H100: 0.7%)
+EXPECTED_READY_MIN = 10.0
+
+
+def expected_ready_polls(count: int, service_ms: float, poll_s: float,
+                         active_polls: int) -> float:
+    """Polls in which a workload's queues should have been seen ready: its GPU-busy
+    time (requests x mean service time) over the poll interval, at most one per poll
+    since its first request. A 20 req/s, 5 ms workload is busy 10% of the time: ~10
+    polls at 10 Hz take ~10 s, not the first three."""
+    if not (service_ms > 0) or poll_s <= 0:
+        return float(active_polls)
+    return min(float(active_polls), count * service_ms / 1000.0 / poll_s)
+
+
 def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
-               running: bool) -> tuple[str, list[str]]:
+               running: bool, expected_ready: float | None = None,
+               final: bool = False) -> tuple[str, list[str]]:
     """(status, warnings) for one workload in one XSched phase.
 
     status: engaged | not-scheduled | no-xqueue | app-managed | local |
-    shim-not-loaded | pending.
+    shim-not-loaded | pending. ``expected_ready`` (``expected_ready_polls``): without
+    it, three polls with requests completing and no ready queue are enough to say
+    not-scheduled; with it, that verdict waits until ``EXPECTED_READY_MIN`` ready polls
+    were expected (``final``: the phase ended before that: pending, saying why).
     """
     if not mode_on:
         return "native", []
@@ -58,6 +80,13 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
         if q.polls >= 3:
             warn.append("XSched mode is on but xserver lists no XQueue for this process")
             return "no-xqueue", warn
+        return "pending", warn
+    if count > 0 and q.ready == 0 and q.polls >= 3 and expected_ready is not None \
+            and expected_ready < EXPECTED_READY_MIN:
+        if final:
+            warn.append(f"not enough evidence: its XQueues were never seen ready, but at its "
+                        f"GPU duty cycle only {expected_ready:.1f} ready poll(s) were expected "
+                        "(a longer phase or a shorter [xsched] poll_ms decides)")
         return "pending", warn
     if count > 0 and q.ready == 0 and q.polls >= 3:
         warn.append("not scheduled by XSched: requests completed but its XQueues were never "
