@@ -59,25 +59,13 @@ def decode_xqueues(raw: bytes) -> list[XQueueRow]:
         raise ValueError(f"/xqueues answer not understood: {e}") from None
 
 
-def _expected_length(data: bytes) -> int:
-    """Head + Content-Length of a response whose head has arrived, else -1 (not yet,
-    or no length announced: read to the end of the connection)."""
+def _head(data: bytes) -> tuple[int, dict[bytes, bytes], int] | None:
+    """(status, lower-cased headers, where the body starts) once a response's head has
+    arrived, else None."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
-        return -1
-    for line in data[:end].split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length":
-            return end + 4 + int(v.strip())
-    return -1
-
-
-def _parse_response(data: bytes) -> tuple[int, bytes]:
-    """(status, body) of a whole HTTP/1.x response (Content-Length or chunked)."""
-    head, sep, body = data.partition(b"\r\n\r\n")
-    if not sep:
-        raise http.client.HTTPException("connection closed before the response's head ended")
-    lines = head.split(b"\r\n")
+        return None
+    lines = data[:end].split(b"\r\n")
     parts = lines[0].split(None, 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
         raise http.client.HTTPException(f"not an HTTP response: {lines[0][:80]!r}")
@@ -85,6 +73,25 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
     for line in lines[1:]:
         k, _, v = line.partition(b":")
         headers[k.strip().lower()] = v.strip()
+    return int(parts[1]), headers, end + 4
+
+
+def _expected_length(data: bytes) -> int:
+    """Head + Content-Length of a response whose head has arrived, else -1 (not yet,
+    or no length announced: read to the end of the connection)."""
+    head = _head(data)
+    if head is None or b"content-length" not in head[1]:
+        return -1
+    return head[2] + int(head[1][b"content-length"])
+
+
+def _parse_response(data: bytes) -> tuple[int, bytes]:
+    """(status, body) of a whole HTTP/1.x response (Content-Length or chunked)."""
+    head = _head(data)
+    if head is None:
+        raise http.client.HTTPException("connection closed before the response's head ended")
+    status, headers, start = head
+    body = data[start:]
     if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
         out, pos = [], 0
         while True:
@@ -104,7 +111,7 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
         if len(body) < n:
             raise http.client.HTTPException(f"response cut short ({len(body)} of {n} bytes)")
         body = body[:n]
-    return int(parts[1]), body
+    return status, body
 
 
 def free_port(preferred: int) -> int:
@@ -123,10 +130,10 @@ class XserverClient:
     """Blocking client for xserver's HTTP API (call it from a thread).
 
     A fresh connection per call: GETs (the ``/xqueues`` poll) on a plain socket,
-    control calls through ``http.client``. Not keep-alive: against XSched's real xserver (cpp-httplib, H100,
-    2026-11-22) a kept-alive connection's ``/xqueues`` never once showed a ready
-    XQueue while fresh connections saw them ready in 62 of ~70 polls, so the
-    engagement verdict was wrong. ``XWATCH_XSERVER_KEEPALIVE=1`` turns keep-alive on
+    control calls through ``http.client``. Not keep-alive: against XSched's real
+    xserver (cpp-httplib, H100, 2026-11-22) a kept-alive connection's ``/xqueues`` never
+    once showed a ready XQueue while fresh connections saw them ready in 62 of ~70
+    polls, so the engagement verdict was wrong. ``XWATCH_XSERVER_KEEPALIVE=1`` turns keep-alive on
     (one connection per calling thread), for xserver builds that serve it correctly.
     """
 
@@ -170,21 +177,35 @@ class XserverClient:
                     break
                 parts.append(b)
                 got += len(b)
-                if need < 0 and len(parts) <= 2:
+                if need < 0:
                     need = _expected_length(b"".join(parts))
         return _parse_response(b"".join(parts))
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        if method == "GET" and not self.keepalive:
-            try:
+    def _fetch(self, method: str, path: str, body: dict[str, Any] | None = None) -> bytes:
+        """One call's answer body; an unreachable xserver or an HTTP error status is an
+        XschedError saying which."""
+        try:
+            if method == "GET" and not self.keepalive:
                 status, raw = self._get_closing(path)
-            except (http.client.HTTPException, OSError, ValueError) as e:
-                raise XschedError(f"xserver at {self.base} not reachable: {e}",
-                                  title="xserver unreachable") from None
-            return self._result(method, path, status, raw)
+            else:
+                status, raw = self._request(method, path, body)
+        except (http.client.HTTPException, OSError, ValueError) as e:
+            raise XschedError(f"xserver at {self.base} not reachable: {e}",
+                              title="xserver unreachable") from None
+        if status >= 400:
+            detail = raw.decode(errors="replace")
+            with contextlib.suppress(ValueError, AttributeError):
+                detail = json.loads(detail).get("error", detail)
+            raise XschedError(f"xserver refused {method} {path}: HTTP {status}: {detail}",
+                              title="xserver refused")
+        return raw
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
+        """Through ``http.client`` (control calls; every call with keep-alive on)."""
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data is not None else {}
-        for attempt in (0, 1):  # a kept-alive connection the server closed: retry once
+        retry = True  # a kept-alive connection the server closed: once more, afresh
+        while True:
             conn = self._conn()
             try:
                 conn.request(method, path, body=data, headers=headers)
@@ -192,21 +213,15 @@ class XserverClient:
                 status, raw = r.status, r.read()
                 if r.will_close or not self.keepalive:
                     self._drop()
-                break
+                return status, raw
             except (http.client.HTTPException, OSError) as e:
                 self._drop()
-                if attempt or isinstance(e, TimeoutError):
-                    raise XschedError(f"xserver at {self.base} not reachable: {e}",
-                                      title="xserver unreachable")
-        return self._result(method, path, status, raw)
+                if not retry or isinstance(e, TimeoutError):
+                    raise
+                retry = False
 
-    def _result(self, method: str, path: str, status: int, raw: bytes) -> Any:
-        if status >= 400:
-            detail = raw.decode(errors="replace")
-            with contextlib.suppress(ValueError, AttributeError):
-                detail = json.loads(detail).get("error", detail)
-            raise XschedError(f"xserver refused {method} {path}: HTTP {status}: {detail}",
-                              title="xserver refused")
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        raw = self._fetch(method, path, body)
         return _decode(raw) if raw else {}
 
     def xqueues(self) -> dict[str, Any]:
@@ -214,15 +229,7 @@ class XserverClient:
 
     def xqueue_rows(self) -> list[XQueueRow]:
         """``GET /xqueues``, typed (the poll's path); errors as for every call."""
-        if self.keepalive:
-            return [msgspec.convert(q, XQueueRow) for q in self.xqueues().get("xqueues") or []]
-        try:
-            status, raw = self._get_closing("/xqueues")
-        except (http.client.HTTPException, OSError, ValueError) as e:
-            raise XschedError(f"xserver at {self.base} not reachable: {e}",
-                              title="xserver unreachable") from None
-        if status >= 400:
-            self._result("GET", "/xqueues", status, raw)  # raises, saying why
+        raw = self._fetch("GET", "/xqueues")
         return decode_xqueues(raw) if raw else []
 
     def get_policy(self) -> int:

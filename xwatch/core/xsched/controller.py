@@ -342,7 +342,7 @@ class XschedController:
             rec = run.rec
             expect = None  # only asked for while no ready queue was seen
             if rec.count and not st.ready:
-                svc = rec.service_mean() if rec.service_n else rec.summary().mean
+                svc = rec.service_mean() if rec.service_n else rec.phase_moments().mean
                 expect = expected_ready_polls(rec.count, svc, self.poll_s, st.active_polls)
             status, warns = engagement(True, info["scheduler"], st, rec.count,
                                        run.state == "running", expect, final)

@@ -81,14 +81,13 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
             warn.append("XSched mode is on but xserver lists no XQueue for this process")
             return "no-xqueue", warn
         return "pending", warn
-    if count > 0 and q.ready == 0 and q.polls >= 3 and expected_ready is not None \
-            and expected_ready < EXPECTED_READY_MIN:
-        if final:
-            warn.append(f"not enough evidence: its XQueues were never seen ready, but at its "
-                        f"GPU duty cycle only {expected_ready:.1f} ready poll(s) were expected "
-                        "(a longer phase or a shorter [xsched] poll_ms decides)")
-        return "pending", warn
     if count > 0 and q.ready == 0 and q.polls >= 3:
+        if expected_ready is not None and expected_ready < EXPECTED_READY_MIN:
+            if final:
+                warn.append(f"not enough evidence: its XQueues were never seen ready, but at "
+                            f"its GPU duty cycle only {expected_ready:.1f} ready poll(s) were "
+                            "expected (a longer phase or a shorter [xsched] poll_ms decides)")
+            return "pending", warn
         warn.append("not scheduled by XSched: requests completed but its XQueues were never "
                     "seen ready. Likely causes: work on the default stream (set stream = "
                     "\"created\"), the shim not intercepting this library, or an app-managed "

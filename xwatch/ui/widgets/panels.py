@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from itertools import groupby
 from typing import Any
 
 from rich.table import Table
@@ -153,8 +154,6 @@ def _legend(t: Text) -> None:
 def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
     """One mark per poll; a run of equal states is one styled span (the strip repaints
     every 2 s in XSched phases, and a span per mark made it the costliest panel)."""
-    from itertools import groupby
-
     t = Text()
     for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
         ch, sty = LANE.get(state, ("?", ""))
