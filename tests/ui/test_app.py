@@ -263,7 +263,7 @@ async def test_multi_gpu_replay_groups_and_charts_one_gpu() -> None:
         assert summary.display
         assert "GPU 0 0000:00:06.0" in text and "GPU 1 0000:00:07.0" in text
         assert "HIGH P99 12.14 ms" in text and "worst HIGH P99 12.14 ms (GPU 0)" in text
-        assert [r.value for r in app.query_one(WorkloadTable).rows] == \
+        assert app.query_one(WorkloadTable).row_names == \
             ["high@0", "low@0", "high@1", "low@1"]
         chart = app.query_one(LatencyChart)
         for want in (0, 1, None):

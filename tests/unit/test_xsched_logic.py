@@ -195,7 +195,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     keeps the last queue table and handles, while the queue count says 0."""
     from xwatch.core.engine.session import Session
     from xwatch.core.xsched.client import XQueueRow, decode_xqueues
-    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.controller import XschedController, by_pid
     from xwatch.core.xsched.install import XschedInstall
     from xwatch.scenario import load_scenario
 
@@ -218,10 +218,10 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
         {"handle": 3, "pid": 99}]}).encode()
     rows = decode_xqueues(raw)
     assert rows[3] == XQueueRow(handle=3, pid=99)
-    ctl._ingest(ph, rows, stats, ph.t_start + 0.1)
+    ctl._ingest(ph, by_pid(rows), stats, ph.t_start + 0.1)
     assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
-    ctl._ingest(ph, [], stats, ph.t_start + 0.2)  # shutting down: no queues listed
+    ctl._ingest(ph, {}, stats, ph.t_start + 0.2)  # shutting down: no queues listed
     ctl._refresh_engagement(ph, final=True)
     low = ph.extra["xsched"]["workloads"]["low"]
     assert low["stats"]["queues"] == 0 and low["stats"]["max_queues"] == 2

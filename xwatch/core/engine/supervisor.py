@@ -64,17 +64,38 @@ def _kill_leftovers() -> None:
         mp.kill_now()
 
 
+PIPE_BYTES = 1 << 20  # event pipes are grown to this (Linux's default cap for a user)
+
+
+def grow_pipe(fd: int, size: int = PIPE_BYTES) -> int:
+    """Make the pipe behind ``fd`` hold ``size`` bytes where the OS lets us; its
+    capacity afterwards (64 KiB, Linux's default, when it cannot be read)."""
+    try:
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # refused: e.g. over the user's quota
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except (ImportError, AttributeError, OSError):  # not Linux
+        return 1 << 16
+
+
 class _EventPipe(asyncio.Protocol):
-    """Reads a workload's event pipe. After each read the transport pauses for
-    ``COALESCE_S`` and the kernel's pipe buffer gathers what the workload writes
-    meanwhile, so a producer that writes one line per event (20k writes/s) costs one
-    read and one parse per 5 ms, not one per write. Event times come from the workload,
-    so this changes no number, only when the screen sees them. (The pipe holds 64 KiB:
-    ~1000 events, i.e. 200k events/s before a writer could wait.)"""
+    """Reads a workload's event pipe. After each read the transport pauses and the
+    kernel's pipe buffer gathers what the workload writes meanwhile, so a producer that
+    writes one line per event costs one read and one parse per pause, not one per write.
 
-    COALESCE_S = 0.005
+    The pause adapts to the rate: long enough that a read carries several events (up to
+    ``MAX_COALESCE_S``: at 20 req/s one wake-up per 5 requests instead of one per
+    request), short enough that the pipe fills to at most an eighth of its capacity
+    (``MIN_COALESCE_S`` at the fastest), so a writer never waits on a full pipe. Event
+    times come from the workload: this changes no number, only when the screen sees
+    them."""
 
-    def __init__(self, mp: ManagedProcess) -> None:
+    MIN_COALESCE_S = 0.005
+    MAX_COALESCE_S = 0.25
+
+    def __init__(self, mp: ManagedProcess, capacity: int = 1 << 16) -> None:
         self.mp = mp
         self.parser = LineParser()
         self.loop = asyncio.get_running_loop()
@@ -82,6 +103,9 @@ class _EventPipe(asyncio.Protocol):
         self._pending: list[bytes] = []
         self._timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.ReadTransport | None = None
+        self.capacity = capacity
+        self.window = self.MIN_COALESCE_S  # the next pause
+        self._last_flush = self.loop.time()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -91,16 +115,21 @@ class _EventPipe(asyncio.Protocol):
         if self._timer is None:
             if self.transport is not None:
                 self.transport.pause_reading()
-            self._timer = self.loop.call_later(self.COALESCE_S, self._flush)
+            self._timer = self.loop.call_later(self.window, self._flush)
 
     def _flush(self) -> None:
         self._timer = None
         if self.transport is not None and not self.transport.is_closing():
             self.transport.resume_reading()
+        now = self.loop.time()
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
+            hi = self.MAX_COALESCE_S * min(1.0, self.capacity / PIPE_BYTES)  # a small pipe
+            self.window = next_window(len(data), now - self._last_flush, self.capacity,
+                                      self.MIN_COALESCE_S, hi)
             self._deliver(self.parser.feed(data))
+        self._last_flush = now
 
     def _deliver(self, res: Any) -> None:
         run = self.mp.run
@@ -119,6 +148,13 @@ class _EventPipe(asyncio.Protocol):
         self._deliver(self.parser.close())
         if not self.closed.done():
             self.closed.set_result(None)
+
+
+def next_window(nbytes: int, elapsed_s: float, capacity: int, lo: float, hi: float) -> float:
+    """The next read pause: the time the pipe takes, at the rate just seen (``nbytes``
+    over ``elapsed_s``), to fill an eighth of its ``capacity``; within [lo, hi]."""
+    rate = nbytes / max(elapsed_s, 1e-3)
+    return min(hi, max(lo, capacity / 8 / rate)) if rate > 0 else hi
 
 
 class _PtyReaderProtocol(asyncio.StreamReaderProtocol):
@@ -157,6 +193,7 @@ class ManagedProcess:
         run.state = STARTING
         run.launch = self.spec.as_record()
         r, w = os.pipe()
+        capacity = grow_pipe(r)
         env = dict(self.spec.env)
         env[EVENT_FD_ENV] = str(w)
         master: int | None = None
@@ -187,7 +224,7 @@ class ManagedProcess:
         run.pid = self.proc.pid
         _LIVE_GROUPS.add(self)
         loop = asyncio.get_running_loop()
-        _, proto = await loop.connect_read_pipe(lambda: _EventPipe(self), os.fdopen(r, "rb", 0))
+        _, proto = await loop.connect_read_pipe(lambda: _EventPipe(self, capacity), os.fdopen(r, "rb", 0))
         out = await _pty_reader(master) if master is not None else self.proc.stdout
         assert out is not None and self.proc.stderr is not None
         self._tasks = [

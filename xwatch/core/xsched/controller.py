@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import os
 import subprocess
+import threading
 import time
 from collections import deque
 from itertools import groupby
@@ -41,6 +42,27 @@ _pid = attrgetter("pid")
 _ready = attrgetter("ready")
 _suspended = attrgetter("suspended")
 _handle = attrgetter("handle")
+
+
+def by_pid(rows: list[XQueueRow]) -> dict[int, list[XQueueRow]]:
+    """``/xqueues`` rows grouped by process (one C-level sort, no lookup per queue)."""
+    return {pid: list(grp) for pid, grp in groupby(sorted(rows, key=_pid), key=_pid)}
+
+
+@dataclasses.dataclass(slots=True)
+class _Poll:
+    """One ``/xqueues`` poll, as the poll thread hands it to the loop."""
+
+    t: float  # monotonic, when the poll started
+    rc: int | None  # xserver's exit status if it had exited by then
+    res: dict[int, list[XQueueRow]] | Exception  # the queues by process, or what failed
+    runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
+
+
+@dataclasses.dataclass(slots=True)
+class _Fails:
+    count: int = 0  # consecutive failed polls
+    first: float = 0.0  # when the first of them started
 
 
 class XschedController:
@@ -252,55 +274,111 @@ class XschedController:
                           "queues": [], "lane": []}
         return info[name]  # type: ignore[no-any-return]
 
+    #: polls travel from the poll thread to the event loop in batches, at most this far
+    #: apart (the lane and the panels repaint every 2 s); a failed poll or a dead
+    #: xserver at once
+    HANDOFF_S = 1.0
+
     async def _poll_loop(self, phase: Phase) -> None:
+        """Polls ``/xqueues`` on a thread of its own (HTTP and decoding: no event-loop
+        wake-up per poll) and folds the answers into the evidence on the loop, a batch
+        at a time, so the phase's data is only ever written from the loop."""
         assert self.client is not None
         stats: dict[str, QueueStats] = {w.name: QueueStats() for w in self.scenario.workloads}
         self._stats = stats
-        failed_polls, first_fail = 0, 0.0
-        proc = self.proc
-        while True:
-            t0 = time.monotonic()
-            if proc is not None and proc.poll() is not None:
-                rc = proc.returncode
-                how = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
-                self._fail(f"xserver (pid {proc.pid}) died ({how}) "
-                           f"{t0 - phase.t_start:.1f} s into phase {phase.name}", rc)
-            try:
-                rows = await asyncio.to_thread(self.client.xqueue_rows)
-                self._ingest(phase, rows, stats, t0)
-                failed_polls = 0
-            except XschedError as e:  # xserver stopped answering: say so once per outage
-                if failed_polls == 0:
-                    first_fail = t0
-                    self._note(f"/xqueues poll failed: {e}", "warning")
-                failed_polls += 1
-                if failed_polls >= self.UNREACHABLE_POLLS and t0 - first_fail >= self.UNREACHABLE_S:
-                    self._fail(f"xserver's HTTP API has not answered for {t0 - first_fail:.1f} s "
-                               f"({failed_polls} polls), {t0 - phase.t_start:.1f} s into phase "
-                               f"{phase.name}")
-            except Exception as e:  # a malformed answer is recorded, not fatal
-                self._note(f"/xqueues answer not understood: {e!r}", "warning")
-            self._refresh_engagement(phase)
-            await asyncio.sleep(max(0.05, self.poll_s - (time.monotonic() - t0)))
+        loop = asyncio.get_running_loop()
+        inbox: deque[_Poll] = deque()  # append/popleft are atomic: the thread's hand-off
+        arrived = asyncio.Event()
+        stop = threading.Event()
+        client, proc = self.client, self.proc
 
-    def _ingest(self, phase: Phase, rows: list[XQueueRow], stats: dict[str, QueueStats],
-                t: float) -> None:
-        """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
-        Runs every poll: only the workloads' own queues are looked at twice."""
-        by_pid: dict[int, list[XQueueRow]] = {}
-        for pid, grp in groupby(sorted(rows, key=_pid), key=_pid):
-            by_pid[pid] = list(grp)
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(arrived.set)
+
+        def poll() -> None:
+            handed = 0.0
+            while not stop.is_set():
+                t0 = time.monotonic()
+                rc = proc.poll() if proc is not None else None
+                res: dict[int, list[XQueueRow]] | Exception
+                try:
+                    res = by_pid(client.xqueue_rows())
+                except Exception as e:
+                    res = e
+                # who ran at poll time (a dict copy is one step under the GIL)
+                runs = [(n, r.pid, r.state, r.rec.count) for n, r in list(phase.runs.items())]
+                inbox.append(_Poll(t0, rc, res, runs))
+                if rc is not None or isinstance(res, Exception) or t0 - handed >= self.HANDOFF_S:
+                    handed = t0
+                    wake()
+                if rc is not None:
+                    return
+                stop.wait(max(0.05, self.poll_s - (time.monotonic() - t0)))
+
+        fails = _Fails()
+        thread = threading.Thread(target=poll, name="xsched-poll", daemon=True)
+        thread.start()
+        try:
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                self._drain(phase, inbox, stats, fails)
+        finally:
+            stop.set()
+            self._drain(phase, inbox, stats, fails)  # what was polled before the stop counts
+
+    def _drain(self, phase: Phase, inbox: deque[_Poll], stats: dict[str, QueueStats],
+               fails: _Fails) -> None:
+        """Fold the polls waiting in ``inbox``, oldest first, then judge engagement."""
+        if not inbox:
+            return
+        while inbox:
+            p = inbox.popleft()
+            if p.rc is not None and self.proc is not None:
+                rc = p.rc
+                how = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
+                self._fail(f"xserver (pid {self.proc.pid}) died ({how}) "
+                           f"{p.t - phase.t_start:.1f} s into phase {phase.name}", rc)
+            if isinstance(p.res, XschedError):  # stopped answering: say so once per outage
+                if fails.count == 0:
+                    fails.first = p.t
+                    self._note(f"/xqueues poll failed: {p.res}", "warning")
+                fails.count += 1
+                if fails.count >= self.UNREACHABLE_POLLS and \
+                        p.t - fails.first >= self.UNREACHABLE_S:
+                    self._fail(f"xserver's HTTP API has not answered for "
+                               f"{p.t - fails.first:.1f} s ({fails.count} polls), "
+                               f"{p.t - phase.t_start:.1f} s into phase {phase.name}")
+            elif isinstance(p.res, Exception):  # a malformed answer is recorded, not fatal
+                self._note(f"/xqueues answer not understood: {p.res!r}", "warning")
+            else:
+                try:
+                    self._ingest(phase, p.res, stats, p.t, p.runs)
+                except Exception as e:
+                    self._note(f"/xqueues answer not understood: {e!r}", "warning")
+                fails.count = 0
+        self._refresh_engagement(phase)
+
+    def _ingest(self, phase: Phase, by_pid: dict[int, list[XQueueRow]],
+                stats: dict[str, QueueStats], t: float,
+                runs: list[tuple[str, int | None, str, int]] | None = None) -> None:
+        """Fold one ``/xqueues`` answer (``by_pid``) into each workload's evidence, lane
+        and samples. ``runs``: (name, pid, state, requests) of every workload when it
+        was polled (default: now). Only the workloads' own queues are looked at."""
         sample: dict[str, Any] = {"t": round(t, 4), "workloads": {}}
         tp = round(t - phase.t_start, 2)
-        for name, run in phase.runs.items():
-            if run.pid is None:
+        if runs is None:
+            runs = [(n, r.pid, r.state, r.rec.count) for n, r in phase.runs.items()]
+        for name, pid, state, count in runs:
+            if pid is None:
                 continue
             st = stats[name]
-            mine = by_pid.get(run.pid, [])
-            alive = run.state not in ("finished", "failed", "stopped")
+            mine = by_pid.get(pid, [])
+            alive = state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
-                if run.rec.count:
+                if count:
                     st.active_polls += 1
             ready = sum(map(_ready, mine))
             susp = sum(map(_suspended, mine))

@@ -6,6 +6,8 @@ import time
 from itertools import groupby
 from typing import Any
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -15,6 +17,7 @@ from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
+from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
 
 LANE = {"suspended": ("█", "red"), "running": ("▆", "green"), "idle": ("·", "dim"),
@@ -26,6 +29,7 @@ def _v(v: float | None, unit: str, digits: int = 0) -> str:
 
 
 class GpuPanel(QuietStatic):
+    grow_only = True  # per-process lines come and go with the 2 s cadence
     def show(self, snap: SessionSnapshot) -> None:
         tel = snap.extra.get("telemetry") or {}
         t = Text()
@@ -174,8 +178,21 @@ def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: igno
     return Text("".join(marks), style="bold red")
 
 
-class LaneStrip(QuietStatic):
-    """The scheduler lane of every workload, under the latency chart (XSched only)."""
+_LANE_SEG_STYLES = {state: Style.parse(sty) if sty else Style() for state, (_, sty) in LANE.items()}
+
+
+def lane_segments(info: dict, width: int) -> list[Segment]:  # type: ignore[type-arg]
+    """``lane_text`` as ready segments (the live strip under the charts)."""
+    out: list[Segment] = []
+    for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
+        ch = LANE.get(state, ("?", ""))[0]
+        out.append(Segment(ch * sum(1 for _ in run), _LANE_SEG_STYLES.get(state)))
+    return out
+
+
+class LaneStrip(LinePanel):
+    """The scheduler lane of every workload, under the latency chart (XSched only).
+    Its marks change every poll: it draws through the line API (``LinePanel``)."""
 
     def show(self, snap: SessionSnapshot) -> None:
         p = snap.current
@@ -185,16 +202,21 @@ class LaneStrip(QuietStatic):
         if not wls:
             return
         width = max(10, self.size.width - 26)
-        t = Text()
+        lines: list[Text | list[Segment]] = []
+        key: list[object] = [width]
         for name, info in wls.items():
             status = info.get("status")
-            t.append(f"{name[:10]:<10} {status[:13]:<13} ",
-                     style="green" if status == "engaged" else "bold red"
-                     if status not in ("pending",) else "yellow")
-            t.append_text(lane_text(info, width))
-            t.append("\n")
-        _legend(t)
-        self.set_content(t, text_key(t), t.plain)
+            lane = lane_segments(info, width)
+            head = Text(f"{name[:10]:<10} {status[:13]:<13} ",
+                        style="green" if status == "engaged" else "bold red"
+                        if status not in ("pending",) else "yellow")
+            lines.append([*head.render(self.app.console, end=""), *lane])
+            key.append((head.plain, tuple((s.text, s.style) for s in lane)))
+        legend = Text()
+        _legend(legend)
+        legend.rstrip()
+        lines.append(legend)
+        self.set_lines(lines, tuple(key))
 
 
 _BLOCKS = " ▁▂▃▄▅▆▇█"

@@ -2,33 +2,55 @@
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.widgets import DataTable
 
 from xwatch.core.engine.session import FAILED, RUNNING, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, rate
+from xwatch.ui.widgets.lines import LinePanel
 
 STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stopped": "dim",
                "stalled": "bold black on yellow"}
 
 
-def _key(v: Text | str) -> object:
-    return (v.plain, str(v.style)) if isinstance(v, Text) else v
+Cell = Text | str
 
 
-class WorkloadTable(DataTable[Text | str]):
-    """One row per workload: window and phase percentiles, rates, counters."""
+class WorkloadTable(LinePanel):
+    """One row per workload: window and phase percentiles, rates, counters.
+
+    Drawn through the line API (``LinePanel``): a DataTable re-renders every cell
+    whenever any cell changes (every 2 s here), which made it one of the dashboard's
+    costliest widgets; these rows are cut into segments once per change."""
 
     COLUMNS = ("workload", "state", "prio", "what", "P50", "P95", "P99", "max",
                "P99 ph", "max ph", "req/s", "target", "smp/s", "n", "late", "err")
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
 
-    def on_mount(self) -> None:
-        self._last: dict[str, tuple[Text | str, ...]] = {}
-        self.cursor_type = "row"
-        self.zebra_stripes = True
-        for c, w in zip(self.COLUMNS, self.WIDTHS):
-            self.add_column(c, key=c, width=w)
+    COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row"}
+    DEFAULT_CSS = """
+    WorkloadTable { height: auto; background: $surface; color: $foreground; }
+    WorkloadTable > .workload-table--header { text-style: bold; background: $panel;
+                                              color: $foreground; }
+    WorkloadTable > .workload-table--even-row { background: $surface-lighten-1 50%; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rows: dict[str, tuple[Cell, ...]] = {}
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def row_names(self) -> list[str]:
+        return list(self._rows)
+
+    def get_cell(self, row: str, column: str) -> Cell:
+        return self._rows[row][self.COLUMNS.index(column)]
 
     def show(self, snap: SessionSnapshot) -> None:
         p = snap.current
@@ -38,22 +60,36 @@ class WorkloadTable(DataTable[Text | str]):
         for w in p.workloads:
             state = w.state + (f" {w.inflight_s:.0f}s" if w.inflight_s >= 2 else "")
             lat = w.window if live else w.phase
-            row: tuple[Text | str, ...] = (
-                   w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
-                   w.description[:20], ms(lat.p50), ms(lat.p95), ms(lat.p99),
-                   ms(lat.max), ms(w.phase.p99), ms(w.phase.max),
-                   rate(w.window_rate if live else w.achieved_rate),
-                   rate(w.target_rate) if w.target_rate else "loop",
-                   rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
-                   str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
-            if w.name in self.rows:
-                last = self._last.get(w.name, ())
-                for i, (c, v) in enumerate(zip(self.COLUMNS, row)):
-                    if i >= len(last) or _key(last[i]) != _key(v):
-                        self.update_cell(w.name, c, v)  # only cells that changed repaint
-            else:
-                self.add_row(*row, key=w.name)
-            self._last[w.name] = row
+            self._rows[w.name] = (
+                w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
+                w.description[:20], ms(lat.p50), ms(lat.p95), ms(lat.p99),
+                ms(lat.max), ms(w.phase.p99), ms(w.phase.max),
+                rate(w.window_rate if live else w.achieved_rate),
+                rate(w.target_rate) if w.target_rate else "loop",
+                rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
+                str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
+        key = tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
+                              for c in row)) for n, row in self._rows.items())
+        if key == self._key:
+            return  # nothing changed: no repaint
+        header = self.get_component_rich_style("workload-table--header")
+        even = self.get_component_rich_style("workload-table--even-row")
+        lines = [self._line(self.COLUMNS, header)]
+        for i, row in enumerate(self._rows.values()):
+            lines.append(self._line(row, even if i % 2 else None))
+        self.set_lines(lines, key)
+
+    def _line(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
+        """One row: every cell padded by a space each side and cut to its width."""
+        out: list[Segment] = []
+        for c, w in zip(cells, self.WIDTHS):
+            text = c.plain if isinstance(c, Text) else c
+            style = self.app.console.get_style(c.style) if isinstance(c, Text) and c.style \
+                else None
+            if base is not None:
+                style = base + style if style is not None else base
+            out.append(Segment(" " + text[:w].ljust(w) + " ", style))
+        return out
 
 
 class CompareTable(DataTable[str]):
