@@ -55,9 +55,16 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                 started = True
                 break
             await pilot.pause(0.5)
-        if not started:  # measuring an idle dashboard would flatter it: say so
+        if not started:  # measuring an idle dashboard would flatter it: say so, and why
             print(f"WARNING: not every workload counted a request within {settle:.0f} s "
                   "(--settle): this measurement is not of a running scenario", flush=True)
+            ph = app.session.current
+            if ph is not None:
+                print(f"  phase {ph.name}: {ph.status} {ph.extra.get('error') or ''}")
+                for name, run in ph.runs.items():
+                    print(f"  {name}: {run.state} n={run.rec.count}")
+            for ln in app.session.logs_since(0)[-25:]:
+                print(f"  log {ln.source} {ln.stream}: {ln.text[:300]}")
         await pilot.pause(3.0)
         prof = None
         if profile:

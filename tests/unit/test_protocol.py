@@ -70,3 +70,29 @@ def test_writer_batches_and_round_trips() -> None:
     assert evs[3]["late"] is True and evs[0]["batch"] == 8
     assert evs[10]["type"] == "hb" and evs[11] == {"type": "bye", "count": 10}
     assert all(json.loads(line) for line in data.splitlines())
+
+
+def test_the_read_pause_follows_the_rate_and_never_lets_the_pipe_fill() -> None:
+    """A slow workload's events are read a few at a time (one wake-up per 250 ms, not
+    per request); a fast one's so often that the pipe holds at most an eighth of its
+    capacity between reads."""
+    from xwatch.core.engine.supervisor import grow_pipe, next_window
+
+    cap = 1 << 20
+    assert next_window(60, 0.05, cap, 0.005, 0.25) == 0.25  # 20 req/s
+    assert next_window(0, 0.25, cap, 0.005, 0.25) == 0.25
+    fast = next_window(800_000, 1.0, cap, 0.005, 0.25)  # 20k events/s of 40 bytes
+    assert 0.005 < fast < 0.25 and fast * 800_000 <= cap / 8 + 1
+    assert next_window(50_000_000, 1.0, cap, 0.005, 0.25) == 0.005  # the floor
+    import os
+
+    r, w = os.pipe()
+    try:
+        got = grow_pipe(r)
+        assert got >= 1 << 16  # Linux grants 1 MiB to a user unless its quota is spent
+        if os.path.exists("/proc/sys/fs/pipe-max-size"):
+            with open("/proc/sys/fs/pipe-max-size") as f:
+                assert got == min(1 << 20, int(f.read())) or got == 1 << 16
+    finally:
+        os.close(r)
+        os.close(w)

@@ -232,3 +232,101 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     with pytest.raises(ValueError, match="not understood"):
         decode_xqueues(b'{"xqueues": [{"handle": "7", "pid": 1}]}')
     s.close()
+
+
+def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: Path) -> None:
+    """The poll thread hands polls over in batches; folded oldest first, a batch gives
+    the same verdicts as polls folded one by one: an outage is reported once and fails
+    the phase after UNREACHABLE_POLLS over UNREACHABLE_S, a good answer ends it, a dead
+    xserver fails the phase with its exit status, a malformed answer is only noted."""
+    from collections import deque
+
+    from xwatch.core.engine.session import Session
+    from xwatch.core.xsched.client import XQueueRow
+    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll, by_pid
+    from xwatch.core.xsched.engagement import QueueStats
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.errors import XschedError
+    from xwatch.scenario import load_scenario
+
+    scen = load_scenario("demo")
+    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+    s = Session(scen)
+    ph = s.new_phase("xsched")
+    ctl.phase = ph
+    ph.extra["xsched"] = {"workloads": {}, "samples": []}
+    stats = {w.name: QueueStats() for w in scen.workloads}
+    ctl._stats = stats
+    runs = [("high", 11, "running", 5), ("low", 22, "running", 0)]
+    good = by_pid([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
+    down = XschedError("xserver at x not reachable: refused")
+    t = ph.t_start
+    fails = _Fails()
+
+    def drain(*polls: _Poll) -> list[str]:
+        before = len(s.logs)
+        ctl._drain(ph, deque(polls), stats, fails)
+        return [ln.text for ln in list(s.logs)[before:]]
+
+    # an outage shorter than UNREACHABLE_S is noted once, and a good poll ends it
+    out = drain(*(_Poll(t + 0.1 * i, None, down, runs) for i in range(8)),
+                _Poll(t + 0.9, None, good, runs))
+    assert sum("poll failed" in x for x in out) == 1 and ctl.failure() is None
+    assert fails.count == 0 and stats["high"].polls == 1 and stats["high"].ready == 1
+    assert stats["high"].active_polls == 1 and stats["low"].active_polls == 0
+    # a malformed answer is noted, not counted as an outage
+    out = drain(_Poll(t + 1.0, None, ValueError("bad json"), runs))
+    assert any("not understood" in x for x in out) and fails.count == 0
+    # UNREACHABLE_POLLS failures over UNREACHABLE_S fail the phase, in one batch
+    n = ctl.UNREACHABLE_POLLS
+    step = ctl.UNREACHABLE_S / (n - 1)
+    drain(*(_Poll(t + 2 + step * i, None, down, runs) for i in range(n)))
+    assert ctl.failure() is not None and "has not answered" in ctl.failure()  # type: ignore[operator]
+    # a dead xserver: its exit status, even when the same batch holds good polls
+    ctl._failure = None
+    ctl.proc = type("P", (), {"pid": 4242})()  # type: ignore[assignment]
+    drain(_Poll(t + 9, None, good, runs), _Poll(t + 9.1, -9, down, runs))
+    assert "died (killed by signal 9)" in (ctl.failure() or "")
+    assert ph.extra["xsched"]["xserver_exit"]["returncode"] == -9
+    assert len(ph.extra["xsched"]["samples"]) == 2  # the good polls, folded in order
+    s.close()
+
+
+def test_poll_socket_reads_answers_larger_than_its_buffer_in_pieces() -> None:
+    """The poll's GET reads into a per-thread buffer of 64 KiB that grows: an answer of
+    ~200 KB (XSched's pretty-printed JSON for a few hundred queues) sent in pieces, with
+    Content-Length or until the server closes, comes back whole, twice in a row."""
+    import socket
+    import threading
+    import time
+
+    from xwatch.core.xsched.client import XserverClient
+
+    body = json.dumps({"xqueues": [{"handle": i, "pid": 7, "ready": i % 2 == 0,
+                                     "pad": "x" * 100} for i in range(1500)]}).encode()
+    assert len(body) > 3 * (1 << 16)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+
+    def serve(n: int) -> None:
+        for i in range(n):
+            c, _ = srv.accept()
+            with c:
+                c.recv(4096)
+                length = f"Content-Length: {len(body)}\r\n" if i % 2 == 0 else ""
+                c.sendall(f"HTTP/1.1 200 OK\r\n{length}Connection: close\r\n\r\n".encode())
+                for k in range(0, len(body), 70_000):
+                    c.sendall(body[k:k + 70_000])
+                    time.sleep(0.01)
+
+    t = threading.Thread(target=serve, args=(4,), daemon=True)
+    t.start()
+    client = XserverClient(port)
+    try:
+        for _ in range(4):
+            rows = client.xqueue_rows()
+            assert len(rows) == 1500 and rows[-1].handle == 1499 and rows[0].ready
+    finally:
+        srv.close()

@@ -1,4 +1,4 @@
-"""plotext charts fed from session snapshots (never from raw events).
+"""Line charts fed from session snapshots (never from raw events), drawn by ``plot``.
 
 - ``LatencyChart``: per-second P50 and P99 of every workload over the session,
   phase starts marked, SLO line, goodput in the title.
@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from rich.text import Text
-from textual.app import RenderResult
-from textual_plotext import PlotextPlot
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
+from textual.widget import Widget
 
 from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
 from xwatch.core.engine.session import SessionSnapshot
+from xwatch.ui.widgets.plot import Figure, render_figure
 
 COLORS = ("cyan", "red", "green", "orange", "magenta", "blue", "yellow", "white")
 VISIBLE_S = 300.0
@@ -36,18 +38,41 @@ def _segments(pts: Sequence[tuple[float, float]]) -> list[tuple[list[float], lis
     return [s for s in out if s[0]]
 
 
-class _Chart(PlotextPlot):
-    def render(self) -> RenderResult:
-        """plotext can raise while laying out a tiny plot (legend, log axis):
-        a chart that cannot draw says so instead of taking the app down."""
-        try:
-            return super().render()
-        except Exception as e:
-            return Text(f"(chart not drawable at this size: {type(e).__name__})", style="dim")
+class _Chart(Widget):
+    """A chart widget: ``show`` fills ``self.plt`` (a ``Figure``); the rows are drawn
+    once per change or resize, then served through the line API."""
+
+    DEFAULT_CSS = "_Chart { width: 1fr; height: 1fr; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plt = Figure()
+        self.draws = 0  # how often the rows were drawn (tests, benchmarks)
+        self._version = 0
+        self._built: tuple[object, ...] | None = None
+        self._strips: list[Strip] = []
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self.size
+        style = self.rich_style
+        key = (self._version, width, height, style)
+        if key != self._built:
+            self._built = key
+            self.draws += 1
+            try:
+                rows = render_figure(self.plt, width, height)
+            except Exception as e:  # a chart that cannot draw says so, the app goes on
+                rows = [[Segment(f"(chart not drawable: {type(e).__name__}: {e})",
+                                 Style(dim=True))]]
+            self._strips = [Strip(r).crop_extend(0, width, style).apply_style(style)
+                            for r in rows]
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, style)
 
     def _begin(self, title: str) -> None:
+        self._version += 1  # drawn again at the next repaint
         plt = self.plt
-        plt.clear_data()
         plt.clear_figure()
         plt.title(title)
 
@@ -122,8 +147,8 @@ class LatencyChart(_Chart):
         self._annotations(snap, offsets, x_from)
         if log:
             lo, hi = math.log10(min(ys)), max(top, math.log10(max(ys)))
-            ticks = [t for t in _LOG_TICKS if lo - 0.3 <= math.log10(t) <= hi + 0.3]
-            rows = max(2, (self.size.height - 5) // 2)  # two ticks never share a row
+            ticks = [t for t in _LOG_TICKS if lo - 0.1 <= math.log10(t) <= hi + 0.1]
+            rows = max(2, (self.size.height - 4) // 2)  # two ticks never share a row
             if len(ticks) > rows:
                 ticks = [t for t in ticks if math.log10(t).is_integer()]
             while len(ticks) > rows:
