@@ -218,10 +218,11 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
         {"handle": 3, "pid": 99}]}).encode()
     rows = decode_xqueues(raw)
     assert rows[3] == XQueueRow(handle=3, pid=99)
-    ctl._ingest(ph, by_pid(rows), stats, ph.t_start + 0.1)
+    runs = [(n, r.pid, r.state, r.rec.count) for n, r in ph.runs.items()]
+    ctl._ingest(ph, by_pid(rows), stats, ph.t_start + 0.1, runs)
     assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
-    ctl._ingest(ph, {}, stats, ph.t_start + 0.2)  # shutting down: no queues listed
+    ctl._ingest(ph, {}, stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
     ctl._refresh_engagement(ph, final=True)
     low = ph.extra["xsched"]["workloads"]["low"]
     assert low["stats"]["queues"] == 0 and low["stats"]["max_queues"] == 2

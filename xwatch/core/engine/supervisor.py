@@ -104,6 +104,8 @@ class _EventPipe(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.ReadTransport | None = None
         self.capacity = capacity
+        # a pipe that could not grow gets proportionally shorter pauses
+        self.max_window = self.MAX_COALESCE_S * min(1.0, capacity / PIPE_BYTES)
         self.window = self.MIN_COALESCE_S  # the next pause
         self._last_flush = self.loop.time()
 
@@ -125,9 +127,8 @@ class _EventPipe(asyncio.Protocol):
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
-            hi = self.MAX_COALESCE_S * min(1.0, self.capacity / PIPE_BYTES)  # a small pipe
             self.window = next_window(len(data), now - self._last_flush, self.capacity,
-                                      self.MIN_COALESCE_S, hi)
+                                      self.MIN_COALESCE_S, self.max_window)
             self._deliver(self.parser.feed(data))
         self._last_flush = now
 

@@ -362,14 +362,12 @@ class XschedController:
 
     def _ingest(self, phase: Phase, by_pid: dict[int, list[XQueueRow]],
                 stats: dict[str, QueueStats], t: float,
-                runs: list[tuple[str, int | None, str, int]] | None = None) -> None:
+                runs: list[tuple[str, int | None, str, int]]) -> None:
         """Fold one ``/xqueues`` answer (``by_pid``) into each workload's evidence, lane
         and samples. ``runs``: (name, pid, state, requests) of every workload when it
-        was polled (default: now). Only the workloads' own queues are looked at."""
+        was polled. Only the workloads' own queues are looked at."""
         sample: dict[str, Any] = {"t": round(t, 4), "workloads": {}}
         tp = round(t - phase.t_start, 2)
-        if runs is None:
-            runs = [(n, r.pid, r.state, r.rec.count) for n, r in phase.runs.items()]
         for name, pid, state, count in runs:
             if pid is None:
                 continue

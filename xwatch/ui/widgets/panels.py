@@ -155,14 +155,22 @@ def _legend(t: Text) -> None:
     t.append("(one mark per /xqueues poll)\n", style="dim")
 
 
-def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
-    """One mark per poll; a run of equal states is one styled span (the strip repaints
-    every 2 s in XSched phases, and a span per mark made it the costliest panel)."""
-    t = Text()
+_LANE_STYLES = {state: Style.parse(sty) if sty else Style() for state, (_, sty) in LANE.items()}
+
+
+def lane_segments(info: dict, width: int) -> list[Segment]:  # type: ignore[type-arg]
+    """One mark per poll, the last ``width`` polls; a run of equal states is one
+    segment (its marks change every poll: a span per mark made it the costliest panel)."""
+    out: list[Segment] = []
     for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
-        ch, sty = LANE.get(state, ("?", ""))
-        t.append(ch * sum(1 for _ in run), style=sty)
-    return t
+        ch = LANE.get(state, ("?", ""))[0]
+        out.append(Segment(ch * sum(1 for _ in run), _LANE_STYLES.get(state)))
+    return out
+
+
+def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
+    """``lane_segments`` as a Text (the XSched tab's panel)."""
+    return Text.assemble(*((seg.text, seg.style or "") for seg in lane_segments(info, width)))
 
 
 def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: ignore[type-arg]
@@ -176,18 +184,6 @@ def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: igno
         if times and times[0] <= t_end <= times[-1] + 1.0:
             marks[min(i, len(times) - 1)] = "▲"
     return Text("".join(marks), style="bold red")
-
-
-_LANE_SEG_STYLES = {state: Style.parse(sty) if sty else Style() for state, (_, sty) in LANE.items()}
-
-
-def lane_segments(info: dict, width: int) -> list[Segment]:  # type: ignore[type-arg]
-    """``lane_text`` as ready segments (the live strip under the charts)."""
-    out: list[Segment] = []
-    for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
-        ch = LANE.get(state, ("?", ""))[0]
-        out.append(Segment(ch * sum(1 for _ in run), _LANE_SEG_STYLES.get(state)))
-    return out
 
 
 class LaneStrip(LinePanel):
