@@ -12,7 +12,9 @@ import math
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
+from xwatch.core.modes.base import MODES, MPS, XSCHED
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import (
     DEFAULT_SCENARIO,
@@ -64,8 +66,14 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                         "every built-in workload mid-phase (torch.profiler), and break HIGH's "
                         "requests down by the LOW kernels they waited behind")
     p.add_argument("--no-preflight", action="store_true",
-                   help="XSched phases: skip the few-second smoke test under the shim that "
-                        "runs before the real workloads start")
+                   help="XSched and MPS phases: skip the few-second smoke test under the "
+                        "mode that runs before the real workloads start")
+
+
+def _add_repeat(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the whole plan N times, interleaved (A B A B ...), and pool the "
+                        "repeats; a change is called only if every repeat agrees (default 1)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a scenario (dashboard, or --headless)")
     _add_run_args(run)
-    run.add_argument("--mode", default="native", choices=("native", "xsched"),
-                     help="scheduling mode of the first phase (default native)")
+    run.add_argument("--mode", default="native", choices=MODES,
+                     help="scheduling mode of the first phase (default native; mps: NVIDIA "
+                          "Multi-Process Service under a private daemon)")
     sc = sub.add_parser("scenarios", help="list the built-in scenarios")
     sc.add_argument("--keys", action="store_true", help="print the scenario key reference")
     rp = sub.add_parser("replay", help="open the dashboard on a recorded snapshot")
@@ -87,17 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--format", choices=("md", "html"), default="md")
     rep.add_argument("--out", metavar="FILE", help="output file (default: stdout for md, "
                      "report.html next to the snapshot for html)")
-    cmp_ = sub.add_parser("compare", help="headless A/B: a native phase then an XSched phase")
+    cmp_ = sub.add_parser("compare", help="headless A/B: one phase per mode (default native "
+                          "then XSched), each with intervals, and the answer")
     _add_run_args(cmp_, headless_flag=False)
+    _add_repeat(cmp_)
+    cmp_.add_argument("--modes", default="native,xsched", metavar="M,M,...",
+                      help="modes to compare, in this order: any of native, xsched, mps "
+                           "(default native,xsched); the first is the baseline")
     cal = sub.add_parser("calibrate", help="headless: HIGH alone and everything together, "
-                         "native and under XSched; splits HIGH's latency change into shim "
-                         "overhead, contention and what XSched recovers")
+                         "native and under XSched (or MPS); splits HIGH's latency change into "
+                         "the mode's overhead, contention and what the mode recovers")
     _add_run_args(cal, headless_flag=False)
-    sw = sub.add_parser("sweep", help="headless: native, then one XSched phase per setting")
+    _add_repeat(cal)
+    cal.add_argument("--mode", default="xsched", choices=("xsched", "mps"),
+                     help="the mode calibrated against native (default xsched)")
+    sw = sub.add_parser("sweep", help="headless: native, then one XSched (or MPS) phase per "
+                        "setting")
     _add_run_args(sw, headless_flag=False)
+    _add_repeat(sw)
     sw.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
-                    help="XSched setting to sweep, e.g. low.threshold=1,2,4,8 (repeat; lists "
-                         "of equal length are zipped)")
+                    help="setting to sweep, e.g. low.threshold=1,2,4,8 (XSched) or "
+                         "low.mps.active_thread_percentage=100,50,25 (MPS) (repeat; lists of "
+                         "equal length are zipped)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
     doc.add_argument("--xsched", metavar="ROOT")
     doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")
@@ -178,40 +198,80 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         make_app(replay=snap, replay_source=args.snapshot).run()
         return 0
     scen = _load(args)
+    modes = _modes(args)
+    if getattr(args, "repeat", 1) < 1:
+        raise UsageError(f"--repeat must be >= 1 (got {args.repeat})")
     xs = _xsched_backend(args, scen)
+    if XSCHED in modes and xs is None:
+        raise UsageError(f"{cmd} with XSched needs an XSched install: --xsched ROOT or "
+                         "XSCHED_HOME", title="XSched not configured")
+    if xs is not None and XSCHED in modes:
+        xs.install.check(_platforms(scen))
+    mps = _mps_backend(args, scen, explicit=MPS in modes)
     args.metrics = _metrics(args)
     try:
-        return _run(cmd, args, scen, xs)
+        return _run(cmd, args, scen, xs, mps, modes)
     finally:
         if args.metrics is not None:
             args.metrics.stop()
 
 
-def _run(cmd: str, args: argparse.Namespace, scen, xs) -> int:  # type: ignore[no-untyped-def]
+def _modes(args: argparse.Namespace) -> list[str]:
+    """The modes this command will run (checked before anything starts)."""
+    cmd = args.command
+    if cmd == "compare":
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        bad = [m for m in modes if m not in MODES]
+        if bad or not modes:
+            raise UsageError(f"--modes {args.modes!r}: unknown mode {bad[0] if bad else ''!r}; "
+                             f"allowed: {', '.join(MODES)} (comma-separated, e.g. "
+                             "native,mps,xsched)")
+        if len(set(modes)) != len(modes):
+            raise UsageError(f"--modes {args.modes!r} names a mode twice")
+        if len(modes) < 2:
+            raise UsageError("compare needs at least two modes (e.g. --modes native,mps)")
+        return modes
+    if cmd == "calibrate":
+        return ["native", args.mode]
+    if cmd == "sweep":
+        sets = " ".join(getattr(args, "set", []) or [])
+        return ["native", MPS if ".mps." in sets else XSCHED]
+    return [getattr(args, "mode", "native")]
+
+
+def _platforms(scen: Any) -> set[str]:
+    from xwatch.core.xsched.install import workload_platform
+    return {workload_platform(w, scen) for w in scen.workloads}
+
+
+def _mps_backend(args: argparse.Namespace, scen, explicit: bool):  # type: ignore[no-untyped-def]
+    """(backend, why not): asked for explicitly, what stops MPS is an error (exit 2)."""
+    from xwatch.core.mps.controller import backend_from_args
+    return backend_from_args(scen, preflight=not getattr(args, "no_preflight", False),
+                             explicit=explicit)
+
+
+def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
+    mps_backend, mps_why = mps
+    backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
     if cmd == "run" and args.headless:
         from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, args, modes=[args.mode], xsched=xs))
+        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
     if cmd == "compare":
         from xwatch.core.plans.headless import run_headless
-        if xs is None:
-            raise UsageError("compare needs an XSched install: --xsched ROOT or XSCHED_HOME")
-        return asyncio.run(run_headless(scen, args, modes=["native", "xsched"], xsched=xs))
+        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
     if cmd == "calibrate":
         from xwatch.core.plans.calibrate import run_calibrate
-        if xs is None:
-            raise UsageError("calibrate needs an XSched install: --xsched ROOT or XSCHED_HOME")
-        return asyncio.run(run_calibrate(scen, args, xs))
+        return asyncio.run(run_calibrate(scen, args, args.mode, **backends))
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
-        if xs is None:
-            raise UsageError("sweep needs an XSched install: --xsched ROOT or XSCHED_HOME")
-        return asyncio.run(run_sweep(scen, args, xs))
+        return asyncio.run(run_sweep(scen, args, **backends))
     from xwatch.ui.app import make_app
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    telemetry_proc_interval=args.telemetry_proc_interval,
                    spool_max_mb=args.spool_max_mb,
-                   xsched=xs, metrics=args.metrics,
+                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=args.metrics,
                    phase_s=math.inf if args.until_stopped else None)
     try:
         app.run()

@@ -32,10 +32,23 @@ class SnapshotError(XwatchError):
     title = "Invalid snapshot"
 
 
-class XschedError(XwatchError):
+class ModeError(XwatchError):
+    """A scheduling mode cannot run: not configured, or its daemon would not start."""
+
+    title = "Mode unavailable"
+
+
+class XschedError(ModeError):
     """An XSched install is missing files, or xserver would not start."""
 
     title = "XSched problem"
+
+
+class MpsError(ModeError):
+    """MPS cannot run here: no control tool, a GPU mode MPS cannot use, a daemon
+    already serving the GPU, or the phase's daemon would not start."""
+
+    title = "MPS problem"
 
 
 class TelemetryError(XwatchError):

@@ -34,6 +34,9 @@ PRIORITY_NUMBERS = {"high": 1, "low": 0}
 DTYPES = ("fp32", "fp16", "bf16")
 ARRIVALS = ("fixed", "poisson")
 STREAMS = ("created", "default")
+STREAM_PRIORITIES = ("high", "normal")
+#: per-workload tables of mode settings ([workload.xsched], [workload.mps])
+MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
 BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
@@ -101,6 +104,17 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
             raise ValueError(f"must be <= {hi}")
         return v
     return check
+
+
+_MEM_LIMIT = re.compile(r"^\d+=\d+[KMG]?(,\d+=\d+[KMG]?)*$")
+
+
+def _mem_limit(v: Any) -> str:
+    text: str = _s(v)
+    if not _MEM_LIMIT.match(text):
+        raise ValueError("expected DEVICE=SIZE[,DEVICE=SIZE...] such as '0=8G' (sizes in "
+                         "bytes or with K, M, G)")
+    return text
 
 
 def _choice(*allowed: str) -> Callable[[Any], str]:
@@ -248,6 +262,17 @@ WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
     Key("env", "table", {}, "Extra environment variables for XSched mode only.", _str_map),
 )
 
+WORKLOAD_MPS_KEYS: tuple[Key, ...] = (
+    Key("priority", "integer", "(high 0, low 1)", "CUDA_MPS_CLIENT_PRIORITY: 0 normal, 1 below "
+        "normal (MPS favours normal-priority clients' work).", _int(0, 1)),
+    Key("active_thread_percentage", "integer", None, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the "
+        "share of SMs this client may use (1-100). Live-changeable per server (k).",
+        _int(1, 100)),
+    Key("pinned_mem_limit", "string", None, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, e.g. '0=8G' "
+        "(device=limit, comma-separated).", _mem_limit),
+    Key("env", "table", {}, "Extra environment variables for MPS mode only.", _str_map),
+)
+
 WORKLOAD_COMMON_KEYS: tuple[Key, ...] = (
     Key("name", "string", None, "Unique workload name (letters, digits, '_', '-', '.').", _name,
         required=True),
@@ -287,6 +312,10 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
         "XSched to schedule them) or the default stream ('default'). No effect on CPU.",
         _choice(*STREAMS), STREAMS),
     Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", _int(0)),
+    Key("stream_priority", "string", "(high for the highest-priority workloads, else normal)",
+        "Priority of the created stream: 'high' (the device's greatest stream priority) or "
+        "'normal'. Orders work within one process, and across processes under MPS; the "
+        "hello line records it.", _choice(*STREAM_PRIORITIES), STREAM_PRIORITIES),
 )
 
 WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
@@ -320,6 +349,16 @@ class WorkloadXsched:
 
 
 @dataclass(frozen=True)
+class WorkloadMps:
+    """Per-workload MPS client settings; None means "derive from priority" / unset."""
+
+    priority: int | None = None
+    active_thread_percentage: int | None = None
+    pinned_mem_limit: str | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
 class Workload:
     """One workload process. Either ``model`` or ``command`` is set."""
 
@@ -343,6 +382,7 @@ class Workload:
     threads: int | None = None
     stream: str = "created"
     seed: int = 0
+    stream_priority: str | None = None  # None: high for the highest-priority workloads
     # external command
     command: tuple[str, ...] | None = None
     cwd: str | None = None
@@ -350,6 +390,7 @@ class Workload:
     stdout: str | None = None  # None: pty when regex is set, else pipe
     platform: str | None = None
     xsched: WorkloadXsched = field(default_factory=WorkloadXsched)
+    mps: WorkloadMps = field(default_factory=WorkloadMps)
     #: the GPU this copy is pinned to (multi-GPU runs); None: the workload's own device
     gpu: int | None = None
 
@@ -563,10 +604,10 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
         WORKLOAD_MODEL_KEYS if not has_model and not has_cmd else ())
     known = {k.name for k in WORKLOAD_COMMON_KEYS + WORKLOAD_MODEL_KEYS + WORKLOAD_COMMAND_KEYS}
     for key in raw:  # a typo first: "modle" must not be reported as "no model"
-        if key not in known and key != "xsched":
+        if key not in known and key not in MODE_TABLES:
             close = did_you_mean(key, known)
             raise ctx.error(f"{where}.{key}", f"unknown key {key!r}{close}; allowed keys here: "
-                            + ", ".join(sorted({k.name for k in kind_keys} | {"xsched"})))
+                            + ", ".join(sorted({k.name for k in kind_keys} | set(MODE_TABLES))))
     if has_model == has_cmd:
         raise ctx.error(where, "set exactly one of 'model' (built-in) or 'command' (external)")
     keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else WORKLOAD_COMMAND_KEYS)
@@ -575,8 +616,8 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
         kind = "built-in model" if has_model else "external command"
         raise ctx.error(f"{where}.{wrong[0]}",
                         f"key {wrong[0]!r} does not apply to a {kind} workload; allowed keys here: "
-                        + ", ".join(sorted({k.name for k in keys} | {"xsched"})))
-    vals = _apply(ctx, where, raw, keys, allowed_extra=("xsched",))
+                        + ", ".join(sorted({k.name for k in keys} | set(MODE_TABLES))))
+    vals = _apply(ctx, where, raw, keys, allowed_extra=MODE_TABLES)
     for req in ("name", "priority"):
         if req not in vals:
             raise ctx.error(where, f"missing required key {req!r}")
@@ -589,11 +630,15 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if xs.threshold is not None and xs.batch_size is not None and xs.batch_size > xs.threshold:
         raise ctx.error(f"{where}.xsched.batch_size",
                         f"batch_size {xs.batch_size} must not exceed threshold {xs.threshold}")
+    mps_raw = raw.get("mps", {})
+    if not isinstance(mps_raw, dict):
+        raise ctx.error(f"{where}.mps", "must be a table [workload.mps]")
+    mps = WorkloadMps(**_apply(ctx, f"{where}.mps", mps_raw, WORKLOAD_MPS_KEYS))
     if has_model:
         vals.setdefault("device", default_device)
     if has_cmd:
         vals.setdefault("cwd", str(Path(ctx.path).resolve().parent) if ctx.path[0] != "<" else None)
-    return Workload(**vals, xsched=xs)
+    return Workload(**vals, xsched=xs, mps=mps)
 
 
 def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
@@ -690,6 +735,7 @@ def keys_reference_markdown() -> str:
     table("[[workload]] with a built-in `model`", WORKLOAD_MODEL_KEYS)
     table("[[workload]] with an external `command`", WORKLOAD_COMMAND_KEYS)
     table("[workload.xsched] (XSched mode only)", WORKLOAD_XSCHED_KEYS)
+    table("[workload.mps] (MPS mode only, NVIDIA)", WORKLOAD_MPS_KEYS)
     table("[slo] (optional)", SLO_KEYS)
     table("[xsched] (optional)", XSCHED_KEYS)
     return "\n".join(lines)

@@ -118,15 +118,14 @@ def test_port_collision_picks_a_free_port(tmp_path: Path, install: Path) -> None
     assert any(f"port {port} is taken" in m["text"] for m in doc["messages"])
 
 
-def test_missing_shim_is_a_failed_phase_naming_the_file(tmp_path: Path) -> None:
+def test_missing_shim_is_refused_before_anything_starts(tmp_path: Path) -> None:
     inst = make_install(tmp_path / "cudaonly", platforms=("cuda",))
     r = run_xwatch("compare", str(scen(tmp_path, duration=1)), "--xsched", str(inst),
                    "--export", str(tmp_path / "o"), timeout=60)
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "libshimhip.so" in r.stderr and "HIP shim" in r.stderr
     assert "found libshimcuda.so" in r.stderr
-    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
-    assert doc["phases"][0]["status"] == "done" and doc["phases"][1]["status"] == "failed"
+    assert not (tmp_path / "o").exists()  # nothing ran, nothing to export
 
 
 def test_app_managed_is_flagged(tmp_path: Path, install: Path) -> None:

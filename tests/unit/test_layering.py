@@ -20,14 +20,16 @@ CORE = ["xwatch.cli", "xwatch.scenario",
                 if not m.name.endswith("__main__"))]
 
 # Lower stages never import higher ones (analysis may read engine snapshots, etc.).
-STAGES = ["engine", "xsched", "telemetry", "analysis", "export", "plans"]
+STAGES = ["engine", "modes", "xsched", "mps", "telemetry", "analysis", "export", "plans"]
 MAY_IMPORT = {
     "engine": set(),
-    "xsched": {"engine"},
+    "modes": {"engine"},
+    "xsched": {"engine", "modes"},
+    "mps": {"engine", "modes"},
     "telemetry": {"engine"},
-    "analysis": {"engine"},
-    "export": {"engine", "analysis"},
-    "plans": {"engine", "xsched", "telemetry", "analysis", "export"},
+    "analysis": {"engine", "modes"},
+    "export": {"engine", "modes", "analysis"},
+    "plans": {"engine", "modes", "xsched", "mps", "telemetry", "analysis", "export"},
 }
 
 

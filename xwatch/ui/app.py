@@ -24,8 +24,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
 from xwatch.core.engine.session import Phase, Session, SessionSnapshot
+from xwatch.core.modes.base import label as mode_label
 from xwatch.core.plans.calibrate import calibrate_steps
-from xwatch.core.plans.runner import NATIVE, XSCHED, Runner
+from xwatch.core.plans.runner import MPS, NATIVE, XSCHED, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.screens.control import ControlRequest, ControlScreen
@@ -67,6 +68,7 @@ class XwatchApp(App[int]):
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
         Binding("x", "toggle_mode", "XSched on/off"),
+        Binding("m", "toggle_mps", "MPS on/off"),
         Binding("r", "restart", "Restart"),
         Binding("s", "export", "Snapshot"),
         Binding("k", "control", "XSched ctl"),
@@ -92,7 +94,8 @@ class XwatchApp(App[int]):
                  telemetry_proc_interval: float = 2.0, spool_max_mb: float = 1024,
                  replay: SessionSnapshot | None = None, replay_source: str | None = None,
                  autostart: bool = True, phase_s: float | None = None,
-                 metrics: Any = None) -> None:
+                 metrics: Any = None, mps: Any = None, mps_unavailable: str | None = None
+                 ) -> None:
         super().__init__()
         self.replay = replay
         self.replay_source = replay_source
@@ -112,6 +115,8 @@ class XwatchApp(App[int]):
         self.runner: Runner | None = None
         self.sampler: Any = None
         self.xsched = xsched
+        self.mps = mps
+        self.mps_unavailable = mps_unavailable
         self.paused = False
         self.quitting = False
         self._hangup = False
@@ -163,7 +168,8 @@ class XwatchApp(App[int]):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         assert self.scenario is not None
         self.session = Session(self.scenario, spool_max_mb=self.spool_max_mb)
-        self.runner = Runner(self.scenario, self.session, xsched=self.xsched)
+        self.runner = Runner(self.scenario, self.session, xsched=self.xsched, mps=self.mps,
+                             mps_unavailable=self.mps_unavailable)
         self.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
                         group="telemetry", description="starting telemetry")
         self.set_interval(TICK_S, self._on_tick)
@@ -231,20 +237,27 @@ class XwatchApp(App[int]):
                         severity="error", timeout=15, markup=False)
         if self.runner.phase is phase and phase.t_end is None:
             await self.runner.stop_phase(planned_end=planned, phase=phase)
-            other = "XSched" if phase.mode == NATIVE else "native"
-            self.notify(f"phase {phase.name} {phase.status}: x = rerun under {other}, "
-                        "r = rerun, s = snapshot", title="Phase complete", timeout=10)
+            self.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
+                        "on/off, r = rerun, s = snapshot", title="Phase complete", timeout=10)
 
     def action_toggle_mode(self) -> None:
+        """``x``: XSched on/off."""
+        self._switch(XSCHED)
+
+    def action_toggle_mps(self) -> None:
+        """``m``: MPS on/off."""
+        self._switch(MPS)
+
+    def _switch(self, mode: str) -> None:
         if self._not_live():
             return
         assert self.runner is not None
         cur = self.runner.phase.mode if self.runner.phase else NATIVE
-        new = XSCHED if cur == NATIVE else NATIVE
+        new = NATIVE if cur == mode else mode
         reason = self.runner.can_run(new)
         if reason:
-            self.notify(reason, title="XSched not configured", severity="warning", timeout=10,
-                        markup=False)
+            self.notify(reason, title=f"{mode_label(new)} not available", severity="warning",
+                        timeout=10, markup=False)
             return
         self.notify(f"restarting every workload in {new.upper()} mode", timeout=4)
         self.start_phase(new)

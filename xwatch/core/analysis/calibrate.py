@@ -10,10 +10,13 @@ phases carry ``extra["calibrate"]`` ("alone" | "together")."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
+from xwatch.core.analysis.verdict import Change, latency_change
 from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
+from xwatch.core.modes.base import label as mode_label
 from xwatch.scenario import Scenario
 
 PCTS = (("p50", "P50"), ("p95", "P95"), ("p99", "P99"))
@@ -53,6 +56,11 @@ class Calibration:
     low_xsched_sps: float
     missing: tuple[str, ...]  # phases that did not run or failed
     verdict: str
+    mode: str = "xsched"
+    #: P99 recovered (together native - together mode) and the mode's own cost (alone
+    #: mode - alone native), with 95% intervals pooled over repeats
+    recovered_p99: Change | None = None
+    overhead_p99: Change | None = None
 
     @property
     def low_price_pct(self) -> float:
@@ -66,14 +74,25 @@ def _find(snap: SessionSnapshot, role: str, mode: str) -> PhaseSnapshot | None:
     return found[-1] if found else None
 
 
+def _all(snap: SessionSnapshot, role: str, mode: str) -> list[PhaseSnapshot]:
+    return [p for p in snap.phases if p.extra.get("calibrate") == role and p.mode == mode]
+
+
+def mode_of(snap: SessionSnapshot) -> str:
+    """The mode calibrated against native (xsched unless the phases say mps)."""
+    return next((p.mode for p in snap.phases if p.extra.get("calibrate")
+                 and p.mode != "native"), "xsched")
+
+
 def calibrate(snap: SessionSnapshot) -> Calibration | None:
     """The decomposition, or None when the snapshot holds no calibrate phases."""
     if not any(p.extra.get("calibrate") for p in snap.phases):
         return None
     high = high_names(snap.scenario)[0]
     lows = [w.name for w in snap.scenario.workloads if w.name not in high_names(snap.scenario)]
+    mode = mode_of(snap)
     phases = {(r, m): _find(snap, r, m) for r in ("alone", "together")
-              for m in ("native", "xsched")}
+              for m in ("native", mode)}
     def usable(p: PhaseSnapshot | None) -> bool:
         w = p.workload(high) if p is not None else None
         return p is not None and p.status != "failed" and w is not None and w.count > 0
@@ -87,8 +106,8 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
         return w.phase.get(key) if w is not None and w.count and p is not None \
             and p.status != "failed" else math.nan
 
-    rows = tuple(Row(label, val("alone", "native", k), val("alone", "xsched", k),
-                     val("together", "native", k), val("together", "xsched", k))
+    rows = tuple(Row(label, val("alone", "native", k), val("alone", mode, k),
+                     val("together", "native", k), val("together", mode, k))
                  for k, label in PCTS)
 
     def low_sps(mode: str) -> float:
@@ -101,13 +120,23 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
             total += w.samples_per_s if w is not None else 0.0
         return total
 
-    cal = Calibration(high, rows, low_sps("native"), low_sps("xsched"), missing, "")
-    return Calibration(high, rows, cal.low_native_sps, cal.low_xsched_sps, missing,
-                       verdict(cal))
+    # intervals, pooled over repeats: what the mode recovers under contention (together
+    # native minus together under the mode) and what the mode alone costs
+    rec = latency_change(high, 99.0, _all(snap, "together", mode), _all(snap, "together", "native"))
+    over = latency_change(high, 99.0, _all(snap, "alone", "native"), _all(snap, "alone", mode))
+    cal = Calibration(high, rows, low_sps("native"), low_sps(mode), missing, "", mode,
+                      rec, over)
+    return dataclasses.replace(cal, verdict=verdict(cal))
 
 
 def _ms(v: float) -> str:
     return f"{abs(v):.2f} ms"
+
+
+def _iv(c: Change) -> str:
+    """The interval of a calibrate difference, as the sentence states it."""
+    d = c.diff
+    return f"{'?' if d.lo is None else f'{d.lo:+.2f}'}, {'?' if d.hi is None else f'{d.hi:+.2f}'}"
 
 
 def verdict(c: Calibration) -> str:
@@ -117,13 +146,27 @@ def verdict(c: Calibration) -> str:
                 f"{c.workload} latencies, so the parts cannot all be separated.")
     p50 = next(r for r in c.rows if r.pct == "P50")
     p99 = next(r for r in c.rows if r.pct == "P99")
+    name = mode_label(c.mode)
     median = "lowers" if p50.recovered >= 0 else "raises"
     tail_verb = "lowers" if p99.recovered >= 0 else "raises"
     joint = "and" if (p50.recovered >= 0) == (p99.recovered >= 0) else "but"
-    parts = [f"XSched {median} {c.workload}'s median under contention by "
-             f"{_ms(p50.recovered)} {joint} {tail_verb} its P99 by {_ms(p99.recovered)}"]
-    tail = f"; the shim alone adds {_ms(p99.shim_overhead)} to P99" if p99.shim_overhead > 0 \
-        else f"; the shim alone changes P99 by {p99.shim_overhead:+.2f} ms"
+    rec = c.recovered_p99
+    rec_iv = f" [{_iv(rec)}]" if rec is not None else ""
+    if rec is not None and rec.way == 0:
+        tail_part = f"its P99 change ({p99.recovered:+.2f} ms{rec_iv}) is within noise"
+        joint = "and"
+    else:
+        tail_part = f"{tail_verb} its P99 by {_ms(p99.recovered)}{rec_iv}"
+    parts = [f"{name} {median} {c.workload}'s median under contention by "
+             f"{_ms(p50.recovered)} {joint} {tail_part}"]
+    ov = c.overhead_p99
+    ov_iv = f" [{_iv(ov)}]" if ov is not None else ""
+    what = "the shim" if c.mode == "xsched" else name
+    tail = f"; {what} alone adds {_ms(p99.shim_overhead)}{ov_iv} to P99" \
+        if p99.shim_overhead > 0 else \
+        f"; {what} alone changes P99 by {p99.shim_overhead:+.2f} ms{ov_iv}"
+    if ov is not None and ov.way == 0:
+        tail += " (within noise)"
     cause = ""
     if p99.shim_overhead > 0 and p99.recovered < 0 and p99.shim_overhead >= -p99.recovered * 0.5:
         cause = ", so most of the added tail comes from the shim itself, not from the " \

@@ -41,16 +41,19 @@ class LaunchSpec:
                 "start_delay_s": self.delay_s, "stdout": self.stdout}
 
 
-def worker_config(w: Workload) -> WorkerConfig:
+def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
+    """The built-in worker's settings; ``top``: ``w`` is among the highest-priority
+    workloads (its stream priority defaults to high)."""
     assert w.model is not None
     return WorkerConfig(
+        stream_priority=w.stream_priority or ("high" if top else "normal"),
         name=w.name, model=w.model, batch=w.batch, input=w.input, seq_len=w.seq_len, task=w.task,
         dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, requests=w.requests,
         warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed)
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
-                 base_env: Mapping[str, str] | None = None) -> LaunchSpec:
+                 base_env: Mapping[str, str] | None = None, top: bool = False) -> LaunchSpec:
     """The command line and environment for workload ``w``.
 
     ``mode_env`` (XSched's variables) is applied last, except that
@@ -67,7 +70,7 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         argv: tuple[str, ...] = (w.python or sys.executable, "-u", "-m", "xwatch.core.engine.worker")
         pp = env.get("PYTHONPATH")
         put("PYTHONPATH", PACKAGE_PARENT + (os.pathsep + pp if pp else ""))
-        put(CONFIG_ENV, worker_config(w).to_json())
+        put(CONFIG_ENV, worker_config(w, top).to_json())
         cwd = None
     else:
         assert w.command is not None

@@ -260,6 +260,10 @@ class WorkloadSnapshot:
     #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
     buckets: tuple[int, ...] = ()
     latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
+    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
+    #: unfinished waits included): (bucket index, count), ascending; intervals and
+    #: pooled repeats are computed from it
+    hist: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -605,6 +609,7 @@ class WorkloadRun:
             slowest=tuple(sorted(((round(t - self.phase.t_start, 4), lat)
                                   for lat, t in self.slowest), key=lambda x: -x[1])),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
+            hist=tuple(moments.hist.items()),
         )
 
 

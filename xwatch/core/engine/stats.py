@@ -26,6 +26,8 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
 
 RELATIVE_WIDTH = 0.005
 _LOG_GAMMA = math.log1p(RELATIVE_WIDTH)
@@ -56,13 +58,27 @@ def bucket_value(i: int) -> float:
     return math.exp((i + 0.5) * _LOG_GAMMA)
 
 
+@lru_cache(maxsize=256)
+def _fraction(q: float) -> Fraction:
+    """``q`` as the decimal the user wrote (99.9 is 999/10, not the nearest double)."""
+    return Fraction(repr(float(q)))
+
+
+def nearest_rank(n: int, q: float) -> int:
+    """The 1-based nearest rank of percentile ``q`` among ``n`` values: the smallest r
+    with r >= q/100 * n, in exact arithmetic (``math.ceil(99.9 / 100 * 1000)`` is
+    1000, one too many, in floating point)."""
+    f = _fraction(q)
+    num, den = f.numerator * n, f.denominator * 100
+    return min(n, max(1, -(-num // den)))
+
+
 def exact_percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile of ``values`` (the definition xwatch uses)."""
     if not values:
         raise ValueError("no values")
     s = sorted(values)
-    rank = max(1, math.ceil(q / 100.0 * len(s)))
-    return s[rank - 1]
+    return s[nearest_rank(len(s), q) - 1]
 
 
 class LogHistogram:
@@ -91,9 +107,16 @@ class LogHistogram:
         n = self.n
         if n == 0:
             return [math.nan for _ in qs]
-        qs = list(qs)
-        ranks = sorted((max(1, math.ceil(q / 100.0 * n)), j) for j, q in enumerate(qs))
-        out = [math.nan] * len(qs)
+        return self.at_ranks([nearest_rank(n, q) for q in qs], vmin, vmax)
+
+    def at_ranks(self, wanted: Sequence[int], vmin: float, vmax: float) -> list[float]:
+        """The values at 1-based ranks ``wanted`` (each clamped to 1..n): the bucket
+        holding that order statistic, reported as above."""
+        n = self.n
+        if n == 0:
+            return [math.nan for _ in wanted]
+        ranks = sorted((min(n, max(1, k)), j) for j, k in enumerate(wanted))
+        out = [math.nan] * len(wanted)
         cum = 0
         r = 0
         for i in sorted(self.counts):
@@ -104,6 +127,18 @@ class LogHistogram:
             if r == len(ranks):
                 break
         return out
+
+    def items(self) -> list[tuple[int, int]]:
+        """(bucket index, count), ascending: what snapshots carry."""
+        return sorted(self.counts.items())
+
+    @classmethod
+    def from_items(cls, items: Iterable[tuple[int, int]]) -> LogHistogram:
+        h = cls()
+        for i, k in items:
+            h.counts[int(i)] = h.counts.get(int(i), 0) + int(k)
+            h.n += int(k)
+        return h
 
 
 @dataclass(frozen=True)

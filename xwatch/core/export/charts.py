@@ -11,6 +11,16 @@ from xwatch.core.analysis.timeline import phase_offsets, to_session_time, worklo
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.core.export.svgchart import line_chart
 
+#: HIGH and LOW this many times apart get a log latency axis (as on the dashboard)
+LOG_RATIO = 20.0
+
+
+def spread_apart(snap: SessionSnapshot) -> bool:
+    """Whether the workloads' median latencies differ by more than ``LOG_RATIO``."""
+    meds = [w.phase.p50 for p in snap.phases for w in p.workloads
+            if w.count and w.phase.p50 == w.phase.p50 and w.phase.p50 > 0]
+    return bool(meds) and max(meds) / min(meds) > LOG_RATIO
+
 
 def build_charts(snap: SessionSnapshot) -> list[str]:
     """Latency over time, CDF of the high-priority workload, low-priority
@@ -26,7 +36,8 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     hl = (scen.slo.latency_ms, f"SLO {scen.slo.workload} P{scen.slo.percentile:g}") \
         if scen.slo else None
     charts.append(line_chart("Latency per second (phases concatenated)", lat_series,
-                             "session time (s)", "latency (ms)", vlines, hl))
+                             "session time (s)", "latency (ms)", vlines, hl,
+                             log_y=spread_apart(snap)))
     base = snap.phases[0]
     hi, lows = by_priority(base)
     if hi is not None:

@@ -19,8 +19,10 @@ from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.verdict import answer, answer_lines, steps
 from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.charts import build_charts
 from xwatch.core.export.html import render_html
@@ -39,6 +41,9 @@ def build_report(snap: SessionSnapshot) -> Report:
     env = snap.extra.get("environment") or {}
     tel = snap.extra.get("telemetry") or {}
     secs: list[Section] = []
+    ans = _answer_section(snap)
+    if ans is not None:
+        secs.append(ans)
 
     # --- scenario
     s = Section("Scenario")
@@ -190,11 +195,22 @@ def build_report(snap: SessionSnapshot) -> Report:
             if w is None or w.count == 0:
                 rows.append([label(p), "-", "no data", "-"])
                 continue
-            v = _percentile_of(w, slo.percentile)
-            rows.append([label(p), num(v), "pass" if v < slo.latency_ms else "FAIL",
+            iv = percentile_interval(hist_of(w), slo.percentile) if w.hist else None
+            v = iv.est if iv is not None else _percentile_of(w, slo.percentile)
+            if iv is None:
+                verdict = "pass" if v < slo.latency_ms else "FAIL"
+            elif iv.hi is not None and iv.hi < slo.latency_ms:
+                verdict = "pass"
+            elif iv.lo is not None and iv.lo >= slo.latency_ms:
+                verdict = "FAIL"
+            else:
+                verdict = "within noise of the objective"
+            rows.append([label(p), iv.text() if iv is not None else num(v), verdict,
                          num(w.goodput * 100 if w.goodput is not None else math.nan, 1)])
-        sl.tables.append(("", Table(["phase", f"P{slo.percentile:g} (ms)", "verdict",
-                                     "goodput (%)"], rows)))
+        sl.paragraphs.append("pass: the whole 95% interval is under the objective; FAIL: "
+                             "all of it at or over; otherwise the data cannot tell.")
+        sl.tables.append(("", Table(["phase", f"P{slo.percentile:g} (ms) [95% interval]",
+                                     "verdict", "goodput (%)"], rows)))
         secs.append(sl)
 
     # --- XSched engagement
@@ -225,7 +241,8 @@ def build_report(snap: SessionSnapshot) -> Report:
                                     "ready", "suspended", "warnings"], xs_rows)))
         secs.append(x)
 
-    for extra_sec in (_preflight_section(snap), _calibrate_section(snap),
+    for extra_sec in (_isolation_section(snap), _mps_section(snap),
+                      _preflight_section(snap), _calibrate_section(snap),
                       _attribution_section(snap), _sweep_section(snap)):
         if extra_sec:
             secs.append(extra_sec)
@@ -455,14 +472,105 @@ def _state_text(w: WorkloadSnapshot) -> str:
 
 
 def _percentile_of(w: WorkloadSnapshot, q: float) -> float:
+    if w.hist:  # exact nearest rank on the phase's histogram
+        return percentile_interval(hist_of(w), q).est
     table = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}
     if q in table:
         return w.phase.get(table[q])
-    # other percentiles: from the recorded CDF (1% steps)
+    # a snapshot without its histogram (older xwatch): the recorded CDF (1% steps)
     for v, f in w.cdf:
         if f * 100 >= q - 1e-9:
             return v
     return math.nan
+
+
+def _answer_section(snap: SessionSnapshot) -> Section | None:
+    """The verdict box: what changed, with intervals, pooled over repeats; then each
+    repeat, so a reader sees the spread."""
+    ans = answer(snap)
+    if not ans:
+        return None
+    s = Section("Answer")
+    lines = answer_lines(snap)
+    s.paragraphs.append("  \n".join(f"**{ln}**" if i < len(ans) else ln
+                                     for i, ln in enumerate(lines)))
+    groups = steps(snap)
+    rows = []
+    hi = by_priority(snap.phases[0])[0] if snap.phases else None
+    for key, ps in groups.items():
+        p99s = []
+        for p in ps:
+            w = p.workload(hi.name) if hi else None
+            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.hist else None
+            if iv is not None:
+                p99s.append(iv.est)
+            lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]
+            rows.append([key, str(p.extra.get("repeat", 1)), p.status,
+                         percentile_interval(hist_of(w), 50.0).text()
+                         if iv is not None and w is not None else "-",
+                         iv.text() if iv else "-",
+                         "; ".join(f"{x.name} {num(x.samples_per_s, 1)}" for x in lows) or "-"])
+        if len(ps) > 1 and p99s:
+            rows.append([key, "spread of P99", "", "", f"{min(p99s):.2f} to {max(p99s):.2f}", ""])
+    hn = hi.name if hi else "high"
+    s.tables.append(("Each phase (95% intervals)", Table(
+        ["step", "repeat", "status", f"{hn} P50 (ms)", f"{hn} P99 (ms)", "samples/s"], rows)))
+    return s
+
+
+def _isolation_section(snap: SessionSnapshot) -> Section | None:
+    """What was removed from each phase's environment, and what the maps showed."""
+    rows = []
+    removed = []
+    for p in snap.phases:
+        iso = p.extra.get("isolation") or {}
+        for r in iso.get("removed") or []:
+            removed.append([p.name, f"`{r.get('name')}`", str(r.get("why"))])
+        for name, w in (iso.get("workloads") or {}).items():
+            rows.append([p.name, name, str(w.get("verdict")),
+                         ", ".join(w.get("libraries") or []) or "none",
+                         str(w.get("origin") or "-")])
+    if not rows and not removed:
+        return None
+    s = Section("Isolation: each mode's environment, proven")
+    s.paragraphs.append("Each phase starts from the user's environment minus the other modes' "
+                        "traces; once each workload ran, its /proc/PID/maps (and its "
+                        "children's) was read for XSched libraries. 'clean' = read and none "
+                        "found; 'unverified' = could not be read.")
+    if removed:
+        s.tables.append(("Removed", Table(["phase", "variable", "why"], removed)))
+    if rows:
+        s.tables.append(("Proof", Table(["phase", "workload", "verdict", "XSched libraries "
+                                         "mapped", "came from"], rows)))
+    return s
+
+
+def _mps_section(snap: SessionSnapshot) -> Section | None:
+    rows = []
+    notes = []
+    for p in snap.phases:
+        m = p.extra.get("mps")
+        if not m:
+            continue
+        pf = m.get("preflight") or {}
+        notes.append(f"**{p.name}**: daemon `{' '.join(m.get('daemon_cmd') or [])}` (pid "
+                     f"{m.get('daemon_pid')}), pipe directory `{m.get('pipe_dir')}`, servers "
+                     f"{m.get('servers') or '-'}; preflight {pf.get('verdict', '-')}"
+                     + (f" ({pf.get('detail')})" if pf.get("detail") else "")
+                     + (f"; daemon exit {m['daemon_exit']}" if m.get("daemon_exit") else ""))
+        for name, w in (m.get("workloads") or {}).items():
+            env = (m.get("env") or {}).get(name) or {}
+            rows.append([p.name, name, str(w.get("status")), str(w.get("server") or "-"),
+                         ", ".join(f"`{k}={v}`" for k, v in sorted(env.items())
+                                   if k.startswith("CUDA_MPS_") and "DIRECTORY" not in k),
+                         "; ".join(w.get("warnings") or []) or "-"])
+    if not notes:
+        return None
+    s = Section("MPS engagement (evidence, not settings)")
+    s.paragraphs += notes
+    s.tables.append(("", Table(["phase", "workload", "status", "server", "client settings",
+                                "warnings"], rows)))
+    return s
 
 
 def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:

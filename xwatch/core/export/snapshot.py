@@ -25,6 +25,7 @@ from typing import Any
 
 import xwatch
 from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.session import (
     ExitInfo,
@@ -35,7 +36,13 @@ from xwatch.core.engine.session import (
     WorkloadSnapshot,
     load_trace,
 )
-from xwatch.core.engine.stats import EMPTY, LATENCY_BUCKETS_MS, LatencySummary, SecondRow
+from xwatch.core.engine.stats import (
+    EMPTY,
+    LATENCY_BUCKETS_MS,
+    RELATIVE_WIDTH,
+    LatencySummary,
+    SecondRow,
+)
 from xwatch.errors import SnapshotError
 from xwatch.scenario import parse_scenario
 
@@ -43,8 +50,8 @@ SCHEMA_ID = "xwatch.snapshot/1"
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
 #: per-phase facts kept in snapshots besides the workloads
-PHASE_EXTRAS = ("xsched", "setting", "setting_values", "error", "preflight", "calibrate",
-                "captures")
+PHASE_EXTRAS = ("xsched", "mps", "setting", "setting_values", "error", "preflight", "calibrate",
+                "captures", "isolation", "repeat", "step")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 
@@ -113,6 +120,9 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "gpu": w.gpu,
         "latency_buckets_ms": [[le, n] for le, n in zip(LATENCY_BUCKETS_MS, w.buckets)],
         "latency_sum_ms": _num(w.latency_sum_ms),
+        "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist]},
+        "latency_ci_ms": {k: percentile_interval(hist_of(w), q).as_dict()
+                          for k, q in CI_PERCENTILES},
     }
 
 
@@ -308,6 +318,14 @@ def _unfinished_from(w: dict[str, Any]) -> dict[str, Any]:
             "unfinished_note": str(u.get("note") or "")}
 
 
+def _hist_from(h: Any) -> tuple[tuple[int, int], ...]:
+    """The fine histogram, if the snapshot has one of this xwatch's bucket width
+    (older snapshots have none: their intervals are then unknown, not invented)."""
+    if not isinstance(h, dict) or h.get("relative_width") != RELATIVE_WIDTH:
+        return ()
+    return tuple((int(i), int(k)) for i, k in h.get("buckets") or ())
+
+
 def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
     """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
     try:
@@ -354,7 +372,8 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     slowest=tuple((_f(t), _f(v)) for t, v in w.get("slowest") or ()),
                     gpu=w.get("gpu"),
                     buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
-                    latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0)))
+                    latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0),
+                    hist=_hist_from(w.get("latency_hist"))))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             if p.get("captures"):
                 extra["captures"] = [_capture_from(c, source) for c in p["captures"]]

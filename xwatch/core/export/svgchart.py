@@ -41,8 +41,9 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[Point]]],
                xlabel: str, ylabel: str, vlines: Sequence[tuple[float, str]] = (),
                hline: tuple[float, str] | None = None, width: int = 760, height: int = 260,
                points_only: bool = False, x_max: float | None = None,
-               y_max: float | None = None) -> str:
-    """An SVG line (or scatter) chart. NaN points break lines."""
+               y_max: float | None = None, log_y: bool = False) -> str:
+    """An SVG line (or scatter) chart. NaN points break lines. ``log_y``: a
+    logarithmic y axis over whole decades (for series 20x apart or more)."""
     left, right, top, bottom = 60, 150, 28, 40
     pw, ph = width - left - right, height - top - bottom
     xs = [x for _, pts in series for x, y in pts if math.isfinite(y)]
@@ -52,11 +53,20 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[Point]]],
     xmax = x_max if x_max is not None else _nice_max(max(xs, default=1.0))
     xmin = min(0.0, min(xs, default=0.0))
     ymax = y_max if y_max is not None else _nice_max(max(ys, default=1.0) * 1.05)
+    pos = [y for y in ys if y > 0]
+    log_y = log_y and bool(pos)
+    if log_y:
+        lo_dec = math.floor(math.log10(min(pos)))
+        hi_dec = max(lo_dec + 1, math.ceil(math.log10(max(pos))))
+        ymax = 10.0 ** hi_dec
 
     def sx(x: float) -> float:
         return left + (x - xmin) / ((xmax - xmin) or 1.0) * pw
 
     def sy(y: float) -> float:
+        if log_y:
+            frac = (math.log10(max(y, 10.0 ** lo_dec)) - lo_dec) / (hi_dec - lo_dec)
+            return top + ph - frac * ph
         return top + ph - (y / ymax) * ph
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -64,8 +74,9 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[Point]]],
            'font-family="sans-serif" font-size="11">',
            f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
            f'<text x="{left}" y="16" font-size="13" font-weight="bold">{html.escape(title)}</text>']
-    for i in range(5):
-        yv = ymax * i / 4
+    ticks = [10.0 ** d for d in range(lo_dec, hi_dec + 1)] if log_y else \
+        [ymax * i / 4 for i in range(5)]
+    for yv in ticks:
         y = sy(yv)
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" '
                    'stroke="#e5e5e5"/>')
@@ -84,6 +95,8 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[Point]]],
         out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="#555" '
                    'stroke-dasharray="4 3"/>')
         out.append(f'<text x="{x + 3:.1f}" y="{top + 10}" fill="#555">{html.escape(label)}</text>')
+    if log_y:
+        out.append(f'<text x="{left + 4}" y="{top + 12}" fill="#555">log scale</text>')
     if hline:
         y = sy(hline[0])
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" '

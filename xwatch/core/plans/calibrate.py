@@ -10,22 +10,27 @@ import argparse
 from typing import Any
 
 from xwatch.core.analysis.calibrate import high_names
+from xwatch.core.modes.base import label
 from xwatch.core.plans.headless import Step, run_plan
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
 
-def calibrate_steps(scen: Scenario) -> list[Step]:
+def calibrate_steps(scen: Scenario, mode: str = "xsched") -> list[Step]:
     high = high_names(scen)
     if len(high) == len(scen.workloads):
         raise UsageError("calibrate needs workloads of lower priority than the highest "
                          f"(every workload of {scen.name} has the same priority)")
+    name = label(mode)
     return [Step("native", label="HIGH alone, native", only=high, role="alone"),
-            Step("xsched", label="HIGH alone, XSched", only=high, role="alone"),
+            Step(mode, label=f"HIGH alone, {name}", only=high, role="alone"),
             Step("native", label="together, native", role="together"),
-            Step("xsched", label="together, XSched", role="together")]
+            Step(mode, label=f"together, {name}", role="together")]
 
 
-async def run_calibrate(scen: Scenario, args: argparse.Namespace, controller: Any) -> int:
+async def run_calibrate(scen: Scenario, args: argparse.Namespace, mode: str,
+                        xsched: Any = None, mps: Any = None,
+                        mps_unavailable: str | None = None) -> int:
     """Run the four phases; the report and the Compare tab show the decomposition."""
-    return await run_plan(scen, args, calibrate_steps(scen), controller)
+    return await run_plan(scen, args, calibrate_steps(scen, mode), xsched, mps,
+                          mps_unavailable)

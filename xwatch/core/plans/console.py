@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from xwatch.core.analysis.gpus import gpu_groups
+from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
@@ -115,6 +116,25 @@ def final_table(p: PhaseSnapshot) -> str:
             for ln in w.stderr_tail[-5:]:
                 lines.append(f"      {ln}")
     return "\n".join(lines)
+
+
+def interval_lines(p: PhaseSnapshot) -> list[str]:
+    """Each workload's P50/P95/P99 with its 95% interval (order statistics), e.g.
+    ``high: P50 4.32 [4.28, 4.37]  P95 ...  P99 13.9 [11.4, 15.0] ms``."""
+    rows = [w for w in p.workloads if w.count and w.hist]
+    if not rows:
+        return []
+    out = ["  95% intervals (order statistics; 'open': too few requests for that bound):"]
+    for w in rows:
+        h = hist_of(w)
+        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k)))}"
+                 for k, q in CI_PERCENTILES]
+        out.append(f"    {w.name}: " + "  ".join(parts) + " ms")
+    return out
+
+
+def _fmt(v: float) -> str:
+    return "{:.2f}" if v != v or v < 100 else "{:.1f}" if v < 1000 else "{:.0f}"
 
 
 def failure_reasons(p: PhaseSnapshot) -> list[str]:

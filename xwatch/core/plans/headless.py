@@ -13,8 +13,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.session import Phase, Session
-from xwatch.core.plans.console import capture_lines, failure_reasons, final_table, progress_line
+from xwatch.core.plans.console import (
+    capture_lines,
+    failure_reasons,
+    final_table,
+    interval_lines,
+    progress_line,
+)
 from xwatch.core.plans.runner import ModeBackend, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario
@@ -35,23 +42,37 @@ class Step:
     only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
     role: str | None = None  # calibrate: "alone" | "together"
 
+    @property
+    def key(self) -> str:
+        """What repeats of this step share (``analysis.verdict.step_key``)."""
+        base = f"{self.role}-{self.mode}" if self.role else self.mode
+        return f"{base} [{self.label}]" if self.label and not self.role else base
+
+
+def interleave(steps: list[Step], repeat: int) -> list[tuple[int, Step]]:
+    """``repeat`` rounds of the plan, A B A B ...: drift over time hits every step alike.
+    (round number from 1, step)."""
+    return [(k + 1, st) for k in range(max(1, repeat)) for st in steps]
+
 
 def _out(line: str) -> None:
     print(line, flush=True)
 
 
 async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str],
-                       xsched: ModeBackend | None = None) -> int:
+                       xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
+                       mps_unavailable: str | None = None) -> int:
     """Run ``modes`` back to back; return the process exit status."""
-    return await run_plan(scen, args, [Step(m) for m in modes], xsched)
+    return await run_plan(scen, args, [Step(m) for m in modes], xsched, mps, mps_unavailable)
 
 
 async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
-                   xsched: ModeBackend | None = None) -> int:
+                   xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
+                   mps_unavailable: str | None = None) -> int:
     from xwatch.core.telemetry import start_telemetry
 
     session = Session(scen, spool_max_mb=getattr(args, "spool_max_mb", 1024))
-    runner = Runner(scen, session, xsched=xsched)
+    runner = Runner(scen, session, xsched=xsched, mps=mps, mps_unavailable=mps_unavailable)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     got: list[int] = []
@@ -66,27 +87,33 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                                 getattr(args, "telemetry_interval", 0.5),
                                 getattr(args, "telemetry_proc_interval", 2.0))
     phases: list[Phase] = []
+    repeat = int(getattr(args, "repeat", 1) or 1)
+    plan = interleave(steps, repeat)
     phase_s = math.inf if getattr(args, "until_stopped", False) else scen.duration_s
     metrics = getattr(args, "metrics", None)
     publisher = asyncio.create_task(_publish(session, metrics)) if metrics is not None else None
     try:
         per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
         gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
+        reps = f" x {repeat} repeats, interleaved" if repeat > 1 else ""
         _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads"
              f"{gpus}, {per}, phases "
-             f"{' -> '.join(st.label or st.mode for st in steps)}, "
+             f"{' -> '.join(st.label or st.mode for st in steps)}{reps}, "
              f"telemetry {telemetry.backend_name}")
-        for step in steps:
+        for rnd, step in plan:
             if stop.is_set():
                 break
             if step.backend is not None:
-                runner.xsched = step.backend
-            if step.label:
-                _out(f"--- {step.mode}: {step.label}")
+                runner.backends[step.mode] = step.backend
+            if step.label or repeat > 1:
+                _out(f"--- {step.mode}: {step.label or step.mode}"
+                     + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
             phase = await _run_step(runner, session, phase_s, step, stop,
                                     getattr(args, "trace", None))
             if phase is None:
                 continue
+            phase.extra["step"] = step.key
+            phase.extra["repeat"] = rnd
             if step.label and step.role is None:
                 phase.extra["setting"] = step.label
                 phase.extra["setting_values"] = step.setting or {}
@@ -96,6 +123,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             if phase.t_measure is not None or phase.status != "failed":
                 snap = phase.snapshot(time.monotonic())
                 _out(final_table(snap))
+                for line in interval_lines(snap):
+                    _out(line)
                 for line in capture_lines(snap):
                     _out(line)
     finally:
@@ -107,7 +136,13 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             metrics.publish(session.snapshot())  # the final numbers, until the exporter stops
         for s in SIGNALS:
             loop.remove_signal_handler(s)
-    status = _verdict(phases, len(steps), got)
+    if len({st.key for st in steps}) > 1 or repeat > 1:
+        lines = answer_lines(session.snapshot())
+        if lines:
+            _out("=== answer " + "=" * 60)
+            for line in lines:
+                _out(line)
+    status = _verdict(phases, len(plan), got)
     export = getattr(args, "export", None)
     if export:
         _export(session, export)

@@ -15,46 +15,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from xwatch.core.engine.launch import build_launch
-from xwatch.core.engine.session import Phase, Session
+from xwatch.core.engine.session import ALIVE, Phase, Session, WorkloadRun
 from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
-from xwatch.errors import XschedError
+from xwatch.core.modes import isolation
+from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label
+from xwatch.errors import ModeError
 from xwatch.scenario import Scenario
 
-NATIVE, XSCHED = "native", "xsched"
-MODES = (NATIVE, XSCHED)
+__all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
 WATCH_S = 0.25
 
-
-class ModeBackend(Protocol):
-    """What a non-native mode (XSched) provides to the runner."""
-
-    async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
-        """Prepare the mode; return extra environment per workload name."""
-
-    async def leave(self, phase: Phase) -> None:
-        """Undo ``enter`` (stop daemons); must be safe to call twice."""
-
-    def kill_now(self) -> None:
-        """Synchronous emergency stop."""
-
-    def failure(self) -> str | None:
-        """Why the mode can no longer run this phase (xserver died), else None."""
+#: why a mode cannot start when no backend was configured for it
+NO_BACKEND = {
+    XSCHED: ("XSched mode needs an XSched install: pass --xsched ROOT, set XSCHED_HOME, "
+             "or set [xsched] root in the scenario"),
+    MPS: "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)",
+}
 
 
 class Runner:
     """Starts and stops phases of a scenario's workload set."""
 
     def __init__(self, scenario: Scenario, session: Session | None = None,
-                 xsched: ModeBackend | None = None, startup_timeout_s: float = 600.0) -> None:
+                 xsched: ModeBackend | None = None, startup_timeout_s: float = 600.0,
+                 mps: ModeBackend | None = None, mps_unavailable: str | None = None) -> None:
         self.scenario = scenario
         self.session = session or Session(scenario)
         self.supervisor = Supervisor()
-        self.xsched = xsched
+        #: the backend of each non-native mode (None: not configured here)
+        self.backends: dict[str, ModeBackend | None] = {XSCHED: xsched, MPS: mps}
+        self._unavailable = {MPS: mps_unavailable} if mps_unavailable else {}
         self.startup_timeout_s = startup_timeout_s
         self.phase: Phase | None = None
         self._backend: ModeBackend | None = None
@@ -62,12 +58,42 @@ class Runner:
         self._watchdog: asyncio.Task[None] | None = None
         self._failing: asyncio.Task[None] | None = None
 
+    @property
+    def xsched(self) -> ModeBackend | None:
+        return self.backends.get(XSCHED)
+
+    @xsched.setter
+    def xsched(self, backend: ModeBackend | None) -> None:
+        self.backends[XSCHED] = backend
+
     def can_run(self, mode: str) -> str | None:
         """None if ``mode`` can start, else the reason it cannot."""
-        if mode == XSCHED and self.xsched is None:
-            return ("XSched mode needs an XSched install: pass --xsched ROOT, set XSCHED_HOME, "
-                    "or set [xsched] root in the scenario")
+        if mode == NATIVE:
+            return None
+        if mode not in MODES:
+            return f"unknown mode {mode!r}: one of {', '.join(MODES)}"
+        if self.backends.get(mode) is None:
+            return self._unavailable.get(mode) or NO_BACKEND[mode]
         return None
+
+    def _install_libs(self) -> list[str]:
+        """Library folders of the configured XSched install (scrubbed elsewhere)."""
+        xs = self.backends.get(XSCHED)
+        inst = getattr(xs, "install", None)
+        return [str(inst.lib)] if inst is not None else []
+
+    def _clean_base(self, phase: Phase) -> dict[str, str]:
+        """The user's environment minus the other modes' traces; recorded."""
+        private = os.path.join(str(self.session.spool.dir), isolation.NO_MPS_DIR)
+        os.makedirs(private, exist_ok=True)
+        cleaned = isolation.clean_env(os.environ, phase.mode, self._install_libs(), private)
+        phase.extra["isolation"] = {"mode": phase.mode, "removed": cleaned.as_record(),
+                                    "mps_pipe": cleaned.env.get("CUDA_MPS_PIPE_DIRECTORY")
+                                    if phase.mode != MPS else None, "workloads": {}}
+        for r in cleaned.removed:
+            self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
+                             f"the workloads' environment: {r['why']}")
+        return cleaned.env
 
     async def start_phase(self, mode: str, only: tuple[str, ...] | None = None,
                           prefix: str | None = None) -> Phase:
@@ -77,38 +103,47 @@ class Runner:
                 await self._stop_locked(planned_end=False)
             reason = self.can_run(mode)
             if reason:
-                raise XschedError(reason, title="XSched not configured")
+                raise ModeError(reason, title=f"{label(mode)} not available")
             phase = self.session.new_phase(mode, only, prefix)
             self.phase = phase
+            base = self._clean_base(phase)
             mode_env: dict[str, dict[str, str]] = {}
-            if mode == XSCHED:
-                assert self.xsched is not None
-                self._backend = self.xsched
+            backend = self.backends.get(mode)
+            if backend is not None:
+                self._backend = backend
                 try:
-                    mode_env = await self.xsched.enter(phase)
+                    mode_env = await backend.enter(phase)
                 except Exception as e:
-                    await self.xsched.leave(phase)
+                    await backend.leave(phase)
                     self._backend = None
-                    self.session.log("xwatch", "error", f"XSched mode failed to start: {e}")
+                    self.session.log("xwatch", "error", f"{label(mode)} mode failed to start: "
+                                     f"{e}")
                     phase.extra["error"] = str(e)
                     phase.finish("failed")
                     raise
             trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
+            top = max(w.priority_value for w in self.scenario.workloads)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
-                                      **(trace if w.model is not None else {})})
+                                      **(trace if w.model is not None else {})}, base_env=base,
+                                  top=w.priority_value == top)
                      for w in self.scenario.workloads if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
             self._watchdog = asyncio.create_task(self._watch(phase))
             return phase
 
     async def _watch(self, phase: Phase) -> None:
-        """Stalls and backend health, until the phase ends."""
+        """Stalls, the isolation proof and backend health, until the phase ends."""
+        proved: set[str] = set()
         while phase.t_end is None and phase.t_stop is None:
             await asyncio.sleep(WATCH_S)
             now = time.monotonic()
             phase.check_stalls(now)
             backend = self._backend
             reason = backend.failure() if backend is not None else None
+            for run in phase.runs.values():
+                if run.spec.name not in proved and run.state in ALIVE and run.pid:
+                    proved.add(run.spec.name)
+                    reason = self._prove(phase, run) or reason
             if reason and phase.t_stop is None:
                 phase.extra["error"] = reason
                 phase.extra.setdefault("annotations", []).append(
@@ -118,6 +153,29 @@ class Runner:
                 self._failing = asyncio.create_task(
                     self.stop_phase(planned_end=False, phase=phase))
                 return
+
+    def _prove(self, phase: Phase, run: WorkloadRun) -> str | None:
+        """Read which scheduler libraries a running workload mapped; the reason the
+        phase must fail (a shim in a native or MPS phase), else None."""
+        assert run.pid is not None
+        libs = isolation.scheduler_libraries(run.pid, self._install_libs())
+        verdict = isolation.verdict(phase.mode, libs)
+        rec: dict[str, Any] = {"pid": run.pid, "verdict": verdict, "libraries": libs or [],
+                               "t": round(time.monotonic() - phase.t_start, 3)}
+        phase.extra.setdefault("isolation", {}).setdefault("workloads", {})[run.spec.name] = rec
+        backend = self._backend
+        if backend is not None:
+            backend.on_running(run, libs)
+        if verdict == "unverified":
+            self.session.log("xwatch", "warning", f"{run.spec.name}: could not read "
+                             f"/proc/{run.pid}/maps: isolation unverified")
+        if verdict != "shim-mapped" or libs is None:
+            return None
+        origin = isolation.shim_origin(run.pid, libs[0], run.spec.env)
+        rec["origin"] = origin
+        text = isolation.failure_text(phase.mode, run.spec.name, run.pid, libs, origin)
+        self.session.log("xwatch", "error", text)
+        return text
 
     def request_capture(self, seconds: float) -> dict[str, Any] | None:
         """Ask the running phase's built-in workers for ``seconds`` of kernel activity."""

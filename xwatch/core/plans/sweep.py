@@ -1,4 +1,7 @@
-"""XSched parameter sweeps: one native phase, then one XSched phase per setting.
+"""Parameter sweeps: one native phase, then one XSched (or MPS) phase per setting.
+
+XSched keys: ``low.threshold``; MPS keys: ``low.mps.active_thread_percentage``,
+``low.mps.priority`` (one mode per sweep).
 
 ``--set low.threshold=1,2,4,8 --set low.batch_size=1,1,2,4`` gives four
 settings (lists of equal length are zipped; a single value is used for every
@@ -15,9 +18,16 @@ import dataclasses
 from typing import Any
 
 from xwatch.errors import UsageError
-from xwatch.scenario import Scenario, WorkloadXsched
+from xwatch.scenario import Scenario
 
 SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
+MPS_SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
+
+
+def sweep_mode(settings: list[dict[str, dict[str, int]]]) -> str:
+    """'mps' when the settings are MPS knobs, else 'xsched'."""
+    keys = {k for s in settings for kv in s.values() for k in kv}
+    return "mps" if keys and all(k.startswith("mps.") for k in keys) else "xsched"
 
 
 def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str, int]]]:
@@ -34,9 +44,9 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
                              "(e.g. low.threshold=1,2,4,8)")
         if wl not in names:
             raise UsageError(f"--set {spec!r}: no workload {wl!r}; workloads: {', '.join(names)}")
-        if key not in SWEEP_KEYS:
+        if key not in SWEEP_KEYS + MPS_SWEEP_KEYS:
             raise UsageError(f"--set {spec!r}: key {key!r} cannot be swept; one of "
-                             + ", ".join(SWEEP_KEYS))
+                             + ", ".join(SWEEP_KEYS + MPS_SWEEP_KEYS))
         try:
             vals = [int(v) for v in rhs.split(",") if v.strip()]
         except ValueError:
@@ -44,6 +54,9 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
         if not vals:
             raise UsageError(f"--set {spec!r}: no values")
         columns.append((wl, key, vals))
+    kinds = {k.startswith("mps.") for _, k, _ in columns}
+    if len(kinds) > 1:
+        raise UsageError("a sweep varies either XSched keys or MPS keys (mps.*), not both")
     n = max(len(v) for _, _, v in columns)
     for wl, key, vals in columns:
         if len(vals) not in (1, n):
@@ -72,22 +85,32 @@ def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
     for w in scen.workloads:
         kv = s.get(w.name) or s.get(w.base_name)
         if kv:
-            xs = dataclasses.replace(w.xsched, **kv)  # type: ignore[arg-type]
-            if isinstance(xs, WorkloadXsched):
-                w = dataclasses.replace(w, xsched=xs)
+            xs: dict[str, Any] = {k: v for k, v in kv.items() if not k.startswith("mps.")}
+            mp: dict[str, Any] = {k[4:]: v for k, v in kv.items() if k.startswith("mps.")}
+            if xs:
+                w = dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **xs))
+            if mp:
+                w = dataclasses.replace(w, mps=dataclasses.replace(w.mps, **mp))
         wls.append(w)
     return dataclasses.replace(scen, workloads=tuple(wls))
 
 
-async def run_sweep(scen: Scenario, args: argparse.Namespace, controller: Any) -> int:
+async def run_sweep(scen: Scenario, args: argparse.Namespace, xsched: Any = None,
+                    mps: Any = None, mps_unavailable: str | None = None) -> int:
     """Headless sweep into one session/snapshot; returns the exit status."""
+    from xwatch.core.mps.controller import MpsController
     from xwatch.core.plans.headless import Step, run_plan
     from xwatch.core.xsched.controller import XschedController
 
     settings = parse_settings(args.set, scen)
-    steps = [Step("native")] + [
-        Step("xsched", XschedController(controller.install, apply_setting(scen, s),
-                                        poll_s=controller.poll_s,
-                                        preflight=controller.preflight), setting_label(s), s)
-        for s in settings]
-    return await run_plan(scen, args, steps, controller)
+    mode = sweep_mode(settings)
+
+    def backend(sc: Scenario) -> Any:
+        if mode == "mps":
+            return MpsController(mps.tool, sc, preflight=mps.preflight) if mps else None
+        return XschedController(xsched.install, sc, poll_s=xsched.poll_s,
+                                preflight=xsched.preflight) if xsched else None
+
+    steps = [Step("native")] + [Step(mode, backend(apply_setting(scen, s)), setting_label(s), s)
+                                for s in settings]
+    return await run_plan(scen, args, steps, xsched, mps, mps_unavailable)

@@ -22,6 +22,8 @@ from typing import Any
 
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
 from xwatch.core.xsched.engagement import (
     FAILING_VERDICTS,
@@ -67,6 +69,8 @@ class _Fails:
 
 class XschedController:
     """The XSched mode backend: xserver lifecycle, environments, polling, control."""
+
+    mode = XSCHED
 
     #: consecutive failed /xqueues polls, over at least this long, mean xserver is gone
     UNREACHABLE_POLLS = 5
@@ -160,6 +164,12 @@ class XschedController:
     def failure(self) -> str | None:
         """Why this phase cannot go on under XSched (xserver gone), else None."""
         return self._failure
+
+    def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
+        """The maps proof: a running workload without the shim mapped is not scheduled."""
+        info = self._wl_info(run.phase, run.spec.name)
+        info["shim_mapped"] = None if libraries is None else any(map(is_shim, libraries))
+        info["libraries"] = libraries or []
 
     def _fail(self, reason: str, rc: int | None = None) -> None:
         if self._failure is not None or self.phase is None:
@@ -421,7 +431,8 @@ class XschedController:
                 svc = rec.service_mean() if rec.service_n else rec.phase_moments().mean
                 expect = expected_ready_polls(rec.count, svc, self.poll_s, st.active_polls)
             status, warns = engagement(True, info["scheduler"], st, rec.count,
-                                       run.state == "running", expect, final)
+                                       run.state == "running", expect, final,
+                                       info.get("shim_mapped"))
             if status != info["status"] and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")

@@ -49,7 +49,7 @@ def expected_ready_polls(count: int, service_ms: float, poll_s: float,
 
 def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                running: bool, expected_ready: float | None = None,
-               final: bool = False) -> tuple[str, list[str]]:
+               final: bool = False, shim_mapped: bool | None = None) -> tuple[str, list[str]]:
     """(status, warnings) for one workload in one XSched phase.
 
     status: engaged | not-scheduled | no-xqueue | app-managed | local |
@@ -57,10 +57,18 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
     it, three polls with requests completing and no ready queue are enough to say
     not-scheduled; with it, that verdict waits until ``EXPECTED_READY_MIN`` ready polls
     were expected (``final``: the phase ended before that: pending, saying why).
+    ``shim_mapped``: whether the workload's processes have the shim mapped
+    (``/proc/PID/maps``; None: not read yet or unreadable); False is proof enough
+    for shim-not-loaded.
     """
     if not mode_on:
         return "native", []
     warn: list[str] = []
+    if shim_mapped is False:
+        warn.append("the shim is not loaded: no XSched shim in the process's memory map "
+                    "(/proc/PID/maps), so XSched cannot see its work (LD_PRELOAD / "
+                    "LD_LIBRARY_PATH overridden by the workload, or a static CUDA runtime)")
+        return "shim-not-loaded", warn
     if scheduler == "app-managed":
         warn.append("shim reports 'using app-managed scheduler': no cross-process priority "
                     "(XSCHED_SCHEDULER is not GLB)")

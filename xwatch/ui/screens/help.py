@@ -14,6 +14,7 @@ HELP = """\
 | key | what it does |
 |---|---|
 | `x` | stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase |
+| `m` | the same for MPS (NVIDIA): NATIVE <-> MPS under a private control daemon |
 | `r` | restart every workload in the same mode: a new phase |
 | `s` | export a snapshot (snapshot.json, events.csv.gz, report.md/html) into a timestamped folder |
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |

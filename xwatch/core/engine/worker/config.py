@@ -23,6 +23,7 @@ class WorkerConfig:
     threads: int | None = None
     stream: str = "created"
     seed: int = 0
+    stream_priority: str = "normal"  # "high": the device's greatest stream priority
     heartbeat_s: float = 1.0
 
     def to_json(self) -> str:

@@ -61,7 +61,12 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
     hb.start()
     forward, device, info = build(cfg)
     on_gpu = device.type == "cuda"
-    stream = torch.cuda.Stream(device=device) if on_gpu and cfg.stream == "created" else None
+    prio = 0
+    if on_gpu and cfg.stream == "created" and cfg.stream_priority == "high":
+        # (least, greatest); a lower number is a higher priority
+        prio = int(min(torch.cuda.Stream.priority_range()))  # type: ignore[call-arg]
+    stream = torch.cuda.Stream(device=device, priority=prio) \
+        if on_gpu and cfg.stream == "created" else None
     if on_gpu:
         def sync() -> None:
             torch.cuda.synchronize(device)
@@ -80,6 +85,8 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
         "stream": ("created" if stream is not None else "default") if on_gpu
         else f"n/a (cpu; asked {cfg.stream})",
         "stream_requested": cfg.stream,
+        "stream_priority": (f"{cfg.stream_priority} ({prio})" if stream is not None
+                            else "n/a (default stream)") if on_gpu else "n/a (cpu)",
         "threads": torch.get_num_threads(), "env": _env_report(),
         "trace": tc.dir is not None,
         **info, **device_info(torch, device),

@@ -1,0 +1,392 @@
+"""The MPS mode backend: a private control daemon per phase, each workload's client
+environment, a preflight probe, and proof that every workload really joined.
+
+Lifecycle per phase: ``enter`` makes ``<session tmp>/mps-<phase>/{pipe,log}``, starts
+``nvidia-cuda-mps-control -f`` there (its own process group, killed with xwatch
+through ``PR_SET_PDEATHSIG``), waits until it answers ``get_server_list``, runs the
+preflight (a few seconds of tiny CUDA work as a client; it must show up in
+``get_client_list``), and hands the runner every workload's client variables.
+While the phase runs, a daemon that exits fails the phase. Each running workload
+is looked up in the servers' client lists (its process or a child); one that never
+shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
+MPS without a word when it cannot reach the daemon. ``leave`` sends ``quit``, waits
+for the daemon to exit (it is not instant), then kills what is left of its group,
+and keeps the control and server logs for the snapshot.
+
+One daemon serves every GPU of a multi-GPU run: it is started without
+``CUDA_VISIBLE_DEVICES`` and each copy pins itself with ``CUDA_VISIBLE_DEVICES``.
+NVIDIA documents per-GPU daemons with the GPU's UUID in the daemon's
+``CUDA_VISIBLE_DEVICES``; with clients that also set it, torch counted GPUs the
+server did not expose and crashed (seen on the H200 pair), so xwatch does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from xwatch.core.engine.session import Phase, WorkloadRun
+from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.modes.base import MPS
+from xwatch.core.mps import control
+from xwatch.core.mps.env import client_params, mps_env
+from xwatch.errors import MpsError
+from xwatch.scenario import Scenario
+
+SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
+#: how long a running workload may take to appear in a client list
+JOIN_GRACE_S = 20.0
+LOG_KEPT = 200
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        import psutil
+
+        return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    except Exception:
+        return {pid}
+
+
+class MpsController:
+    """The MPS mode backend (see the module)."""
+
+    mode = MPS
+
+    def __init__(self, tool: str, scenario: Scenario, preflight: bool = True,
+                 start_timeout_s: float = 15.0, probe_s: float = 3.0,
+                 poll_s: float = 1.0) -> None:
+        self.tool = tool
+        self.scenario = scenario
+        self.preflight = preflight
+        self.start_timeout_s = start_timeout_s
+        self.probe_s = probe_s
+        self.poll_s = poll_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.phase: Phase | None = None
+        self.pipe_dir = ""
+        self.log_dir = ""
+        self.log: deque[str] = deque(maxlen=LOG_KEPT)
+        self._failure: str | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self._pending: dict[str, tuple[WorkloadRun, float]] = {}
+
+    # -- mode backend protocol
+    async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
+        scen = self.scenario
+        base = Path(str(phase.session.spool.dir)) / f"mps-{phase.index}"
+        self.pipe_dir, self.log_dir = str(base / "pipe"), str(base / "log")
+        os.makedirs(self.pipe_dir, exist_ok=True)
+        os.makedirs(self.log_dir, exist_ok=True)
+        top = max(w.priority_value for w in scen.workloads)
+        envs = {w.name: mps_env(w, self.pipe_dir, self.log_dir, w.priority_value == top)
+                for w in scen.workloads}
+        self.phase = phase
+        self._failure = None
+        self._pending = {}
+        self.log.clear()
+        info: dict[str, Any] = {
+            "tool": self.tool, "pipe_dir": self.pipe_dir, "log_dir": self.log_dir,
+            "daemon_cmd": [self.tool, "-f"], "daemon_pid": None, "servers": [],
+            "env": envs, "params": {w.name: client_params(w, w.priority_value == top)
+                                    for w in scen.workloads},
+            "workloads": {}, "preflight": None, "control_log": [], "server_log": [],
+            "daemon_exit": None, "changes": [],
+            "topology": "one control daemon for every GPU of the run; copies pinned with "
+                        "CUDA_VISIBLE_DEVICES",
+        }
+        phase.extra["mps"] = info
+        await self._start_daemon(info)
+        if self.preflight:
+            await self._preflight(phase, envs, info)
+        self._watch = asyncio.create_task(self._watch_loop(phase))
+        return envs
+
+    async def leave(self, phase: Phase) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watch
+            self._watch = None
+        if self.phase is phase:
+            await self._judge_pending(final=True)
+        await self._stop_daemon()
+        info = phase.extra.get("mps")
+        if info is not None:
+            info["control_log"] = self._read_log("control.log") or list(self.log)[-60:]
+            info["server_log"] = self._read_log("server.log")
+
+    def failure(self) -> str | None:
+        return self._failure
+
+    def kill_now(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, 9)
+
+    def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
+        """Queue the workload for the client-list check (done off the event loop)."""
+        self._pending[run.spec.name] = (run, time.monotonic())
+        self._wl(run.spec.name)["status"] = "pending"
+
+    # -- daemon
+    async def _start_daemon(self, info: dict[str, Any]) -> None:
+        env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
+               "CUDA_MPS_LOG_DIRECTORY": self.log_dir}
+        for k in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                  "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_CLIENT_PRIORITY"):
+            env.pop(k, None)  # the daemon serves every GPU; clients pin themselves
+        try:
+            self.proc = subprocess.Popen(
+                [self.tool, "-f"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=child_setup(15), cwd=self.log_dir)
+        except OSError as e:
+            raise MpsError(f"cannot start {self.tool} -f: {e}", title="MPS daemon did not start")
+        info["daemon_pid"] = self.proc.pid
+        self._note(f"control daemon started: {self.tool} -f (pid {self.proc.pid}), pipe "
+                   f"directory {self.pipe_dir}")
+        self._reader = asyncio.create_task(self._read_output())
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                await asyncio.sleep(0.1)
+                rc = self.proc.returncode
+                tail = " | ".join(list(self.log)[-5:]) or " | ".join(
+                    self._read_log("control.log")[-5:]) or "(empty)"
+                self.proc = None
+                raise MpsError(f"{self.tool} exited with code {rc} before it answered. "
+                               f"Log: {tail}", title="MPS daemon did not start")
+            try:
+                await asyncio.to_thread(control.command, self.tool, self.pipe_dir,
+                                        "get_server_list", 3.0)
+                break
+            except MpsError as e:
+                if time.monotonic() > deadline:
+                    await self._stop_daemon()
+                    raise MpsError(f"the MPS control daemon did not answer within "
+                                   f"{self.start_timeout_s:.0f} s: {e}",
+                                   title="MPS daemon did not start")
+                await asyncio.sleep(0.1)
+        self._note("control daemon answers")
+
+    async def _read_output(self) -> None:
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return
+        stream = proc.stdout
+        while True:
+            raw = await asyncio.to_thread(stream.readline)
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").rstrip()
+            self.log.append(line)
+            if self.phase is not None:
+                self.phase.session.log("mps", "stdout", line)
+
+    async def _stop_daemon(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(MpsError):
+                await asyncio.to_thread(control.command, self.tool, self.pipe_dir, "quit", 5.0)
+            end = time.monotonic() + 10.0  # quit is not instant (servers shut down first)
+            while proc.poll() is None and time.monotonic() < end:
+                await asyncio.sleep(0.05)
+        for sig, wait in ((15, 2.0), (9, 5.0)):
+            if proc.poll() is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
+            end = time.monotonic() + wait
+            while proc.poll() is None and time.monotonic() < end:
+                await asyncio.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, 9)  # a server left in the daemon's group
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(self._reader, 2.0)
+            self._reader = None
+        self._note(f"control daemon stopped (exit {proc.returncode})")
+
+    def _read_log(self, name: str) -> list[str]:
+        try:
+            with open(os.path.join(self.log_dir, name), errors="replace") as f:
+                return [ln.rstrip() for ln in f.readlines()[-LOG_KEPT:]]
+        except OSError:
+            return []
+
+    def _note(self, text: str, level: str = "info") -> None:
+        if self.phase is not None:
+            self.phase.session.log("xwatch", level, f"mps: {text}")
+
+    # -- evidence
+    def _wl(self, name: str) -> dict[str, Any]:
+        assert self.phase is not None
+        ws = self.phase.extra["mps"]["workloads"]
+        rec: dict[str, Any] = ws.setdefault(name, {"status": "pending", "server": None,
+                                                   "client_pids": [], "warnings": []})
+        return rec
+
+    def clients(self) -> dict[int, list[int]]:
+        """{server pid: client pids} now (blocking: call from a thread)."""
+        servers = control.pids(control.command(self.tool, self.pipe_dir, "get_server_list"))
+        return {s: control.pids(control.command(self.tool, self.pipe_dir,
+                                                f"get_client_list {s}"))
+                for s in servers}
+
+    async def _watch_loop(self, phase: Phase) -> None:
+        while True:
+            await asyncio.sleep(self.poll_s)
+            proc = self.proc
+            if proc is not None and proc.poll() is not None and self._failure is None:
+                rc = proc.returncode
+                how = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
+                self._failure = (f"the MPS control daemon (pid {proc.pid}) died ({how}) "
+                                 f"{time.monotonic() - phase.t_start:.1f} s into phase "
+                                 f"{phase.name}")
+                phase.extra["mps"]["daemon_exit"] = {
+                    "t": round(time.monotonic() - phase.t_start, 3), "returncode": rc}
+                self._note(self._failure, "error")
+                return
+            if self._pending:
+                await self._judge_pending(final=False)
+
+    async def _judge_pending(self, final: bool) -> None:
+        if not self._pending or self.phase is None:
+            return
+        try:
+            lists = await asyncio.to_thread(self.clients)
+        except MpsError as e:
+            if final:
+                for name in list(self._pending):
+                    self._wl(name)["status"] = "unverified"
+                    self._wl(name)["warnings"] = [f"client list unavailable: {e}"]
+                self._pending.clear()
+            return
+        info = self.phase.extra["mps"]
+        info["servers"] = sorted(lists)
+        now = time.monotonic()
+        for name, (run, since) in list(self._pending.items()):
+            if run.pid is None:
+                continue
+            mine = _children(run.pid)
+            server = next((s for s, cl in lists.items() if mine & set(cl)), None)
+            rec = self._wl(name)
+            if server is not None:
+                rec.update(status="in-mps", server=server,
+                           client_pids=sorted(mine & set(lists[server])), warnings=[])
+                del self._pending[name]
+                self._note(f"{name} (pid {run.pid}) is a client of MPS server {server}")
+            elif final or now - since > JOIN_GRACE_S or run.state not in ("running", "stalled"):
+                rec.update(status="not-in-mps", warnings=[
+                    f"not in MPS: pid {run.pid} is not among the clients of "
+                    f"{', '.join(map(str, lists)) or 'any server'}; CUDA ran it without MPS "
+                    "(daemon unreachable, a CUDA_MPS_PIPE_DIRECTORY of its own, or no CUDA "
+                    "work)"])
+                del self._pending[name]
+                self._note(f"{name}: {rec['warnings'][0]}", "warning")
+
+    async def _preflight(self, phase: Phase, envs: dict[str, dict[str, str]],
+                         info: dict[str, Any]) -> None:
+        """A few seconds of tiny CUDA work as a client; it must join the daemon."""
+        w = next((x for x in self.scenario.workloads if x.model is not None
+                  and x.name in phase.runs), None)
+        if w is None:
+            info["preflight"] = {"verdict": "skipped", "detail": "no built-in model workload "
+                                 "to probe (command workloads are judged by the client list)"}
+            return
+        device = w.device if w.device != "auto" else "cuda:0"
+        env = {**os.environ, **envs[w.name], "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH", "")])}
+        argv = [w.python or sys.executable, "-m", SMOKE_MODULE, device, w.stream,
+                str(self.probe_s + 2.0)]
+        t0 = time.monotonic()
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+            start_new_session=True)
+        seen: set[int] = set()
+        verdict, detail = "not-in-mps", ""
+        try:
+            assert proc.stdout is not None
+            line = await asyncio.wait_for(proc.stdout.readline(), 120.0)
+            if line:
+                for _ in range(int(self.probe_s / 0.5) + 1):
+                    try:
+                        lists = await asyncio.to_thread(self.clients)
+                    except MpsError as e:
+                        detail = str(e)
+                        break
+                    if any(proc.pid in cl for cl in lists.values()):
+                        seen.add(proc.pid)
+                        break
+                    await asyncio.sleep(0.5)
+            rc = await asyncio.wait_for(proc.wait(), 60.0)
+            err = (await proc.stderr.read()).decode(errors="replace") if proc.stderr else ""
+            if rc != 0:
+                verdict = "crashed"
+                detail = f"exit {rc}: " + (err.strip().splitlines() or [""])[-1]
+            elif seen:
+                verdict, detail = "in-mps", f"pid {proc.pid} was a client of the phase's server"
+            else:
+                detail = detail or (f"pid {proc.pid} ran its CUDA work but never appeared in "
+                                    "get_client_list: it ran outside MPS")
+        except asyncio.TimeoutError:
+            verdict, detail = "hung", "no result in time; killed"
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+                await proc.wait()
+        info["preflight"] = {"verdict": verdict, "detail": detail, "workload": w.name,
+                             "device": device, "seconds": round(time.monotonic() - t0, 2)}
+        self._note(f"preflight {verdict}: {detail}", "info" if verdict == "in-mps" else "error")
+        if verdict != "in-mps":
+            raise MpsError(f"MPS preflight {verdict}: {detail}", title="MPS preflight failed")
+
+    # -- live control
+    async def set_active_thread_percentage(self, pct: int) -> list[int]:
+        """``set_active_thread_percentage`` on every running server (new work only)."""
+        if not 1 <= pct <= 100:
+            raise MpsError(f"active thread percentage must be 1-100 (got {pct})")
+        if self.proc is None:
+            raise MpsError("MPS mode is not running")
+        servers = control.pids(await asyncio.to_thread(
+            control.command, self.tool, self.pipe_dir, "get_server_list"))
+        if not servers:
+            raise MpsError("no MPS server is running yet: nothing to change")
+        for s in servers:
+            await asyncio.to_thread(control.command, self.tool, self.pipe_dir,
+                                    f"set_active_thread_percentage {s} {pct}")
+        if self.phase is not None:
+            text = f"MPS active thread percentage -> {pct}"
+            note = {"t": round(time.monotonic() - self.phase.t_start, 3), "text": text,
+                    "servers": servers}
+            self.phase.extra.setdefault("annotations", []).append(note)
+            self.phase.extra["mps"]["changes"].append(note)
+            self._note(text)
+        return servers
+
+
+def backend_from_args(scen: Scenario, preflight: bool = True,
+                      explicit: bool = False) -> tuple[MpsController | None, str | None]:
+    """(the MPS backend, None) where MPS can run here, else (None, why not). With
+    ``explicit`` (the user asked for MPS) what stops it is a titled error instead."""
+    tool = control.find_tool()
+    try:
+        control.check_can_run(tool, control.nvml_compute_modes() if tool else None)
+    except MpsError as e:
+        if explicit:
+            raise
+        return None, str(e)
+    assert tool is not None
+    return MpsController(tool, scen, preflight=preflight), None
