@@ -124,6 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _reexec_without_shim() -> None:
+    """xwatch itself must not run with an XSched shim on its library path (seen on the
+    H100: with XSched's lib/ on LD_LIBRARY_PATH and XSCHED_SCHEDULER=GLB in the shell,
+    a library xwatch loads pulled the shim in and it aborted, looking for an xserver).
+    Start again without the shim's folders; every phase records what was removed."""
+    import json
+    import os
+
+    from xwatch.core.modes.isolation import SELF_CLEANED_ENV, clean_env
+
+    if os.environ.get(SELF_CLEANED_ENV) is not None:
+        return
+    cleaned = clean_env(os.environ, "self")
+    removed = [r for r in cleaned.removed if r["name"] in ("LD_PRELOAD", "LD_LIBRARY_PATH")]
+    if not removed:
+        return
+    env = dict(os.environ)
+    for r in removed:
+        env[r["name"]] = cleaned.env.get(r["name"], "")
+        if not env[r["name"]]:
+            del env[r["name"]]
+    env[SELF_CLEANED_ENV] = json.dumps(removed)
+    os.execve(sys.executable, [sys.executable, "-m", "xwatch", *sys.argv[1:]], env)
+
+
 def print_error(err: XwatchError) -> None:
     """A titled box; long lines wrap at word boundaries (very long words are split)."""
     width = max(len(err.title) + 4, min(100, max(len(x) for x in str(err).splitlines() or [""])))
@@ -136,6 +161,8 @@ def print_error(err: XwatchError) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        _reexec_without_shim()
     args_list = list(sys.argv[1:] if argv is None else argv)
     ap = build_parser()
     args = ap.parse_args(args_list)

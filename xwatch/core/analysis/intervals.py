@@ -11,7 +11,7 @@ Method (README "How sure a number is"):
   (regularized incomplete beta); the values at those ranks come from the same
   0.5% histogram as the estimate. With too few values for a bound (P99 needs
   n >= 299 for an upper bound) that side is open (None):
-  an upper bound for P99 needs n >= 367, for P99.9 n >= 3688.
+  an upper bound for P99 needs n >= 368, for P99.9 n >= 3688.
 - **A difference** between two phases (B - A) gets a bootstrap interval: the
   exact bootstrap distribution of each phase's nearest-rank percentile
   (a resampled quantile is <= the value at cumulative count C iff at least r

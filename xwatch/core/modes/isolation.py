@@ -28,6 +28,22 @@ SHIM_NAMES = ("libshimcuda.so", "libshimhip.so")
 DRIVER_PREFIXES = ("libcuda.so", "libamdhip64.so")
 #: folder of private, empty MPS pipe directories (non-MPS phases point CUDA there)
 NO_MPS_DIR = "no-mps"
+#: set when xwatch restarted itself without the shim on its own library path (JSON:
+#: what was removed); phases add it to their record
+SELF_CLEANED_ENV = "XWATCH_SELF_CLEANED"
+
+
+def self_cleaned(env: Mapping[str, str]) -> list[dict[str, str]]:
+    """What xwatch took off its own environment at start (see the CLI), for the record."""
+    import json
+
+    try:
+        got = json.loads(env.get(SELF_CLEANED_ENV) or "[]")
+    except ValueError:
+        return []
+    return [{"name": str(r.get("name")), "value": str(r.get("value")),
+             "why": f"{r.get('why')} (removed from xwatch's own environment at start, so "
+                    "no phase inherits it)"} for r in got if isinstance(r, dict)]
 
 
 def is_shim(path: str) -> bool:

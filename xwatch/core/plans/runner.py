@@ -87,10 +87,12 @@ class Runner:
         private = os.path.join(str(self.session.spool.dir), isolation.NO_MPS_DIR)
         os.makedirs(private, exist_ok=True)
         cleaned = isolation.clean_env(os.environ, phase.mode, self._install_libs(), private)
-        phase.extra["isolation"] = {"mode": phase.mode, "removed": cleaned.as_record(),
+        cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
+        removed = isolation.self_cleaned(os.environ) + cleaned.as_record()
+        phase.extra["isolation"] = {"mode": phase.mode, "removed": removed,
                                     "mps_pipe": cleaned.env.get("CUDA_MPS_PIPE_DIRECTORY")
                                     if phase.mode != MPS else None, "workloads": {}}
-        for r in cleaned.removed:
+        for r in removed:
             self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
                              f"the workloads' environment: {r['why']}")
         return cleaned.env
