@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 WORKLOADS = DATA / "workloads"
 PY = sys.executable
+
+# Kept dashboard sessions go to $XDG_STATE_HOME/xwatch/sessions: never the real home
+# in tests (each test that looks at them sets its own folder).
+_STATE = Path(tempfile.mkdtemp(prefix="xwatch-test-state-"))
+os.environ["XDG_STATE_HOME"] = str(_STATE)
 
 
 @pytest.fixture

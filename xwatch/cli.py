@@ -84,15 +84,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run a scenario (dashboard, or --headless)")
     _add_run_args(run)
+    run.add_argument("--no-keep", action="store_true",
+                     help="dashboard: do not keep this session in the sessions folder")
+    run.add_argument("--keep", type=int, default=20, metavar="N",
+                     help="dashboard: keep the newest N sessions (default 20)")
+    run.add_argument("--keep-max-gb", type=float, default=2.0, metavar="GB",
+                     help="dashboard: and at most this much of them (default 2)")
     run.add_argument("--mode", default="native", choices=MODES,
                      help="scheduling mode of the first phase (default native; mps: NVIDIA "
                           "Multi-Process Service under a private daemon)")
     sc = sub.add_parser("scenarios", help="list the built-in scenarios")
     sc.add_argument("--keys", action="store_true", help="print the scenario key reference")
     rp = sub.add_parser("replay", help="open the dashboard on a recorded snapshot")
-    rp.add_argument("snapshot", help="DIR or DIR/snapshot.json")
+    rp.add_argument("snapshot", help="DIR or DIR/snapshot.json, or a kept session: 'last' "
+                    "or its number in `xwatch sessions`")
     rep = sub.add_parser("report", help="write a Markdown or HTML report of a snapshot")
-    rep.add_argument("snapshot", help="DIR or DIR/snapshot.json")
+    rep.add_argument("snapshot", help="DIR or DIR/snapshot.json, or 'last' or a number from "
+                     "`xwatch sessions`")
+    ss = sub.add_parser("sessions", help="list the kept dashboard sessions (newest first)")
+    ss.add_argument("--recover", metavar="N|all",
+                    help="rebuild an interrupted session (xwatch was killed) from its "
+                         "spooled events")
     rep.add_argument("--format", choices=("md", "html"), default="md")
     rep.add_argument("--out", metavar="FILE", help="output file (default: stdout for md, "
                      "report.html next to the snapshot for html)")
@@ -212,6 +224,11 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             wl = ", ".join(f"{w.name}={w.describe()}" for w in s.workloads)
             print(f"{name:<10} {s.duration_s:>5.0f}s  {s.description}  [{wl}]")
         return 0
+    if cmd == "sessions":
+        return _sessions(args)
+    if cmd in ("report", "replay"):
+        from xwatch.core.export.sessions import resolve
+        args.snapshot = str(resolve(args.snapshot))
     if cmd == "report":
         from xwatch.core.export.report import write_report_cli
         return write_report_cli(args.snapshot, args.format, args.out)
@@ -299,13 +316,64 @@ def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # ty
                    telemetry_proc_interval=args.telemetry_proc_interval,
                    spool_max_mb=args.spool_max_mb,
                    xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=args.metrics,
+                   keep=0 if args.no_keep else max(1, args.keep),
+                   keep_max_bytes=int(args.keep_max_gb * 2**30),
                    phase_s=math.inf if args.until_stopped else None)
     try:
         app.run()
     finally:
         if app.runner is not None:  # a crash of the app must not leave workloads behind
             app.runner.kill_now()
+    _print_end(app)
     return int(app.return_code or 0)
+
+
+def _print_end(app: Any) -> None:
+    """What headless prints at the end, after the dashboard: the tables and the path."""
+    from xwatch.core.analysis.verdict import answer_lines
+    from xwatch.core.plans.console import final_table, interval_lines
+
+    snap = app.final_snap
+    if snap is None:
+        return
+    for p in snap.phases:
+        if p.measuring:
+            print(final_table(p))
+            for line in interval_lines(p):
+                print(line)
+    for line in answer_lines(snap):
+        print(line)
+    if app.kept_path is not None:
+        print(f"session kept: {app.kept_path} (`xwatch replay last`, `xwatch report last`, "
+              "`xwatch sessions`)")
+    elif app.keep_error:
+        print(f"xwatch: session not kept: {app.keep_error}", file=sys.stderr)
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    from xwatch.core.export import sessions
+
+    entries = sessions.listing()
+    if args.recover is not None:
+        lost = [(i, e) for i, e in enumerate(entries) if e.state == "interrupted"]
+        if args.recover != "all":
+            if not args.recover.isdigit() or int(args.recover) >= len(entries) or \
+                    entries[int(args.recover)].state != "interrupted":
+                raise UsageError(f"--recover {args.recover}: not an interrupted session; "
+                                 "interrupted: " + (", ".join(str(i) for i, _ in lost) or
+                                                    "none"))
+            lost = [(int(args.recover), entries[int(args.recover)])]
+        for _, e in lost:
+            print(f"recovered: {sessions.recover(e.path)}")
+        return 0
+    if not entries:
+        print(f"no sessions in {sessions.root()} yet (the dashboard keeps one when it exits)")
+        return 0
+    print(f"sessions in {sessions.root()} (newest first; `xwatch replay N`, "
+          "`xwatch report N`):")
+    for i, e in enumerate(entries):
+        print(sessions.describe(i, e))
+    return 0
 
 
 def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]

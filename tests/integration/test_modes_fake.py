@@ -122,7 +122,7 @@ def test_mps_phase_runs_its_own_daemon_and_proves_every_client(
     out = tmp_path / "out"
     f = two(tmp_path, lo_env='[workload.mps]\nactive_thread_percentage = 50\n'
                              'pinned_mem_limit = "0=2G"')
-    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--duration", "3",
+    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--duration", "4",
                    "--telemetry", "off", "--export", str(out), env=mps_env)
     assert r.returncode == 0, r.stdout + r.stderr
     ph = snap(out)["phases"][0]
@@ -150,7 +150,7 @@ def test_a_workload_outside_mps_gets_its_verdict_and_an_alert(
         tmp_path: Path, mps_env: dict[str, str]) -> None:
     out = tmp_path / "out"
     f = two(tmp_path, lo_env='[workload.mps]\nenv = { FAKE_MPS_OUTSIDE = "1" }')
-    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--duration", "3",
+    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--duration", "4",
                    "--telemetry", "off", "--export", str(out), env=mps_env)
     m = snap(out)["phases"][0]["mps"]
     assert m["workloads"]["high"]["status"] == "in-mps"

@@ -149,7 +149,8 @@ def test_cuda_shim_not_loaded_is_flagged(tmp_path: Path, install: Path) -> None:
                    str(tmp_path / "o"), timeout=60)
     doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
     info = doc["phases"][1]["xsched"]["workloads"]["high"]
-    assert info["status"] == "shim-not-loaded" and "never loaded" in info["warnings"][0]
+    assert info["status"] == "shim-not-loaded" and "not loaded" in info["warnings"][0]
+    assert "/proc/PID/maps" in info["warnings"][0]  # the proof, not only the missing log line
     assert r.returncode == 0
 
 

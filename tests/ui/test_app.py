@@ -62,6 +62,31 @@ async def wait_for(pred: Any, pilot: Any, timeout: float = 20.0) -> None:
     raise AssertionError("condition not reached")
 
 
+async def test_compare_tab_keeps_the_cursor_and_scroll_across_refreshes() -> None:
+    snap = load_snapshot(FIXTURE)
+    app = make_app(replay=snap, replay_source=str(FIXTURE))
+    async with app.run_test(size=(80, 16)) as pilot:
+        await pilot.press("2")
+        table = app.query_one(CompareTable)
+        table.focus()
+        for key in ("down",) * 13 + ("right",) * 2:
+            await pilot.press(key)
+        await pilot.pause()
+        at, scroll = table.cursor_coordinate, table.scroll_offset
+        assert at.row == 13 and scroll.y > 0
+        # a refresh that changes a value (the live phase moved on)
+        table._rows = [list(r) for r in table._rows]
+        table._rows[0][2] = "changed"
+        table.show(snap)
+        await pilot.pause()
+        assert table.cursor_coordinate == at and table.scroll_offset == scroll
+        # a refresh that rebuilds the table (a new phase adds columns)
+        table._shape = ()
+        table.show(snap)
+        await pilot.pause()
+        assert table.cursor_coordinate == at and table.scroll_offset.y == scroll.y
+
+
 async def test_replay_keys() -> None:
     app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
     notes = record_notes(app)

@@ -140,7 +140,7 @@ def test_native_scrub_removes_every_xsched_and_mps_trace_and_keeps_the_rest(
     plain = _lib(tmp_path, "plain", ("libcudnn.so",))
     conf = _lib(tmp_path, "configured", ("libpreempt.so",))
     env = {"LD_LIBRARY_PATH": f"{xs}:{plain}:{hip}:{shim_only}:{conf}",
-           "LD_PRELOAD": f"/opt/x/libshimcuda.so /usr/lib/libjemalloc.so",
+           "LD_PRELOAD": "/opt/x/libshimcuda.so /usr/lib/libjemalloc.so",
            "XSCHED_POLICY": "HPF", "XSCHED_AUTO_XQUEUE": "ON",
            "CUDA_MPS_PIPE_DIRECTORY": "/tmp/nvidia-mps", "CUDA_MPS_CLIENT_PRIORITY": "1",
            "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root"}

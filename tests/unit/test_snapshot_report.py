@@ -223,7 +223,7 @@ def test_spool_rows_fast_path_equals_row_by_row() -> None:
     import io
     import random
 
-    from xwatch.core.engine import session as sm
+    from xwatch.core.engine import spool as sm
 
     rng = random.Random(5)
     evs = [{"seq": i, "t": 30000.0 + rng.random() * 1e3, "latency_ms": rng.choice(

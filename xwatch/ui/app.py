@@ -13,6 +13,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,9 @@ class XwatchApp(App[int]):
                  telemetry_proc_interval: float = 2.0, spool_max_mb: float = 1024,
                  replay: SessionSnapshot | None = None, replay_source: str | None = None,
                  autostart: bool = True, phase_s: float | None = None,
-                 metrics: Any = None, mps: Any = None, mps_unavailable: str | None = None
-                 ) -> None:
+                 metrics: Any = None, mps: Any = None, mps_unavailable: str | None = None,
+                 keep: int = 0, keep_max_bytes: int = 2 << 30,
+                 sessions_dir: Path | None = None) -> None:
         super().__init__()
         self.replay = replay
         self.replay_source = replay_source
@@ -117,6 +119,14 @@ class XwatchApp(App[int]):
         self.xsched = xsched
         self.mps = mps
         self.mps_unavailable = mps_unavailable
+        #: keep the newest ``keep`` sessions on exit (0: --no-keep; tests and replay)
+        self.keep = keep
+        self.keep_max_bytes = keep_max_bytes
+        self.sessions_dir = sessions_dir
+        self.keep_dir: Path | None = None
+        self.kept_path: Path | None = None
+        self.keep_error: str | None = None
+        self.final_snap: SessionSnapshot | None = None
         self.paused = False
         self.quitting = False
         self._hangup = False
@@ -167,7 +177,27 @@ class XwatchApp(App[int]):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         assert self.scenario is not None
-        self.session = Session(self.scenario, spool_max_mb=self.spool_max_mb)
+        if self.keep:
+            from xwatch.core.export import sessions
+
+            try:
+                self.keep_dir = sessions.begin(self.scenario, sys.argv[:], self.sessions_dir)
+            except OSError as e:
+                self.notify(f"sessions folder not writable ({e}): this session will not be "
+                            "kept; press s to snapshot", title="Session not kept",
+                            severity="warning", timeout=15, markup=False)
+            lost = [e for e in sessions.listing(self.sessions_dir) if e.state == "interrupted"]
+            if lost:
+                self.notify(f"{len(lost)} interrupted session(s) found (xwatch was killed): "
+                            f"`xwatch sessions --recover {len(lost) and 'all'}` rebuilds them "
+                            "from their events", title="Interrupted session", timeout=20,
+                            markup=False)
+        self.session = Session(self.scenario, spool_max_mb=self.spool_max_mb,
+                               spool_dir=str(self.keep_dir) if self.keep_dir else None)
+        if self.keep_dir is not None:
+            from xwatch.core.export.sessions import phase_recorder
+
+            self.session.on_phase = phase_recorder(self.keep_dir)
         self.runner = Runner(self.scenario, self.session, xsched=self.xsched, mps=self.mps,
                              mps_unavailable=self.mps_unavailable)
         self.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
@@ -463,6 +493,17 @@ class XwatchApp(App[int]):
         self.call_from_thread(self.notify, f"{path}\n(+ events.csv.gz, report.md, report.html)",
                               title="Snapshot written", timeout=10, markup=False)
 
+    def _keep(self) -> None:
+        """Write this session into the sessions folder (on any exit but SIGKILL)."""
+        from xwatch.core.export.sessions import keep
+
+        assert self.session is not None and self.keep_dir is not None
+        try:
+            self.kept_path = keep(self.session, self.keep_dir, self.keep, self.keep_max_bytes)
+        except Exception as e:  # the events stay in the .live folder: recoverable
+            self.keep_error = f"{type(e).__name__}: {e} (events left in {self.keep_dir}; " \
+                              "`xwatch sessions --recover` rebuilds them)"
+
     def action_control(self) -> None:
         if self._not_live():
             return
@@ -513,6 +554,9 @@ class XwatchApp(App[int]):
         if self.sampler is not None:
             await asyncio.to_thread(self.sampler.stop)
         if self.session is not None:
+            self.final_snap = self.session.snapshot()
+            if self.keep_dir is not None:
+                await asyncio.to_thread(self._keep)
             self.session.close()
         if self._hangup:
             os._exit(128 + signal.SIGHUP)

@@ -4,7 +4,7 @@ The supervisor feeds it (``WorkloadRun.on_events`` and friends, all on the
 event loop's thread); readers call ``Session.snapshot()`` and get immutable
 ``SessionSnapshot`` objects: the UI's timer, the headless progress line, the
 exporter and the tests all read the same thing. Raw request events are spooled
-to a CSV file as they arrive (memory stays bounded) and copied on export.
+(``engine.spool``) as they arrive (memory stays bounded) and copied on export.
 """
 
 from __future__ import annotations
@@ -14,22 +14,18 @@ import heapq
 import itertools
 import json
 import math
-import operator
 import os
 import signal
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from xwatch.core.engine.arrivals import due_times
 from xwatch.core.engine.causes import best_cause
+from xwatch.core.engine.spool import EventSpool
 from xwatch.core.engine.stats import (
     LatencySummary,
     Moments,
@@ -56,8 +52,6 @@ STALL_FIRST_S = 10.0  # before the first request completes
 
 LOG_TAIL = 40
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
-EVENT_CSV_HEADER = ("phase", "workload", "seq", "t", "latency_ms", "service_ms",
-                    "sched_delay_ms", "late", "batch", "ok")
 
 
 def utc_now() -> str:
@@ -94,119 +88,6 @@ class ExitInfo:
         else:
             how = f"exit code {self.code}"
         return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
-
-
-_FAST_KEYS = ("seq", "t", "latency_ms", "service_ms", "sched_delay_ms", "late", "batch")
-_fast_get = operator.itemgetter(*_FAST_KEYS)
-_encode = msgspec.json.Encoder().encode
-
-
-def _cell(v: object) -> str:
-    return "" if v is None else str(v)
-
-
-def _rows_fast(prefix: str, events: list[dict[str, Any]]) -> bytes | None:
-    """CSV rows for events that carry exactly the built-in worker's seven fields, or
-    None (then the caller formats them one by one).
-
-    The hot path of the spool, once per request: the seven values of every event are
-    encoded as one JSON array of arrays by msgspec (in C, floats as shortest
-    round-trip text like Python's ``repr``), then turned into rows by a few byte
-    replacements; about a third of formatting each row with ``%``. Anything that
-    would not come out as plain numbers (strings, nulls, nested values, a missing or
-    extra field such as ``ok``) takes the slow path.
-    """
-    if not events or sum(map(len, events)) != 7 * len(events):
-        return None
-    try:
-        j = _encode(list(map(_fast_get, events)))
-    except KeyError:
-        return None
-    body = j[2:-2]  # [[a,b,...],[...]] -> a,b,...],[...
-    if b'"' in body or b"{" in body or b"null" in body or body.count(b"[") != len(events) - 1:
-        return None
-    p = prefix.encode()
-    return (p + body.replace(b",false,", b",0,").replace(b",true,", b",1,")
-            .replace(b"],[", b",1\n" + p) + b",1\n")
-
-
-class EventSpool:
-    """Every request event as a CSV row, gzip-compressed on disk (bounded memory and
-    disk).
-
-    Rows are buffered (at most ``BUFFER_BYTES`` or ``BUFFER_S``) and written as
-    independent gzip members: the file is a valid ``.csv.gz`` after every flush, so an
-    export copies it while the session runs. Past ``max_bytes`` of compressed spool,
-    further rows are dropped (counted; statistics stay exact: they never read the
-    spool) and a warning is logged once.
-    """
-
-    BUFFER_BYTES = 1 << 18
-    BUFFER_S = 2.0
-    FILE_NAME = "events.csv.gz"
-
-    def __init__(self, directory: str | None = None, max_bytes: int | None = 1 << 30,
-                 on_full: Callable[[str], None] | None = None) -> None:
-        self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="xwatch-")
-        self.dir = Path(directory or self._tmp.name)  # type: ignore[union-attr]
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / self.FILE_NAME
-        self._f = open(self.path, "wb")
-        self.max_bytes = max_bytes
-        self._on_full = on_full
-        self._buf: list[bytes] = [(",".join(EVENT_CSV_HEADER) + "\n").encode()]
-        self._buf_len = 0
-        self._buf_t = time.monotonic()
-        self.rows = 0  # rows kept (written or buffered)
-        self.dropped = 0  # rows not kept because the spool reached max_bytes
-        self.bytes_written = 0  # compressed
-
-    @property
-    def full(self) -> bool:
-        return self.max_bytes is not None and self.bytes_written >= self.max_bytes
-
-    def write_many(self, phase: int, name: str, events: list[dict[str, Any]]) -> None:
-        if self.full:
-            self.dropped += len(events)
-            return
-        prefix = f"{phase},{name},"
-        text = _rows_fast(prefix, events)
-        if text is None:  # a workload's own events: optional fields may be missing
-            text = "".join([f'{prefix}{_cell(e.get("seq"))},{_cell(e.get("t"))},'
-                            f'{e["latency_ms"]},{_cell(e.get("service_ms"))},'
-                            f'{_cell(e.get("sched_delay_ms"))},{1 if e.get("late") else 0},'
-                            f'{e.get("batch", 1)},{0 if e.get("ok") is False else 1}\n'
-                            for e in events]).encode()
-        self._buf.append(text)
-        self._buf_len += len(text)
-        self.rows += len(events)
-        if self._buf_len >= self.BUFFER_BYTES or time.monotonic() - self._buf_t >= self.BUFFER_S:
-            self.flush()
-
-    def flush(self) -> None:
-        """Write the buffered rows as one gzip member (the file stays a valid .gz)."""
-        self._buf_t = time.monotonic()
-        if not self._buf or self._f.closed:
-            return
-        data = gzip.compress(b"".join(self._buf), compresslevel=1, mtime=0)
-        self._buf.clear()
-        self._buf_len = 0
-        self._f.write(data)
-        self._f.flush()
-        self.bytes_written += len(data)
-        if self.full and self._on_full is not None:
-            cb, self._on_full = self._on_full, None  # say it once
-            cb(f"raw event spool reached {self.bytes_written / 2**20:.0f} MiB "
-               f"(--spool-max-mb): further raw events are dropped from events.csv.gz "
-               "(counted); statistics stay exact")
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self.flush()
-            self._f.close()
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 @dataclass(frozen=True)
@@ -778,6 +659,19 @@ class Session:
         self.extra: dict[str, Any] = {}  # environment, xsched, ...
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
+        #: called with every new phase (the dashboard notes it for recovery)
+        self.on_phase: Callable[[Phase], None] | None = None
+        self._scratch: str | None = None
+
+    @property
+    def scratch_dir(self) -> str:
+        """A short private temporary folder for this session's daemons (MPS pipe
+        directories hold sockets, whose paths must stay short); removed on close."""
+        if self._scratch is None:
+            import tempfile
+
+            self._scratch = tempfile.mkdtemp(prefix="xwatch-")
+        return self._scratch
 
     @property
     def trace_dir(self) -> str:
@@ -797,6 +691,8 @@ class Session:
         phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only)
         self.phases.append(phase)
         self.log("xwatch", "info", f"phase {phase.name} started")
+        if self.on_phase is not None:
+            self.on_phase(phase)
         return phase
 
     @property
@@ -830,3 +726,8 @@ class Session:
 
     def close(self) -> None:
         self.spool.close()
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

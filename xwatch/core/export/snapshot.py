@@ -329,7 +329,7 @@ def _hist_from(h: Any) -> tuple[tuple[int, int], ...]:
 def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
     """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
     try:
-        scen = _scenario_from(doc["scenario"], source)
+        scen = scenario_from_dict(doc["scenario"], source)
         phases: list[PhaseSnapshot] = []
         for p in doc["phases"]:
             wls = []
@@ -406,7 +406,7 @@ def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
     return {**c, "traces": traces}
 
 
-def _scenario_from(d: dict[str, Any], source: str) -> Any:
+def scenario_from_dict(d: dict[str, Any], source: str) -> Any:
     """Re-validate the recorded scenario (drop defaults that are None)."""
     def clean(x: Any) -> Any:
         if isinstance(x, dict):
@@ -420,11 +420,12 @@ def _scenario_from(d: dict[str, Any], source: str) -> Any:
     wls = []
     for w in data.get("workloads", []):
         w = dict(w)
-        xs = w.pop("xsched", {}) or {}
-        if not xs.get("env"):
-            xs.pop("env", None)
-        if xs:
-            w["xsched"] = xs
+        for table in ("xsched", "mps"):
+            t = w.pop(table, {}) or {}
+            if not t.get("env"):
+                t.pop("env", None)
+            if t:
+                w[table] = t
         if not w.get("env"):
             w.pop("env", None)
         if "model" in w:
@@ -435,7 +436,8 @@ def _scenario_from(d: dict[str, Any], source: str) -> Any:
                 w.pop("arrival", None)
         else:
             for k in ("input", "seq_len", "task", "dtype", "device", "arrival", "requests",
-                      "warmup", "python", "threads", "stream", "seed", "model"):
+                      "warmup", "python", "threads", "stream", "seed", "model",
+                      "stream_priority"):
                 w.pop(k, None)
         wls.append(w)
     data["workload"] = wls

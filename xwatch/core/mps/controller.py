@@ -82,7 +82,7 @@ class MpsController:
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         scen = self.scenario
-        base = Path(str(phase.session.spool.dir)) / f"mps-{phase.index}"
+        base = Path(phase.session.scratch_dir) / f"mps-{phase.index}"
         self.pipe_dir, self.log_dir = str(base / "pipe"), str(base / "log")
         os.makedirs(self.pipe_dir, exist_ok=True)
         os.makedirs(self.log_dir, exist_ok=True)

@@ -84,7 +84,7 @@ class Runner:
 
     def _clean_base(self, phase: Phase) -> dict[str, str]:
         """The user's environment minus the other modes' traces; recorded."""
-        private = os.path.join(str(self.session.spool.dir), isolation.NO_MPS_DIR)
+        private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
         os.makedirs(private, exist_ok=True)
         cleaned = isolation.clean_env(os.environ, phase.mode, self._install_libs(), private)
         cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from xwatch.core.engine.session import FAILED, RUNNING, SessionSnapshot
+from xwatch.core.analysis.intervals import hist_of, percentile_interval
+from xwatch.core.analysis.verdict import latency_change
+from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, rate
 from xwatch.ui.widgets.lines import LinePanel
 
@@ -93,15 +96,34 @@ class WorkloadTable(LinePanel):
 
 
 class CompareTable(DataTable[str]):
-    """Every finished phase side by side, with the change vs the first native phase."""
+    """Every phase side by side, with the change vs the first native phase.
+
+    Percentiles carry their 95% interval; a finished phase's change carries the
+    interval of the difference and says "~" when it is within noise (computed once
+    per finished phase, not every refresh). The table is updated cell by cell, so the
+    cursor and the scroll position stay where the user put them."""
 
     METRICS = (("P50 ms", "p50"), ("P95 ms", "p95"), ("P99 ms", "p99"), ("max ms", "max"),
                ("mean ms", "mean"), ("req/s", "rate"), ("smp/s", "sps"))
+    QS = {"p50": 50.0, "p95": 95.0, "p99": 99.0}
 
     def on_mount(self) -> None:
         self.zebra_stripes = True
         self._shape: tuple[str, ...] = ()
         self._rows: list[list[str]] = []
+        self._diffs: dict[tuple[str, str, str, str], str] = {}
+
+    def _diff(self, base: PhaseSnapshot, p: PhaseSnapshot, name: str, key: str) -> str:
+        """The change of ``key`` from ``base`` to a finished ``p``, with its interval."""
+        ck = (base.name, p.name + p.status, name, key)
+        if ck in self._diffs:
+            return self._diffs[ck]
+        q = self.QS[key]
+        c = latency_change(name, q, [base], [p])
+        out = "-" if c is None else (
+            f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]" + (" ~" if c.way == 0 else ""))
+        self._diffs[ck] = out
+        return out
 
     def show(self, snap: SessionSnapshot) -> None:
         phases = snap.phases
@@ -109,8 +131,8 @@ class CompareTable(DataTable[str]):
         base = next((p for p in phases if p.mode == "native" and p.status != "failed"),
                     phases[0] if phases else None)
 
-        def val(p: object, name: str, key: str) -> float:
-            w = p.workload(name)  # type: ignore[attr-defined]
+        def val(p: PhaseSnapshot, name: str, key: str) -> float:
+            w = p.workload(name)
             if w is None or w.count == 0:
                 return float("nan")
             if key == "rate":
@@ -119,19 +141,34 @@ class CompareTable(DataTable[str]):
                 return float(w.samples_per_s)
             return float(w.phase.get(key))
 
+        def cell(p: PhaseSnapshot, name: str, key: str) -> str:
+            v = val(p, name, key)
+            if key in ("rate", "sps"):
+                return rate(v)
+            w = p.workload(name)
+            if key in self.QS and w is not None and w.hist and v == v:
+                iv = percentile_interval(hist_of(w), self.QS[key])
+                return f"{ms(v)} [{_b(iv.lo)},{_b(iv.hi)}]"
+            return ms(v)
+
+        def change(p: PhaseSnapshot, name: str, key: str) -> str:
+            assert base is not None
+            if key in self.QS and p.ended_at is not None and base.ended_at is not None:
+                return self._diff(base, p, name, key)
+            return delta(val(base, name, key), val(p, name, key))
+
         rows: list[list[str]] = []
         if base is not None:
             for wl in snap.scenario.workloads:
                 for label, key in self.METRICS:
                     cells = [wl.name, label]
-                    cells += [(rate if key in ("rate", "sps") else ms)(val(p, wl.name, key))
-                              for p in phases]
-                    cells += [delta(val(base, wl.name, key), val(p, wl.name, key))
-                              for p in phases if p is not base]
+                    cells += [cell(p, wl.name, key) for p in phases]
+                    cells += [change(p, wl.name, key) for p in phases if p is not base]
                     rows.append(cells)
         if shape == self._shape and rows == self._rows:
             return  # nothing changed: no repaint
-        if shape != self._shape:
+        if shape != self._shape or len(rows) != len(self._rows):
+            at, scroll = self.cursor_coordinate, self.scroll_offset
             self.clear(columns=True)
             self.add_column("workload")
             self.add_column("metric")
@@ -141,8 +178,20 @@ class CompareTable(DataTable[str]):
                 if p is not base:
                     self.add_column(f"Δ {p.name}")
             self._shape = shape
-        else:
-            self.clear()
-        for cells in rows:
-            self.add_row(*cells)
+            for cells in rows:
+                self.add_row(*cells)
+            if rows:  # a new phase adds columns; the user's place stays
+                self.move_cursor(row=min(at.row, len(rows) - 1),
+                                 column=min(at.column, len(rows[0]) - 1), animate=False)
+                self.scroll_to(scroll.x, scroll.y, animate=False)
+        else:  # same shape: change only the cells that changed
+            for r, (old, new) in enumerate(zip(self._rows, rows)):
+                for c, (a, b) in enumerate(zip(old, new)):
+                    if a != b:
+                        self.update_cell_at(Coordinate(r, c), b)
         self._rows = rows
+
+
+def _b(v: float | None) -> str:
+    """A bound of an interval, short ('open' where the data give none)."""
+    return "open" if v is None or v != v else (f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}")
