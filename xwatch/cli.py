@@ -252,6 +252,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
     mps = _mps_backend(args, scen, explicit=MPS in modes)
+    _check_telemetry(getattr(args, "telemetry", "auto"))
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
@@ -281,6 +282,17 @@ def _modes(args: argparse.Namespace) -> list[str]:
         sets = " ".join(getattr(args, "set", []) or [])
         return ["native", MPS if ".mps." in sets else XSCHED]
     return [getattr(args, "mode", "native")]
+
+
+def _check_telemetry(choice: str) -> None:
+    """An explicit backend that cannot start is an error before anything starts."""
+    if choice in ("auto", "off", "host"):
+        return
+    from xwatch.core.telemetry import select_backend
+
+    backend, _, _ = select_backend(choice)  # raises TelemetryError, naming the cause
+    if backend is not None:
+        backend.close()
 
 
 def _platforms(scen: Any) -> set[str]:

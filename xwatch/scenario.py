@@ -106,6 +106,16 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     return check
 
 
+def _stall(v: Any) -> float | bool:
+    if v is False:
+        return False
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError("a number of seconds (> 0) or false")
+    if not 0 < v <= 86400:
+        raise ValueError("must be > 0 and <= 86400 seconds, or false for never")
+    return float(v)
+
+
 _MEM_LIMIT = re.compile(r"^\d+=\d+[KMG]?(,\d+=\d+[KMG]?)*$")
 
 
@@ -284,6 +294,10 @@ WORKLOAD_COMMON_KEYS: tuple[Key, ...] = (
     Key("env", "table", {}, "Extra environment variables for the process.", _str_map),
     Key("batch", "integer", 1, "Samples per request (images or sequences); samples/s = batch x req/s.",
         _int(1, 1 << 20)),
+    Key("stall_s", "number or false", "(automatic)", "Seconds without a completed request (or "
+        "a heartbeat) after which the workload is stalled and its phase fails; false: never "
+        "(a trainer writing checkpoints, a server reloading a model). Automatic: max(2 s, "
+        "20x its recent service time, 3 request gaps).", _stall),
 )
 
 WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
@@ -367,6 +381,7 @@ class Workload:
     start_delay_s: float = 0.0
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     batch: int = 1
+    stall_s: float | bool | None = None  # None: automatic; False: never stalled
     # built-in model
     model: str | None = None
     input: tuple[int, ...] = (3, 224, 224)

@@ -164,3 +164,43 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
     assert wait_gone(pids) == [] and not pid_alive(pid)
     report = (tmp_path / "o" / "report.md").read_text()
     assert "## Failures" in report and "xserver (pid" in report
+
+
+@pytest.mark.parametrize("stall, failed", [("false", False), ("0.6", True)])
+def test_stall_s_per_workload(tmp_path: Path, stall: str, failed: bool) -> None:
+    """A workload that pauses (here: stops completing after 20 requests) is a failure
+    only where the scenario says so: ``stall_s = false`` never, ``stall_s = 0.6`` fast."""
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = 3
+[[workload]]
+name = "trainer"
+priority = "high"
+stall_s = {stall}
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40", "--hang-after", "20"]
+""")
+    out = tmp_path / "o"
+    r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out))
+    doc = json.loads((out / "snapshot.json").read_text())
+    w = doc["phases"][0]["workloads"]["trainer"]
+    assert doc["scenario"]["workloads"][0]["stall_s"] == (False if stall == "false" else 0.6)
+    if failed:
+        assert r.returncode == 1 and w["stalls"], r.stdout
+        assert "stall_s 0.6 s" in w["stalls"][0]["why"] and w["stalls"][0]["bound_s"] == 0.6
+    else:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert w["stalls"] == [] and doc["phases"][0]["status"] == "done"
+
+
+def test_stall_s_rejects_true_and_nonsense(tmp_path: Path) -> None:
+    for bad in ("true", "0", "\"soon\""):
+        f = tmp_path / "s.toml"
+        f.write_text(f"""
+[[workload]]
+name = "w"
+priority = "high"
+stall_s = {bad}
+command = ["true"]
+""")
+        r = run_xwatch("run", str(f), "--headless")
+        assert r.returncode == 2 and "stall_s" in r.stderr and "false" in r.stderr, r.stderr

@@ -147,13 +147,31 @@ def test_amdsmi_backend_matches_by_bus_not_order(no_vendor: pytest.MonkeyPatch) 
     assert g1.procs[111]["mem_mib"] == 3072.0 and g1.procs[111]["cu_occupancy"] == 40
 
 
-def test_import_failure_falls_back_with_reasons(no_vendor: pytest.MonkeyPatch) -> None:
+def test_auto_falls_back_with_reasons_but_an_explicit_choice_is_an_error(
+        no_vendor: pytest.MonkeyPatch) -> None:
+    from xwatch.errors import TelemetryError
+
     no_vendor.setitem(sys.modules, "pynvml", fake_pynvml(fail_init=True))
-    b, why, rejected = select_backend("nvml")
-    assert b is not None and b.name == "host"
-    assert "fell back to host" in why
+    b, why, rejected = select_backend("auto")
+    assert b is not None and b.name == "host" and why.startswith("auto")
     assert "Driver Not Loaded" in rejected["nvml"] and "amdsmi" in rejected
+    with pytest.raises(TelemetryError) as ei:
+        select_backend("nvml")
+    assert "--telemetry nvml cannot start" in str(ei.value) and "Driver Not Loaded" in str(ei.value)
     assert select_backend("off")[0] is None
+
+
+@pytest.mark.parametrize("exc, cause", [
+    (ModuleNotFoundError("No module named 'pynvml'"), "module missing: the nvml backend needs "
+                                                       "the Python package nvidia-ml-py"),
+    (KeyError("libamd_smi.so"), "library missing"),
+    (OSError("libnvidia-ml.so.1: cannot open shared object file"), "library missing"),
+    (RuntimeError("NVML sees no GPU"), "no device"),
+])
+def test_why_a_backend_did_not_start_is_named(exc: BaseException, cause: str) -> None:
+    from xwatch.core.telemetry import why_not
+
+    assert why_not("nvml", exc).startswith(cause)
 
 
 def test_amdsmi_import_raising_keyerror(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,6 +187,11 @@ def test_amdsmi_import_raising_keyerror(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
     b, _why, rejected = select_backend("auto")
     assert b is not None and b.name == "host" and "KeyError" in rejected["amdsmi"]
+    assert rejected["amdsmi"].startswith("library missing: libamd_smi.so")
+    from xwatch.errors import TelemetryError
+
+    with pytest.raises(TelemetryError, match="library missing"):
+        select_backend("amdsmi")
 
 
 def test_host_backend_reports_our_processes() -> None:

@@ -348,7 +348,15 @@ class WorkloadRun:
 
     # ------------------------------------------------------------------ stalls
     def stall_bound(self) -> float:
-        """Seconds without a completed request after which this workload is stalled."""
+        """Seconds without a completed request after which this workload is stalled:
+        the scenario's ``stall_s`` where set, else automatic (module constants)."""
+        explicit = self.spec.stall_s
+        auto = self._auto_stall_bound()
+        if isinstance(explicit, float):  # before the first request, model loading counts
+            return explicit if self.rec.count else max(explicit, auto)
+        return auto
+
+    def _auto_stall_bound(self) -> float:
         rec = self.rec
         if rec.count == 0:
             per_iter = 0.0
@@ -371,12 +379,16 @@ class WorkloadRun:
         """Mark the workload stalled (or not); the reason when it just became stalled."""
         if self.state not in ALIVE or self.last_progress is None or self.phase.t_stop is not None:
             return None
+        if self.spec.stall_s is False:  # the scenario says: never
+            return None
         bound = self.stall_bound()
+        how = "stall_s" if isinstance(self.spec.stall_s, float) else "automatic bound"
         if now < self.capture_grace_until:
             bound = max(bound, self.capture_grace_until - self.last_progress)
         why = None
         if now - self.last_progress > bound:
-            why = f"no request completed for {now - self.last_progress:.1f} s (bound {bound:.1f} s)"
+            why = (f"no request completed for {now - self.last_progress:.1f} s ({how} "
+                   f"{bound:.1f} s; set stall_s in the scenario for workloads that pause)")
         elif self.last_heartbeat is not None and now - self.last_heartbeat > max(bound, 3.0):
             why = f"no heartbeat for {now - self.last_heartbeat:.1f} s"
         if why is None or self.state == STALLED:
@@ -385,7 +397,7 @@ class WorkloadRun:
         self.stalled_since = min(self.last_progress, self.last_heartbeat or self.last_progress) \
             if "heartbeat" in why else self.last_progress
         self.stalls.append({"since": round(self.stalled_since - self.phase.t_start, 3),
-                            "until": None, "why": why})
+                            "until": None, "why": why, "bound_s": round(bound, 3)})
         self.phase.session.log("xwatch", "warning", f"{self.spec.name}: stalled: {why}")
         return why
 

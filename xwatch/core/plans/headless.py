@@ -86,6 +86,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
                                 getattr(args, "telemetry_interval", 0.5),
                                 getattr(args, "telemetry_proc_interval", 2.0))
+    for name, why in telemetry.rejected.items():
+        _out(f"telemetry: skipped {name}: {why}")
     phases: list[Phase] = []
     repeat = int(getattr(args, "repeat", 1) or 1)
     plan = interleave(steps, repeat)

@@ -40,11 +40,36 @@ def _make(name: str) -> Backend:
     return HostBackend()
 
 
+PACKAGES = {"nvml": "nvidia-ml-py", "amdsmi": "amdsmi"}
+LIBRARIES = {"nvml": "libnvidia-ml.so.1 (the NVIDIA driver)",
+             "amdsmi": "libamd_smi.so (ROCm's amd-smi-lib)"}
+
+
+def why_not(name: str, e: BaseException) -> str:
+    """What stopped backend ``name``, in words that say what to do."""
+    text = f"{type(e).__name__}: {e}"[:300]
+    low = text.lower()
+    if isinstance(e, ImportError):
+        return (f"module missing: the {name} backend needs the Python package "
+                f"{PACKAGES.get(name, name)} (pip install {PACKAGES.get(name, name)}); {text}")
+    if (isinstance(e, KeyError) and ".so" in low) or "librarynotfound" in low or \
+            "cannot open shared object" in low or "shared library" in low or \
+            "library not found" in low:
+        return f"library missing: {LIBRARIES.get(name, 'the vendor library')} was not found; {text}"
+    if "sees no gpu" in low or "no gpu" in low or "no device" in low:
+        return f"no device: {text}"
+    return text
+
+
 def select_backend(choice: str = "auto") -> tuple[Backend | None, str, dict[str, str]]:
-    """Return (backend or None for 'off', why it was chosen, why others were not)."""
+    """Return (backend or None for 'off', why it was chosen, why others were not).
+
+    ``auto`` tries amdsmi, NVML, then the host; an explicit choice is that backend or a
+    ``TelemetryError`` naming the cause (module missing, library missing, no device):
+    never a silent fallback."""
     if choice == "off":
         return None, "telemetry turned off (--telemetry off)", {}
-    order = ORDER if choice == "auto" else (choice, *[n for n in ORDER if n != choice])
+    order = ORDER if choice == "auto" else (choice,)
     rejected: dict[str, str] = {}
     for name in order:
         backend = _make(name)
@@ -53,15 +78,17 @@ def select_backend(choice: str = "auto") -> tuple[Backend | None, str, dict[str,
         except BaseException as e:  # import errors of vendor libraries included
             if isinstance(e, KeyboardInterrupt):
                 raise
-            rejected[name] = f"{type(e).__name__}: {e}"[:300]
+            rejected[name] = why_not(name, e)
             continue
-        if choice == "auto":
-            why = f"auto: first working backend of {', '.join(ORDER)}"
-        elif name == choice:
-            why = f"asked for {choice}"
-        else:
-            why = f"asked for {choice}, which failed; fell back to {name}"
+        why = f"auto: first working backend of {', '.join(ORDER)}" if choice == "auto" \
+            else f"asked for {choice}"
         return backend, why, rejected
+    if choice != "auto":
+        from xwatch.errors import TelemetryError
+
+        raise TelemetryError(f"--telemetry {choice} cannot start: {rejected[choice]}. Use "
+                             "--telemetry auto to take whatever works, or host / off",
+                             title=f"Telemetry {choice} unavailable")
     return None, "no backend could start", rejected
 
 
