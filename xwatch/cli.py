@@ -253,6 +253,8 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         xs.install.check(_platforms(scen))
     mps = _mps_backend(args, scen, explicit=MPS in modes)
     _check_telemetry(getattr(args, "telemetry", "auto"))
+    _check_export(getattr(args, "export", None))
+    _check_devices(scen)
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
@@ -282,6 +284,53 @@ def _modes(args: argparse.Namespace) -> list[str]:
         sets = " ".join(getattr(args, "set", []) or [])
         return ["native", MPS if ".mps." in sets else XSCHED]
     return [getattr(args, "mode", "native")]
+
+
+def _check_export(directory: str | None) -> None:
+    """The export folder can be made and written: checked before anything starts, so a
+    typo never costs a run (a full disk later is handled where it happens)."""
+    if not directory:
+        return
+    import os
+    import tempfile
+    from pathlib import Path
+
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"--export {directory}: that is a file, not a folder",
+                         title="Export folder unusable")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".xwatch-probe-", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"--export {directory}: cannot write there ({e.strerror or e}); "
+                         "nothing was started", title="Export folder unusable")
+
+
+def _check_devices(scen: Any) -> None:
+    """GPUs asked for (``--gpus``, ``cuda:N``) must exist; refused before anything
+    starts. Where the count cannot be read, the workloads find out themselves."""
+    from xwatch.core.telemetry.devices import gpu_count
+
+    wanted = sorted({int(w.device.split(":")[1]) for w in scen.workloads
+                     if w.model is not None and w.gpu is None and w.device.startswith("cuda:")})
+    gpus = sorted(set(scen.gpus))
+    if not wanted and not gpus:
+        return
+    n, how = gpu_count()
+    if n is None:
+        return
+    asked = ", ".join([*(f"--gpus {','.join(map(str, gpus))}" for _ in [0] if gpus),
+                       *(f"device cuda:{i}" for i in wanted)])
+    if n == 0:
+        raise UsageError(f"{asked}: this machine has no GPU ({how}); run on the CPU with "
+                         "--device cpu, or where the GPUs are", title="No such GPU")
+    bad = [i for i in [*gpus, *wanted] if i >= n]
+    if bad:
+        raise UsageError(f"{asked}: GPU {bad[0]} does not exist; this machine has {n} "
+                         f"(0-{n - 1}; {how})", title="No such GPU")
 
 
 def _check_telemetry(choice: str) -> None:

@@ -126,7 +126,8 @@ def test_port_in_use_fails_before_anything_starts(scenario_file) -> None:  # typ
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        r = run_xwatch("run", str(f), "--headless", "--metrics-port", str(port), timeout=60)
+        r = run_xwatch("run", str(f), "--headless", "--metrics-port", str(port), timeout=60,
+                       env={"PYTHONPATH": FAKE_NVML})  # a machine with the two GPUs asked for
     assert r.returncode == 2, r.stdout + r.stderr
     assert "METRICS PORT UNAVAILABLE" in r.stderr and "in use" in r.stderr
     assert "phase" not in r.stdout  # nothing ran

@@ -277,8 +277,9 @@ def test_sweep_survives_a_crashing_setting(tmp_path: Path, install: Path) -> Non
 def test_compare_on_two_gpus_one_xserver_for_every_copy(tmp_path: Path, install: Path) -> None:
     """--gpus 0,1: four copies, each pinned, each with its priority's XSched env, all
     scheduled by one xserver; engagement per copy; per-GPU sections for both phases."""
+    fake_nvml = str(ROOT / "tests" / "data" / "fake_nvml")  # a machine with two GPUs
     r = run_xwatch("compare", str(scen(tmp_path)), "--xsched", str(install), "--gpus", "0,1",
-                   "--export", str(tmp_path / "o"), timeout=120)
+                   "--export", str(tmp_path / "o"), timeout=120, env={"PYTHONPATH": fake_nvml})
     # low's queues are never ready (FAKE_XQUEUE_READY=never): not-scheduled, still exit 0
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())

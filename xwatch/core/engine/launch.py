@@ -20,6 +20,10 @@ from xwatch.core.engine.worker import CONFIG_ENV
 from xwatch.core.engine.worker.config import WorkerConfig
 from xwatch.scenario import Workload
 
+#: Set in every workload's environment to xwatch's pid: processes a workload leaves
+#: behind (a daemonized child that left its process group) are found by it at stop.
+OWNER_ENV = "XWATCH_OWNER"
+
 #: Where ``import xwatch`` resolves from: put first on the worker's PYTHONPATH
 #: so that another interpreter (``python = ...``) finds the worker code.
 PACKAGE_PARENT = str(Path(xwatch.__file__).resolve().parent.parent)
@@ -77,6 +81,7 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         argv = w.command
         cwd = w.cwd
     put("PYTHONUNBUFFERED", "1")
+    put(OWNER_ENV, str(os.getpid()))  # marks every descendant: none may outlive the phase
     for k, v in w.env.items():
         put(k, v)
     for k, v in (mode_env or {}).items():

@@ -141,6 +141,8 @@ class WorkloadSnapshot:
     #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
     buckets: tuple[int, ...] = ()
     latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
+    #: seconds into the phase at which it closed its event pipe while still running
+    pipe_closed_at: float | None = None
     #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
     #: unfinished waits included): (bucket index, count), ascending; intervals and
     #: pooled repeats are computed from it
@@ -211,6 +213,7 @@ class WorkloadRun:
                             slo.latency_ms if slo and slo.workload in (spec.name, spec.base_name)
                             else None)
         self.stop_requested = False
+        self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
         self.last_progress: float | None = None  # last counted request (or ready)
@@ -502,7 +505,7 @@ class WorkloadRun:
             slowest=tuple(sorted(((round(t - self.phase.t_start, 4), lat)
                                   for lat, t in self.slowest), key=lambda x: -x[1])),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
-            hist=tuple(moments.hist.items()),
+            hist=tuple(moments.hist.items()), pipe_closed_at=self.pipe_closed_at,
         )
 
 
@@ -592,6 +595,20 @@ class Phase:
     def on_ready(self, t0: float) -> None:
         if self.t_measure is None or t0 < self.t_measure:
             self.t_measure = t0
+
+    def excuse_pause(self, gap: float) -> None:
+        """xwatch itself did not run for ``gap`` seconds (SIGSTOP, a starved host): the
+        workloads' stall clocks move on by as much, so none is blamed for it."""
+        for r in self.runs.values():
+            if r.last_progress is not None:
+                r.last_progress += gap
+            if r.last_heartbeat is not None:
+                r.last_heartbeat += gap
+        self.extra.setdefault("annotations", []).append(
+            {"t": round(time.monotonic() - self.t_start, 3), "kind": "observer",
+             "text": f"xwatch itself did not run for {gap:.1f} s"})
+        self.session.log("xwatch", "warning", f"xwatch itself did not run for {gap:.1f} s "
+                         "(stopped or starved): no workload is called stalled for that time")
 
     def check_stalls(self, now: float) -> list[tuple[WorkloadRun, str]]:
         """Update every workload's stalled state; the ones that just stalled."""
@@ -725,7 +742,7 @@ class Session:
         extra = _freeze_extra(self.extra)
         extra["created_at"] = self.created_at
         sp = self.spool
-        extra["spool"] = {"rows_kept": sp.rows, "rows_dropped": sp.dropped,
+        extra["spool"] = {"rows_kept": sp.rows, "rows_dropped": sp.dropped, "failed": sp.failed,
                           "compressed_bytes": sp.bytes_written, "max_bytes": sp.max_bytes}
         if self.telemetry is not None:
             extra["telemetry"] = self.telemetry.export(telemetry_last)

@@ -85,12 +85,15 @@ class EventSpool:
         self._buf_len = 0
         self._buf_t = time.monotonic()
         self.rows = 0  # rows kept (written or buffered)
-        self.dropped = 0  # rows not kept because the spool reached max_bytes
+        self.dropped = 0  # rows not kept: the spool reached max_bytes, or its disk failed
         self.bytes_written = 0  # compressed
+        self.failed: str | None = None  # the write error that stopped the spool (disk full)
+        self._rows_buffered = 0
 
     @property
     def full(self) -> bool:
-        return self.max_bytes is not None and self.bytes_written >= self.max_bytes
+        return self.failed is not None or (self.max_bytes is not None
+                                           and self.bytes_written >= self.max_bytes)
 
     def write_many(self, phase: int, name: str, events: list[dict[str, Any]]) -> None:
         if self.full:
@@ -107,6 +110,7 @@ class EventSpool:
         self._buf.append(text)
         self._buf_len += len(text)
         self.rows += len(events)
+        self._rows_buffered += len(events)
         if self._buf_len >= self.BUFFER_BYTES or time.monotonic() - self._buf_t >= self.BUFFER_S:
             self.flush()
 
@@ -118,8 +122,19 @@ class EventSpool:
         data = gzip.compress(b"".join(self._buf), compresslevel=1, mtime=0)
         self._buf.clear()
         self._buf_len = 0
-        self._f.write(data)
-        self._f.flush()
+        rows, self._rows_buffered = self._rows_buffered, 0
+        try:
+            self._f.write(data)
+            self._f.flush()
+        except OSError as e:  # disk full (ENOSPC), quota, I/O error: the run goes on
+            self.failed = f"{type(e).__name__}: {e}"
+            self.rows -= rows
+            self.dropped += rows
+            if self._on_full is not None:
+                cb, self._on_full = self._on_full, None
+                cb(f"raw event spool could not be written ({self.failed}): raw events are "
+                   "dropped from events.csv.gz from here on (counted); statistics stay exact")
+            return
         self.bytes_written += len(data)
         if self.full and self._on_full is not None:
             cb, self._on_full = self._on_full, None  # say it once

@@ -62,6 +62,7 @@ def _kill_leftovers() -> None:
     """Last line of defence when xwatch exits without a clean stop."""
     for mp in list(_LIVE_GROUPS):
         mp.kill_now()
+    kill_strays()
 
 
 PIPE_BYTES = 1 << 20  # event pipes are grown to this (Linux's default cap for a user)
@@ -149,6 +150,12 @@ class _EventPipe(asyncio.Protocol):
         self._deliver(self.parser.close())
         if not self.closed.done():
             self.closed.set_result(None)
+        proc, run = self.mp.proc, self.mp.run
+        if proc is not None and proc.returncode is None and not run.stop_requested:
+            run.pipe_closed_at = round(time.monotonic() - run.phase.t_start, 3)
+            run.phase.session.log("xwatch", "warning", f"{run.spec.name}: closed its event "
+                                  f"pipe (XWATCH_EVENT_FD) {run.pipe_closed_at:.1f} s into the "
+                                  "phase while still running: no further request can be seen")
 
 
 def next_window(nbytes: int, elapsed_s: float, capacity: int, lo: float, hi: float) -> float:
@@ -186,6 +193,7 @@ class ManagedProcess:
         self.pgid: int | None = None
         self.done = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
+        self._waiter: asyncio.Future[int] | None = None  # proc.wait(), started once
         self._regex = re.compile(spec.regex) if spec.regex else None
         self._planned_end = False
 
@@ -262,9 +270,26 @@ class ManagedProcess:
             except Exception as e:
                 run.phase.session.log("xwatch", "error", f"{run.spec.name}: log handling: {e!r}")
 
+    async def _wait_exit(self, timeout: float | None = None) -> int | None:
+        """The exit status once the process has exited (None: still running after
+        ``timeout``). ``Process.wait()`` alone also waits for stdout/stderr to close,
+        which never happens while a child the workload left behind holds them: the
+        return code is looked at twice a second too."""
+        assert self.proc is not None
+        end = None if timeout is None else time.monotonic() + timeout
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self.proc.wait())
+        while self.proc.returncode is None:
+            left = 0.5 if end is None else min(0.5, end - time.monotonic())
+            if left <= 0:
+                return None
+            await asyncio.wait({self._waiter}, timeout=left)
+        return self.proc.returncode
+
     async def _watch(self, proto: _EventPipe) -> None:
         assert self.proc is not None
-        rc = await self.proc.wait()
+        rc = await self._wait_exit()
+        assert rc is not None
         # the pipes close when the child exits; give readers a moment to drain
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(proto.closed, *self._tasks[:2]), timeout=2.0)
@@ -294,8 +319,7 @@ class ManagedProcess:
             if self.proc.returncode is not None:
                 break
             self._signal_group(sig)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), timeout=wait)
+            await self._wait_exit(wait)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.done.wait(), timeout=5.0)
 
@@ -341,7 +365,8 @@ class Supervisor:
                 await mp.done.wait()
 
     async def stop(self, planned_end: bool = False) -> None:
-        """Stop every workload of the current phase (in parallel)."""
+        """Stop every workload of the current phase (in parallel), then whatever they
+        left behind outside their process groups."""
         for t in self._starters:
             t.cancel()
         for mp in self.procs.values():
@@ -350,11 +375,58 @@ class Supervisor:
                 mp.run.state = STOPPED
         await asyncio.gather(*(mp.stop(planned_end, self.grace) for mp in self.procs.values()),
                              return_exceptions=True)
+        strays = await asyncio.to_thread(kill_strays)
+        if strays and self.phase is not None:
+            self.phase.session.log("xwatch", "warning", "killed process(es) a workload left "
+                                   "behind outside its process group: " + "; ".join(strays))
 
     def kill_now(self) -> None:
         for mp in self.procs.values():
             mp.kill_now()
+        kill_strays()
 
     @property
     def failed(self) -> list[WorkloadRun]:
         return [mp.run for mp in self.procs.values() if mp.run.state == FAILED]
+
+
+def _xwatch_alive(pid_text: str) -> bool:
+    """Whether the process that marked one (``XWATCH_OWNER``) still runs (any process
+    of that pid: a live owner's workloads are never touched)."""
+    import psutil
+
+    try:
+        return bool(psutil.pid_exists(int(pid_text)))
+    except ValueError:
+        return True
+
+
+def kill_strays(owner: int | None = None) -> list[str]:
+    """SIGKILL every process marked as started under this xwatch (``XWATCH_OWNER`` in
+    its environment: workloads and everything they started, daemonized children that
+    left the group included); 'pid command' of each."""
+    from xwatch.core.engine.launch import OWNER_ENV
+
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover
+        return []
+    mark = str(owner or os.getpid())
+    me = os.getpid()
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        if p.pid == me:
+            continue
+        try:
+            got = p.environ().get(OWNER_ENV)
+            if got is None:
+                continue
+            if got != mark and (owner is not None or _xwatch_alive(got)):
+                continue  # another xwatch's, still running (a dead one's strays go too)
+            cmd = " ".join(p.cmdline())[:120]
+            p.kill()
+            out.append(f"{p.pid} {cmd}")
+        except (psutil.Error, OSError):
+            continue
+    return out
+

@@ -120,6 +120,7 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "gpu": w.gpu,
         "latency_buckets_ms": [[le, n] for le, n in zip(LATENCY_BUCKETS_MS, w.buckets)],
         "latency_sum_ms": _num(w.latency_sum_ms),
+        "pipe_closed_at": w.pipe_closed_at,
         "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist]},
         "latency_ci_ms": {k: percentile_interval(hist_of(w), q).as_dict()
                           for k, q in CI_PERCENTILES},
@@ -373,7 +374,8 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     gpu=w.get("gpu"),
                     buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
                     latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0),
-                    hist=_hist_from(w.get("latency_hist"))))
+                    hist=_hist_from(w.get("latency_hist")),
+                    pipe_closed_at=w.get("pipe_closed_at")))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             if p.get("captures"):
                 extra["captures"] = [_capture_from(c, source) for c in p["captures"]]

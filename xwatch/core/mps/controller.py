@@ -78,6 +78,7 @@ class MpsController:
         self._reader: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[WorkloadRun, float]] = {}
+        self._hung = False  # it stopped answering: no quit, straight to SIGKILL
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -196,13 +197,14 @@ class MpsController:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        if proc.poll() is None:
+        hung, self._hung = self._hung, False
+        if proc.poll() is None and not hung:
             with contextlib.suppress(MpsError):
                 await asyncio.to_thread(control.command, self.tool, self.pipe_dir, "quit", 5.0)
             end = time.monotonic() + 10.0  # quit is not instant (servers shut down first)
             while proc.poll() is None and time.monotonic() < end:
                 await asyncio.sleep(0.05)
-        for sig, wait in ((15, 2.0), (9, 5.0)):
+        for sig, wait in (((9, 5.0),) if hung else ((15, 2.0), (9, 5.0))):
             if proc.poll() is not None:
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -244,9 +246,31 @@ class MpsController:
                                                 f"get_client_list {s}"))
                 for s in servers}
 
+    #: the daemon is asked every poll whether it answers; this long without an answer
+    #: (a hung daemon: clients would wait on it) fails the phase
+    UNANSWERED_S = 6.0
+
     async def _watch_loop(self, phase: Phase) -> None:
+        silent_since: float | None = None
         while True:
             await asyncio.sleep(self.poll_s)
+            try:
+                await asyncio.to_thread(control.command, self.tool, self.pipe_dir,
+                                        "get_server_list", 3.0)
+                silent_since = None
+            except MpsError as e:
+                now = time.monotonic()
+                if silent_since is None:
+                    silent_since = now
+                    self._note(f"control daemon did not answer: {e}", "warning")
+                elif now - silent_since >= self.UNANSWERED_S and self._failure is None and \
+                        self.proc is not None and self.proc.poll() is None:
+                    self._hung = True
+                    self._failure = (f"the MPS control daemon (pid {self.proc.pid}) has not "
+                                     f"answered for {now - silent_since:.1f} s "
+                                     f"({now - phase.t_start:.1f} s into phase {phase.name})")
+                    self._note(self._failure, "error")
+                    return
             proc = self.proc
             if proc is not None and proc.poll() is not None and self._failure is None:
                 rc = proc.returncode

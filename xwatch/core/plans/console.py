@@ -140,6 +140,7 @@ def _fmt(v: float) -> str:
 def failure_reasons(p: PhaseSnapshot) -> list[str]:
     """One line per workload that did not run to the end of the phase."""
     out = []
+    others_measured = any(x.count for x in p.workloads)
     for w in p.workloads:
         if w.exit is None:
             if w.state not in ("running",):
@@ -147,6 +148,10 @@ def failure_reasons(p: PhaseSnapshot) -> list[str]:
             continue
         if not w.exit.ran_to_end:
             out.append(f"{w.name}: {w.exit.describe()}")
+        elif w.count == 0 and w.errors == 0 and others_measured and w.state != "finished":
+            why = f"closed its event pipe {w.pipe_closed_at:.1f} s into the phase" \
+                if w.pipe_closed_at is not None else "no event arrived"
+            out.append(f"{w.name}: measured nothing while the others ran ({why})")
     return out
 
 

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xwatch.core.analysis.verdict import answer_lines
@@ -146,8 +147,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 _out(line)
     status = _verdict(phases, len(plan), got)
     export = getattr(args, "export", None)
-    if export:
-        _export(session, export)
+    if export and not _export(session, export):
+        status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
     session.close()
     return status
 
@@ -190,17 +191,61 @@ async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step
         return None
 
 
-def _export(session: Session, directory: str) -> None:
-    from xwatch.core.export.report import write_reports
+def _export(session: Session, directory: str) -> bool:
+    """Write the snapshot and reports; True when everything asked for was written.
+    A snapshot that cannot be written where asked goes to a safe place instead, and
+    the message says where: what was measured is never lost."""
     from xwatch.core.export.snapshot import write_snapshot
 
-    path = write_snapshot(session, directory)
+    try:
+        path = write_snapshot(session, directory)
+    except OSError as e:
+        print(f"xwatch: snapshot not written to {directory}: {e}", file=sys.stderr, flush=True)
+        safe = _safe_place(session)
+        try:
+            path = write_snapshot(session, safe)
+        except OSError as e2:
+            print(f"xwatch: and not to {safe} either: {e2}", file=sys.stderr)
+            return False
+        print(f"xwatch: snapshot saved instead to {path} (nothing measured is lost)",
+              file=sys.stderr)
+        _reports(path)
+        return False
     _out(f"snapshot: {path}")
+    return _reports(path)
+
+
+def _reports(path: Any) -> bool:
+    from xwatch.core.export.report import write_reports
+
     try:
         for p in write_reports(path):
             _out(f"report: {p}")
+        return True
     except Exception as e:  # a report problem never loses the snapshot
         print(f"xwatch: report not written: {e}", file=sys.stderr)
+        return False
+
+
+def _safe_place(session: Session) -> str:
+    """Where a snapshot goes when the asked-for folder fails: the sessions folder,
+    else the temporary folder."""
+    import tempfile
+    from datetime import datetime
+
+    from xwatch.core.export.sessions import root
+
+    name = f"{datetime.now():%Y%m%d-%H%M%S}-{session.scenario.name}-unsaved"
+    for base in (root(), Path(tempfile.gettempdir())):
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / f".{name}.probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+            return str(base / name)
+        except OSError:
+            continue
+    return str(Path(tempfile.gettempdir()) / name)
 
 
 def _verdict(phases: list[Phase], planned: int, got: list[int]) -> int:

@@ -30,6 +30,8 @@ from xwatch.scenario import Scenario
 
 __all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
 WATCH_S = 0.25
+#: a watchdog tick this much later than planned means xwatch itself did not run
+PAUSE_S = 1.0
 
 #: why a mode cannot start when no backend was configured for it
 NO_BACKEND = {
@@ -136,9 +138,14 @@ class Runner:
     async def _watch(self, phase: Phase) -> None:
         """Stalls, the isolation proof and backend health, until the phase ends."""
         proved: set[str] = set()
+        last = time.monotonic()
         while phase.t_end is None and phase.t_stop is None:
             await asyncio.sleep(WATCH_S)
             now = time.monotonic()
+            gap, last = now - last - WATCH_S, now
+            if gap > PAUSE_S:  # xwatch itself was stopped (SIGSTOP) or starved
+                phase.excuse_pause(gap)
+                continue  # the pipes are read on this loop: judge after they were
             phase.check_stalls(now)
             backend = self._backend
             reason = backend.failure() if backend is not None else None

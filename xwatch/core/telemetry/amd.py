@@ -15,6 +15,25 @@ from xwatch.core.engine.pci import parse_bus_id
 from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na
 
 
+def import_amdsmi() -> Any:
+    """``import amdsmi`` without its chatter: on a machine without ROCm the package
+    prints where it looked for ``libamd_smi.so`` and then raises; the printout is
+    kept in the exception instead of reaching the user's terminal."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            import amdsmi
+    except BaseException as e:
+        said = " ".join(out.getvalue().split())
+        if said and isinstance(e, Exception):
+            e.args = (*e.args, said)
+        raise
+    return amdsmi
+
+
 class AmdSmiBackend(Backend):
     name = "amdsmi"
 
@@ -23,8 +42,7 @@ class AmdSmiBackend(Backend):
         self.handles: list[tuple[int, Any, str, str | None]] = []
 
     def open(self) -> None:
-        import amdsmi
-
+        amdsmi = import_amdsmi()
         self.a = amdsmi
         amdsmi.amdsmi_init()
         handles = amdsmi.amdsmi_get_processor_handles()

@@ -1,0 +1,250 @@
+"""Faults during a run never lose what was measured and leave nothing running:
+a full disk at export and while spooling, xwatch itself stopped for 10 s,
+workloads that daemonize, close their event pipe or flood it, and a hung MPS
+daemon."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import DATA, PY, ROOT, WORKLOADS, run_xwatch
+from tests.helpers.fake_mps import make_tool
+from tests.helpers.procs import wait_gone
+
+
+def two(tmp_path: Path, duration: float = 2, hi: str = "", lo: str = "") -> Path:
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = {duration}
+[[workload]]
+name = "high"
+priority = "high"
+command = {hi or f'["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]'}
+[[workload]]
+name = "low"
+priority = "low"
+command = {lo or f'["{PY}", "{WORKLOADS}/pipe_producer.py", "20"]'}
+""")
+    return f
+
+
+def marked(owner: int) -> list[int]:
+    """Live processes carrying XWATCH_OWNER=owner."""
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if p.environ().get("XWATCH_OWNER") == str(owner) and \
+                    p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+# ------------------------------------------------------------ disk full
+def test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero(
+        tmp_path: Path) -> None:
+    """ENOSPC from the target folder (simulated in process: mounting a small tmpfs is
+    not allowed everywhere): the snapshot lands in the sessions folder, the message
+    says where, the exit is non-zero."""
+    import argparse
+    import asyncio
+
+    from xwatch.core.export import snapshot as snapmod
+    from xwatch.core.plans import headless
+    from xwatch.scenario import load_scenario
+
+    target = tmp_path / "full"
+    real = snapmod.write_export
+
+    def full_disk(prep, directory):  # type: ignore[no-untyped-def]
+        if Path(directory) == target:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(prep, directory)
+
+    state = tmp_path / "state"
+    os.environ["XDG_STATE_HOME"] = str(state)
+    scen = load_scenario(str(two(tmp_path)))
+    args = argparse.Namespace(export=str(target), telemetry="off", spool_max_mb=64)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(snapmod, "write_export", full_disk)
+    try:
+        rc = asyncio.run(headless.run_headless(scen, args, ["native"]))
+    finally:
+        mp.undo()
+    assert rc == 1
+    saved = list((state / "xwatch" / "sessions").glob("*-unsaved"))
+    assert len(saved) == 1, saved
+    doc = json.loads((saved[0] / "snapshot.json").read_text())
+    assert doc["phases"][0]["workloads"]["high"]["count"] > 40
+
+
+def test_disk_full_on_a_real_tmpfs_is_a_non_zero_exit(tmp_path: Path) -> None:
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("mounting a tmpfs is not allowed here (the in-process test covers it)")
+    try:
+        (mnt / "filler").write_bytes(b"x" * 60_000)
+        out = run_xwatch("run", str(two(tmp_path)), "--headless", "--telemetry", "off",
+                         "--export", str(mnt / "out"),
+                         env={"XDG_STATE_HOME": str(tmp_path / "state")})
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "No space left on device" in out.stderr
+        assert "snapshot saved instead to" in out.stderr
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_disk_full_while_spooling_keeps_the_statistics_exact(tmp_path: Path) -> None:
+    from xwatch.core.engine.spool import EventSpool
+
+    warnings: list[str] = []
+    sp = EventSpool(str(tmp_path), on_full=warnings.append)
+
+    class FullDisk:
+        closed = False
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def flush(self) -> None:
+            pass
+
+        def close(self) -> None:
+            self.closed = True
+
+    sp._f.close()
+    sp._f = FullDisk()  # type: ignore[assignment]
+    ev = [{"seq": i, "t": 1.0 + i, "latency_ms": 2.0, "service_ms": 1.0,
+           "sched_delay_ms": 0.0, "late": False, "batch": 1} for i in range(100)]
+    sp.write_many(0, "w", ev)
+    sp.flush()
+    sp.write_many(0, "w", ev)
+    assert sp.failed and "No space left" in sp.failed
+    assert sp.dropped == 200 and sp.rows == 0
+    assert len(warnings) == 1 and "statistics stay exact" in warnings[0]
+    sp.close()
+
+
+# ------------------------------------------------------------ xwatch itself stopped
+def test_xwatch_stopped_for_10_s_does_not_blame_the_workloads(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=16)),
+                          "--headless", "--telemetry", "off", "--export", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    time.sleep(4)
+    p.send_signal(signal.SIGSTOP)
+    time.sleep(10)
+    p.send_signal(signal.SIGCONT)
+    text, _ = p.communicate(timeout=90)
+    assert p.returncode == 0, text
+    doc = json.loads((out / "snapshot.json").read_text())
+    ph = doc["phases"][0]
+    assert ph["status"] == "done"
+    assert all(not w["stalls"] for w in ph["workloads"].values())
+    assert any("xwatch itself did not run" in m["text"] for m in doc["messages"])
+    # nothing measured was lost: ~40/s for the whole phase, the paused time included
+    assert ph["workloads"]["high"]["count"] >= 40 * 14
+
+
+# ------------------------------------------------------------ workloads that misbehave
+#: starts a child in a session of its own (it leaves the workload's process group and
+#: would outlive it), then becomes the event producer
+DAEMONIZING = (f'["{PY}", "-c", "import subprocess, os, sys; subprocess.Popen([sys.executable, '
+               f'\'-c\', \'import time; time.sleep(300)\'], start_new_session=True); '
+               f'os.execv(sys.executable, [sys.executable, \'{WORKLOADS}/pipe_producer.py\', '
+               f'\'20\'])"]')
+def test_a_workload_that_daemonizes_leaves_nothing_behind(tmp_path: Path) -> None:
+    p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=3, lo=DAEMONIZING)),
+                          "--headless", "--telemetry", "off"], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    time.sleep(2.5)
+    during = marked(p.pid)
+    text, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, text
+    assert len(during) >= 3  # high, low and the daemon that left the group
+    assert wait_gone(during, 10) == [], during
+
+
+def test_stray_of_a_killed_xwatch_is_swept_by_the_next_one(tmp_path: Path) -> None:
+    p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=30, lo=DAEMONIZING)),
+                          "--headless", "--telemetry", "off"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, cwd=ROOT)
+    time.sleep(3)
+    during = marked(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    time.sleep(1)
+    left = [x for x in during if psutil.pid_exists(x) and
+            psutil.Process(x).status() != psutil.STATUS_ZOMBIE]
+    r = run_xwatch("run", str(two(tmp_path, duration=1)), "--headless", "--telemetry", "off")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert wait_gone(left, 10) == [], left
+
+
+def test_a_workload_that_closes_its_event_pipe_at_once(tmp_path: Path) -> None:
+    lo = (f'["{PY}", "-c", "import os,time; os.close(int(os.environ[\\"XWATCH_EVENT_FD\\"])); '
+          f'time.sleep(30)"]')
+    out = tmp_path / "o"
+    r = run_xwatch("run", str(two(tmp_path, duration=3, lo=lo)), "--headless", "--telemetry",
+                   "off", "--export", str(out), timeout=120)
+    assert r.returncode == 1, r.stdout  # low never measured anything: said, not hidden
+    doc = json.loads((out / "snapshot.json").read_text())
+    assert doc["phases"][0]["workloads"]["high"]["count"] > 60  # high is not lost
+    assert "low: measured nothing while the others ran (closed its event pipe" in r.stderr
+
+
+def test_a_flooding_workload_is_read_and_counted(tmp_path: Path) -> None:
+    flood = (f'["{PY}", "-c", "import os,json,time; fd=int(os.environ[\\"XWATCH_EVENT_FD\\"]); '
+             f'os.write(fd, b\\"\\\\xff\\\\xfe not utf8\\\\n\\" + b\\"x\\" * 200000 + b\\"\\\\n\\"); '
+             f't=time.monotonic(); os.write(fd, json.dumps({{\\"type\\":\\"ready\\",\\"t0\\":t}}).encode()+b\\"\\\\n\\"); '
+             f'[os.write(fd, (json.dumps({{\\"seq\\":i,\\"t\\":time.monotonic(),\\"latency_ms\\":1.0}})+\\"\\\\n\\").encode()) '
+             f'for i in range(1, 200001)]; time.sleep(5)"]')
+    out = tmp_path / "o"
+    r = run_xwatch("run", str(two(tmp_path, duration=3, lo=flood)), "--headless",
+                   "--telemetry", "off", "--export", str(out), timeout=120)
+    doc = json.loads((out / "snapshot.json").read_text())
+    lo = doc["phases"][0]["workloads"]["low"]
+    assert lo["malformed"] >= 1  # garbage, non-UTF-8 and an over-long line: counted
+    assert lo["count"] >= 100000, lo["count"]  # 200k events in well under 3 s: read
+    assert doc["phases"][0]["workloads"]["high"]["count"] > 60, r.stdout
+
+
+# ------------------------------------------------------------ hung daemons
+def test_a_hung_mps_daemon_fails_the_phase_and_is_removed(tmp_path: Path) -> None:
+    tool = make_tool(tmp_path / "bin")
+    env = {**os.environ, "XWATCH_MPS_CONTROL": str(tool),
+           "PYTHONPATH": str(DATA / "fake_nvml")}
+    p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=60)),
+                          "--headless", "--mode", "mps", "--telemetry", "off",
+                          "--export", str(tmp_path / "o")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    daemon = None
+    end = time.monotonic() + 30
+    while daemon is None and time.monotonic() < end:
+        time.sleep(0.2)
+        for c in psutil.Process(p.pid).children(recursive=True):
+            try:
+                if "-f" in c.cmdline():
+                    daemon = c
+            except psutil.Error:
+                pass
+    assert daemon is not None
+    time.sleep(2)
+    daemon.suspend()  # SIGSTOP: alive, silent
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 1, out + err
+    assert "has not answered" in err
+    assert wait_gone([daemon.pid], 10) == []
