@@ -206,12 +206,21 @@ def test_a_workload_that_closes_its_event_pipe_at_once(tmp_path: Path) -> None:
     assert "low: measured nothing while the others ran (closed its event pipe" in r.stderr
 
 
+FLOOD = r"""
+import json, os, time
+fd = int(os.environ["XWATCH_EVENT_FD"])
+os.write(fd, b"\xff\xfe not utf8\n" + b"x" * 200000 + b"\n")  # garbage, over-long
+os.write(fd, (json.dumps({"type": "ready", "t0": time.monotonic()}) + "\n").encode())
+for i in range(1, 200001):  # as fast as Python writes
+    os.write(fd, (json.dumps({"seq": i, "t": time.monotonic(), "latency_ms": 1.0}) + "\n").encode())
+time.sleep(5)
+"""
+
+
 def test_a_flooding_workload_is_read_and_counted(tmp_path: Path) -> None:
-    flood = (f'["{PY}", "-c", "import os,json,time; fd=int(os.environ[\\"XWATCH_EVENT_FD\\"]); '
-             f'os.write(fd, b\\"\\\\xff\\\\xfe not utf8\\\\n\\" + b\\"x\\" * 200000 + b\\"\\\\n\\"); '
-             f't=time.monotonic(); os.write(fd, json.dumps({{\\"type\\":\\"ready\\",\\"t0\\":t}}).encode()+b\\"\\\\n\\"); '
-             f'[os.write(fd, (json.dumps({{\\"seq\\":i,\\"t\\":time.monotonic(),\\"latency_ms\\":1.0}})+\\"\\\\n\\").encode()) '
-             f'for i in range(1, 200001)]; time.sleep(5)"]')
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    flood = f'["{PY}", "{script}"]'
     out = tmp_path / "o"
     r = run_xwatch("run", str(two(tmp_path, duration=3, lo=flood)), "--headless",
                    "--telemetry", "off", "--export", str(out), timeout=120)

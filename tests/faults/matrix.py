@@ -1,0 +1,140 @@
+"""The fault and bad-input matrix: each row is a fault, what xwatch must do, and the
+test that shows it. ``docs/reliability.md`` is rendered from these rows
+(``python -m tests.faults.matrix > docs/reliability.md``); ``test_matrix.py`` fails
+when the page and the rows differ or when a row names a test that does not exist.
+
+Rules for every row: an impossible request is refused before anything starts
+(titled error, exit 2); a fault during a run never loses what was measured; a
+requested artefact that was not written means a non-zero exit; nothing is left
+running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    area: str
+    fault: str
+    must: str
+    test: str  # path::function
+
+
+R = "tests/faults/test_refused.py::"
+T = "tests/faults/test_runtime.py::"
+ROWS: tuple[Row, ...] = (
+    # --- refused before anything starts
+    Row("export", "`--export` folder cannot be made (`/proc/xw/out`)",
+        "exit 2 \"Export folder unusable\", nothing started", R + "test_export_folder_that_cannot_be_made"),
+    Row("export", "`--export` names a file", "exit 2, says it is a file",
+        R + "test_export_path_that_is_a_file"),
+    Row("export", "`--export` folder not writable (non-root)", "exit 2",
+        R + "test_export_folder_without_write_permission"),
+    Row("devices", "`--gpus 0,1` on a machine without GPUs", "exit 2 \"No such GPU\"; no CPU copies "
+        "labelled as GPUs", R + "test_gpus_on_a_machine_without_them"),
+    Row("devices", "`--gpus 0,3` on a two-GPU machine", "exit 2 naming GPU 3 and the count",
+        R + "test_gpus_beyond_what_the_machine_has"),
+    Row("devices", "`--device cuda:7` where there is no such GPU", "exit 2 before torch loads",
+        R + "test_a_cuda_device_that_does_not_exist"),
+    Row("metrics", "`--metrics-port` in use", "exit 2, nothing started",
+        R + "test_metrics_port_in_use"),
+    Row("telemetry", "`--telemetry nvml` (or amdsmi) that cannot start", "exit 2 naming the cause: "
+        "module missing, library missing or no device; never a silent fallback",
+        R + "test_explicit_telemetry_backend_that_cannot_start"),
+    Row("XSched", "install of the wrong platform (CUDA shim, HIP workloads)",
+        "exit 2 naming the missing shim and the one found", R + "test_xsched_install_of_the_wrong_platform"),
+    Row("MPS", "`--mode mps` without `nvidia-cuda-mps-control`, or without an NVIDIA GPU",
+        "exit 2 saying what to do", R + "test_mps_where_it_cannot_run"),
+    Row("scenario", "unknown or invalid key", "exit 2 naming file, key and allowed values",
+        R + "test_bad_scenario_key_names_file_key_and_allowed_values"),
+    Row("snapshots", "corrupt, truncated or future-version snapshot for `replay`/`report`",
+        "exit 2 with a titled error, no traceback", R + "test_corrupt_truncated_or_future_snapshots"),
+    Row("snapshots", "a real snapshot cut in half", "exit 2, no traceback",
+        R + "test_truncated_real_snapshot"),
+    # --- during a run
+    Row("disk", "disk full (ENOSPC) at export", "snapshot saved to the sessions folder instead, the "
+        "message says where, exit 1", T + "test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero"),
+    Row("disk", "disk full at export on a real 64 KiB tmpfs (where mounting is allowed)",
+        "exit 1, \"snapshot saved instead to\"", T + "test_disk_full_on_a_real_tmpfs_is_a_non_zero_exit"),
+    Row("disk", "disk full while spooling raw events", "raw rows dropped and counted, one warning, "
+        "statistics exact, the run goes on", T + "test_disk_full_while_spooling_keeps_the_statistics_exact"),
+    Row("observer", "xwatch itself SIGSTOPped for 10 s, then continued",
+        "no workload called stalled; the pause is logged; every request counted",
+        T + "test_xwatch_stopped_for_10_s_does_not_blame_the_workloads"),
+    Row("observer", "xwatch SIGKILLed", "no workload left (own process groups, PDEATHSIG, the "
+        "worker's parent watch)", "tests/integration/test_signals.py::test_sigkill_of_xwatch_still_leaves_no_workload"),
+    Row("observer", "xwatch SIGKILLed while a workload's daemonized child runs",
+        "the next xwatch kills the dead one's strays", T + "test_stray_of_a_killed_xwatch_is_swept_by_the_next_one"),
+    Row("observer", "terminal closed (SIGHUP) under the dashboard", "session kept, nothing left",
+        "tests/integration/test_sessions.py::test_closing_the_terminal_keeps_the_session"),
+    Row("observer", "dashboard SIGKILLed", "events stay on disk; `xwatch sessions` shows it "
+        "interrupted; `--recover` rebuilds the statistics",
+        "tests/integration/test_sessions.py::test_sigkill_leaves_an_interrupted_session_that_can_be_recovered"),
+    Row("observer", "SIGTERM to a headless run", "exit 143, every workload stopped",
+        "tests/integration/test_signals.py::test_sigterm_stops_every_workload"),
+    Row("workload", "a workload that daemonizes (its child leaves the process group)",
+        "the child is killed at the phase end; the exit is seen although the child holds the "
+        "pipes", T + "test_a_workload_that_daemonizes_leaves_nothing_behind"),
+    Row("workload", "closes its event pipe at once", "\"measured nothing ... closed its event "
+        "pipe\", exit 1, the others' data kept", T + "test_a_workload_that_closes_its_event_pipe_at_once"),
+    Row("workload", "never writes a line", "stalled, phase failed, exit 1",
+        "tests/integration/test_stalls.py::test_silent_command_is_stalled_and_fails_the_run"),
+    Row("workload", "garbage, non-UTF-8 and an over-long line, then a flood of 200k events",
+        "bad lines counted, every event read", T + "test_a_flooding_workload_is_read_and_counted"),
+    Row("workload", "malformed lines on the event pipe", "counted, never fatal",
+        "tests/unit/test_protocol.py::test_malformed_lines_are_counted_not_fatal"),
+    Row("workload", "an over-long line", "dropped, the parser recovers",
+        "tests/unit/test_protocol.py::test_overlong_line_is_dropped_and_parser_recovers"),
+    Row("workload", "a legitimate pause (checkpoint, reload)", "`stall_s = false` never fails it; "
+        "`stall_s = N` fails it after N s", "tests/integration/test_stalls.py::test_stall_s_per_workload"),
+    Row("daemons", "xserver killed mid-phase", "phase failed at once with its exit, workloads "
+        "stopped, exit 1", "tests/integration/test_stalls.py::test_killed_xserver_fails_the_phase_at_once"),
+    Row("daemons", "MPS control daemon killed mid-phase", "phase failed naming the signal, exit 1, "
+        "nothing left", "tests/integration/test_modes_fake.py::test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing"),
+    Row("daemons", "MPS control daemon hung (SIGSTOP)", "\"has not answered\" fails the phase, "
+        "the daemon is killed", T + "test_a_hung_mps_daemon_fails_the_phase_and_is_removed"),
+    Row("modes", "XSched's shim forced into a native phase (workload's own LD_PRELOAD)",
+        "phase failed naming the library and where it came from",
+        "tests/integration/test_modes_fake.py::test_a_shim_forced_into_a_native_phase_fails_it_naming_the_library"),
+    Row("modes", "XSched's lib on the user's LD_LIBRARY_PATH, XSCHED_* set", "native phase clean "
+        "by construction; the snapshot says what was removed",
+        "tests/integration/test_modes_fake.py::test_native_phase_drops_the_users_xsched_and_mps_environment"),
+    Row("modes", "a workload outside MPS in an MPS phase", "verdict not-in-mps and an alert",
+        "tests/integration/test_modes_fake.py::test_a_workload_outside_mps_gets_its_verdict_and_an_alert"),
+)
+
+#: rows run on a GPU machine, recorded in docs/results (not in CI)
+GPU_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("XSched's lib on LD_LIBRARY_PATH with XSCHED_SCHEDULER=GLB (H100)",
+     "native phase clean; xwatch restarts itself without the shim", "docs/results/h100-2026-11-23c.md"),
+    ("shim forced into a native phase (H100, real libshimcuda.so)", "phase failed, cause names it",
+     "docs/results/h100-2026-11-23c.md"),
+    ("MPS control daemon SIGKILLed mid-phase (H100)", "phase failed, exit 1",
+     "docs/results/h100-2026-11-23c.md"),
+    ("xwatch SIGKILLed in an MPS phase (H100)", "no daemon, server or worker left",
+     "docs/results/h100-2026-11-23c.md"),
+)
+
+
+def render() -> str:
+    lines = ["# Reliability: faults and bad input", "",
+             "Generated from `tests/faults/matrix.py` (`python -m tests.faults.matrix > "
+             "docs/reliability.md`); a test fails when this page and the rows differ.", "",
+             "Rules for every row: an impossible request is refused before anything starts "
+             "(titled error, exit 2); a fault during a run never loses what was measured (the "
+             "snapshot goes somewhere safe and the message says where); a requested artefact "
+             "that was not written means a non-zero exit; nothing is left running.", "",
+             "| area | fault | what xwatch does | test |", "|---|---|---|---|"]
+    for r in ROWS:
+        lines.append(f"| {r.area} | {r.fault} | {r.must} | `{r.test}` |")
+    lines += ["", "## On a GPU machine (recorded, not in CI)", "",
+              "| fault | what xwatch did | record |", "|---|---|---|"]
+    for fault, did, where in GPU_ROWS:
+        lines.append(f"| {fault} | {did} | [{where}]({where.removeprefix('docs/')}) |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
