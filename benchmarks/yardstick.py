@@ -16,14 +16,17 @@ Compare its P50/P99 with `xwatch run benchmarks/scenarios/high-alone.toml` (or
 from __future__ import annotations
 
 import argparse
-import math
 import multiprocessing as mp
 import time
 
 
 def nearest_rank(sorted_ms: list[float], q: float) -> float:
-    k = max(1, math.ceil(q / 100 * len(sorted_ms)))
-    return sorted_ms[k - 1]
+    """Exact: the smallest k with k >= q/100 * n, in integers (q as written, e.g. 99.9)."""
+    from fractions import Fraction
+
+    f = Fraction(repr(q))
+    k = max(1, -(-(f.numerator * len(sorted_ms)) // (f.denominator * 100)))
+    return sorted_ms[min(k, len(sorted_ms)) - 1]
 
 
 def low_loop(device: str, ready: mp.Event, stop: mp.Event) -> None:  # type: ignore[type-arg]
@@ -51,6 +54,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--with-low", action="store_true")
+    ap.add_argument("--out", help="write every latency (ms, in request order) as JSON here")
     a = ap.parse_args()
     import torch
     import torchvision
@@ -86,6 +90,12 @@ def main() -> None:
     if stop is not None and proc is not None:
         stop.set()
         proc.join(30)
+    if a.out:
+        import json
+
+        with open(a.out, "w") as f:
+            json.dump({"rate": a.rate, "seconds": a.seconds, "with_low": a.with_low,
+                       "latency_ms": lat}, f)
     lat.sort()
     mean = sum(lat) / len(lat)
     print(f"yardstick resnet18 b1 @{a.rate:g}/s {a.seconds:g}s {'with' if a.with_low else 'no'} "
