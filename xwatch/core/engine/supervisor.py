@@ -102,6 +102,7 @@ class _EventPipe(asyncio.Protocol):
         self.loop = asyncio.get_running_loop()
         self.closed = self.loop.create_future()
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self.transport: asyncio.ReadTransport | None = None
         self.capacity = capacity
@@ -115,6 +116,12 @@ class _EventPipe(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes >= self.capacity // 8:  # a backlog: no pause, drain now
+            if self._timer is not None:
+                self._timer.cancel()
+            self._flush()
+            return
         if self._timer is None:
             if self.transport is not None:
                 self.transport.pause_reading()
@@ -128,6 +135,7 @@ class _EventPipe(asyncio.Protocol):
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
+            self._pending_bytes = 0
             self.window = next_window(len(data), now - self._last_flush, self.capacity,
                                       self.MIN_COALESCE_S, self.max_window)
             self._deliver(self.parser.feed(data))
