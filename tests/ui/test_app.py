@@ -223,6 +223,57 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
         await app.action_quit()
 
 
+async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
+    """``m`` starts an MPS phase under a private daemon (the fake control tool), ``k``
+    sets the server's active thread percentage, ``m`` again returns to native and the
+    daemon is gone; without MPS, ``m`` says why."""
+    import os
+
+    from tests.helpers.fake_mps import commands, make_tool
+    from xwatch.core.mps.controller import MpsController
+    from xwatch.ui.screens.control import MpsControlScreen
+
+    tool = make_tool(tmp_path / "bin")
+    record = tmp_path / "cmds.txt"
+    os.environ["FAKE_MPS_RECORD"] = str(record)
+    scen = load_scenario(str(live_scenario(tmp_path)))
+    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3))
+    notes = record_notes(app)
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_for(lambda: app.session and app.session.current and all(  # type: ignore[truthy-function]
+                r.rec.count > 3 for r in app.session.current.runs.values()), pilot)
+            await pilot.press("m")
+            await wait_for(lambda: app.session.current.mode == "mps" and all(  # type: ignore[union-attr]
+                w["status"] == "in-mps" for w in
+                app.session.current.extra["mps"]["workloads"].values()) and len(  # type: ignore[union-attr]
+                app.session.current.extra["mps"]["workloads"]) == 2, pilot, timeout=30)  # type: ignore[union-attr]
+            daemon = app.session.current.extra["mps"]["daemon_pid"]  # type: ignore[union-attr]
+            assert pid_alive(daemon)
+            await pilot.press("k")
+            await wait_for(lambda: isinstance(app.screen, MpsControlScreen), pilot)
+            app.screen.query_one("#pct").value = "40"  # type: ignore[attr-defined]
+            await pilot.click("#do-pct")
+            await wait_for(lambda: any(c.startswith("set_active_thread_percentage ")
+                                       and c.endswith(" 40") for c in commands(record)), pilot)
+            await wait_for(lambda: any("active thread percentage 40" in n for n in notes), pilot)
+            await pilot.press("m")  # back to native: the daemon must stop
+            await wait_for(lambda: app.session.current.mode == "native" and  # type: ignore[union-attr]
+                           app.session.current.runs["high"].rec.count > 0, pilot, timeout=30)
+            assert wait_gone([daemon], 10) == []
+            assert commands(record)[-1] == "quit"
+            await app.action_quit()
+    finally:
+        os.environ.pop("FAKE_MPS_RECORD", None)
+    plain = make_app(scen, telemetry="off", mps_unavailable="MPS mode needs an NVIDIA GPU (test)")
+    notes = record_notes(plain)
+    async with plain.run_test(size=(120, 36)) as pilot:
+        await wait_for(lambda: plain.session and plain.session.current is not None, pilot)  # type: ignore[truthy-function]
+        await pilot.press("m")
+        await wait_for(lambda: any("needs an NVIDIA GPU (test)" in n for n in notes), pilot)
+        await plain.action_quit()
+
+
 @pytest.mark.slow
 async def test_end_to_end_demo_with_real_torch_workers() -> None:
     app = make_app("demo", telemetry="auto")

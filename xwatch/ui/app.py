@@ -30,7 +30,7 @@ from xwatch.core.plans.calibrate import calibrate_steps
 from xwatch.core.plans.runner import MPS, NATIVE, XSCHED, Runner
 from xwatch.errors import XwatchError
 from xwatch.scenario import Scenario, load_scenario
-from xwatch.ui.screens.control import ControlRequest, ControlScreen
+from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
 from xwatch.ui.widgets.panels import (
@@ -510,6 +510,9 @@ class XwatchApp(App[int]):
         assert self.runner is not None
         ctl = self.runner.xsched
         phase = self.runner.phase
+        if phase is not None and phase.mode == MPS and phase.t_end is None:
+            self.push_screen(MpsControlScreen(), self._on_control)
+            return
         if ctl is None or phase is None or phase.mode != XSCHED or phase.t_end is not None:
             self.notify("live control works while an XSched phase runs (press x first)"
                         if ctl is not None else (self.runner.can_run(XSCHED) or ""),
@@ -526,6 +529,12 @@ class XwatchApp(App[int]):
         assert self.runner is not None
         ctl: Any = self.runner.xsched
         try:
+            if req.action == "mps_threads":
+                mps: Any = self.runner.backends.get(MPS)
+                servers = await mps.set_active_thread_percentage(int(req.priority or 100))
+                self.notify(f"active thread percentage {req.priority} on MPS server(s) "
+                            f"{', '.join(map(str, servers))}", title="MPS", timeout=6)
+                return
             if req.action == "priority":
                 n = await ctl.set_priority(req.workload, req.priority)
                 msg = f"{req.workload}: priority {req.priority} on {n} XQueue(s)"

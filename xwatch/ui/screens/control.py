@@ -1,4 +1,5 @@
-"""XSched live control: priority hint, XQueue config, policy (modal form).
+"""Live control (modal forms): XSched's priority hint, XQueue config and policy; MPS's
+active thread percentage.
 
 The screen only collects and validates input; it returns a ``ControlRequest``
 and the app performs it off the UI thread, showing xserver's answer.
@@ -19,7 +20,7 @@ from xwatch.scenario import POLICIES
 
 @dataclass(frozen=True)
 class ControlRequest:
-    action: str  # "priority" | "config" | "policy"
+    action: str  # "priority" | "config" | "policy" | "mps_threads" (value in priority)
     workload: str | None = None
     priority: int | None = None
     level: int | None = None
@@ -88,5 +89,36 @@ class ControlScreen(ModalScreen[ControlRequest | None]):
             elif event.button.id == "do-policy":
                 self.dismiss(ControlRequest("policy",
                                             policy=str(self.query_one("#policy", Select).value)))
+        except ValueError as e:
+            self.query_one("#control-error", Label).update(f"[red]{e}[/]")
+
+
+class MpsControlScreen(ModalScreen[ControlRequest | None]):
+    """MPS live control: what MPS lets change while clients run (the share of SMs for
+    new work on the server); the per-client settings need a restart, and say so."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="control-box"):
+            yield Label("MPS live control (the phase's private server)", classes="title")
+            with Horizontal():
+                yield Input(placeholder="active thread % 1-100", id="pct")
+                yield Button("Set on the server", id="do-pct")
+            yield Label("set_active_thread_percentage applies to work submitted from now "
+                        "on. Client priority, per-client thread % and the pinned memory "
+                        "limit are read when a client starts: change [workload.mps] and "
+                        "restart (r).", id="mps-note")
+            yield Label("", id="control-error")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        try:
+            pct = _int(self.query_one("#pct", Input).value, "active thread percentage")
+            if pct is None or not 1 <= pct <= 100:
+                raise ValueError("active thread percentage must be an integer from 1 to 100")
+            self.dismiss(ControlRequest("mps_threads", priority=pct))
         except ValueError as e:
             self.query_one("#control-error", Label).update(f"[red]{e}[/]")

@@ -15,6 +15,7 @@ HELP = """\
 |---|---|
 | `x` | stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase |
 | `m` | the same for MPS (NVIDIA): NATIVE <-> MPS under a private control daemon |
+| `k` (MPS phase) | the MPS server's active thread percentage, live |
 | `r` | restart every workload in the same mode: a new phase |
 | `s` | export a snapshot (snapshot.json, events.csv.gz, report.md/html) into a timestamped folder |
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
