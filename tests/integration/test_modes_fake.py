@@ -106,7 +106,8 @@ def test_a_shim_forced_into_a_native_phase_fails_it_naming_the_library(tmp_path:
     assert f"LD_PRELOAD={shim} (set by the workload's own env in the scenario)" in r.stderr
     w = snap(out)["phases"][0]["isolation"]["workloads"]
     assert w["high"]["verdict"] == "shim-mapped" and shim in w["high"]["libraries"]
-    assert w["low"]["verdict"] == "clean"
+    # the phase stops at once: low may not have been running long enough to be read
+    assert w.get("low", {"verdict": "clean"})["verdict"] == "clean"
 
 
 # ------------------------------------------------------------ MPS against the fake

@@ -22,7 +22,13 @@ from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
-from xwatch.core.analysis.verdict import answer, answer_lines, steps
+from xwatch.core.analysis.verdict import (
+    answer,
+    answer_lines,
+    latency_change,
+    rate_change,
+    steps,
+)
 from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.charts import build_charts
 from xwatch.core.export.html import render_html
@@ -452,7 +458,8 @@ def _sweep_section(snap: SessionSnapshot) -> Section | None:
     rows, note = frontier_rows(snap)
     if not rows:
         return None
-    s = Section("Sweep: XSched settings against native")
+    mode = next((p.mode for p in snap.phases if p.extra.get("setting")), "xsched")
+    s = Section(f"Sweep: {'MPS' if mode == 'mps' else 'XSched'} settings against native")
     s.paragraphs.append(note)
     s.tables.append(("", Table(["phase", "setting", "status", "HIGH P50 (ms)", "HIGH P99 (ms)",
                                 "LOW samples/s", "P99 vs native", "LOW vs native", "frontier"],
@@ -579,18 +586,32 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
         return [], ""
     front = frontier(pts)
     nat = next((p for p in pts if p["native"]), None)
+    natives = [p["phase"] for p in pts if p["native"] and p["ok"]]
+    hi = by_priority(natives[0])[0] if natives else None
+    lows = by_priority(natives[0])[1] if natives else []
     rows = []
+    same: set[str] = set()
     for p in pts:
+        p99c = latency_change(hi.name, 99.0, natives, [p["phase"]]) \
+            if hi is not None and p["ok"] and not p["native"] else None
+        lowc = [c for lw in lows for c in [rate_change(lw.name, natives, [p["phase"]])] if c] \
+            if p["ok"] and not p["native"] else []
+        if p99c is not None and p99c.way == 0 and all(c.way == 0 for c in lowc):
+            same.add(p["label"])  # indistinguishable from native: never called better
         rows.append([
             p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
             num(p["p50"]), num(p["p99"]), num(p["low_sps"], 1),
-            change(nat["p99"], p["p99"]) if nat and not p["native"] else "-",
+            p99c.text() if p99c is not None else
+            (change(nat["p99"], p["p99"]) if nat and not p["native"] else "-"),
             change(nat["low_sps"], p["low_sps"], 1) if nat and not p["native"] else "-",
+            "same as native (within noise)" if p["label"] in same else
             "yes" if p["label"] in front else ""])
-    best = sorted(front - {"native"})
+    best = sorted(front - {"native"} - same)
     note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
-            "higher LOW throughput. On the frontier: " + (", ".join(best) if best else
-                                                           "no XSched setting (native dominates)")
+            "higher LOW throughput, leaving out settings whose P99 and LOW throughput are both "
+            "within noise of native (95% intervals). On the frontier: "
+            + (", ".join(best) if best else "no setting (native dominates, or none differs "
+               "from it beyond noise)")
             + ". Failed settings are listed with their status and are not points.")
     return rows, note
 
