@@ -35,6 +35,7 @@ from typing import Any
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
+from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
 from xwatch.errors import MpsError
@@ -155,7 +156,8 @@ class MpsController:
         info["daemon_pid"] = self.proc.pid
         self._note(f"control daemon started: {self.tool} -f (pid {self.proc.pid}), pipe "
                    f"directory {self.pipe_dir}")
-        self._reader = asyncio.create_task(self._read_output())
+        assert self.proc.stdout is not None
+        self._reader = asyncio.create_task(read_lines(self.proc.stdout, self._on_output))
         deadline = time.monotonic() + self.start_timeout_s
         while True:
             if self.proc.poll() is not None:
@@ -179,19 +181,10 @@ class MpsController:
                 await asyncio.sleep(0.1)
         self._note("control daemon answers")
 
-    async def _read_output(self) -> None:
-        proc = self.proc
-        if proc is None or proc.stdout is None:
-            return
-        stream = proc.stdout
-        while True:
-            raw = await asyncio.to_thread(stream.readline)
-            if not raw:
-                return
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.log.append(line)
-            if self.phase is not None:
-                self.phase.session.log("mps", "stdout", line)
+    def _on_output(self, line: str) -> None:
+        self.log.append(line)
+        if self.phase is not None:
+            self.phase.session.log("mps", "stdout", line)
 
     async def _stop_daemon(self) -> None:
         proc, self.proc = self.proc, None
@@ -204,14 +197,7 @@ class MpsController:
             end = time.monotonic() + 10.0  # quit is not instant (servers shut down first)
             while proc.poll() is None and time.monotonic() < end:
                 await asyncio.sleep(0.05)
-        for sig, wait in (((9, 5.0),) if hung else ((15, 2.0), (9, 5.0))):
-            if proc.poll() is not None:
-                break
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-            end = time.monotonic() + wait
-            while proc.poll() is None and time.monotonic() < end:
-                await asyncio.sleep(0.05)
+        await stop_group(proc, ((9, 5.0),) if hung else ((15, 2.0), (9, 5.0)))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, 9)  # a server left in the daemon's group
         if self._reader is not None:

@@ -23,6 +23,7 @@ from typing import Any
 from xwatch.core.engine.session import Phase, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
 from xwatch.core.xsched.engagement import (
@@ -205,9 +206,8 @@ class XschedController:
             raise XschedError(f"cannot start {argv[0]}: {e}", title="xserver did not start")
         self.port = port
         self.client = XserverClient(port)
-        loop = asyncio.get_running_loop()
         assert self.proc.stdout is not None
-        self._readers = [asyncio.create_task(self._read_log(loop))]
+        self._readers = [asyncio.create_task(read_lines(self.proc.stdout, self._on_log))]
         self._note(f"xserver started: {' '.join(argv)} (pid {self.proc.pid})")
         deadline = time.monotonic() + self.start_timeout_s
         while True:
@@ -230,31 +230,16 @@ class XschedController:
                                       title="xserver did not start")
                 await asyncio.sleep(0.1)
 
-    async def _read_log(self, loop: asyncio.AbstractEventLoop) -> None:
-        proc = self.proc
-        assert proc is not None and proc.stdout is not None
-        stream = proc.stdout
-        while True:
-            raw = await asyncio.to_thread(stream.readline)
-            if not raw:
-                return
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.log.append(line)
-            if self.phase is not None:
-                self.phase.session.log("xserver", "stdout", line)
+    def _on_log(self, line: str) -> None:
+        self.log.append(line)
+        if self.phase is not None:
+            self.phase.session.log("xserver", "stdout", line)
 
     async def _stop_xserver(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        for sig, wait in ((2, 3.0), (15, 2.0), (9, 5.0)):  # SIGINT, SIGTERM, SIGKILL
-            if proc.poll() is not None:
-                break
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-            end = time.monotonic() + wait
-            while proc.poll() is None and time.monotonic() < end:
-                await asyncio.sleep(0.05)
+        await stop_group(proc, ((2, 3.0), (15, 2.0), (9, 5.0)))  # SIGINT, SIGTERM, SIGKILL
         for t in self._readers:
             with contextlib.suppress(asyncio.TimeoutError, Exception):
                 await asyncio.wait_for(t, 2.0)
