@@ -83,6 +83,9 @@ ROWS: tuple[Row, ...] = (
         "tests/integration/test_stalls.py::test_silent_command_is_stalled_and_fails_the_run"),
     Row("workload", "garbage, non-UTF-8 and an over-long line, then a flood of 200k events",
         "bad lines counted, every event read", T + "test_a_flooding_workload_is_read_and_counted"),
+    Row("workload", "non-UTF-8, a 3 MiB line and a flood on a regex workload's stdout",
+        "bad bytes replaced, the long line skipped, every matching line counted",
+        T + "test_garbage_and_a_flood_on_a_regex_workloads_stdout"),
     Row("workload", "malformed lines on the event pipe", "counted, never fatal",
         "tests/unit/test_protocol.py::test_malformed_lines_are_counted_not_fatal"),
     Row("workload", "an over-long line", "dropped, the parser recovers",
@@ -91,6 +94,8 @@ ROWS: tuple[Row, ...] = (
         "`stall_s = N` fails it after N s", "tests/integration/test_stalls.py::test_stall_s_per_workload"),
     Row("daemons", "xserver killed mid-phase", "phase failed at once with its exit, workloads "
         "stopped, exit 1", "tests/integration/test_stalls.py::test_killed_xserver_fails_the_phase_at_once"),
+    Row("daemons", "xserver hung (SIGSTOP): its HTTP API stops answering", "phase failed after "
+        "5 polls over 2 s, the xserver killed, exit 1", T + "test_a_hung_xserver_fails_the_phase"),
     Row("daemons", "MPS control daemon killed mid-phase", "phase failed naming the signal, exit 1, "
         "nothing left", "tests/integration/test_modes_fake.py::test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing"),
     Row("daemons", "MPS control daemon hung (SIGSTOP)", "\"has not answered\" fails the phase, "
@@ -114,6 +119,9 @@ GPU_ROWS: tuple[tuple[str, str, str], ...] = (
     ("MPS control daemon SIGKILLed mid-phase (H100)", "phase failed, exit 1",
      "docs/results/h100-2026-11-23c.md"),
     ("xwatch SIGKILLed in an MPS phase (H100)", "no daemon, server or worker left",
+     "docs/results/h100-2026-11-23c.md"),
+    ("LOW out of GPU memory (ResNet-50 at batch 32768, H100)", "LOW failed with its "
+     "OutOfMemoryError as the cause, HIGH ran all 300 requests, phase failed naming LOW, exit 1",
      "docs/results/h100-2026-11-23c.md"),
 )
 

@@ -257,3 +257,65 @@ def test_a_hung_mps_daemon_fails_the_phase_and_is_removed(tmp_path: Path) -> Non
     assert p.returncode == 1, out + err
     assert "has not answered" in err
     assert wait_gone([daemon.pid], 10) == []
+
+
+STDOUT_GARBAGE = r"""
+import os, sys, time
+out = sys.stdout.buffer
+out.write(b"\xff\xfe not utf8 at all\n")
+out.write(b"y" * (3 << 20) + b"\n")  # one 3 MiB line
+for i in range(400):  # a flood of matching lines, then a steady trickle
+    out.write(b"Task %d completed in %d.5 ms\n" % (i, 3 + i % 4))
+out.flush()
+while True:
+    out.write(b"Task x completed in 4.5 ms\n")
+    out.flush()
+    time.sleep(0.02)
+"""
+
+
+def test_garbage_and_a_flood_on_a_regex_workloads_stdout(tmp_path: Path) -> None:
+    script = tmp_path / "noisy.py"
+    script.write_text(STDOUT_GARBAGE)
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = 3
+[[workload]]
+name = "noisy"
+priority = "high"
+command = ["{PY}", "{script}"]
+regex = 'completed in (?P<latency_ms>[0-9.]+) ms'
+""")
+    out = tmp_path / "o"
+    r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    w = json.loads((out / "snapshot.json").read_text())["phases"][0]["workloads"]["noisy"]
+    assert w["count"] >= 400 + 50  # the flood and the trickle after the garbage
+    assert w["latency_ms"]["min"] >= 3.5 and w["latency_ms"]["max"] <= 6.5
+    tail = "\n".join(w["stdout_tail"] + w["log_tail"])
+    assert "\ufffd" in tail or "not utf8" in tail or "line too long" in tail
+
+
+def test_a_hung_xserver_fails_the_phase(tmp_path: Path) -> None:
+    from tests.helpers.fake_xsched import have_cc, make_install, xserver_pid
+
+    if not have_cc():
+        pytest.skip("needs a C compiler for the fake shim")
+    inst = make_install(tmp_path / "xs", ("hip",))
+    f = two(tmp_path, duration=60)
+    f.write_text(f.read_text().replace("duration_s = 60", 'duration_s = 60\n[xsched]\nplatform = "hip"'))
+    p = subprocess.Popen([PY, "-m", "xwatch", "run", str(f), "--headless", "--mode", "xsched",
+                          "--xsched", str(inst), "--telemetry", "off", "--no-preflight"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    end = time.monotonic() + 30
+    pid = None
+    while pid is None and time.monotonic() < end:
+        time.sleep(0.3)
+        pid = xserver_pid(inst)
+    assert pid is not None
+    time.sleep(3)
+    os.kill(pid, signal.SIGSTOP)  # alive, but its HTTP API no longer answers
+    out, err = p.communicate(timeout=90)
+    assert p.returncode == 1, out + err
+    assert "has not answered" in err
+    assert wait_gone([pid], 10) == []
