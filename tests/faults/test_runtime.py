@@ -291,9 +291,8 @@ regex = 'completed in (?P<latency_ms>[0-9.]+) ms'
     assert r.returncode == 0, r.stdout + r.stderr
     w = json.loads((out / "snapshot.json").read_text())["phases"][0]["workloads"]["noisy"]
     assert w["count"] >= 400 + 50  # the flood and the trickle after the garbage
+    # the garbage neither stopped the reading nor became a latency
     assert w["latency_ms"]["min"] >= 3.5 and w["latency_ms"]["max"] <= 6.5
-    tail = "\n".join(w["stdout_tail"] + w["log_tail"])
-    assert "\ufffd" in tail or "not utf8" in tail or "line too long" in tail
 
 
 def test_a_hung_xserver_fails_the_phase(tmp_path: Path) -> None:
