@@ -10,24 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PY, WORKLOADS, run_xwatch
+from tests.conftest import run_xwatch
 from tests.helpers.fake_xsched import have_cc, make_install
+from tests.helpers.scenarios import two
 
 
 def scen(tmp_path: Path) -> Path:
-    f = tmp_path / "s.toml"
-    f.write_text(f"""
-duration_s = 2
-[[workload]]
-name = "high"
-priority = "high"
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
-[[workload]]
-name = "low"
-priority = "low"
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "20"]
-""")
-    return f
+    return two(tmp_path)
 
 
 def flat(text: str) -> str:
@@ -111,8 +100,7 @@ def test_explicit_telemetry_backend_that_cannot_start(tmp_path: Path) -> None:
 @pytest.mark.skipif(not have_cc(), reason="needs a C compiler for the fake shim")
 def test_xsched_install_of_the_wrong_platform(tmp_path: Path) -> None:
     inst = make_install(tmp_path / "cudaonly", platforms=("cuda",))
-    f = scen(tmp_path)
-    f.write_text(f.read_text().replace("duration_s = 2", 'duration_s = 2\n[xsched]\nplatform = "hip"'))
+    f = two(tmp_path, top='[xsched]\nplatform = "hip"')
     r = run_xwatch("run", str(f), "--headless", "--mode", "xsched", "--xsched", str(inst))
     refused(r, "XSched shim missing")
     assert "found libshimcuda.so (built for another platform?)" in flat(r.stderr)

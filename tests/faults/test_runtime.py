@@ -19,22 +19,7 @@ import pytest
 from tests.conftest import DATA, PY, ROOT, WORKLOADS, run_xwatch
 from tests.helpers.fake_mps import make_tool
 from tests.helpers.procs import wait_gone
-
-
-def two(tmp_path: Path, duration: float = 2, hi: str = "", lo: str = "") -> Path:
-    f = tmp_path / "s.toml"
-    f.write_text(f"""
-duration_s = {duration}
-[[workload]]
-name = "high"
-priority = "high"
-command = {hi or f'["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]'}
-[[workload]]
-name = "low"
-priority = "low"
-command = {lo or f'["{PY}", "{WORKLOADS}/pipe_producer.py", "20"]'}
-""")
-    return f
+from tests.helpers.scenarios import two
 
 
 def marked(owner: int) -> list[int]:
@@ -301,8 +286,7 @@ def test_a_hung_xserver_fails_the_phase(tmp_path: Path) -> None:
     if not have_cc():
         pytest.skip("needs a C compiler for the fake shim")
     inst = make_install(tmp_path / "xs", ("hip",))
-    f = two(tmp_path, duration=60)
-    f.write_text(f.read_text().replace("duration_s = 60", 'duration_s = 60\n[xsched]\nplatform = "hip"'))
+    f = two(tmp_path, duration=60, top='[xsched]\nplatform = "hip"')
     p = subprocess.Popen([PY, "-m", "xwatch", "run", str(f), "--headless", "--mode", "xsched",
                           "--xsched", str(inst), "--telemetry", "off", "--no-preflight"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)

@@ -17,30 +17,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import DATA, PY, WORKLOADS, run_xwatch
+from tests.conftest import DATA, PY, run_xwatch
+from tests.helpers import scenarios
 from tests.helpers.fake_mps import commands, make_tool
 from tests.helpers.fake_xsched import have_cc, make_install
 
 FAKE_NVML = str(DATA / "fake_nvml")
 
 
-def two(tmp_path: Path, hi_env: str = "", lo_env: str = "", duration: float = 2.0,
-        rate: int = 40) -> Path:
-    f = tmp_path / "s.toml"
-    f.write_text(f"""
-duration_s = {duration}
-[[workload]]
-name = "high"
-priority = "high"
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "{rate}"]
-{hi_env}
-[[workload]]
-name = "low"
-priority = "low"
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "{rate}", "--service-ms", "20"]
-{lo_env}
-""")
-    return f
+def two(tmp_path: Path, hi_env: str = "", lo_env: str = "", duration: float = 2.0) -> Path:
+    return scenarios.two(tmp_path, duration, hi_extra=hi_env, lo_extra=lo_env)
 
 
 def snap(out: Path) -> dict:

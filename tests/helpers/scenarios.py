@@ -1,0 +1,37 @@
+"""The scenario most process tests need: a HIGH and a LOW external workload speaking
+the event protocol (``tests/data/workloads/pipe_producer.py``), written to a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import PY, WORKLOADS
+
+
+def producer(rate: float, *extra: str) -> str:
+    """A ``command`` list (TOML) for pipe_producer.py at ``rate`` requests/s."""
+    args = ", ".join(f'"{a}"' for a in (PY, f"{WORKLOADS}/pipe_producer.py", f"{rate:g}", *extra))
+    return f"[{args}]"
+
+
+def two(tmp_path: Path, duration: float = 2, hi: str = "", lo: str = "", hi_extra: str = "",
+        lo_extra: str = "", top: str = "") -> Path:
+    """``s.toml`` with ``high`` (40/s) and ``low`` (20/s, 20 ms service) workloads;
+    ``hi``/``lo`` replace their command, ``*_extra`` add lines to their tables, ``top``
+    adds top-level tables (e.g. ``[xsched]``)."""
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = {duration}
+{top}
+[[workload]]
+name = "high"
+priority = "high"
+command = {hi or producer(40)}
+{hi_extra}
+[[workload]]
+name = "low"
+priority = "low"
+command = {lo or producer(20, "--service-ms", "20")}
+{lo_extra}
+""")
+    return f
