@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import PY, WORKLOADS, run_xwatch
 from tests.helpers.fake_xsched import have_cc, make_install, pid_alive, xserver_pid
 from tests.helpers.procs import wait_gone
+from tests.helpers.scenarios import producer
 from xwatch.core.engine.session import STALLED, Session
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import parse_scenario
@@ -177,7 +178,7 @@ duration_s = 3
 name = "trainer"
 priority = "high"
 stall_s = {stall}
-command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40", "--hang-after", "20"]
+command = {producer(40, "--hang-after", "20")}
 """)
     out = tmp_path / "o"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out))
