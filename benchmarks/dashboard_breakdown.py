@@ -1,7 +1,11 @@
 """Where the dashboard's CPU goes, per component, without a profiler's distortion.
 
     python benchmarks/dashboard_breakdown.py SCENARIO [--seconds 30] [--xsched ROOT]
-                                             [--telemetry host] [--device D]
+                                             [--telemetry host] [--device D] [--gpus 0,1]
+
+SCENARIO ``fleet`` is ``dashboard_cpu --fleet``'s pair of paced producers; with
+``--gpus 0,...,7`` and ``PYTHONPATH=tests/data/fake_nvml FAKE_NVML_GPUS=8`` and
+``--telemetry nvml`` it is the 16-workload, 8-device case.
 
 Runs ``dashboard_cpu.measure`` and, during its window only, accounts CPU time
 (``time.thread_time``, the calling thread's own) to: every event-loop callback (by
@@ -105,7 +109,10 @@ def main() -> None:
     ap.add_argument("--xsched", metavar="ROOT")
     ap.add_argument("--telemetry", default="host")
     ap.add_argument("--device")
+    ap.add_argument("--gpus", help="replicate onto these GPUs, as --gpus")
     a = ap.parse_args()
+    gpus = tuple(int(x) for x in a.gpus.split(",")) if a.gpus else None
+    ref = dashboard_cpu.fleet_scenario() if a.scenario == "fleet" else a.scenario
     install()
     from textual.pilot import Pilot
 
@@ -120,8 +127,9 @@ def main() -> None:
             ON = False
 
     Pilot.pause = window  # type: ignore[method-assign]
-    r = asyncio.run(dashboard_cpu.measure(a.scenario, a.seconds, None, a.telemetry, a.xsched,
-                                          "xsched" if a.xsched else "native", a.device))
+    r = asyncio.run(dashboard_cpu.measure(ref, a.seconds, None, a.telemetry, a.xsched,
+                                          "xsched" if a.xsched else "native", a.device,
+                                          gpus=gpus))
     print(f"{a.scenario}: dashboard CPU {r['cpu_pct']:.2f}% of one core")
     print(dashboard_cpu.thread_line(r))
     print(f"  {'component':58s} {'ms/s':>7s} {'calls/s':>8s} {'ms/call':>8s}")

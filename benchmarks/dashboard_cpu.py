@@ -3,6 +3,13 @@ and not counted), with the demo scenario and with a fast synthetic producer.
 
     python benchmarks/dashboard_cpu.py [--seconds 30] [--rate 20000] [--only light|demo|fast]
                                        [--profile OUT.pstats]
+    python benchmarks/dashboard_cpu.py --fleet 2,4,8,16 [--seconds 30] [--repeat 2]
+
+``--fleet N,...``: N paced workloads on N/2 GPUs (``--gpus 0,...``): on each GPU a
+HIGH producer at 20 req/s and a LOW one at 50 req/s (2 samples each), with the fake
+NVML of the tests reporting N/2 devices (``FAKE_NVML_GPUS``) polled as on a real box
+(``--telemetry nvml``). N = 2 is one pair without ``--gpus``. The sizes are measured
+in turn, ``--repeat`` rounds interleaved, so a drift of the machine is spread over all.
 
 ``light`` is the rate of the `intensive` pair (20 req/s + 6 it/s) from synthetic
 producers, so the dashboard's own cost is measured without workloads competing for
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import sys
 import tempfile
@@ -36,15 +44,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   telemetry: str = "host", xsched: str | None = None, mode: str = "native",
-                  device: str | None = None, settle: float = 60.0) -> dict[str, float]:
-    scen = load_scenario(scenario_ref).with_overrides(device=device)
+                  device: str | None = None, settle: float = 60.0,
+                  gpus: tuple[int, ...] | None = None,
+                  size: tuple[int, int] = (150, 46)) -> dict[str, float]:
+    scen = load_scenario(scenario_ref).with_overrides(device=device, gpus=gpus)
     backend = None
     if xsched:
         from xwatch.core.xsched.controller import backend_from_args
         backend = backend_from_args(xsched, scen)
     app = make_app(scen, telemetry=telemetry, xsched=backend, mode=mode)
     me = psutil.Process()
-    async with app.run_test(size=(150, 46)) as pilot:
+    async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has
         # counted requests (at most ``settle`` s), then 3 s more, so start-up stays out
         end = time.monotonic() + settle
@@ -116,6 +126,51 @@ command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "
     return str(f)
 
 
+def fleet_scenario() -> str:
+    """HIGH at 20 req/s and LOW at 50 req/s: replicated per GPU with ``gpus``."""
+    f = Path(tempfile.mkdtemp()) / "fleet.toml"
+    prod = f"{ROOT}/tests/data/workloads/pipe_producer.py"
+    f.write_text(f"""
+name = "fleet"
+duration_s = 600
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{sys.executable}", "{prod}", "20"]
+[[workload]]
+name = "low"
+priority = "low"
+command = ["{sys.executable}", "{prod}", "50"]
+""")
+    return str(f)
+
+
+def fleet(sizes: list[int], seconds: float, repeat: int, profile: str | None) -> None:
+    """The dashboard's cost against the number of workloads (see the module doc)."""
+    fake = str(ROOT / "tests" / "data" / "fake_nvml")
+    if fake not in sys.path:
+        sys.path.insert(0, fake)  # telemetry imports pynvml in this process
+    import pynvml
+
+    ref = fleet_scenario()
+    got: dict[int, list[float]] = {n: [] for n in sizes}
+    for rnd in range(repeat):
+        for n in sizes:
+            gpus = n // 2
+            os.environ["FAKE_NVML_GPUS"] = str(max(1, gpus))
+            importlib.reload(pynvml)  # it reads the device count when imported
+            r = asyncio.run(measure(ref, seconds, profile, telemetry="nvml",
+                                    gpus=tuple(range(gpus)) if gpus > 1 else None))
+            got[n].append(r["cpu_pct"])
+            print(f"round {rnd + 1}: {n:2d} workloads on {max(1, gpus)} fake NVML device(s): "
+                  f"dashboard CPU {r['cpu_pct']:5.2f}% of one core, ingesting "
+                  f"{r['events_per_s']:6.0f} events/s", flush=True)
+            print(thread_line(r), flush=True)
+    print("\nworkloads  dashboard CPU, % of one core (each round)")
+    for n in sizes:
+        print(f"{n:9d}  " + ", ".join(f"{v:.2f}" for v in got[n]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30)
@@ -127,10 +182,16 @@ def main() -> None:
     ap.add_argument("--xsched", metavar="ROOT")
     ap.add_argument("--mode", default="native", choices=("native", "xsched"))
     ap.add_argument("--device")
+    ap.add_argument("--fleet", metavar="N,N,...",
+                    help="the cost curve over N paced workloads on N/2 fake NVML GPUs")
+    ap.add_argument("--repeat", type=int, default=1, help="--fleet: rounds, interleaved")
     ap.add_argument("--settle", type=float, default=60.0, metavar="S",
                     help="at most this long to wait for every workload's first requests "
                          "(model load, preflight) before measuring")
     a = ap.parse_args()
+    if a.fleet:
+        fleet([int(x) for x in a.fleet.split(",")], a.seconds, a.repeat, a.profile)
+        return
     if a.scenario:
         r = asyncio.run(measure(a.scenario, a.seconds, a.profile, a.telemetry, a.xsched,
                                 a.mode, a.device, a.settle))

@@ -326,25 +326,28 @@ async def test_compare_tab_shows_a_calibration() -> None:
 
 
 async def test_multi_gpu_replay_groups_and_charts_one_gpu() -> None:
-    """A two-H200 XSched run (recorded): a line per GPU, the roll-up, ``g`` cycles."""
-    from xwatch.ui.widgets.charts import LatencyChart
-    from xwatch.ui.widgets.panels import GpuSummary
+    """A two-H200 XSched run (recorded): the table groups the copies under a line per
+    GPU and rolls them up; it fits, so nothing is folded; ``g`` cycles the charts."""
+    from xwatch.ui.widgets.charts import LatencyChart, ThroughputChart
 
     snap = load_snapshot(FIXTURE.with_name("snapshot_two_gpus.json"))
     app = make_app(replay=snap, replay_source="two-gpus")
     async with app.run_test(size=(130, 40)) as pilot:
         await pilot.pause(0.2)
-        summary = app.query_one(GpuSummary)
-        text = str(summary.render())
-        assert summary.display
-        assert "GPU 0 0000:00:06.0" in text and "GPU 1 0000:00:07.0" in text
-        assert "HIGH P99 12.14 ms" in text and "worst HIGH P99 12.14 ms (GPU 0)" in text
-        assert app.query_one(WorkloadTable).row_names == \
-            ["high@0", "low@0", "high@1", "low@1"]
+        table = app.query_one(WorkloadTable)
+        assert not table.folded
+        assert "▾ GPU 0  HIGH P99  12.14 ms" in table.group_lines[0]
+        assert "0000:00:06.0" in table.group_lines[0] and "0000:00:07.0" in table.group_lines[1]
+        assert "HIGH P99 worst 12.14 ms (GPU 0)" in table.plain
+        lines = table.plain.splitlines()
+        assert [ln.split()[0] for ln in lines[1:]] == \
+            ["▾", "high@0", "low@0", "▾", "high@1", "low@1", "all"]
+        assert table.row_names == ["high@0", "low@0", "high@1", "low@1"]
         chart = app.query_one(LatencyChart)
+        assert "2 GPUs" in chart.plt.title_text  # the roll-up first
         for want in (0, 1, None):
             await pilot.press("g")
-            assert chart.gpu == want
+            assert chart.gpu == want == app.query_one(ThroughputChart).gpu
         await pilot.press("q")
 
 

@@ -30,3 +30,21 @@ def test_comparison_table(snap_compare) -> None:  # type: ignore[no-untyped-def]
 
 def test_xsched_panel(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(_app(), press=["3"], terminal_size=(120, 34))
+
+
+def _fleet():  # type: ignore[no-untyped-def]
+    from tests.helpers.fleet import fleet_snapshot
+
+    return make_app(replay=fleet_snapshot(), replay_source="fleet")
+
+
+def test_eight_gpus_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_fleet(), terminal_size=(80, 24))
+
+
+def test_eight_gpus_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_fleet(), terminal_size=(200, 60))
+
+
+def test_eight_gpus_one_gpu_drilled(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    assert snap_compare(_fleet(), press=["g", "g", "g", "g", "g", "g"], terminal_size=(120, 40))

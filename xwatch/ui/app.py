@@ -14,6 +14,7 @@ import gc
 import os
 import signal
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,6 @@ from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, Ut
 from xwatch.ui.widgets.panels import (
     CalibrationPanel,
     GpuPanel,
-    GpuSummary,
     KernelLane,
     LaneStrip,
     XschedPanel,
@@ -46,8 +46,11 @@ from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
-TICK_S = 1.0  # header and alerts: 1 Hz; every widget repaints only if its content changed
-TABLE_EVERY = 2  # table, per-GPU lines, lane, GPU panel: every 2 s (as nvitop)
+TICK_S = 1.0  # the header's clock, the logs, and a look for failures and stalls: 1 Hz
+#: a snapshot (every workload's statistics), the alerts, the table, per-GPU lines, lane,
+#: GPU panel: every 2 s (as nvitop), and at once when a state changed; every widget
+#: repaints only if its content changed
+TABLE_EVERY = 2
 CHART_EVERY = 4  # latency and throughput charts: every 4 s (they gain 4 rows), if changed
 SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: every 8 s
 
@@ -82,6 +85,7 @@ class XwatchApp(App[int]):
         Binding("4", "tab('logs')", "Logs", show=False),
         Binding("p", "pause", "Pause"),
         Binding("g", "chart_gpu", "Chart GPU", show=False),
+        Binding("e", "fold_gpus", "Expand GPUs", show=False),
         Binding("t", "capture", "Kernels", show=False),
         Binding("z", "zoom_lane", "Zoom lane", show=False),
         Binding("question_mark", "help", "Help"),
@@ -136,6 +140,7 @@ class XwatchApp(App[int]):
         self._log_seq = 0
         self._widget_errors: set[str] = set()
         self._chart_sig: tuple[object, ...] | None = None
+        self._alerted: tuple[object, ...] = ()  # ``_states`` at the last snapshot
         self._phase_tasks: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------ layout
@@ -144,7 +149,6 @@ class XwatchApp(App[int]):
         yield AlertBar()
         with TabbedContent(initial="live"):
             with TabPane("Live", id="live"):
-                yield GpuSummary()
                 yield WorkloadTable()
                 with Horizontal(classes="chart-row"):
                     yield LatencyChart()
@@ -345,19 +349,44 @@ class XwatchApp(App[int]):
         return self.quitting
 
     # ------------------------------------------------------------ refresh
+    def _states(self) -> tuple[object, ...]:
+        """What makes an alert: the phase, its status and error, every workload's
+        state (read from the live objects, without a snapshot)."""
+        phase = self.runner.phase if self.runner is not None else None
+        if phase is None:
+            return ()
+        return (phase.index, phase.status, phase.extra.get("error"),
+                tuple(r.state for r in phase.runs.values()))
+
     def _on_tick(self) -> None:
         self._tick += 1
-        self.refresh_view(force_charts=self._tick % CHART_EVERY == 0,
-                          force_table=self._tick % TABLE_EVERY == 0)
+        states = self._states()
+        if self._tick % TABLE_EVERY and states == self._alerted:
+            # between snapshots, nothing failed or stalled: the clock and the logs
+            self._logs()
+            phase = self.runner.phase if self.runner is not None else None
+            if self.snap is not None and phase is not None and self.snap.current is not None \
+                    and self.snap.current.index == phase.index:
+                elapsed = phase.elapsed_s(time.monotonic())
+                self._safe("status", lambda: self.query_one(StatusLine).show(
+                    self.snap, self.phase_s, self.replay_source, self.paused,  # type: ignore[arg-type]
+                    elapsed=elapsed))
+            return
+        self._alerted = states
+        self.refresh_view(force_charts=self._tick % CHART_EVERY == 0)
+
+    def _logs(self) -> None:
+        if self.session is not None:
+            for ln in self.session.logs_since(self._log_seq):
+                self._write_log(ln.source, ln.stream, ln.text)
+                self._log_seq = ln.seq
 
     def refresh_view(self, force_charts: bool = False, force_table: bool = True) -> None:
         if self.session is not None:
             self.snap = self.session.snapshot(telemetry_last=600)
             if self.metrics is not None:
                 self.metrics.publish(self.snap)
-            for ln in self.session.logs_since(self._log_seq):
-                self._write_log(ln.source, ln.stream, ln.text)
-                self._log_seq = ln.seq
+            self._logs()
         snap = self.snap
         if snap is None:
             return
@@ -370,8 +399,7 @@ class XwatchApp(App[int]):
             snap, self.phase_s, self.replay_source, self.paused))
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         if tab == "live" and (force_table or force_charts):
-            self._safe("table", lambda: self.query_one(WorkloadTable).show(snap))
-            self._safe("gpus", lambda: self.query_one(GpuSummary).show(
+            self._safe("table", lambda: self.query_one(WorkloadTable).show(
                 snap, self.query_one(LatencyChart).gpu))
             self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
             self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
@@ -422,7 +450,8 @@ class XwatchApp(App[int]):
         self.call_after_refresh(self.refresh_view, True)
 
     def action_chart_gpu(self) -> None:
-        """Multi-GPU runs: the latency chart shows all GPUs, then each GPU in turn."""
+        """Multi-GPU runs: the charts show the roll-up over every GPU, then each GPU
+        in turn (its group in the table expanded and scrolled to)."""
         gpus = list(self.scenario.gpus) if self.scenario else []
         if not gpus:
             self.notify("one GPU: run with --gpus 0,1 to chart GPUs separately", timeout=4)
@@ -430,8 +459,21 @@ class XwatchApp(App[int]):
         chart = self.query_one(LatencyChart)
         order: list[int | None] = [None, *gpus]
         chart.gpu = order[(order.index(chart.gpu) + 1) % len(order)]
+        for other in (ThroughputChart, CdfChart, UtilChart):
+            widget: Any = self.query_one(other)
+            widget.gpu = chart.gpu
         self._chart_sig = None
         self.refresh_view(force_charts=True)
+
+    def action_fold_gpus(self) -> None:
+        """Multi-GPU runs: expand every GPU's copies in the table, or fold them to one
+        line per GPU."""
+        table = self.query_one(WorkloadTable)
+        if not (self.scenario and len(self.scenario.gpus) > 1):
+            self.notify("one GPU: the table has no GPU groups to fold", timeout=4)
+            return
+        table.fold = not table.folded
+        self.refresh_view()
 
     def action_capture(self) -> None:
         """Record 2 s of GPU kernel activity in every built-in workload (torch.profiler)."""

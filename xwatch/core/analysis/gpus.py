@@ -13,6 +13,7 @@ and the group says ``matched_by = "index"``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +69,7 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> lis
     if not gpus:
         return []
     latest = latest_samples(telemetry)
+    spans = _device_spans(telemetry, p)
     by_bus = {parse_bus_id(s.get("bus_id")): d for d, s in latest.items()
               if parse_bus_id(s.get("bus_id")) is not None}
     out = []
@@ -82,7 +84,7 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> lis
         elif bus is None and f"gpu{g}" in latest:
             dev, how = f"gpu{g}", "index"
         s = latest.get(dev) or {}
-        util, mem = _in_phase(telemetry, dev, p)
+        util, mem = spans.get(dev, (None, None))
         name = next((str(w.hello["device_name"]) for w in ws if w.hello.get("device_name")),
                     str(s.get("name") or ""))
         out.append(GpuGroup(
@@ -98,24 +100,26 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> lis
     return out
 
 
-def _in_phase(telemetry: dict[str, Any] | None, dev: str, p: PhaseSnapshot
-              ) -> tuple[float | None, float | None]:
-    """Mean utilization and newest memory of ``dev`` over the phase's measured span."""
-    if not dev:
-        return None, None
+def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot
+                  ) -> dict[str, tuple[float | None, float | None]]:
+    """Per telemetry device: mean utilization and newest memory over the phase's
+    measured span (one pass over the samples for every device)."""
     lo = p.t_measure if p.t_measure is not None else p.t_start
     hi = lo + p.elapsed_s if p.elapsed_s == p.elapsed_s else math.inf
-    utils: list[float] = []
-    mem = None
+    utils: dict[str, list[float]] = {}
+    mem: dict[str, float] = {}
     for s in (telemetry or {}).get("samples") or []:
-        if s.get("device") != dev or not lo <= float(s.get("t", 0.0)) <= hi:
+        if not lo <= float(s.get("t", 0.0)) <= hi:
             continue
+        dev = s.get("device")
         m = s.get("metrics") or {}
-        if isinstance(m.get("util_pct"), (int, float)):
-            utils.append(float(m["util_pct"]))
+        u = m.get("util_pct")
+        if isinstance(u, (int, float)):
+            utils.setdefault(dev, []).append(float(u))
         if isinstance(m.get("mem_used_mib"), (int, float)):
-            mem = float(m["mem_used_mib"])
-    return (sum(utils) / len(utils) if utils else None), mem
+            mem[dev] = float(m["mem_used_mib"])
+    return {d: ((sum(utils[d]) / len(utils[d])) if utils.get(d) else None, mem.get(d))
+            for d in set(utils) | set(mem)}
 
 
 def rollup(groups: list[GpuGroup]) -> dict[str, Any]:
@@ -131,3 +135,61 @@ def rollup(groups: list[GpuGroup]) -> dict[str, Any]:
             "best_high_p99_ms": None if best[0] != best[0] else round(best[0], 6),
             "low_samples_per_s": round(sum(g.low_samples_per_s for g in groups), 3),
             "high_requests": sum(g.high.count for g in groups if g.high)}
+
+
+@dataclass(frozen=True)
+class GpuRoles:
+    """Which copy is HIGH (the highest priority) and which are LOW on each GPU of a
+    replicated scenario (``--gpus``), by name."""
+
+    high: dict[int, str]
+    lows: dict[int, tuple[str, ...]]
+
+    @property
+    def gpus(self) -> list[int]:
+        return sorted(set(self.high) | set(self.lows))
+
+
+def gpu_roles(workloads: Sequence[Any]) -> GpuRoles:
+    """``workloads``: scenario workloads (``gpu``, ``name``, ``priority_value``)."""
+    by_gpu: dict[int, list[Any]] = {}
+    for w in workloads:
+        if w.gpu is not None:
+            by_gpu.setdefault(w.gpu, []).append(w)
+    high, lows = {}, {}
+    for g, ws in by_gpu.items():
+        top = max(w.priority_value for w in ws)
+        tops = [w for w in ws if w.priority_value == top]
+        high[g] = tops[0].name
+        lows[g] = tuple(w.name for w in ws if w.priority_value < top)
+    return GpuRoles(high, lows)
+
+
+def rollup_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float],
+                  names: Sequence[str], key: str, how: str
+                  ) -> list[tuple[float, float]]:
+    """One per-second series over several workloads (the copies on every GPU):
+    ``how`` = ``max`` (the worst HIGH P99 of any GPU in that second), ``min`` (the
+    best) or ``sum`` (the LOW samples/s of all GPUs). Seconds are counted from the phase start for every
+    copy, so they line up. A second in which no copy finished a request has no
+    maximum (a gap); in a sum it counts 0 for that copy. NaN separates phases."""
+    wanted = set(names)
+    pts: list[tuple[float, float]] = []
+    for o, p in zip(offsets, phases):
+        acc: dict[int, float] = {}
+        for w in p.workloads:
+            if w.name not in wanted:
+                continue
+            for r in w.series:
+                if r.sec < 0:
+                    continue
+                v = float(getattr(r, key))
+                if how == "sum":
+                    acc[r.sec] = acc.get(r.sec, 0.0) + (v if v == v else 0.0)
+                elif v == v:
+                    old = acc.get(r.sec)
+                    acc[r.sec] = v if old is None else max(old, v) if how == "max" \
+                        else min(old, v)
+        pts += [(o + sec, v) for sec, v in sorted(acc.items())]
+        pts.append((o, math.nan))
+    return pts

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import Any
 
 from xwatch.core.engine.arrivals import due_times
@@ -223,7 +224,10 @@ class WorkloadRun:
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
         self.unfinished_note = ""
         self.ready_info: dict[str, Any] = {}  # the worker's "ready" event
-        self.slowest: list[tuple[float, float]] = []  # min-heap of (latency_ms, t_end)
+        #: min-heap of (latency_ms, t_end, (seconds after the phase start, latency_ms))
+        self.slowest: list[tuple[float, float, tuple[float, float]]] = []
+        self._slowest_version = 0  # counts changes of the heap
+        self._slowest_cache: tuple[int, tuple[tuple[float, float], ...]] = (-1, ())
         self.recent_service: deque[float] = deque(maxlen=64)  # ms, for the stall bound
         #: a kernel capture was asked for: its stop (profiler teardown) is no stall
         self.capture_grace_until = 0.0
@@ -235,6 +239,7 @@ class WorkloadRun:
         now = time.monotonic()
         cutoff = self.phase.t_stop
         slow = self.slowest
+        t_start = self.phase.t_start
         floor = slow[0][0] if len(slow) >= SLOWEST_KEPT else -1.0
         keep = reqs.append
         default_batch = self.spec.batch
@@ -257,10 +262,12 @@ class WorkloadRun:
                         get("late") is True, get("ok") is not False, sv)
                 keep(e)
                 if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
+                    self._slowest_version += 1
+                    item = (lat, t, (round(t - t_start, 4), lat))
                     if len(slow) < SLOWEST_KEPT:
-                        heapq.heappush(slow, (lat, t))
+                        heapq.heappush(slow, item)
                     else:
-                        heapq.heapreplace(slow, (lat, t))
+                        heapq.heapreplace(slow, item)
                     if len(slow) >= SLOWEST_KEPT:
                         floor = slow[0][0]
             else:
@@ -349,6 +356,15 @@ class WorkloadRun:
         self.end_t = time.monotonic()
         self.phase.session.log("xwatch", "error", f"{self.spec.name}: {message}")
 
+    def _slowest_rows(self) -> tuple[tuple[float, float], ...]:
+        """The kept slowest requests, slowest first, as (seconds after the phase start,
+        latency ms); sorted again only when the heap changed."""
+        key = self._slowest_version
+        if self._slowest_cache[0] != key:
+            rows = tuple(map(itemgetter(2), sorted(self.slowest, reverse=True)))
+            self._slowest_cache = (key, rows)
+        return self._slowest_cache[1]
+
     # ------------------------------------------------------------------ stalls
     def stall_bound(self) -> float:
         """Seconds without a completed request after which this workload is stalled:
@@ -369,10 +385,8 @@ class WorkloadRun:
             return max(STALL_FIRST_S, STALL_P99_FACTOR * per_iter)
         if self.recent_service:  # time on the device, not queueing: a backlog is no stall
             recent = max(self.recent_service)
-        else:
-            recent = rec.window(rec.last_t)[0].p99
-            if math.isnan(recent):
-                recent = rec.phase_moments().summary().p99
+        else:  # the worst per-second P99 in the window (rows are cached per second)
+            recent = rec.recent_p99()
         bound = max(STALL_MIN_S, STALL_P99_FACTOR * recent / 1e3)
         if self.spec.rate:
             bound = max(bound, 3.0 / self.spec.rate)
@@ -458,20 +472,19 @@ class WorkloadRun:
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
         rec = self.rec
-        moments = rec.phase_moments()
-        count = moments.n
-        buckets = tuple(moments.cumulative())
-        latency_sum = moments.mean * count if count else 0.0
-        if self.unfinished_m is not None:
-            moments.merge(self.unfinished_m)  # censored: "at least this long"
-        phase = moments.summary()
         start = self.ready_t0
         ends = [t for t in (self.end_t, self.phase.t_stop, self.phase.t_end) if t is not None]
         end = min(ends) if ends else now
         if self.state == FINISHED and rec.count and rec.last_t == rec.last_t:
             end = rec.last_t  # finished by itself: up to its last request, not its teardown
         # an ended phase's window ends where its measurement ended, not at the clock
-        window, wn, wsamples, wspan = rec.window(min(now, end))
+        moments, (window, wn, wsamples, wspan) = rec.read(min(now, end))
+        count = moments.n
+        buckets = tuple(moments.cumulative())
+        latency_sum = moments.mean * count if count else 0.0
+        if self.unfinished_m is not None:
+            moments.merge(self.unfinished_m)  # censored: "at least this long"
+        phase = moments.summary()
         measured = max(0.0, end - start) if start is not None else 0.0
         span_w = min(wspan, measured) if measured else 0.0
         spec = self.spec
@@ -502,8 +515,7 @@ class WorkloadRun:
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),
             stalls=tuple(dict(x) for x in self.stalls),
-            slowest=tuple(sorted(((round(t - self.phase.t_start, 4), lat)
-                                  for lat, t in self.slowest), key=lambda x: -x[1])),
+            slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
             hist=tuple(moments.hist.items()), pipe_closed_at=self.pipe_closed_at,
         )
@@ -638,12 +650,16 @@ class Phase:
                 for r in stalled if r.stalled_since is not None)
         self.status = status
 
-    def snapshot(self, now: float) -> PhaseSnapshot:
+    def elapsed_s(self, now: float) -> float:
+        """Seconds measured so far (from the start while loading), up to the stop."""
         end = self.t_stop if self.t_stop is not None else self.t_end if self.t_end else now
+        return end - (self.t_measure or self.t_start)
+
+    def snapshot(self, now: float) -> PhaseSnapshot:
         return PhaseSnapshot(
             index=self.index, name=self.name, mode=self.mode, status=self.status,
             started_at=self.started_at, ended_at=self.ended_at,
-            elapsed_s=end - (self.t_measure or self.t_start),
+            elapsed_s=self.elapsed_s(now),
             measuring=self.t_measure is not None,
             workloads=tuple(r.snapshot(now) for r in self.runs.values()),
             extra=_freeze_extra(self.extra), t_start=self.t_start, t_measure=self.t_measure)

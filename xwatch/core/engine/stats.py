@@ -82,13 +82,19 @@ def exact_percentile(values: Sequence[float], q: float) -> float:
 
 
 class LogHistogram:
-    """Sparse log-bucketed histogram (counts per bucket index)."""
+    """Sparse log-bucketed histogram (counts per bucket index).
 
-    __slots__ = ("counts", "n")
+    The buckets in order are cached until the next ``add`` or ``merge`` (every change
+    adds to ``n``): a snapshot reads them three times (percentiles, CDF, the
+    histogram itself) and sorts them once."""
+
+    __slots__ = ("_sorted", "_sorted_n", "counts", "n")
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
         self.n = 0
+        self._sorted: list[tuple[int, int]] = []
+        self._sorted_n = -1
 
     def add(self, v: float) -> None:
         i = _MIN_INDEX if v <= _MIN_VALUE else math.floor(math.log(v) * _INV_LOG_GAMMA)
@@ -115,22 +121,26 @@ class LogHistogram:
         n = self.n
         if n == 0:
             return [math.nan for _ in wanted]
-        ranks = sorted((min(n, max(1, k)), j) for j, k in enumerate(wanted))
-        out = [math.nan] * len(wanted)
-        cum = 0
-        r = 0
-        for i in sorted(self.counts):
-            cum += self.counts[i]
-            while r < len(ranks) and ranks[r][0] <= cum:
-                out[ranks[r][1]] = min(max(bucket_value(i), vmin), vmax)
-                r += 1
-            if r == len(ranks):
-                break
+        ranks = [k if 1 <= k <= n else (1 if k < 1 else n) for k in wanted]
+        out = [math.nan] * len(ranks)
+        buckets = iter(self.items())
+        cum, i, v = 0, 0, math.nan
+        for j in sorted(range(len(ranks)), key=ranks.__getitem__):
+            r = ranks[j]
+            if cum < r:
+                while cum < r:
+                    i, k = next(buckets)
+                    cum += k
+                v = min(max(bucket_value(i), vmin), vmax)
+            out[j] = v
         return out
 
     def items(self) -> list[tuple[int, int]]:
-        """(bucket index, count), ascending: what snapshots carry."""
-        return sorted(self.counts.items())
+        """(bucket index, count), ascending: what snapshots carry (do not modify)."""
+        if self._sorted_n != self.n:
+            self._sorted = sorted(self.counts.items())
+            self._sorted_n = self.n
+        return self._sorted
 
     @classmethod
     def from_items(cls, items: Iterable[tuple[int, int]]) -> LogHistogram:
@@ -248,7 +258,7 @@ class SecondRow:
 
 
 class _Second:
-    __slots__ = ("errors", "late", "m", "samples", "sec")
+    __slots__ = ("_row", "errors", "late", "m", "samples", "sec")
 
     def __init__(self, sec: int) -> None:
         self.sec = sec
@@ -256,15 +266,24 @@ class _Second:
         self.errors = 0
         self.late = 0
         self.samples = 0
+        self._row: SecondRow | None = None
 
     def row(self) -> SecondRow:
+        """This second's row; computed again only when a request or error was added
+        (a snapshot reads every second in the window; only the newest changes)."""
         m = self.m
+        r = self._row
+        if r is not None and r.count == m.n and r.errors == self.errors:
+            return r
         if m.n:
             p50, p99 = m.hist.quantiles((50.0, 99.0), m.min, m.max)
-            return SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
-                             m.max, m.mean)
-        return SecondRow(self.sec, 0, self.errors, self.late, self.samples,
-                         math.nan, math.nan, math.nan, math.nan)
+            r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
+                          m.max, m.mean)
+        else:
+            r = SecondRow(self.sec, 0, self.errors, self.late, self.samples,
+                          math.nan, math.nan, math.nan, math.nan)
+        self._row = r
+        return r
 
 
 class Recorder:
@@ -365,15 +384,34 @@ class Recorder:
         ``window_s`` seconds of the phase clock, the current partial second
         included, so it covers between ``window_s - 1`` and ``window_s`` seconds
         (the fourth value): rates divide by that, not by ``window_s``."""
+        return self.read(now)[1]
+
+    def read(self, now: float) -> tuple[Moments, tuple[LatencySummary, int, int, float]]:
+        """``phase_moments()`` and ``window(now)`` at once: the live seconds are merged
+        once for both (what a snapshot reads every second)."""
         now_sec = int(now - self.t0)
         lo = now_sec - math.ceil(self.window_s) + 1
-        m = Moments()
+        w = Moments()
+        rest = Moments()
         samples = 0
         for b in self._live:
             if lo <= b.sec <= now_sec:
-                m.merge(b.m)
+                w.merge(b.m)
                 samples += b.samples
-        return m.summary(), m.n, samples, max(0.0, now - (self.t0 + lo))
+            else:
+                rest.merge(b.m)
+        phase = Moments()
+        phase.merge(self._done)
+        phase.merge(rest)
+        phase.merge(w)
+        return phase, (w.summary(), w.n, samples, max(0.0, now - (self.t0 + lo)))
+
+    def recent_p99(self) -> float:
+        """The largest per-second P99 among the seconds still in the window (at least
+        the window's P99 up to a bucket's width; a few microseconds, where merging the
+        window takes a hundred); the phase P99 when the window has none."""
+        worst = max((r.p99 for b in self._live if (r := b.row()).count), default=math.nan)
+        return worst if worst == worst else self.summary().p99
 
     def series(self) -> list[SecondRow]:
         """Per-second rows, oldest first (finalized and live)."""
@@ -384,6 +422,8 @@ class Recorder:
         m = m or self.phase_moments()
         if m.n == 0:
             return []
-        qs = [100.0 * (i + 1) / points for i in range(points)]
-        vals = m.hist.quantiles(qs, m.min, m.max)
-        return [(v, q / 100.0) for v, q in zip(vals, qs)]
+        # the nearest rank of q = 100 k / points, exactly: ceil(k n / points)
+        n = m.n
+        vals = m.hist.at_ranks([-(-k * n // points) for k in range(1, points + 1)],
+                               m.min, m.max)
+        return [(v, k / points) for k, v in enumerate(vals, 1)]

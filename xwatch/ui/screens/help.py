@@ -24,7 +24,8 @@ HELP = """\
 | `p` | pause / resume the charts (data keeps flowing) |
 | `t` | kernel capture: 2 s of GPU kernels from every built-in workload (torch.profiler) |
 | `z` | zoom the kernel lane onto HIGH's slowest requests in turn (then back to the whole window) |
-| `g` | multi-GPU runs (`--gpus`): chart all GPUs, then one GPU at a time |
+| `g` | several GPUs (`--gpus`): charts of all GPUs (HIGH's worst/best P99, LOW total), then each GPU |
+| `e` | several GPUs: expand every GPU's copies in the table, or fold them to a line per GPU |
 | `q`, Ctrl+C | stop every workload (and xserver), then quit |
 | `?` | this help; Esc closes it |
 

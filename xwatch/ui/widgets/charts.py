@@ -1,8 +1,10 @@
 """Line charts fed from session snapshots (never from raw events), drawn by ``plot``.
 
 - ``LatencyChart``: per-second P50 and P99 of every workload over the session,
-  phase starts marked, SLO line, goodput in the title.
-- ``ThroughputChart``: low-priority samples/s per second (the cost side).
+  phase starts marked, SLO line, goodput in the title; on several GPUs the roll-up
+  (HIGH's worst and best GPU) until ``g`` picks one GPU.
+- ``ThroughputChart``: low-priority samples/s per second (the cost side); on several
+  GPUs their total.
 - ``CdfChart``: the top-priority workload's latency CDF, this phase vs the one before.
 - ``UtilChart``: GPU utilization (or host CPU) over the session.
 """
@@ -17,6 +19,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from xwatch.core.analysis.gpus import gpu_groups, gpu_roles, rollup_series
 from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.plot import Figure, render_figure
@@ -111,6 +114,10 @@ class _Chart(Widget):
 
 
 class LatencyChart(_Chart):
+    """Every workload's per-second P50 and P99; on several GPUs (``--gpus``) the
+    roll-up by default (HIGH's P99 on the worst and the best GPU each second, P50 on
+    the worst), and one GPU's copies after ``g``."""
+
     gpu: int | None = None  # multi-GPU runs: only this GPU's copies (``g`` cycles)
 
     def show(self, snap: SessionSnapshot) -> None:
@@ -120,18 +127,30 @@ class LatencyChart(_Chart):
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         x_from = max(0.0, end - VISIBLE_S)
         slo = snap.scenario.slo
-        title = "latency ms, per second P50 · P99"
-        if self.gpu is not None:
-            title += f" · GPU {self.gpu}"
+        roles = gpu_roles(snap.scenario.workloads)
+        rolled = len(roles.gpus) > 1 and self.gpu is None
+        if rolled:
+            title = f"HIGH latency ms, per second · {len(roles.gpus)} GPUs · g: one GPU"
+        else:
+            title = "latency ms, per second P50 · P99"
+            if self.gpu is not None:
+                title += f" · GPU {self.gpu}"
         cur = snap.current
         if slo and cur:
             w = cur.workload(slo.workload)
             if w and w.goodput is not None and not math.isnan(w.goodput):
                 title += f" · {slo.workload} ≤{slo.latency_ms:g}ms {w.goodput * 100:.1f}%"
         self._begin(title)
-        series = [(f"{w.name} {k}", workload_series(snap.phases, offsets, w.name, k))
-                  for w in snap.scenario.workloads for k in ("p50", "p99")
-                  if self.gpu is None or w.gpu == self.gpu]
+        if rolled:
+            highs = list(roles.high.values())
+            series = [(label, rollup_series(snap.phases, offsets, highs, k, how))
+                      for label, k, how in (("P99 worst GPU", "p99", "max"),
+                                            ("P99 best GPU", "p99", "min"),
+                                            ("P50 worst GPU", "p50", "max"))]
+        else:
+            series = [(f"{w.name} {k}", workload_series(snap.phases, offsets, w.name, k))
+                      for w in snap.scenario.workloads for k in ("p50", "p99")
+                      if self.gpu is None or w.gpu == self.gpu]
         ys = [y for _, pts in series for x, y in pts if x >= x_from and math.isfinite(y) and y > 0]
         log = bool(ys) and max(ys) / min(ys) > 20  # e.g. HIGH 5 ms next to LOW 500 ms
         if log:  # log10 by hand: plotext's own log axis breaks on small plots
@@ -162,15 +181,32 @@ class LatencyChart(_Chart):
 
 
 class ThroughputChart(_Chart):
+    """The lower-priority workloads' samples/s (the price of protecting HIGH); on
+    several GPUs their total over all GPUs, or one GPU's after ``g``."""
+
+    gpu: int | None = None
+
     def show(self, snap: SessionSnapshot) -> None:
         if not snap.phases:
             return self.show_message("throughput", "waiting")
         offsets = phase_offsets(snap.phases)
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         x_from = max(0.0, end - VISIBLE_S)
-        ws = sorted(snap.scenario.workloads, key=lambda w: w.priority_value)
+        roles = gpu_roles(snap.scenario.workloads)
+        if len(roles.gpus) > 1 and self.gpu is None:
+            names = [n for g in roles.gpus for n in roles.lows.get(g, ())]
+            self._begin(f"low-priority samples/s, all {len(roles.gpus)} GPUs (the price)")
+            top = self._lines([("LOW total", rollup_series(snap.phases, offsets, names,
+                                                           "samples", "sum"))], x_from)
+            self._marks(snap, offsets, x_from)
+            self.plt.ylim(0, top * 1.1 if top > 0 else 1)
+            self.refresh()
+            return
+        ws = sorted((w for w in snap.scenario.workloads
+                     if self.gpu is None or w.gpu == self.gpu), key=lambda w: w.priority_value)
         lows = [w for w in ws if w.priority_value < ws[-1].priority_value] or ws[:1]
-        self._begin("low-priority samples/s (the price)")
+        self._begin("low-priority samples/s (the price)"
+                    + (f" · GPU {self.gpu}" if self.gpu is not None else ""))
         top = self._lines([(w.name, workload_series(snap.phases, offsets, w.name, "samples"))
                            for w in lows], x_from)
         self._marks(snap, offsets, x_from)
@@ -179,16 +215,30 @@ class ThroughputChart(_Chart):
 
 
 class CdfChart(_Chart):
+    """The top-priority workload's latency CDF, this phase against the one before; on
+    several GPUs the HIGH copy with the worst P99 (or the GPU ``g`` picked)."""
+
+    gpu: int | None = None
+
     def show(self, snap: SessionSnapshot) -> None:
         ws = sorted(snap.scenario.workloads, key=lambda w: -w.priority_value)
         if not snap.phases or not ws:
             return self.show_message("distribution", "waiting")
-        name = ws[0].name
+        name, why = ws[0].name, ""
+        roles = gpu_roles(snap.scenario.workloads)
+        if len(roles.gpus) > 1:
+            if self.gpu is not None and self.gpu in roles.high:
+                name = roles.high[self.gpu]
+            elif snap.phases[-1].workloads:
+                p99 = {w.name: w.phase.p99 for w in snap.phases[-1].workloads
+                       if w.name in roles.high.values() and w.phase.p99 == w.phase.p99}
+                if p99:
+                    name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
         shown = phases[-2:]
         if not shown:
             return self.show_message(f"{name} latency CDF", "no requests yet")
-        self._begin(f"{name} latency CDF: " + " vs ".join(p.name for p in shown))
+        self._begin(f"{name}{why} latency CDF: " + " vs ".join(p.name for p in shown))
         series = []
         for p in shown:
             w = p.workload(name)
@@ -204,6 +254,11 @@ class CdfChart(_Chart):
 
 
 class UtilChart(_Chart):
+    """Utilization per telemetry device; with more than two devices the mean, lowest
+    and highest over them each second (or the device of the GPU ``g`` picked)."""
+
+    gpu: int | None = None
+
     def show(self, snap: SessionSnapshot) -> None:
         tel = snap.extra.get("telemetry") or {}
         samples = tel.get("samples") or []
@@ -223,8 +278,40 @@ class UtilChart(_Chart):
                     (x, float(v) if v is not None else math.nan))
         label = {"nvml": "GPU util % (a kernel ran)", "amdsmi": "GPU gfx activity %"}.get(
             tel.get("backend", ""), "host CPU % (no GPU telemetry)")
-        self._begin(label)
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
-        self._lines(sorted(by_dev.items()), max(0.0, end - VISIBLE_S))
+        series = sorted(by_dev.items())
+        if self.gpu is not None and snap.current is not None:
+            dev = next((g.telemetry_device for g in gpu_groups(snap.current, tel)
+                        if g.gpu == self.gpu), "")
+            series = [(d, pts) for d, pts in series if d == dev]
+            label += f" · GPU {self.gpu}" + ("" if series else ": no telemetry device matched")
+        elif len(series) > 2:
+            label += f" · {len(series)} devices"
+            series = _spread(series)
+        self._begin(label)
+        self._lines(series, max(0.0, end - VISIBLE_S))
         self.plt.ylim(0, 100)
         self.refresh()
+
+
+def _spread(series: list[tuple[str, list[tuple[float, float]]]]
+            ) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Many devices' samples as three lines: the mean, lowest and highest device in
+    each whole second of the session axis."""
+    bins: dict[int, dict[str, list[float]]] = {}
+    for dev, pts in series:
+        for x, v in pts:
+            if v == v:
+                bins.setdefault(int(x), {}).setdefault(dev, []).append(v)
+    mean, lo, hi = [], [], []
+    last = None
+    for sec in sorted(bins):
+        if last is not None and sec > last + 1:  # a gap (between phases): no line across
+            for out in (mean, lo, hi):
+                out.append((last + 1.0, math.nan))
+        per_dev = [sum(v) / len(v) for v in bins[sec].values()]
+        mean.append((sec + 0.5, sum(per_dev) / len(per_dev)))
+        lo.append((sec + 0.5, min(per_dev)))
+        hi.append((sec + 0.5, max(per_dev)))
+        last = sec
+    return [("mean", mean), ("lowest", lo), ("highest", hi)]

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.gpus import latest_samples
 from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
@@ -41,15 +41,18 @@ class GpuPanel(QuietStatic):
             t.append(f"\n  not {name}: {why[:70]}", style="dim")
         cost = tel.get("poll_cost_ms") or {}
         pcost = tel.get("proc_poll_cost_ms") or {}
-        if cost.get("median") is not None:
+        latest = latest_samples(tel)
+        if len(latest) > 2 and cost.get("median") is not None:  # one line for the costs
+            t.append(f"  poll {cost['median']:.2f} ms/{tel.get('interval_s', 0.5):g} s"
+                     + (f", per-process {pcost['median']:.1f} ms/"
+                        f"{tel.get('proc_interval_s', 2):g} s"
+                        if pcost.get("median") is not None else ""), style="dim")
+        elif cost.get("median") is not None:
             t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms "
                      f"every {tel.get('interval_s', 0.5):g} s", style="dim")
-        if pcost.get("median") is not None:
+        if len(latest) <= 2 and pcost.get("median") is not None:
             t.append(f"\n  + per-process {pcost['median']:.2f} ms median every "
                      f"{tel.get('proc_interval_s', 2):g} s", style="dim")
-        latest: dict[str, dict] = {}  # type: ignore[type-arg]
-        for s in tel.get("samples") or []:
-            latest[s["device"]] = s
         pids = {w.pid: w.name for p in snap.phases[-1:] for w in p.workloads if w.pid}
         # ages: against the clock while live, against the newest sample in a replay
         newest = max((float(x.get("t", 0.0)) for x in latest.values()), default=0.0)
@@ -58,6 +61,14 @@ class GpuPanel(QuietStatic):
         def age(ts: object) -> str:
             return "" if not isinstance(ts, (int, float)) else f"{max(0.0, now - ts):.0f} s old"
 
+        if len(latest) > 2:  # eight GPUs: a line each, so the charts keep their room
+            for dev, s in latest.items():
+                t.append("\n" + _device_line(dev, s, age(s.get("t"))))
+            if tel.get("backend") == "nvml":
+                t.append("\n  util = a kernel ran; per-process figures: in the snapshot",
+                         style="dim italic")
+            self.set_content(t, text_key(t), t.plain)
+            return
         for dev, s in latest.items():
             m = s.get("metrics") or {}
             mark = "" if s.get("ours", True) else " (not ours)"
@@ -83,34 +94,18 @@ class GpuPanel(QuietStatic):
         self.set_content(t, text_key(t), t.plain)
 
 
-class GpuSummary(QuietStatic):
-    """Multi-GPU runs: one line per GPU (HIGH P99, LOW samples/s, utilization, which
-    telemetry device by what match) and the roll-up; hidden for one GPU."""
-
-    def show(self, snap: SessionSnapshot, chart_gpu: int | None = None) -> None:
-        p = snap.current
-        groups = gpu_groups(p, snap.extra.get("telemetry")) if p is not None else []
-        self.set_display(bool(groups))
-        if not groups or p is None:
-            return
-        live = p.status == "running"
-        t = Text()
-        for g in groups:
-            mark = "▶" if chart_gpu == g.gpu else " "
-            p99 = g.high_window_p99 if live else g.high_p99
-            sps = g.low_window_samples_per_s if live else g.low_samples_per_s
-            t.append(f"{mark}GPU {g.gpu}", style="bold")
-            t.append(f" {g.bus_id or '?'} {g.name[:22]}", style="dim")
-            t.append(f"  HIGH P99 {_v(p99, ' ms', 2)}", style="bold cyan")
-            t.append(f"  LOW {_v(sps, ' smp/s')}")
-            t.append(f"  util {pct(g.util_pct)}")
-            t.append(f"  [{g.matched_by or 'no telemetry'}]\n", style="dim")
-        r = rollup(groups)
-        t.append(f" all {len(groups)} GPUs: worst HIGH P99 {_v(r['worst_high_p99_ms'], ' ms', 2)}"
-                 f" (GPU {r['worst_gpu']}), LOW {_v(r['low_samples_per_s'], ' smp/s')} in all"
-                 f"{' (window: last ' + format(snap.window_s, 'g') + ' s)' if live else ''}"
-                 "  · g: chart one GPU", style="dim")
-        self.set_content(t, text_key(t), t.plain)
+def _device_line(dev: str, s: dict[str, Any], age: str) -> str:
+    """One device in one line (many devices): util, memory bandwidth, memory, power,
+    temperature, clock, age of the sample."""
+    m = s.get("metrics") or {}
+    mark = "" if s.get("ours", True) else " (not ours)"
+    used, total = m.get("mem_used_mib"), m.get("mem_total_mib")
+    mem = "n/a" if used is None or total is None else f"{used / 1024:.1f}/{total / 1024:.0f}G"
+    if "util_pct" in m:
+        return (f"{dev:<5} util {pct(m.get('util_pct')):>4} bw {pct(m.get('mem_util_pct')):>4}"
+                f" mem {mem:>10} {_v(m.get('power_w'), 'W'):>5} {_v(m.get('temp_c'), '°C'):>4}"
+                f" {_v(m.get('clock_mhz'), 'MHz'):>7} {age}{mark}")
+    return f"{dev:<5} cpu {pct(m.get('cpu_pct')):>4} mem {mem:>10} {age}{mark}"
 
 
 class CalibrationPanel(QuietStatic):

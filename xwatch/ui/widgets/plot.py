@@ -12,6 +12,8 @@ into one segment per run of a colour does the same job in a few milliseconds.
 
 Each terminal cell holds 2 x 4 braille dots; a cell takes the colour of the last line
 drawn through it (as plotext does). Values outside the limits are clipped to the edge.
+The legend takes rows of its own between the title and the plot (plotext drew it over
+the top-left corner of the data).
 """
 
 from __future__ import annotations
@@ -127,6 +129,34 @@ def _limits(values: list[float], lim: tuple[float, float] | None) -> tuple[float
     return lo, hi
 
 
+def legend_layout(entries: Sequence[tuple[str, str]], width: int, most: int
+                  ) -> list[list[Segment]]:
+    """The legend as at most ``most`` rows of ``▬ label`` entries in their colours,
+    packed left to right; what does not fit ends in ``+N more``. No rows when there is
+    nothing to name or no room."""
+    if not entries or most < 1 or width < 8:
+        return []
+    rows: list[list[Segment]] = []
+    used = 0
+    row: list[Segment] = []
+    for k, (label, c) in enumerate(entries):
+        text = f"▬ {label}  "
+        if used + len(text.rstrip()) > width and row:
+            if len(rows) + 1 == most:  # the last row: say how many are left out
+                rest = f"+{len(entries) - k} more"
+                while row and used + len(rest) > width:
+                    used -= len(row.pop().text)
+                row.append(Segment(rest, Style(dim=True)))
+                rows.append(row)
+                return rows
+            rows.append(row)
+            row, used = [], 0
+        row.append(Segment(text[:width], style_of(c)))
+        used += len(text)
+    rows.append(row)
+    return rows
+
+
 def render_figure(fig: Figure, width: int, height: int) -> list[list[Segment]]:
     """``fig`` laid out in ``width`` x ``height`` cells: one segment list per row."""
     plain = Style()
@@ -138,10 +168,15 @@ def render_figure(fig: Figure, width: int, height: int) -> list[list[Segment]]:
     ys_all = [y for _, ys, _, _ in fig.lines for y in ys] + [y for y, _ in fig.hlines]
     x0, x1 = _limits(xs_all, fig.x_lim)
     y0, y1 = _limits(ys_all, fig.y_lim)
-    show_xlabel = bool(fig.x_label) and height >= 8
+    show_xlabel = bool(fig.x_label) and height >= 12
     plot_h = height - 1 - 2 - (1 if show_xlabel else 0)  # title, axis, tick labels, label
+    # the legend has rows of its own under the title: it never covers a line
+    legend_rows = legend_layout([(label, c) for _, _, label, c in fig.lines if label],
+                                width, max(0, min(2, plot_h - 3)))
+    plot_h -= len(legend_rows)
     if plot_h < 1:
         return rows
+    rows += legend_rows
     # y ticks: given (a log axis) or round values, at most one every other row
     if fig.y_ticks is not None:
         yt = [(v, lab) for v, lab in zip(*fig.y_ticks) if y0 <= v <= y1]
@@ -196,14 +231,7 @@ def render_figure(fig: Figure, width: int, height: int) -> list[list[Segment]]:
                     put(lx + round((px - lx) * i / n), ly + round((py - ly) * i / n), c)
             last = (px, py)
     chars = [[chr(0x2800 + m) if m else " " for m in row] for row in mask]
-    # legend (top left, as plotext) and centred texts overwrite the dots under them
-    legend = [(label, c) for _, _, label, c in fig.lines if label]
-    if len(legend) < plot_h:
-        for i, (label, c) in enumerate(legend):
-            text = ("▬ " + label + " ")[:plot_w]
-            for j, ch in enumerate(text):
-                chars[i][j], color[i][j] = ch, c
-    for msg, tx, ty in fig.texts:
+    for msg, tx, ty in fig.texts:  # a centred message (no data) overwrites what is under it
         r = min(plot_h - 1, max(0, round((y1 - ty) / (y1 - y0) * (plot_h - 1))))
         start = max(0, round((tx - x0) / (x1 - x0) * (plot_w - 1)) - len(msg) // 2)
         for j, ch in enumerate(msg[: plot_w - start]):

@@ -14,7 +14,8 @@ class StatusLine(QuietStatic):
     """Scenario, mode, phase and its clock, devices, telemetry backend."""
 
     def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
-             paused: bool) -> None:
+             paused: bool, elapsed: float | None = None) -> None:
+        """``elapsed``: the current phase's clock now, between snapshots."""
         p = snap.current
         t = Text()
         t.append(" xwatch ", style="bold reverse")
@@ -27,7 +28,8 @@ class StatusLine(QuietStatic):
             style = "bold white on dark_green" if p.mode == "native" else "bold white on blue"
             t.append(f" {p.mode.upper()} ", style=style)
             planned = f"{duration_s:.0f}s" if duration_s != float("inf") else "∞"
-            clock = f"{p.elapsed_s:5.0f}/{planned}" if p.measuring else "loading"
+            secs = p.elapsed_s if elapsed is None else elapsed
+            clock = f"{secs:5.0f}/{planned}" if p.measuring else "loading"
             t.append(f" phase {p.index + 1} {p.name} {clock} [{p.status}] ")
             devs = sorted({str(w.hello.get("device_name")) for w in p.workloads
                            if w.hello.get("device_name")})
@@ -56,9 +58,11 @@ class AlertBar(QuietStatic):
                     lines.append(Text(f"⏸ {w.name} STALLED since {w.stalled_since or 0:.1f} s: "
                                       f"{why}", style="bold black on yellow"))
                 elif w.state == FAILED and w.exit is not None:
-                    t = Text(clip(f"✖ {w.name}: {w.exit.describe()}", 300), style="bold red")
+                    said = w.exit.describe()
+                    t = Text(clip(f"✖ {w.name}: {said}", 300), style="bold red")
                     for ln in w.stderr_tail[-3:]:
-                        t.append("\n    " + clip(ln, 200), style="red")
+                        if ln.strip() and ln.strip() not in said:  # not the cause again
+                            t.append("\n    " + clip(ln, 200), style="red")
                     lines.append(t)
                 elif w.malformed:
                     lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",

@@ -1,4 +1,5 @@
-"""The live workload table and the phase comparison table."""
+"""The live workload table (grouped by GPU on several GPUs) and the phase comparison
+table."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
+from xwatch.core.analysis.gpus import GpuGroup, gpu_groups
 from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.verdict import latency_change
 from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
-from xwatch.ui.widgets.format import delta, ms, rate
-from xwatch.ui.widgets.lines import LinePanel
+from xwatch.ui.widgets.format import delta, ms, pct, rate
+from xwatch.ui.widgets.lines import ScrollLinePanel
 
 STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stopped": "dim",
                "stalled": "bold black on yellow"}
@@ -21,28 +23,44 @@ STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stoppe
 Cell = Text | str
 
 
-class WorkloadTable(LinePanel):
+class WorkloadTable(ScrollLinePanel):
     """One row per workload: window and phase percentiles, rates, counters.
 
-    Drawn through the line API (``LinePanel``): a DataTable re-renders every cell
-    whenever any cell changes (every 2 s here), which made it one of the dashboard's
-    costliest widgets; these rows are cut into segments once per change."""
+    On several GPUs (``--gpus``) the copies are grouped by GPU under a roll-up line
+    each (HIGH's P99, LOW's samples/s, utilization, how many copies run), and a last
+    line rolls up every GPU. When the rows would not fit (``FIT_ROWS``) the groups
+    fold to their roll-up lines; ``e`` expands or folds them all, and the GPU ``g``
+    charts is always expanded and scrolled into view. Taller than its room, the
+    table scrolls.
+
+    Drawn through the line API: a DataTable re-renders every cell whenever any cell
+    changes (every 2 s here), which made it one of the dashboard's costliest
+    widgets; these rows are cut into segments once per change."""
 
     COLUMNS = ("workload", "state", "prio", "what", "P50", "P95", "P99", "max",
                "P99 ph", "max ph", "req/s", "target", "smp/s", "n", "late", "err")
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
+    FIT_ROWS = 13  # the table's max-height (xwatch.tcss): more rows than this fold
+    NARROW = 110  # columns: below, the 'what' column is left out
 
-    COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row"}
+    COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row",
+                         "workload-table--group"}
     DEFAULT_CSS = """
     WorkloadTable { height: auto; background: $surface; color: $foreground; }
     WorkloadTable > .workload-table--header { text-style: bold; background: $panel;
                                               color: $foreground; }
     WorkloadTable > .workload-table--even-row { background: $surface-lighten-1 50%; }
+    WorkloadTable > .workload-table--group { background: $boost; color: $foreground; }
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._rows: dict[str, tuple[Cell, ...]] = {}
+        #: None: fold when the rows would not fit; True/False: the user's ``e``
+        self.fold: bool | None = None
+        self.folded = False  # what the last show did
+        self.group_lines: dict[int, str] = {}  # GPU -> its roll-up line (tests)
+        self._focus: int | None = None
 
     @property
     def row_count(self) -> int:
@@ -55,7 +73,8 @@ class WorkloadTable(LinePanel):
     def get_cell(self, row: str, column: str) -> Cell:
         return self._rows[row][self.COLUMNS.index(column)]
 
-    def show(self, snap: SessionSnapshot) -> None:
+    def show(self, snap: SessionSnapshot, gpu: int | None = None) -> None:
+        """``gpu``: the GPU the charts show (expanded, marked, scrolled to)."""
         p = snap.current
         if p is None:
             return
@@ -71,21 +90,53 @@ class WorkloadTable(LinePanel):
                 rate(w.target_rate) if w.target_rate else "loop",
                 rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
                 str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
-        key = tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
-                              for c in row)) for n, row in self._rows.items())
+        groups = gpu_groups(p, snap.extra.get("telemetry")) \
+            if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
+        folded = bool(groups) and (self.fold if self.fold is not None else
+                                   2 + len(groups) + len(p.workloads) > self.FIT_ROWS)
+        heads = {g.gpu: _group_line(g, live, folded and g.gpu != gpu, g.gpu == gpu)
+                 for g in groups}
+        tail = _all_line(groups, live, snap.window_s, folded) if groups else None
+        key = (tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
+                               for c in row)) for n, row in self._rows.items()),
+               tuple((g, t.plain) for g, t in heads.items()), tail and tail.plain, folded,
+               gpu, 0 < self.size.width < self.NARROW)
+        focus_changed = gpu != self._focus
+        self._focus, self.folded = gpu, folded
+        self.group_lines = {g: t.plain for g, t in heads.items()}
         if key == self._key:
             return  # nothing changed: no repaint
         header = self.get_component_rich_style("workload-table--header")
         even = self.get_component_rich_style("workload-table--even-row")
-        lines = [self._line(self.COLUMNS, header)]
-        for i, row in enumerate(self._rows.values()):
-            lines.append(self._line(row, even if i % 2 else None))
+        group = self.get_component_rich_style("workload-table--group")
+        lines: list[Text | list[Segment]] = [self._line_of(self.COLUMNS, header)]
+        focus_at = 0
+        if not groups:
+            for i, row in enumerate(self._rows.values()):
+                lines.append(self._line_of(row, even if i % 2 else None))
+        else:
+            for g in groups:
+                if g.gpu == gpu:
+                    focus_at = len(lines)
+                lines.append(_on(heads[g.gpu], group))
+                if not folded or g.gpu == gpu:
+                    for i, w in enumerate(g.workloads):
+                        lines.append(self._line_of(self._rows[w.name], even if i % 2 else None))
+            assert tail is not None
+            lines.append(tail)
         self.set_lines(lines, key)
+        if focus_changed and gpu is not None:
+            n = 1 + len(next((g.workloads for g in groups if g.gpu == gpu), ()))
+            self.call_after_refresh(self.scroll_to_line, focus_at, n)
 
-    def _line(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
-        """One row: every cell padded by a space each side and cut to its width."""
+    def _line_of(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
+        """One row: every cell padded by a space each side and cut to its width; under
+        110 columns without the ``what`` column (the numbers matter more)."""
         out: list[Segment] = []
-        for c, w in zip(cells, self.WIDTHS):
+        narrow = 0 < self.size.width < self.NARROW
+        for i, (c, w) in enumerate(zip(cells, self.WIDTHS)):
+            if narrow and i == 3:
+                continue
             text = c.plain if isinstance(c, Text) else c
             style = self.app.console.get_style(c.style) if isinstance(c, Text) and c.style \
                 else None
@@ -93,6 +144,59 @@ class WorkloadTable(LinePanel):
                 style = base + style if style is not None else base
             out.append(Segment(" " + text[:w].ljust(w) + " ", style))
         return out
+
+
+def _on(t: Text, base: Style) -> Text:
+    """``t`` over the background of ``base`` (the group rows' band)."""
+    out = t.copy()
+    out.style = base  # under the line's own colours
+    out.pad_right(max(0, 250 - len(out)))  # the band runs to the right edge
+    return out
+
+
+def _group_line(g: GpuGroup, live: bool, folded: bool, charted: bool) -> Text:
+    """A GPU's roll-up: HIGH's P99 (the window while live), LOW's samples/s, the
+    utilization, the copies' states, then which device it is."""
+    p99 = g.high_window_p99 if live else g.high_p99
+    sps = g.low_window_samples_per_s if live else g.low_samples_per_s
+    t = Text()
+    t.append(("▸ " if folded else "▾ ") + f"GPU {g.gpu:<2}", style="bold yellow" if charted
+             else "bold")
+    t.append(f" HIGH P99 {ms(p99):>6} ms", style="bold cyan")
+    t.append(f"  LOW {rate(sps):>6} smp/s")
+    t.append(f"  util {pct(g.util_pct):>4}")
+    running = sum(1 for w in g.workloads if w.state == RUNNING)
+    odd = [f"{w.name} {w.state}" for w in g.workloads
+           if w.state not in (RUNNING, "finished", "stopped")]
+    if odd:  # what is wrong comes before the device's name (80 columns end about here)
+        t.append("  " + ", ".join(odd), style="bold red")
+    else:
+        t.append(f"  {running}/{len(g.workloads)} running",
+                 style="green" if running == len(g.workloads) else "")
+    if charted:
+        t.append("  ◀ charts", style="bold yellow")
+    t.append(f"  {g.name[:24]} {g.bus_id or '?'} [{g.matched_by or 'no telemetry'}]",
+             style="dim")
+    return t
+
+
+def _all_line(groups: list[GpuGroup], live: bool, window_s: float, folded: bool) -> Text:
+    """Every GPU: the worst and best HIGH P99 (each GPU's HIGH is its own process:
+    percentiles are compared, never averaged) and the LOW total."""
+    p99s = [((g.high_window_p99 if live else g.high_p99), g.gpu) for g in groups]
+    p99s = [x for x in p99s if x[0] == x[0]]
+    total = sum(g.low_window_samples_per_s if live else g.low_samples_per_s for g in groups)
+    t = Text(f" all {len(groups)} GPUs: ", style="bold")
+    if p99s:
+        (worst, wg), (best, bg) = max(p99s), min(p99s)
+        t.append(f"HIGH P99 worst {ms(worst)} ms (GPU {wg}), best {ms(best)} ms (GPU {bg})",
+                 style="bold cyan")
+    else:
+        t.append("HIGH P99 -", style="bold cyan")
+    t.append(f" · LOW {rate(total)} smp/s in all")
+    t.append(f" · {'window: last ' + format(window_s, 'g') + ' s' if live else 'whole phase'}"
+             f" · e: {'expand' if folded else 'fold'} · g: chart one GPU", style="dim")
+    return t
 
 
 class CompareTable(DataTable[str]):
