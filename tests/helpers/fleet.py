@@ -42,14 +42,17 @@ class _Telemetry:
                 "samples": self.samples[-last:] if last else list(self.samples)}
 
 
-def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False) -> Session:
-    """The live ``Session`` (its phase running, or ``ended``)."""
+def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
+                  xsched: bool = False) -> Session:
+    """The live ``Session`` (its phase running, or ``ended``); ``xsched``: an XSched
+    phase whose every copy is engaged, with a scheduler lane each (HIGH running,
+    LOW suspended every third poll)."""
     raw = {"name": "fleet", "duration_s": 60, "gpus": list(range(gpus)),
            "workload": [{"name": "high", "priority": "high", "command": ["true"], "rate": 20},
                         {"name": "low", "priority": "low", "command": ["true"], "batch": 64}]}
     s = Session(parse_scenario(raw, "<fleet>"), spool_max_mb=None)
     s.telemetry = _Telemetry(gpus, seconds)
-    p = s.new_phase("native")
+    p = s.new_phase("xsched" if xsched else "native")
     p.t_start = p.t_measure = T0
     rng = random.Random(7)
     for run in p.runs.values():
@@ -73,15 +76,24 @@ def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False) -> Sess
             run.on_output("stderr", "torch.OutOfMemoryError: CUDA out of memory. Tried to "
                                     "allocate 2.00 GiB")
             run.on_exit(1, None, planned_end=False)
+    if xsched:
+        p.extra["xsched"] = {"policy": "HPF", "xserver_cmd": ["xserver", "HPF", "50000"],
+                             "workloads": {
+            name: {"status": "engaged", "scheduler": "GLB",
+                   "stats": {"queues": 2, "polls": 40, "ready": 30, "suspended": 10},
+                   "lane": [(T0 + i * 0.5, "running" if run.spec.priority_value > 0 or i % 3
+                             else "suspended") for i in range(2 * seconds)]}
+            for name, run in p.runs.items()}}
     if ended:
         p.t_stop = T0 + seconds
         p.finish()
     return s
 
 
-def fleet_snapshot(gpus: int = 8, seconds: int = 30, ended: bool = False) -> SessionSnapshot:
+def fleet_snapshot(gpus: int = 8, seconds: int = 30, ended: bool = False,
+                   xsched: bool = False) -> SessionSnapshot:
     """``fleet_session``'s snapshot at its last second, through the snapshot format."""
-    s = fleet_session(gpus, seconds, ended)
+    s = fleet_session(gpus, seconds, ended, xsched)
     try:
         snap = s.snapshot(now=T0 + seconds)
         doc = json.loads(json.dumps(snapshot_to_dict(snap)))

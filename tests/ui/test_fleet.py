@@ -87,3 +87,24 @@ async def test_g_drills_into_one_gpu_and_e_expands_every_gpu() -> None:
         await pilot.pause(0.1)
         assert table.folded
         await pilot.press("q")
+
+
+async def test_xsched_lanes_show_one_gpu_the_worst_first() -> None:
+    """In an XSched phase the lane strip under the charts holds one GPU's copies: the
+    GPU whose HIGH has the worst P99, until ``g`` picks another."""
+    from xwatch.ui.widgets.panels import LaneStrip
+
+    app = make_app(replay=fleet_snapshot(xsched=True), replay_source="fleet")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.3)
+        lane = app.query_one(LaneStrip)
+        lines = lane.plain.splitlines()
+        assert lane.display and lines[0].startswith("lanes of GPU 5 (worst HIGH P99)")
+        assert [ln.split()[0] for ln in lines[1:3]] == ["high@5", "low@5"]
+        assert len(lines) == 4  # the two lanes and the legend
+        for _ in range(3):
+            await pilot.press("g")
+        await pilot.pause(0.2)
+        assert lane.plain.splitlines()[0] == "lanes of GPU 2 · g: another GPU"
+        assert lane.plain.splitlines()[1].startswith("high@2")
+        await pilot.press("q")

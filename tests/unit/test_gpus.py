@@ -45,4 +45,39 @@ def test_progress_line_is_per_gpu_from_three_gpus() -> None:
     more = tuple(dataclasses.replace(w, name=w.name.replace("@1", "@2"), gpu=2)
                  for w in p.workloads if w.gpu == 1)
     line = progress_line(dataclasses.replace(p, workloads=p.workloads + more))
-    assert line.count("GPU") == 3 and "GPU2 HIGH n=" in line and "high@2 stopped" in line
+    assert line.count(" | ") == 2 and "3 GPUs: HIGH P99 worst" in line
+    assert "high@2 stopped" in line
+
+
+def test_eight_gpus_headless_lines_stay_readable() -> None:
+    """Sixteen copies: the progress line is the roll-up (short, worst GPU named, every
+    GPU's P99 in order, the failed copy named), the final table is grouped under a
+    line per GPU with HIGH's P99 interval, and ends with the roll-up over all."""
+    from tests.helpers.fleet import fleet_snapshot
+    from xwatch.core.analysis.intervals import hist_of, percentile_interval
+    from xwatch.core.plans.console import final_table
+
+    snap = fleet_snapshot()
+    p = snap.phases[0]
+    line = progress_line(p)
+    assert len(line.splitlines()[0]) < 200
+    groups = gpu_groups(p)
+    p99 = [g.high.window.p99 for g in groups if g.high]  # type: ignore[union-attr]
+    worst = max(range(8), key=lambda i: p99[i])
+    assert worst == 5 and f"worst {p99[5]:.2f}ms (GPU5)" in line
+    assert "by GPU " + " ".join(f"{v:.2f}" for v in p99) in line
+    assert "low@6 failed" in line and "! low@6: failed (exit code 1)" in line
+    table = final_table(p, snap.extra["telemetry"]).splitlines()
+    heads = [i for i, ln in enumerate(table) if ln.startswith("-- GPU ")]
+    assert len(heads) == 8
+    for g, i in enumerate(heads):  # each head, then its two copies
+        assert table[i].startswith(f"-- GPU {g} · HIGH P99 ")
+        assert table[i + 1].startswith(f"high@{g} ") and table[i + 2].startswith(f"low@{g} ")
+    h5 = p.workload("high@5")
+    assert h5 is not None
+    iv = percentile_interval(hist_of(h5), 99.0)
+    assert f"HIGH P99 {h5.phase.p99:.2f} [{iv.lo:.2f}, " in table[heads[5]]
+    mean = sum(60 + 4 * 5 + i % 3 for i in range(60)) / 60  # the fake's 60 samples of gpu5
+    assert f"util {mean:.0f}%" in table[heads[5]]
+    assert table[heads[7] + 3].startswith("-- all 8 GPUs: HIGH P99 worst ")
+    assert "(GPU 5)" in table[heads[7] + 3]

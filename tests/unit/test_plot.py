@@ -80,8 +80,10 @@ def test_marks_legend_message_and_clipping() -> None:
     txt = text_rows(rows)
     assert any("▬ low" in t for t in txt)
     assert dots(rows, "red") and dots(rows, "yellow")
-    # the clipped point is drawn on the top plot row, not lost
-    assert any(r == 1 for r, _ in dots(rows, "green"))
+    # the clipped point is drawn on the top plot row (under the title and the legend's
+    # row), not lost
+    assert txt[1].strip() == "▬ low"
+    assert any(r == 2 for r, _ in dots(rows, "green"))
     fig.clear_figure()
     fig.text("waiting", 0.5, 0.5)
     fig.xlim(0, 1)
@@ -111,3 +113,28 @@ def test_tiny_sizes_do_not_raise(w: int, h: int) -> None:
     fig.plot([0, 1], [0, 1], label="x")
     rows = render_figure(fig, w, h)
     assert len(rows) <= h
+
+
+def test_the_legend_never_covers_data() -> None:
+    """Lines along the top-left corner (where plotext drew its legend) keep every dot;
+    the legend has rows of its own, and what does not fit says how many are left."""
+    fig = Figure()
+    for i in range(12):
+        fig.plot([0, 1, 2, 3], [10, 10, 10 - i, 0], label=f"workload-{i:02d} p99",
+                 color=("cyan", "red", "green")[i % 3])
+    fig.ylim(0, 10)
+    rows = render_figure(fig, 60, 16)
+    txt = text_rows(rows)
+    legend = [t for t in txt if "▬" in t]
+    assert len(legend) == 2 and txt[1:3] == legend  # under the title, two rows at most
+    assert not any(0x2800 <= ord(ch) <= 0x28FF for t in legend for ch in t)  # no data there
+    assert legend[-1].rstrip().endswith("more")
+    shown = sum(t.count("▬") for t in legend)
+    assert f"+{12 - shown} more" in legend[-1]
+    # the top plot row starts with data at the left edge (the y axis, then dots)
+    top = txt[3]
+    assert any(0x2800 < ord(ch) <= 0x28FF for ch in top[:8])
+    # one short entry: one row
+    fig2 = Figure()
+    fig2.plot([0, 1], [0, 1], label="high p50")
+    assert sum("▬" in t for t in text_rows(render_figure(fig2, 40, 12))) == 1

@@ -248,6 +248,25 @@ def test_spool_rows_fast_path_equals_row_by_row() -> None:
         assert sm._rows_fast("1,w,", [dict(evs[0]), {**evs[1], **odd}]) is None, odd
     partial = [{"latency_ms": 2.0, "ok": False}, {"latency_ms": 1.5, "service_ms": None}]
     assert sm._rows_fast("1,w,", partial) is None
+    # a command workload's own events (any subset of the fields): the batched path
+    # writes what row by row writes
+    keys = ("seq", "t", "service_ms", "sched_delay_ms", "late", "batch", "ok")
+    some = [{"latency_ms": rng.choice([2, 0.5, 1e-7, 123456.789]),
+             **{k: v for k, v in {"seq": i, "t": 1e3 + rng.random(), "service_ms": 0.25,
+                                  "sched_delay_ms": 1e-4, "late": rng.random() < 0.5,
+                                  "batch": 64, "ok": rng.random() < 0.8}.items()
+                if k in rng.sample(keys, rng.randint(0, len(keys)))}} for i in range(500)]
+    anyp = sm._rows_any("2,cmd,", some)
+    assert anyp is not None
+    each = rows(sm._rows_each("2,cmd,", some))
+    got = rows(anyp)
+    assert len(got) == len(each) == len(some)
+    for a, b in zip(got, each):
+        assert [float(x) if x else None for x in a[2:]] == \
+            [float(x) if x else None for x in b[2:]], (a, b)
+    for odd in ({"seq": "7"}, {"t": True}, {"batch": [2]}, {"service_ms": {"a": 1}}):
+        ev = {"latency_ms": 1.0, **odd}
+        assert sm._rows_any("1,w,", [ev]) is None, odd
     spool = sm.EventSpool()
     spool.write_many(1, "w", partial)
     spool.write_many(1, "w", evs[:3])

@@ -402,7 +402,8 @@ class XwatchApp(App[int]):
             self._safe("table", lambda: self.query_one(WorkloadTable).show(
                 snap, self.query_one(LatencyChart).gpu))
             self._safe("gpu", lambda: self.query_one(GpuPanel).show(snap))
-            self._safe("lane", lambda: self.query_one(LaneStrip).show(snap))
+            self._safe("lane", lambda: self.query_one(LaneStrip).show(
+                snap, self.query_one(LatencyChart).gpu))
             self._safe("kernels", lambda: self.query_one(KernelLane).show(snap))
         elif tab == "compare":
             self._safe("compare", lambda: self.query_one(CompareTable).show(snap))

@@ -35,7 +35,7 @@ class GpuGroup:
     low_window_samples_per_s: float
     bus_id: str  # '0000:1b:00.0', '' when unknown
     name: str
-    util_pct: float | None  # mean over the phase's measured span (live: so far)
+    util_pct: float | None  # mean over the phase's measured span (or its last seconds)
     mem_used_mib: float | None  # the newest sample in that span
     telemetry_device: str  # 'gpu1': the telemetry device matched, '' if none
     matched_by: str  # 'pci' | 'index' | ''
@@ -63,13 +63,16 @@ def latest_samples(telemetry: dict[str, Any] | None) -> dict[str, dict[str, Any]
     return out
 
 
-def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> list[GpuGroup]:
-    """The phase's workloads grouped by GPU (empty for a single-GPU phase)."""
+def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None,
+               last_s: float | None = None) -> list[GpuGroup]:
+    """The phase's workloads grouped by GPU (empty for a single-GPU phase).
+    Utilization is the mean over the phase's measured span, or over its last
+    ``last_s`` seconds (the live table: the same window as its latencies)."""
     gpus = sorted({w.gpu for w in p.workloads if w.gpu is not None})
     if not gpus:
         return []
     latest = latest_samples(telemetry)
-    spans = _device_spans(telemetry, p)
+    spans = _device_spans(telemetry, p, last_s)
     by_bus = {parse_bus_id(s.get("bus_id")): d for d, s in latest.items()
               if parse_bus_id(s.get("bus_id")) is not None}
     out = []
@@ -100,24 +103,31 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> lis
     return out
 
 
-def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot
+def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot,
+                  last_s: float | None = None
                   ) -> dict[str, tuple[float | None, float | None]]:
     """Per telemetry device: mean utilization and newest memory over the phase's
-    measured span (one pass over the samples for every device)."""
+    measured span, or its last ``last_s`` seconds: one pass over the samples, from
+    the newest back to the span's start (samples are kept in time order)."""
     lo = p.t_measure if p.t_measure is not None else p.t_start
     hi = lo + p.elapsed_s if p.elapsed_s == p.elapsed_s else math.inf
+    if last_s is not None and hi != math.inf:
+        lo = max(lo, hi - last_s)
     utils: dict[str, list[float]] = {}
     mem: dict[str, float] = {}
-    for s in (telemetry or {}).get("samples") or []:
-        if not lo <= float(s.get("t", 0.0)) <= hi:
+    for s in reversed((telemetry or {}).get("samples") or []):
+        t = float(s.get("t", 0.0))
+        if t < lo:
+            break
+        if t > hi:
             continue
         dev = s.get("device")
         m = s.get("metrics") or {}
         u = m.get("util_pct")
         if isinstance(u, (int, float)):
             utils.setdefault(dev, []).append(float(u))
-        if isinstance(m.get("mem_used_mib"), (int, float)):
-            mem[dev] = float(m["mem_used_mib"])
+        if dev not in mem and isinstance(m.get("mem_used_mib"), (int, float)):
+            mem[dev] = float(m["mem_used_mib"])  # the newest in the span
     return {d: ((sum(utils[d]) / len(utils[d])) if utils.get(d) else None, mem.get(d))
             for d in set(utils) | set(mem)}
 

@@ -47,7 +47,19 @@ def workload_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float], n
 def to_session_time(t: float, phases: Sequence[PhaseSnapshot],
                     offsets: Sequence[float]) -> float | None:
     """Map a monotonic time (telemetry, annotations) onto the session axis."""
-    for o, p in zip(offsets, phases):
-        if p.t_start > 0 and p.t_start <= t <= p.t_start + _span(p):
-            return o + (t - p.t_start)
-    return None
+    return SessionClock(phases, offsets)(t)
+
+
+class SessionClock:
+    """``to_session_time`` for many times: each phase's span is found once (it reads
+    every per-second row; a chart maps thousands of telemetry samples)."""
+
+    def __init__(self, phases: Sequence[PhaseSnapshot], offsets: Sequence[float]) -> None:
+        self._spans = [(o, p.t_start, p.t_start + _span(p))
+                       for o, p in zip(offsets, phases) if p.t_start > 0]
+
+    def __call__(self, t: float) -> float | None:
+        for o, lo, hi in self._spans:
+            if lo <= t <= hi:
+                return o + (t - lo)
+        return None

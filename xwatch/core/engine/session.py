@@ -50,6 +50,9 @@ ALIVE = frozenset({RUNNING, STALLED})
 STALL_MIN_S = 2.0
 STALL_P99_FACTOR = 20.0
 STALL_FIRST_S = 10.0  # before the first request completes
+#: a request's own end time counts as progress when at most this much older than its
+#: delivery (the pipe reader holds events back for up to a second)
+PROGRESS_LAG_S = 5.0
 
 LOG_TAIL = 40
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
@@ -231,6 +234,8 @@ class WorkloadRun:
         self.recent_service: deque[float] = deque(maxlen=64)  # ms, for the stall bound
         #: a kernel capture was asked for: its stop (profiler teardown) is no stall
         self.capture_grace_until = 0.0
+        #: the event pipe's reader: delivers what it holds back (set by the supervisor)
+        self.deliver_pending: Callable[[], None] | None = None
 
     # ------------------------------------------------------------ event intake
     def on_events(self, events: list[dict[str, Any]]) -> None:
@@ -282,7 +287,10 @@ class WorkloadRun:
             last = reqs[-1].get("seq")
             if type(last) is int and last > self.max_seq:
                 self.max_seq = last
-            self.last_progress = now
+            # progress is when the last request ended (the reader may have held it back
+            # for up to a second), unless its time is implausible for this clock
+            lt = self.rec.last_t
+            self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
 
     def _mark_running(self, t0: float) -> None:
@@ -402,6 +410,12 @@ class WorkloadRun:
         how = "stall_s" if isinstance(self.spec.stall_s, float) else "automatic bound"
         if now < self.capture_grace_until:
             bound = max(bound, self.capture_grace_until - self.last_progress)
+        if self.deliver_pending is not None and (
+                now - self.last_progress > bound or (self.last_heartbeat is not None
+                and now - self.last_heartbeat > max(bound, 3.0))):
+            self.deliver_pending()  # requests the reader holds back are progress
+            if self.state not in ALIVE or self.last_progress is None:
+                return None
         why = None
         if now - self.last_progress > bound:
             why = (f"no request completed for {now - self.last_progress:.1f} s ({how} "
@@ -655,7 +669,22 @@ class Phase:
         end = self.t_stop if self.t_stop is not None else self.t_end if self.t_end else now
         return end - (self.t_measure or self.t_start)
 
+    def deliver_pending(self) -> None:
+        """Take what the workloads' event pipes hold now (their readers pause up to a
+        second between reads), so a snapshot of a running phase misses no request that
+        ended before it: window rates would otherwise count up to a second too few."""
+        if self.t_end is not None:
+            return
+        for r in self.runs.values():
+            if r.deliver_pending is not None:
+                r.deliver_pending()
+
     def snapshot(self, now: float) -> PhaseSnapshot:
+        """The phase frozen at ``now`` (after taking what its pipes hold; ``now`` is
+        then read again, so it is not before the newest request)."""
+        if self.t_end is None and any(r.deliver_pending for r in self.runs.values()):
+            self.deliver_pending()
+            now = max(now, time.monotonic())
         return PhaseSnapshot(
             index=self.index, name=self.name, mode=self.mode, status=self.status,
             started_at=self.started_at, ended_at=self.ended_at,
@@ -753,7 +782,7 @@ class Session:
     def snapshot(self, now: float | None = None, telemetry_last: int | None = 600
                  ) -> SessionSnapshot:
         """Freeze the session. ``telemetry_last`` bounds the telemetry samples
-        included (None: all, for export)."""
+        included: the newest that many of each device (None: all, for export)."""
         now = time.monotonic() if now is None else now
         extra = _freeze_extra(self.extra)
         extra["created_at"] = self.created_at

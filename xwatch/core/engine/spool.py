@@ -57,6 +57,33 @@ def _rows_fast(prefix: str, events: list[dict[str, Any]]) -> bytes | None:
             .replace(b"],[", b",1\n" + p) + b",1\n")
 
 
+def _rows_each(prefix: str, events: list[dict[str, Any]]) -> bytes:
+    """CSV rows formatted one by one (odd values: strings, booleans)."""
+    return "".join([f'{prefix}{_cell(e.get("seq"))},{_cell(e.get("t"))},'
+                    f'{e["latency_ms"]},{_cell(e.get("service_ms"))},'
+                    f'{_cell(e.get("sched_delay_ms"))},{1 if e.get("late") else 0},'
+                    f'{e.get("batch", 1)},{0 if e.get("ok") is False else 1}\n'
+                    for e in events]).encode()
+
+
+def _rows_any(prefix: str, events: list[dict[str, Any]]) -> bytes | None:
+    """CSV rows for events with any subset of the fields (a command workload's own
+    events: ``seq``, ``t``, ``latency_ms``, maybe ``batch``), through msgspec like
+    ``_rows_fast``: missing values become empty cells. None where a value is not a
+    plain number (then the caller formats row by row)."""
+    rows = [(e.get("seq"), e.get("t"), e["latency_ms"], e.get("service_ms"),
+             e.get("sched_delay_ms"), 1 if e.get("late") else 0, e.get("batch", 1),
+             0 if e.get("ok") is False else 1) for e in events]
+    if not rows:
+        return None
+    body = _encode(rows)[2:-2]
+    if b'"' in body or b"{" in body or b"true" in body or b"false" in body \
+            or body.count(b"[") != len(events) - 1:
+        return None
+    p = prefix.encode()
+    return p + body.replace(b"null", b"").replace(b"],[", b"\n" + p) + b"\n"
+
+
 class EventSpool:
     """Every request event as a CSV row, gzip-compressed on disk (bounded memory and
     disk).
@@ -100,13 +127,8 @@ class EventSpool:
             self.dropped += len(events)
             return
         prefix = f"{phase},{name},"
-        text = _rows_fast(prefix, events)
-        if text is None:  # a workload's own events: optional fields may be missing
-            text = "".join([f'{prefix}{_cell(e.get("seq"))},{_cell(e.get("t"))},'
-                            f'{e["latency_ms"]},{_cell(e.get("service_ms"))},'
-                            f'{_cell(e.get("sched_delay_ms"))},{1 if e.get("late") else 0},'
-                            f'{e.get("batch", 1)},{0 if e.get("ok") is False else 1}\n'
-                            for e in events]).encode()
+        text = _rows_fast(prefix, events) or _rows_any(prefix, events) \
+            or _rows_each(prefix, events)
         self._buf.append(text)
         self._buf_len += len(text)
         self.rows += len(events)

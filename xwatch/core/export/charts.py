@@ -7,7 +7,7 @@ import math
 
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.phases import by_priority, label
-from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.core.export.svgchart import line_chart
 
@@ -72,11 +72,12 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     if samples and snap.phases:
         by_dev: dict[str, list[tuple[float, float]]] = {}
         metric = "util_pct" if tel.get("backend") in ("nvml", "amdsmi") else "cpu_pct"
+        clock = SessionClock(snap.phases, offsets)
         for smp in samples:
             if not smp.get("ours", True):
                 continue
             v = (smp.get("metrics") or {}).get(metric)
-            x = to_session_time(smp["t"], snap.phases, offsets)
+            x = clock(smp["t"])
             if x is not None:
                 by_dev.setdefault(f"{smp['device']} {metric}", []).append(
                     (x, math.nan if v is None else float(v)))

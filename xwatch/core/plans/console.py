@@ -6,8 +6,9 @@ Pure functions of snapshots, so tests can check them without running anything.
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from xwatch.core.analysis.gpus import gpu_groups
+from xwatch.core.analysis.gpus import GpuGroup, gpu_groups
 from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
@@ -27,21 +28,29 @@ def rate(v: float | None) -> str:
 
 
 def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
-    """Three or more GPUs: one compact part per GPU (HIGH's window P99 and rate, LOW's
-    samples/s), plus any copy that is not running, so a line stays readable."""
+    """Three or more GPUs: the roll-up instead of every copy (sixteen copies made a
+    line of 900 characters): HIGH's worst and best window P99 and which GPU, every
+    GPU's P99 in GPU order, the HIGH and LOW totals, and any copy not running."""
     groups = gpu_groups(p)
     if len(groups) < 3:
         return None
-    parts = []
-    for g in groups:
-        h = g.high
-        s = (f"GPU{g.gpu} HIGH n={h.count} p99={ms(h.window.p99)}ms {rate(h.window_rate)}/s"
-             if h is not None and h.count else f"GPU{g.gpu} HIGH -")
-        s += f" LOW {rate(g.low_window_samples_per_s)} smp/s"
-        odd = [f"{w.name} {w.state}" for w in g.workloads if w.state != "running"]
-        if odd:
-            s += " (" + ", ".join(odd) + ")"
-        parts.append(s)
+    p99 = [(g.high.window.p99, g.gpu) for g in groups if g.high is not None and g.high.count]
+    p99 = [x for x in p99 if x[0] == x[0]]
+    head = f"{len(groups)} GPUs: HIGH P99 "
+    if p99:
+        (worst, wg), (best, bg) = max(p99), min(p99)
+        head += f"worst {ms(worst)}ms (GPU{wg}), best {ms(best)}ms (GPU{bg})"
+        by_gpu = " ".join(ms(g.high.window.p99) if g.high is not None and g.high.count
+                          else "-" for g in groups)
+        head += f"; by GPU {by_gpu}"
+    else:
+        head += "-"
+    high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
+    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(sum(g.low_window_samples_per_s for g in groups))} "
+             "smp/s in all"]
+    odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
+    if odd:
+        parts.append(", ".join(odd))
     return parts
 
 
@@ -80,14 +89,21 @@ HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s
           "mean", "p50", "p95", "p99", "p99.9", "max")
 
 
-def final_table(p: PhaseSnapshot) -> str:
+def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> str:
+    """Every workload's whole-phase numbers; on several GPUs grouped under a line per
+    GPU (HIGH's P99 with its interval, LOW's samples/s, utilization) and rolled up."""
     rows = [HEADER]
-    for w in p.workloads:
+    groups = gpu_groups(p, telemetry)
+    order = [w for g in groups for w in g.workloads] if len(groups) > 1 else list(p.workloads)
+    order += [w for w in p.workloads if w not in order]
+    for w in order:
         L = w.phase
         rows.append((w.name, w.state, str(w.count), str(w.errors), str(w.late),
                      rate(w.achieved_rate), rate(w.target_rate), rate(w.samples_per_s),
                      ms(L.mean), ms(L.p50), ms(L.p95), ms(L.p99), ms(L.p999), ms(L.max)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    heads = {g.workloads[0].name: _gpu_head(g) for g in groups if g.workloads} \
+        if len(groups) > 1 else {}
     extra = []
     for w in p.workloads:
         if w.unfinished:
@@ -105,8 +121,12 @@ def final_table(p: PhaseSnapshot) -> str:
     lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
              "latency in ms over the whole phase, warm-up excluded)"]
     for r in rows:
+        if r[0] in heads:
+            lines.append(heads[r[0]])
         lines.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
                                for i, c in enumerate(r)))
+    if len(groups) > 1:
+        lines.append(_gpus_tail(groups))
     lines += extra
     if p.extra.get("error"):
         lines.append(f"  ! phase {p.status}: {p.extra['error']}")
@@ -116,6 +136,29 @@ def final_table(p: PhaseSnapshot) -> str:
             for ln in w.stderr_tail[-5:]:
                 lines.append(f"      {ln}")
     return "\n".join(lines)
+
+
+def _gpu_head(g: GpuGroup) -> str:
+    """``-- GPU 3 · HIGH P99 7.12 [6.90, 7.40] ms · LOW 135 smp/s · util 73% · name bus``"""
+    h = g.high
+    p99 = "-"
+    if h is not None and h.count:
+        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(h.phase.p99)) if h.hist
+               else ms(h.phase.p99)) + " ms"
+    util = "n/a" if g.util_pct is None else f"{g.util_pct:.0f}%"
+    where = " ".join(x for x in (g.name, g.bus_id) if x)
+    return (f"-- GPU {g.gpu} · HIGH P99 {p99} · LOW {rate(g.low_samples_per_s)} smp/s · "
+            f"util {util}" + (f" · {where}" if where else ""))
+
+
+def _gpus_tail(groups: list[GpuGroup]) -> str:
+    """The roll-up over every GPU (percentiles compared, never averaged)."""
+    p99 = [(g.high_p99, g.gpu) for g in groups if g.high_p99 == g.high_p99]
+    line = f"-- all {len(groups)} GPUs: "
+    if p99:
+        (worst, wg), (best, bg) = max(p99), min(p99)
+        line += f"HIGH P99 worst {ms(worst)} ms (GPU {wg}), best {ms(best)} ms (GPU {bg}) · "
+    return line + f"LOW {rate(sum(g.low_samples_per_s for g in groups))} smp/s in all"
 
 
 def interval_lines(p: PhaseSnapshot) -> list[str]:

@@ -125,7 +125,9 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             phases.append(phase)
             if phase.t_measure is not None or phase.status != "failed":
                 snap = phase.snapshot(time.monotonic())
-                _out(final_table(snap))
+                tel = session.telemetry.export(None) if session.telemetry is not None \
+                    else None
+                _out(final_table(snap, tel))
                 for line in interval_lines(snap):
                     _out(line)
                 for line in capture_lines(snap):

@@ -29,7 +29,7 @@ from xwatch.errors import ModeError
 from xwatch.scenario import Scenario
 
 __all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
-WATCH_S = 0.25
+WATCH_S = 0.5
 #: a watchdog tick this much later than planned means xwatch itself did not run
 PAUSE_S = 1.0
 
@@ -236,15 +236,22 @@ class Runner:
         phase = await self.start_phase(mode, only, prefix)
         stop = stop or asyncio.Event()
         planned = False
+        ticked = time.monotonic()
         try:
             while True:
-                wait = tick_s
-                if phase.t_measure is not None:  # wake exactly at the planned end
+                # until the first workload is ready, look often: its "ready" may reach
+                # us up to a read pause (1 s) after it was sent, and the planned end
+                # counts from when it was sent; then wake exactly at the planned end
+                wait = min(tick_s, 0.25)
+                if phase.t_measure is not None:
                     left = phase.t_measure + duration_s - time.monotonic()
                     wait = max(0.0, min(tick_s, left))
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=wait)
-                if callable(on_tick):
+                now = time.monotonic()
+                if callable(on_tick) and (now - ticked >= tick_s - 0.05 or phase.t_stop
+                                          is not None or self.planned_end_reached(duration_s)):
+                    ticked = now
                     on_tick(phase)
                 if stop.is_set() or phase.t_stop is not None:
                     break

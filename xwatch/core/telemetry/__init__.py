@@ -107,6 +107,7 @@ class TelemetrySampler:
         self._last_procs: dict[str, tuple[float, dict[int, dict[str, float | None]]]] = {}
         self._targets = targets
         self._samples: deque[DeviceSample] = deque(maxlen=MAX_SAMPLES)
+        self._devices = 0  # the most devices one poll returned
         self._costs: deque[float] = deque(maxlen=2000)
         self._errors = 0
         self._last_error: str | None = None
@@ -144,6 +145,7 @@ class TelemetrySampler:
                     elif smp.device in self._last_procs:  # carried forward, with its age
                         smp.procs_t, smp.procs = self._last_procs[smp.device]
                 self._samples.extend(got)
+                self._devices = max(self._devices, len(got))
             except Exception as e:  # one bad poll is recorded, not fatal
                 self._errors += 1
                 self._last_error = f"{type(e).__name__}: {e}"
@@ -163,8 +165,13 @@ class TelemetrySampler:
             self.backend.close()
 
     def samples(self, last: int | None = None) -> list[DeviceSample]:
+        """Every kept sample, or the newest ``last`` of each device (one poll gives
+        one sample per device: ``last`` polls' worth)."""
         items = list(self._samples)
-        return items[-last:] if last else items
+        if not last:
+            return items
+        devices = max(1, self._devices)
+        return items[-last * devices:]
 
     def cost_ms(self, procs: bool = False) -> dict[str, float | int | None]:
         """Poll cost: device counters only, or (``procs``) polls that also read the

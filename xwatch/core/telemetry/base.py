@@ -44,13 +44,18 @@ class DeviceSample:
     procs: dict[int, dict[str, float | None]] = field(default_factory=dict)
     ours: bool = True  # used by one of our workloads (or no way to tell)
     procs_t: float | None = None  # when ``procs`` were read (slower cadence); None: never
+    _json: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": round(self.t, 4), "device": self.device, "name": self.name,
-                "bus_id": self.bus_id, "ours": self.ours,
-                "metrics": self.metrics,
-                "procs": {str(k): v for k, v in self.procs.items()},
-                "procs_t": None if self.procs_t is None else round(self.procs_t, 4)}
+        """The sample as plain data, made once: a sample does not change after the
+        sampler kept it, and every snapshot hands out hundreds (do not modify)."""
+        if self._json is None:
+            self._json = {"t": round(self.t, 4), "device": self.device, "name": self.name,
+                          "bus_id": self.bus_id, "ours": self.ours,
+                          "metrics": self.metrics,
+                          "procs": {str(k): v for k, v in self.procs.items()},
+                          "procs_t": None if self.procs_t is None else round(self.procs_t, 4)}
+        return self._json
 
 
 class Backend(abc.ABC):

@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
 from xwatch.core.analysis.gpus import gpu_groups, gpu_roles, rollup_series
-from xwatch.core.analysis.timeline import phase_offsets, to_session_time, workload_series
+from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.plot import Figure, render_figure
 
@@ -55,9 +56,18 @@ class _Chart(Widget):
         self._built: tuple[object, ...] | None = None
         self._strips: list[Strip] = []
 
+    _style_now: Style | None = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._style_now = self.rich_style  # once per repaint, not once per row
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._style_now = None
+
     def render_line(self, y: int) -> Strip:
         width, height = self.size
-        style = self.rich_style
+        style = self._style_now if self._style_now is not None else self.rich_style
         key = (self._version, width, height, style)
         if key != self._built:
             self._built = key
@@ -268,10 +278,11 @@ class UtilChart(_Chart):
         gpu = tel.get("backend") in ("nvml", "amdsmi")
         metric = "util_pct" if gpu else "cpu_pct"
         by_dev: dict[str, list[tuple[float, float]]] = {}
+        clock = SessionClock(snap.phases, offsets)
         for s in samples:
             if not s.get("ours", True):
                 continue
-            x = to_session_time(s["t"], snap.phases, offsets)
+            x = clock(s["t"])
             v = (s.get("metrics") or {}).get(metric)
             if x is not None:
                 by_dev.setdefault(s["device"], []).append(

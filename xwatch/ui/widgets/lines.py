@@ -21,7 +21,7 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -30,7 +30,10 @@ _UNSET = object()
 
 
 class _Lines:
-    """What both panels share: lines kept as strips, served cropped to the width."""
+    """What both panels share: lines kept as strips, served cropped to the width.
+
+    The widget's style (``rich_style`` walks every ancestor's styles: about 0.1 ms) is
+    looked up once per repaint in ``render_lines``, not once per line."""
 
     updates: int  # how often the content really changed (tests, benchmarks)
     _strips: list[Strip]
@@ -72,6 +75,19 @@ class _Lines:
     def _lines_changed(self, resized: bool) -> None:
         raise NotImplementedError
 
+    _style_now: Style | None = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._style_now = self.rich_style  # type: ignore[attr-defined]
+        try:
+            return super().render_lines(crop)  # type: ignore[misc, no-any-return]
+        finally:
+            self._style_now = None
+
+    def _style(self) -> Style:
+        return self._style_now if self._style_now is not None \
+            else self.rich_style  # type: ignore[attr-defined]
+
     def _line(self, y: int, width: int, style: Style) -> Strip:
         """Line ``y`` of the content, cropped or padded to ``width``."""
         if self._cache_for != (width, style):
@@ -104,7 +120,7 @@ class LinePanel(_Lines, Widget):
         return len(self._strips)
 
     def render_line(self, y: int) -> Strip:
-        return self._line(y, self.size.width, self.rich_style)
+        return self._line(y, self.size.width, self._style())
 
 
 class ScrollLinePanel(_Lines, ScrollView):
@@ -141,4 +157,4 @@ class ScrollLinePanel(_Lines, ScrollView):
 
     def render_line(self, y: int) -> Strip:
         return self._line(int(self.scroll_offset.y) + y, self.scrollable_content_region.width,
-                          self.rich_style)
+                          self._style())

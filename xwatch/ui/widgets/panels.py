@@ -13,7 +13,7 @@ from rich.text import Text
 
 from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.gpus import latest_samples
+from xwatch.core.analysis.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
@@ -183,18 +183,33 @@ def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: igno
 
 class LaneStrip(LinePanel):
     """The scheduler lane of every workload, under the latency chart (XSched only).
-    Its marks change every poll: it draws through the line API (``LinePanel``)."""
+    Its marks change every poll: it draws through the line API (``LinePanel``). On
+    several GPUs, the lanes of one GPU: the one ``g`` picked, else the one whose HIGH
+    has the worst P99 (its room holds a GPU's copies, not sixteen lanes)."""
 
-    def show(self, snap: SessionSnapshot) -> None:
+    def show(self, snap: SessionSnapshot, gpu: int | None = None) -> None:
         p = snap.current
         xs = (p.extra.get("xsched") if p else None) or {}
         wls = xs.get("workloads") or {}
         self.set_display(bool(wls))
-        if not wls:
+        if not wls or p is None:
             return
         width = max(10, self.size.width - 26)
         lines: list[Text | list[Segment]] = []
         key: list[object] = [width]
+        roles = gpu_roles(snap.scenario.workloads)
+        if len(roles.gpus) > 1:
+            why = ""
+            if gpu is None:
+                p99 = {g: w.phase.p99 for g, n in roles.high.items()
+                       if (w := p.workload(n)) is not None and w.phase.p99 == w.phase.p99}
+                gpu = max(p99, key=lambda g: p99[g]) if p99 else roles.gpus[0]
+                why = " (worst HIGH P99)"
+            on = {w.name for w in p.workloads if w.gpu == gpu}
+            wls = {n: info for n, info in wls.items() if n in on}
+            head = Text(f"lanes of GPU {gpu}{why} · g: another GPU", style="dim")
+            lines.append(head)
+            key.append(head.plain)
         for name, info in wls.items():
             status = info.get("status")
             lane = lane_segments(info, width)

@@ -143,10 +143,11 @@ def legend_layout(entries: Sequence[tuple[str, str]], width: int, most: int
         text = f"▬ {label}  "
         if used + len(text.rstrip()) > width and row:
             if len(rows) + 1 == most:  # the last row: say how many are left out
-                rest = f"+{len(entries) - k} more"
-                while row and used + len(rest) > width:
+                left = len(entries) - k
+                while row and used + len(f"+{left} more") > width:
                     used -= len(row.pop().text)
-                row.append(Segment(rest, Style(dim=True)))
+                    left += 1
+                row.append(Segment(f"+{left} more", Style(dim=True)))
                 rows.append(row)
                 return rows
             rows.append(row)
