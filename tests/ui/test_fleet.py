@@ -108,3 +108,17 @@ async def test_xsched_lanes_show_one_gpu_the_worst_first() -> None:
         assert lane.plain.splitlines()[0] == "lanes of GPU 2 · g: another GPU"
         assert lane.plain.splitlines()[1].startswith("high@2")
         await pilot.press("q")
+
+
+@pytest.mark.parametrize(("size", "folded"), [((120, 40), True), ((200, 60), False)])
+async def test_four_gpus_fold_only_where_they_would_not_fit(size: tuple[int, int],
+                                                            folded: bool) -> None:
+    """Four GPUs x two: 14 rows; folded under 50 rows (13 fit), expanded at 200x60
+    (the table may take 20 rows there)."""
+    app = make_app(replay=fleet_snapshot(gpus=4), replay_source="fleet")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.3)
+        table = app.query_one(WorkloadTable)
+        assert table.folded is folded
+        assert len(_visible(table)) == (1 + 4 + 1 if folded else 1 + 4 + 8 + 1)
+        await pilot.press("q")

@@ -81,3 +81,24 @@ def test_eight_gpus_headless_lines_stay_readable() -> None:
     assert f"util {mean:.0f}%" in table[heads[5]]
     assert table[heads[7] + 3].startswith("-- all 8 GPUs: HIGH P99 worst ")
     assert "(GPU 5)" in table[heads[7] + 3]
+
+
+def test_many_workloads_on_one_gpu_make_a_short_progress_line() -> None:
+    """Sixteen workloads without --gpus (as benchmarks/scenarios/sixteen-on-one.toml):
+    loading, a count per state; measuring, the top priority's worst and best P99."""
+    from tests.helpers.fleet import fleet_snapshot
+
+    p = fleet_snapshot().phases[0]
+    flat = dataclasses.replace(p, workloads=tuple(dataclasses.replace(w, gpu=None)
+                                                  for w in p.workloads))
+    line = progress_line(flat).splitlines()[0]
+    highs = [w for w in flat.workloads if w.name.startswith("high")]
+    worst = max(highs, key=lambda w: w.window.p99)
+    best = min(highs, key=lambda w: w.window.p99)
+    assert f"8 HIGH: P99 worst {worst.window.p99:.2f}ms ({worst.name}), " \
+           f"best {best.window.p99:.2f}ms ({best.name})" in line
+    assert "8 LOW: " in line and "low@6 failed" in line and len(line) < 200
+    loading = dataclasses.replace(flat, measuring=False, workloads=tuple(
+        dataclasses.replace(w, state="starting" if i % 4 else "warming")
+        for i, w in enumerate(flat.workloads)))
+    assert progress_line(loading).endswith("16 workloads: 4 warming, 12 starting")

@@ -231,6 +231,8 @@ class XwatchApp(App[int]):
         # below 30 rows the distribution/GPU row is dropped so the table and the
         # latency chart stay readable (80x24 over SSH); the data is in the tabs
         self.screen.set_class(self.size.height < 30, "compact")
+        # from 50 rows the table may grow (four GPUs' copies fit unfolded at 200x60)
+        self.screen.set_class(self.size.height >= 50, "tall")
 
     # ------------------------------------------------------------ phases
     def start_phase(self, mode: str) -> None:

@@ -71,8 +71,40 @@ def _workload_part(w: WorkloadSnapshot) -> str:
     return s
 
 
+def _many_parts(p: PhaseSnapshot) -> list[str] | None:
+    """More than four workloads on one GPU: loading, how many are in each state;
+    measuring, the top priority's worst and best window P99 and which workload, the
+    others' samples/s in all, and any workload not running."""
+    if len(p.workloads) <= 4:
+        return None
+    if not p.measuring:
+        states: dict[str, int] = {}
+        for w in p.workloads:
+            states[w.state] = states.get(w.state, 0) + 1
+        return [f"{len(p.workloads)} workloads: "
+                + ", ".join(f"{n} {st}" for st, n in states.items())]
+    top = max(w.priority for w in p.workloads)
+    highs = [w for w in p.workloads if w.priority == top]
+    lows = [w for w in p.workloads if w.priority < top]
+    p99 = [(w.window.p99, w.name) for w in highs if w.count and w.window.p99 == w.window.p99]
+    head = f"{len(highs)} HIGH: P99 "
+    if p99:
+        (worst, wn), (best, bn) = max(p99), min(p99)
+        head += f"worst {ms(worst)}ms ({wn}), best {ms(best)}ms ({bn})"
+    else:
+        head += "-"
+    parts = [head + f", {rate(sum(w.window_rate for w in highs))}/s in all"]
+    if lows:
+        parts.append(f"{len(lows)} LOW: {rate(sum(w.window_samples_per_s for w in lows))} "
+                     "smp/s in all")
+    odd = [f"{w.name} {w.state}" for w in p.workloads if w.state != "running"]
+    if odd:
+        parts.append(", ".join(odd))
+    return parts
+
+
 def progress_line(p: PhaseSnapshot) -> str:
-    parts = (_per_gpu_parts(p) if p.measuring else None) or \
+    parts = (_per_gpu_parts(p) if p.measuring else None) or _many_parts(p) or \
         [_workload_part(w) for w in p.workloads]
     clock = f"{p.elapsed_s:6.1f}s" if p.measuring else "  load "
     line = f"[{clock} {p.name}] " + " | ".join(parts)

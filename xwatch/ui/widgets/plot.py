@@ -173,7 +173,7 @@ def render_figure(fig: Figure, width: int, height: int) -> list[list[Segment]]:
     plot_h = height - 1 - 2 - (1 if show_xlabel else 0)  # title, axis, tick labels, label
     # the legend has rows of its own under the title: it never covers a line
     legend_rows = legend_layout([(label, c) for _, _, label, c in fig.lines if label],
-                                width, max(0, min(2, plot_h - 3)))
+                                width, 2 if plot_h >= 12 else 1 if plot_h >= 4 else 0)
     plot_h -= len(legend_rows)
     if plot_h < 1:
         return rows

@@ -28,7 +28,7 @@ class WorkloadTable(ScrollLinePanel):
 
     On several GPUs (``--gpus``) the copies are grouped by GPU under a roll-up line
     each (HIGH's P99, LOW's samples/s, utilization, how many copies run), and a last
-    line rolls up every GPU. When the rows would not fit (``FIT_ROWS``) the groups
+    line rolls up every GPU. When the rows would not fit (``fit_rows``) the groups
     fold to their roll-up lines; ``e`` expands or folds them all, and the GPU ``g``
     charts is always expanded and scrolled into view. Taller than its room, the
     table scrolls.
@@ -40,7 +40,7 @@ class WorkloadTable(ScrollLinePanel):
     COLUMNS = ("workload", "state", "prio", "what", "P50", "P95", "P99", "max",
                "P99 ph", "max ph", "req/s", "target", "smp/s", "n", "late", "err")
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
-    FIT_ROWS = 13  # the table's max-height (xwatch.tcss): more rows than this fold
+    FIT_ROWS = 13  # rows that fit when the style gives no max-height in cells
     NARROW = 110  # columns: below, the 'what' column is left out
 
     COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row",
@@ -93,7 +93,7 @@ class WorkloadTable(ScrollLinePanel):
         groups = gpu_groups(p, snap.extra.get("telemetry"), snap.window_s if live else None) \
             if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
         folded = bool(groups) and (self.fold if self.fold is not None else
-                                   2 + len(groups) + len(p.workloads) > self.FIT_ROWS)
+                                   2 + len(groups) + len(p.workloads) > self.fit_rows)
         heads = {g.gpu: _group_line(g, live, folded and g.gpu != gpu, g.gpu == gpu)
                  for g in groups}
         tail = _all_line(groups, live, snap.window_s, folded) if groups else None
@@ -128,6 +128,13 @@ class WorkloadTable(ScrollLinePanel):
         if focus_changed and gpu is not None:
             n = 1 + len(next((g.workloads for g in groups if g.gpu == gpu), ()))
             self.call_after_refresh(self.scroll_to_line, focus_at, n)
+
+    @property
+    def fit_rows(self) -> int:
+        """The rows the table may take (its max-height: 13, 10 under 30 rows, 20 from
+        50): more than this, and the GPU groups fold."""
+        mh = self.styles.max_height
+        return int(mh.value) if mh is not None and mh.is_cells else self.FIT_ROWS
 
     def _line_of(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
         """One row: every cell padded by a space each side and cut to its width; under
