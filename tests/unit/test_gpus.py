@@ -102,3 +102,58 @@ def test_many_workloads_on_one_gpu_make_a_short_progress_line() -> None:
         dataclasses.replace(w, state="starting" if i % 4 else "warming")
         for i, w in enumerate(flat.workloads)))
     assert progress_line(loading).endswith("16 workloads: 4 warming, 12 starting")
+
+
+def test_rollup_series_against_the_copies_rows() -> None:
+    """The roll-up charts' series: per second, the worst (and best) HIGH P99 of any
+    GPU and the LOW samples summed over GPUs, checked against each copy's own rows;
+    the second a running phase is still in is left out."""
+    import math
+
+    from tests.helpers.fleet import fleet_snapshot
+    from xwatch.core.analysis.gpus import gpu_roles, rollup_series
+    from xwatch.core.analysis.timeline import phase_offsets
+
+    snap = fleet_snapshot()
+    p = snap.phases[0]
+    roles = gpu_roles(snap.scenario.workloads)
+    assert roles.gpus == list(range(8)) and roles.high[5] == "high@5"
+    assert roles.lows[6] == ("low@6",)
+    offs = phase_offsets(snap.phases)
+    rows = {w.name: {r.sec: r for r in w.series} for w in p.workloads}
+    secs = sorted({s for r in rows.values() for s in r})
+    assert p.status == "running"
+    worst = dict(x for x in rollup_series(snap.phases, offs, list(roles.high.values()),
+                                          "p99", "max") if not math.isnan(x[1]))
+    best = dict(x for x in rollup_series(snap.phases, offs, list(roles.high.values()),
+                                         "p99", "min") if not math.isnan(x[1]))
+    lows = [n for g in roles.gpus for n in roles.lows[g]]
+    total = dict(x for x in rollup_series(snap.phases, offs, lows, "samples", "sum")
+                 if not math.isnan(x[1]))
+    assert sorted(worst) == [offs[0] + s for s in secs[:-1]]  # the newest second is out
+    for s in secs[:-1]:
+        p99 = [rows[n][s].p99 for n in roles.high.values() if s in rows[n]]
+        assert worst[offs[0] + s] == max(p99) and best[offs[0] + s] == min(p99)
+        assert total[offs[0] + s] == sum(rows[n][s].samples for n in lows if s in rows[n])
+
+
+def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> None:
+    """Sixteen workloads stopped by q: one line naming them, not sixteen tracebacks of
+    the KeyboardInterrupt the stop caused; a failure keeps its cause and stderr, the
+    cause not printed twice."""
+    from tests.helpers.fleet import fleet_snapshot
+    from xwatch.core.engine.session import ExitInfo
+    from xwatch.core.plans.console import final_table
+
+    p = fleet_snapshot().phases[0]
+    ws = tuple(w if w.name == "low@6" else dataclasses.replace(
+        w, state="stopped", exit=ExitInfo(None, 2, "stopped", False, ""),
+        stderr_tail=("Traceback (most recent call last):", "KeyboardInterrupt"))
+        for w in p.workloads)
+    lines = final_table(dataclasses.replace(p, workloads=ws)).splitlines()
+    early = [ln for ln in lines if "stopped before the planned end" in ln]
+    assert len(early) == 1 and early[0].count("@") == 15 and "low@6" not in early[0]
+    assert not any("KeyboardInterrupt" in ln for ln in lines)
+    fail = [i for i, ln in enumerate(lines) if ln.startswith("  ! low@6: failed (exit code 1)")]
+    assert len(fail) == 1
+    assert sum("OutOfMemoryError" in ln for ln in lines) == 1  # said once

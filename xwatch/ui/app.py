@@ -599,8 +599,12 @@ class XwatchApp(App[int]):
         self.quitting = True
         if self.runner is not None:
             self.notify("stopping workloads…", timeout=5)
+            # with no planned end (--duration 0), quitting is the planned end
+            phase = self.runner.phase
+            planned = self.phase_s == float("inf") and phase is not None \
+                and phase.t_measure is not None
             try:
-                await asyncio.wait_for(self.runner.stop_phase(), timeout=20)
+                await asyncio.wait_for(self.runner.stop_phase(planned_end=planned), timeout=20)
             except Exception:
                 pass
             finally:

@@ -182,7 +182,8 @@ def rollup_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float],
     ``how`` = ``max`` (the worst HIGH P99 of any GPU in that second), ``min`` (the
     best) or ``sum`` (the LOW samples/s of all GPUs). Seconds are counted from the phase start for every
     copy, so they line up. A second in which no copy finished a request has no
-    maximum (a gap); in a sum it counts 0 for that copy. NaN separates phases."""
+    maximum (a gap); in a sum it counts 0 for that copy. The second a running phase
+    is still in is left out. NaN separates phases."""
     wanted = set(names)
     pts: list[tuple[float, float]] = []
     for o, p in zip(offsets, phases):
@@ -200,6 +201,10 @@ def rollup_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float],
                     old = acc.get(r.sec)
                     acc[r.sec] = v if old is None else max(old, v) if how == "max" \
                         else min(old, v)
+        if p.status == "running" and acc:
+            # the second still filling: some copies have not finished a request in it
+            # yet, so its maximum or sum would dive at the right edge of every chart
+            del acc[max(acc)]
         pts += [(o + sec, v) for sec, v in sorted(acc.items())]
         pts.append((o, math.nan))
     return pts

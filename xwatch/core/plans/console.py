@@ -162,11 +162,18 @@ def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> st
     lines += extra
     if p.extra.get("error"):
         lines.append(f"  ! phase {p.status}: {p.extra['error']}")
+    early = []
     for w in p.workloads:
-        if w.state == FAILED or (w.exit and not w.exit.ran_to_end):
-            lines.append(f"  ! {w.name}: {w.exit.describe() if w.exit else w.state}")
+        if w.state == FAILED or (w.exit and w.exit.reason == FAILED):
+            said = w.exit.describe() if w.exit else w.state
+            lines.append(f"  ! {w.name}: {said}")
             for ln in w.stderr_tail[-5:]:
-                lines.append(f"      {ln}")
+                if ln.strip() and ln.strip() not in said:  # not the cause once more
+                    lines.append(f"      {ln}")
+        elif w.exit and not w.exit.ran_to_end:
+            early.append(w.name)  # stopped (by the user, or with a failing phase)
+    if early:  # their stderr is what a stop makes them print (a KeyboardInterrupt)
+        lines.append("  ! stopped before the planned end: " + ", ".join(early))
     return "\n".join(lines)
 
 
