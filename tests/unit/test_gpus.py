@@ -157,3 +157,21 @@ def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> Non
     fail = [i for i, ln in enumerate(lines) if ln.startswith("  ! low@6: failed (exit code 1)")]
     assert len(fail) == 1
     assert sum("OutOfMemoryError" in ln for ln in lines) == 1  # said once
+
+
+def test_the_report_rolls_eight_gpus_up_as_the_dashboard_does() -> None:
+    """Eight GPUs in a report: the latency chart is HIGH's worst/best GPU (not 32 lines),
+    LOW's throughput is summed, the CDF is the worst GPU's HIGH."""
+    import re
+
+    from tests.helpers.fleet import fleet_snapshot
+    from xwatch.core.export.charts import build_charts
+
+    charts = build_charts(fleet_snapshot(ended=True))
+    text = "\n".join(charts)
+    assert "8 GPUs rolled up" in text and "HIGH P99, worst GPU" in text
+    assert "high@3 P99" not in text
+    assert "8 GPUs summed" in text and "LOW samples/s, all GPUs" in text
+    assert re.search(r"high@5 \(the GPU with the worst HIGH P99\): latency distribution", text)
+    two = build_charts(fleet_snapshot(gpus=2, ended=True))  # two GPUs: every copy drawn
+    assert "high@1 P99" in "\n".join(two)

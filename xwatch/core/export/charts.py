@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.gpus import gpu_roles, rollup_series
 from xwatch.core.analysis.phases import by_priority, label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.session import SessionSnapshot
@@ -31,15 +32,35 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     scen = snap.scenario
     offsets = phase_offsets(snap.phases)
     vlines = [(o, p.name) for o, p in zip(offsets, snap.phases)]
-    lat_series = [(f"{w.name} {key.upper()}", workload_series(snap.phases, offsets, w.name, key))
-                  for w in scen.workloads for key in ("p50", "p99")]
+    roles = gpu_roles(scen.workloads)
+    rolled = len(roles.gpus) > 2  # as on the dashboard: 16 copies would be 32 lines
+    if rolled:
+        highs = list(roles.high.values())
+        lat_series = [(f"HIGH {label}", rollup_series(snap.phases, offsets, highs, key, how))
+                      for label, key, how in (("P99, worst GPU", "p99", "max"),
+                                              ("P99, best GPU", "p99", "min"),
+                                              ("P50, worst GPU", "p50", "max"))]
+    else:
+        lat_series = [(f"{w.name} {key.upper()}",
+                       workload_series(snap.phases, offsets, w.name, key))
+                      for w in scen.workloads for key in ("p50", "p99")]
     hl = (scen.slo.latency_ms, f"SLO {scen.slo.workload} P{scen.slo.percentile:g}") \
         if scen.slo else None
-    charts.append(line_chart("Latency per second (phases concatenated)", lat_series,
+    charts.append(line_chart("Latency per second (phases concatenated)"
+                             + (f", {len(roles.gpus)} GPUs rolled up" if rolled else ""),
+                             lat_series,
                              "session time (s)", "latency (ms)", vlines, hl,
                              log_y=spread_apart(snap)))
     base = snap.phases[0]
     hi, lows = by_priority(base)
+    worst = ""
+    if rolled:  # the HIGH copy with the worst P99 in the last phase
+        last = snap.phases[-1]
+        p99 = {w.name: w.phase.p99 for w in last.workloads
+               if w.name in roles.high.values() and w.count and w.phase.p99 == w.phase.p99}
+        if p99:
+            hi = last.workload(max(p99, key=lambda n: p99[n])) or hi
+            worst = " (the GPU with the worst HIGH P99)"
     if hi is not None:
         cdf_series = []
         for p in snap.phases:
@@ -49,10 +70,16 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
         if cdf_series:
             slo_mark = [(scen.slo.latency_ms, f"SLO {scen.slo.latency_ms:g} ms")] \
                 if scen.slo and scen.slo.workload == hi.name else []
-            charts.append(line_chart(f"{hi.name}: latency distribution per phase (CDF)",
+            charts.append(line_chart(f"{hi.name}{worst}: latency distribution per phase (CDF)",
                                      cdf_series, "latency (ms)", "% of requests <=", slo_mark,
                                      None, y_max=100.0))
-    if lows:
+    if lows and rolled:
+        names = [n for g in roles.gpus for n in roles.lows.get(g, ())]
+        tp = [("LOW samples/s, all GPUs",
+               rollup_series(snap.phases, offsets, names, "samples", "sum"))]
+        charts.append(line_chart(f"Low-priority throughput per second, {len(roles.gpus)} GPUs "
+                                 "summed", tp, "session time (s)", "samples/s", vlines))
+    elif lows:
         tp = [(f"{lw.name} samples/s", workload_series(snap.phases, offsets, lw.name, "samples"))
               for lw in lows]
         charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
