@@ -331,3 +331,32 @@ def test_poll_socket_reads_answers_larger_than_its_buffer_in_pieces() -> None:
             assert len(rows) == 1500 and rows[-1].handle == 1499 and rows[0].ready
     finally:
         srv.close()
+
+
+def test_polls_are_jittered_so_a_periodic_workload_is_not_aliased() -> None:
+    """HIGH at 20 req/s with 4 ms of GPU work (busy 8% of the time) sampled every
+    100 ms: a fixed interval sees the same point of its cycle every time (here: never
+    busy, so 'never seen ready'); the jittered one sees it busy in about 8% of polls,
+    as ``expected_ready_polls`` assumes."""
+    import random
+
+    from xwatch.core.xsched.controller import next_poll_wait
+
+    def busy(t: float) -> bool:
+        return (t % 0.05) < 0.004
+
+    def sample(waits: list[float], start: float = 0.02) -> float:
+        t, seen = start, 0
+        for w in waits:
+            seen += busy(t)
+            t += w
+        return seen / len(waits)
+
+    n = 2000
+    assert sample([0.1] * n) == 0.0  # phase-locked, in the idle part of the cycle
+    rng = random.Random(3)
+    waits = [next_poll_wait(0.1, 0.0, rng) for _ in range(n)]
+    assert min(waits) >= 0.05 and max(waits) <= 0.15
+    assert abs(sum(waits) / n - 0.1) < 0.003  # the mean interval is the poll interval
+    assert 0.06 <= sample(waits) <= 0.10
+    assert next_poll_wait(0.1, 0.2, rng) == 0.02  # a slow poll: the next soon, not at once
