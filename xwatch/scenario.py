@@ -261,7 +261,9 @@ XSCHED_KEYS: tuple[Key, ...] = (
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
         _choice(*PLATFORMS), PLATFORMS),
     Key("poll_ms", "integer", 100, "How often xserver's /xqueues is polled for engagement "
-        "evidence, the scheduler lane and tail attribution (20-10000 ms).", _int(20, 10000)),
+        "evidence, the scheduler lane and tail attribution (20-10000 ms; the mean: each "
+        "interval is 0.5-1.5x this, so a periodic workload is not always met at the same "
+        "point of its cycle).", _int(20, 10000)),
 )
 
 WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
