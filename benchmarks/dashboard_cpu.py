@@ -109,40 +109,28 @@ def thread_line(r: dict[str, object]) -> str:
     return "    threads: " + ", ".join(parts)
 
 
-def synthetic(rate: int, low_rate: int = 50) -> str:
-    f = Path(tempfile.mkdtemp()) / "synthetic.toml"
-    f.write_text(f"""
-name = "synthetic"
-duration_s = 600
+def producers(name: str, high: tuple[str, int], low: tuple[str, int]) -> str:
+    """A scenario file of two paced producers (tests/data/workloads/pipe_producer.py):
+    ``(workload name, requests/s)`` for the high- and the low-priority one."""
+    f = Path(tempfile.mkdtemp()) / f"{name}.toml"
+    prod = f"{ROOT}/tests/data/workloads/pipe_producer.py"
+    tables = "".join(f"""
 [[workload]]
-name = "fast"
-priority = "high"
-command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "{rate}"]
-[[workload]]
-name = "slow"
-priority = "low"
-command = ["{sys.executable}", "{ROOT}/tests/data/workloads/pipe_producer.py", "{low_rate}"]
-""")
+name = "{wl}"
+priority = "{prio}"
+command = ["{sys.executable}", "{prod}", "{rate}"]
+""" for prio, (wl, rate) in (("high", high), ("low", low)))
+    f.write_text(f'name = "{name}"\nduration_s = 600\n{tables}')
     return str(f)
+
+
+def synthetic(rate: int, low_rate: int = 50) -> str:
+    return producers("synthetic", ("fast", rate), ("slow", low_rate))
 
 
 def fleet_scenario() -> str:
     """HIGH at 20 req/s and LOW at 50 req/s: replicated per GPU with ``gpus``."""
-    f = Path(tempfile.mkdtemp()) / "fleet.toml"
-    prod = f"{ROOT}/tests/data/workloads/pipe_producer.py"
-    f.write_text(f"""
-name = "fleet"
-duration_s = 600
-[[workload]]
-name = "high"
-priority = "high"
-command = ["{sys.executable}", "{prod}", "20"]
-[[workload]]
-name = "low"
-priority = "low"
-command = ["{sys.executable}", "{prod}", "50"]
-""")
-    return str(f)
+    return producers("fleet", ("high", 20), ("low", 50))
 
 
 def fleet(sizes: list[int], seconds: float, repeat: int, profile: str | None) -> None:

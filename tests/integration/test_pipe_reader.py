@@ -54,6 +54,13 @@ async def _reader(capacity: int = 1 << 20) -> tuple[_EventPipe, int, _Mp]:
     return proto, w, mp
 
 
+async def _close(proto: _EventPipe, w: int) -> None:
+    """The writer exits: the reader delivers the rest and sees the end."""
+    os.close(w)
+    proto.drain()
+    await asyncio.wait_for(proto.closed, 5)
+
+
 async def _until(cond: Any, timeout: float = 5.0) -> None:
     end = asyncio.get_running_loop().time() + timeout
     while not cond():
@@ -76,9 +83,7 @@ def test_first_read_at_once_then_paused_and_taken_on_demand() -> None:
         assert len(mp.run.events) == 5
         proto.deliver_now()  # a snapshot takes what the pipe holds
         assert [e["seq"] for e in mp.run.events] == list(range(10))
-        os.close(w)
-        proto.drain()
-        await asyncio.wait_for(proto.closed, 5)
+        await _close(proto, w)
 
     asyncio.run(main())
 
@@ -97,9 +102,7 @@ def test_what_waits_in_the_pipe_is_read_at_the_end_of_one_pause() -> None:
         waited = loop.time() - t0
         # at most the pause (<= 1 s, then the next quarter-second grid point), never two
         assert waited <= proto.MAX_COALESCE_S + _FlushGrid.GRID_S + 0.1
-        os.close(w)
-        proto.drain()
-        await asyncio.wait_for(proto.closed, 5)
+        await _close(proto, w)
 
     asyncio.run(main())
 
@@ -126,9 +129,7 @@ def test_slow_pipes_are_read_together_on_the_grid() -> None:
         times = {round(mp.run.at[-1], 2) for _, _, mp in pipes}
         assert len(times) == 1  # one wake-up delivered all four
         for proto, w, _ in pipes:
-            os.close(w)
-            proto.drain()
-            await asyncio.wait_for(proto.closed, 5)
+            await _close(proto, w)
 
     asyncio.run(main())
 
