@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import DATA, PY, ROOT, WORKLOADS, run_xwatch
 from tests.helpers.fake_mps import make_tool
 from tests.helpers.procs import wait_gone
-from tests.helpers.scenarios import two
+from tests.helpers.scenarios import one, two
 
 
 def marked(owner: int) -> list[int]:
@@ -262,15 +262,8 @@ while True:
 def test_garbage_and_a_flood_on_a_regex_workloads_stdout(tmp_path: Path) -> None:
     script = tmp_path / "noisy.py"
     script.write_text(STDOUT_GARBAGE)
-    f = tmp_path / "s.toml"
-    f.write_text(f"""
-duration_s = 3
-[[workload]]
-name = "noisy"
-priority = "high"
-command = ["{PY}", "{script}"]
-regex = 'completed in (?P<latency_ms>[0-9.]+) ms'
-""")
+    f = one(tmp_path, "noisy", f'["{PY}", "{script}"]',
+            "regex = 'completed in (?P<latency_ms>[0-9.]+) ms'")
     out = tmp_path / "o"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out))
     assert r.returncode == 0, r.stdout + r.stderr

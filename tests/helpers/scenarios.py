@@ -35,3 +35,18 @@ command = {lo or producer(20, "--service-ms", "20")}
 {lo_extra}
 """)
     return f
+
+
+def one(tmp_path: Path, name: str, command: str, extra: str = "", duration: float = 3) -> Path:
+    """``s.toml`` with a single high-priority workload ``name`` running ``command`` (a
+    TOML list); ``extra`` adds lines to its table (``regex = ...``, ``stall_s = ...``)."""
+    f = tmp_path / "s.toml"
+    f.write_text(f"""
+duration_s = {duration}
+[[workload]]
+name = "{name}"
+priority = "high"
+command = {command}
+{extra}
+""")
+    return f

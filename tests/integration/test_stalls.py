@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import PY, WORKLOADS, run_xwatch
 from tests.helpers.fake_xsched import have_cc, make_install, pid_alive, xserver_pid
 from tests.helpers.procs import wait_gone
-from tests.helpers.scenarios import producer
+from tests.helpers.scenarios import one, producer
 from xwatch.core.engine.session import STALLED, Session
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import parse_scenario
@@ -171,15 +171,7 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
 def test_stall_s_per_workload(tmp_path: Path, stall: str, failed: bool) -> None:
     """A workload that pauses (here: stops completing after 20 requests) is a failure
     only where the scenario says so: ``stall_s = false`` never, ``stall_s = 0.6`` fast."""
-    f = tmp_path / "s.toml"
-    f.write_text(f"""
-duration_s = 3
-[[workload]]
-name = "trainer"
-priority = "high"
-stall_s = {stall}
-command = {producer(40, "--hang-after", "20")}
-""")
+    f = one(tmp_path, "trainer", producer(40, "--hang-after", "20"), f"stall_s = {stall}")
     out = tmp_path / "o"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out))
     doc = json.loads((out / "snapshot.json").read_text())

@@ -64,7 +64,7 @@ def test_eight_gpus_headless_lines_stay_readable() -> None:
     groups = gpu_groups(p)
     p99 = [g.high.window.p99 for g in groups if g.high]  # type: ignore[union-attr]
     worst = max(range(8), key=lambda i: p99[i])
-    assert worst == 5 and f"worst {p99[5]:.2f}ms (GPU5)" in line
+    assert worst == 5 and f"worst {p99[5]:.2f} ms (GPU 5)" in line
     assert "by GPU " + " ".join(f"{v:.2f}" for v in p99) in line
     assert "low@6 failed" in line and "! low@6: failed (exit code 1)" in line
     table = final_table(p, snap.extra["telemetry"]).splitlines()

@@ -132,19 +132,32 @@ def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot,
             for d in set(utils) | set(mem)}
 
 
-def rollup(groups: list[GpuGroup]) -> dict[str, Any]:
-    """Over every GPU: the worst HIGH P99 (and which GPU), the HIGH P99 spread, the
-    summed LOW throughput. Percentiles are not averaged across GPUs: each GPU's
-    HIGH is its own process with its own distribution."""
-    p99s = [(g.high_p99, g.gpu) for g in groups if g.high_p99 == g.high_p99]
+def rollup(groups: list[GpuGroup], window: bool = False) -> dict[str, Any]:
+    """Over every GPU: the worst and the best HIGH P99 (and which GPU), the summed
+    LOW throughput; over the whole phase, or (``window``) the live window. Percentiles
+    are not averaged across GPUs: each GPU's HIGH is its own process with its own
+    distribution."""
+    p99s = [(v, g.gpu) for g in groups
+            if (v := g.high_window_p99 if window else g.high_p99) == v]
     worst = max(p99s) if p99s else (math.nan, None)
     best = min(p99s) if p99s else (math.nan, None)
+    low = sum(g.low_window_samples_per_s if window else g.low_samples_per_s for g in groups)
     return {"gpus": [g.gpu for g in groups],
             "worst_high_p99_ms": None if worst[0] != worst[0] else round(worst[0], 6),
             "worst_gpu": worst[1],
             "best_high_p99_ms": None if best[0] != best[0] else round(best[0], 6),
-            "low_samples_per_s": round(sum(g.low_samples_per_s for g in groups), 3),
+            "best_gpu": best[1],
+            "low_samples_per_s": round(low, 3),
             "high_requests": sum(g.high.count for g in groups if g.high)}
+
+
+def rollup_text(r: dict[str, Any], fmt: Any) -> str:
+    """``HIGH P99 worst 21.32 ms (GPU 5), best 6.41 ms (GPU 1)`` from ``rollup``
+    (``fmt``: how a number of ms is written), or ``HIGH P99 -``."""
+    if r["worst_high_p99_ms"] is None:
+        return "HIGH P99 -"
+    return (f"HIGH P99 worst {fmt(r['worst_high_p99_ms'])} ms (GPU {r['worst_gpu']}), "
+            f"best {fmt(r['best_high_p99_ms'])} ms (GPU {r['best_gpu']})")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xwatch.core.analysis.gpus import GpuGroup, gpu_groups
+from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
@@ -34,20 +34,12 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
     groups = gpu_groups(p)
     if len(groups) < 3:
         return None
-    p99 = [(g.high.window.p99, g.gpu) for g in groups if g.high is not None and g.high.count]
-    p99 = [x for x in p99 if x[0] == x[0]]
-    head = f"{len(groups)} GPUs: HIGH P99 "
-    if p99:
-        (worst, wg), (best, bg) = max(p99), min(p99)
-        head += f"worst {ms(worst)}ms (GPU{wg}), best {ms(best)}ms (GPU{bg})"
-        by_gpu = " ".join(ms(g.high.window.p99) if g.high is not None and g.high.count
-                          else "-" for g in groups)
-        head += f"; by GPU {by_gpu}"
-    else:
-        head += "-"
+    r = rollup(groups, window=True)
+    head = f"{len(groups)} GPUs: {rollup_text(r, ms)}"
+    if r["worst_high_p99_ms"] is not None:
+        head += "; by GPU " + " ".join(ms(g.high_window_p99) for g in groups)
     high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
-    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(sum(g.low_window_samples_per_s for g in groups))} "
-             "smp/s in all"]
+    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r['low_samples_per_s'])} smp/s in all"]
     odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
     if odd:
         parts.append(", ".join(odd))
@@ -192,12 +184,9 @@ def _gpu_head(g: GpuGroup) -> str:
 
 def _gpus_tail(groups: list[GpuGroup]) -> str:
     """The roll-up over every GPU (percentiles compared, never averaged)."""
-    p99 = [(g.high_p99, g.gpu) for g in groups if g.high_p99 == g.high_p99]
-    line = f"-- all {len(groups)} GPUs: "
-    if p99:
-        (worst, wg), (best, bg) = max(p99), min(p99)
-        line += f"HIGH P99 worst {ms(worst)} ms (GPU {wg}), best {ms(best)} ms (GPU {bg}) · "
-    return line + f"LOW {rate(sum(g.low_samples_per_s for g in groups))} smp/s in all"
+    r = rollup(groups)
+    return (f"-- all {len(groups)} GPUs: {rollup_text(r, ms)} · "
+            f"LOW {rate(r['low_samples_per_s'])} smp/s in all")
 
 
 def interval_lines(p: PhaseSnapshot) -> list[str]:

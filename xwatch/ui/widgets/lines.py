@@ -73,7 +73,9 @@ class _Lines:
         return True
 
     def _lines_changed(self, resized: bool) -> None:
-        raise NotImplementedError
+        """Repaint; a layout pass only when the number of lines changed (height:
+        auto follows it)."""
+        self.refresh(layout=resized)  # type: ignore[attr-defined]
 
     _style_now: Style | None = None
 
@@ -109,9 +111,6 @@ class LinePanel(_Lines, Widget):
         super().__init__(name=name, id=id, classes=classes)
         self._init_lines()
 
-    def _lines_changed(self, resized: bool) -> None:
-        self.refresh(layout=resized)  # height: auto follows the number of lines
-
     def set_display(self, show: bool) -> None:
         if bool(self.display) != show:
             self.display = show
@@ -142,7 +141,7 @@ class ScrollLinePanel(_Lines, ScrollView):
 
     def _lines_changed(self, resized: bool) -> None:
         self.virtual_size = Size(self.size.width, len(self._strips))
-        self.refresh(layout=resized)
+        super()._lines_changed(resized)
 
     def scroll_to_line(self, y: int, rows: int = 1) -> None:
         """Bring lines ``y`` .. ``y + rows - 1`` into view (the first where they do

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from xwatch.core.analysis.gpus import GpuGroup, gpu_groups
+from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.verdict import latency_change
 from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
@@ -190,17 +190,10 @@ def _group_line(g: GpuGroup, live: bool, folded: bool, charted: bool) -> Text:
 def _all_line(groups: list[GpuGroup], live: bool, window_s: float, folded: bool) -> Text:
     """Every GPU: the worst and best HIGH P99 (each GPU's HIGH is its own process:
     percentiles are compared, never averaged) and the LOW total."""
-    p99s = [((g.high_window_p99 if live else g.high_p99), g.gpu) for g in groups]
-    p99s = [x for x in p99s if x[0] == x[0]]
-    total = sum(g.low_window_samples_per_s if live else g.low_samples_per_s for g in groups)
+    r = rollup(groups, window=live)
     t = Text(f" all {len(groups)} GPUs: ", style="bold")
-    if p99s:
-        (worst, wg), (best, bg) = max(p99s), min(p99s)
-        t.append(f"HIGH P99 worst {ms(worst)} ms (GPU {wg}), best {ms(best)} ms (GPU {bg})",
-                 style="bold cyan")
-    else:
-        t.append("HIGH P99 -", style="bold cyan")
-    t.append(f" · LOW {rate(total)} smp/s in all")
+    t.append(rollup_text(r, ms), style="bold cyan")
+    t.append(f" · LOW {rate(r['low_samples_per_s'])} smp/s in all")
     t.append(f" · {'window: last ' + format(window_s, 'g') + ' s' if live else 'whole phase'}"
              f" · e: {'expand' if folded else 'fold'} · g: chart one GPU", style="dim")
     return t
