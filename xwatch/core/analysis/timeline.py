@@ -44,15 +44,10 @@ def workload_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float], n
     return pts
 
 
-def to_session_time(t: float, phases: Sequence[PhaseSnapshot],
-                    offsets: Sequence[float]) -> float | None:
-    """Map a monotonic time (telemetry, annotations) onto the session axis."""
-    return SessionClock(phases, offsets)(t)
-
-
 class SessionClock:
-    """``to_session_time`` for many times: each phase's span is found once (it reads
-    every per-second row; a chart maps thousands of telemetry samples)."""
+    """Maps monotonic times (telemetry, annotations) onto the session axis; None for a
+    time outside every phase. Each phase's span is found once (it reads every
+    per-second row; a chart maps thousands of telemetry samples)."""
 
     def __init__(self, phases: Sequence[PhaseSnapshot], offsets: Sequence[float]) -> None:
         self._spans = [(o, p.t_start, p.t_start + _span(p))
