@@ -72,8 +72,10 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
 
 def _add_repeat(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="run the whole plan N times, interleaved (A B A B ...), and pool the "
-                        "repeats; a change is called only if every repeat agrees (default 1)")
+                   help="run the whole plan N times, interleaved (A B A B ...); each run is "
+                        "one observation of its step, and changes get intervals over the "
+                        "paired runs (default 1: one-run answers are judged against the "
+                        "machine's recorded noise floor, else get no verdict)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,10 +132,33 @@ def build_parser() -> argparse.ArgumentParser:
                     help="setting to sweep, e.g. low.threshold=1,2,4,8 (XSched) or "
                          "low.mps.active_thread_percentage=100,50,25 (MPS) (repeat; lists of "
                          "equal length are zipped)")
+    for p in (cmp_, cal, sw):
+        _add_gate(p)
+    nz = sub.add_parser("noise", help="headless: one configuration N times; the variance "
+                        "within and between runs per metric, the runs a precision needs, and "
+                        "the machine's noise floor recorded for one-run answers")
+    _add_run_args(nz, headless_flag=False)
+    nz.add_argument("--repeat", type=int, default=6, metavar="N",
+                    help="runs of the configuration (default 6, at least 2)")
+    nz.add_argument("--mode", default="native", choices=MODES,
+                    help="the configuration's mode (default native)")
+    nz.add_argument("--precision", type=float, default=5.0, metavar="PCT",
+                    help="the half-width, in %% of the mean, that the runs-needed column "
+                         "aims at for a difference of two settings (default 5)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
     doc.add_argument("--xsched", metavar="ROOT")
     doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")
     return ap
+
+
+def _add_gate(p: argparse.ArgumentParser) -> None:
+    from xwatch.core.analysis.verdict import GATES
+
+    p.add_argument("--fail-if", choices=GATES, metavar="|".join(GATES),
+                   help="exit 3 when the answer says so beyond noise: slower (the SLO "
+                        "workload's SLO percentile, else HIGH's P99, is worse) or "
+                        "lower-throughput (a LOW's samples/s is lower); also when a step "
+                        "could not be judged (one run, no noise floor)")
 
 
 def _reexec_without_shim() -> None:
@@ -283,6 +308,11 @@ def _modes(args: argparse.Namespace) -> list[str]:
     if cmd == "sweep":
         sets = " ".join(getattr(args, "set", []) or [])
         return ["native", MPS if ".mps." in sets else XSCHED]
+    if cmd == "noise":
+        if args.repeat < 2:
+            raise UsageError(f"noise needs --repeat 2 or more (got {args.repeat}): the "
+                             "floor is the variance between runs")
+        return [args.mode]
     return [getattr(args, "mode", "native")]
 
 
@@ -371,6 +401,9 @@ def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # ty
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
         return asyncio.run(run_sweep(scen, args, **backends))
+    if cmd == "noise":
+        from xwatch.core.plans.noise import run_noise
+        return asyncio.run(run_noise(scen, args, args.mode, **backends))
     from xwatch.ui.app import make_app
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,

@@ -203,6 +203,6 @@ def test_compare_three_ways_pools_repeats_and_gives_the_answer(
         ("native", 1), ("mps", 1), ("native", 2), ("mps", 2)]
     assert "=== answer" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("MPS vs native"))
-    assert "(2 repeats pooled)" in line and "high P99" in line and "low samples/s" in line
+    assert "(2 runs each, paired)" in line and "high P99" in line and "low samples/s" in line
     report = (out / "report.md").read_text()
     assert report.index("## Answer") < report.index("## Scenario")

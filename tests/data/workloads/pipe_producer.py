@@ -2,6 +2,7 @@
 
 argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
       [--service-ms MS] (each request reports this service time: a busy workload)
+      [--add-ms-if-env VAR:MS] (every latency MS longer when VAR is set: a mode that slows it)
       [--pci-by-visible HEX,HEX,...]  (hello reports the PCI bus of the GPU that
       CUDA_VISIBLE_DEVICES selects, as torch would; latency grows with that index)
 """
@@ -21,6 +22,8 @@ crash_env = opts.get("--crash-if-env")
 hang_after = int(opts.get("--hang-after", 0)) or None
 pci_buses = opts.get("--pci-by-visible")
 service_ms = float(opts["--service-ms"]) if "--service-ms" in opts else None
+slow_var, _, slow_ms = opts.get("--add-ms-if-env", ":0").partition(":")
+added_ms = float(slow_ms) if slow_var and os.environ.get(slow_var) else 0.0
 visible = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0") or 0)
 fd = int(os.environ["XWATCH_EVENT_FD"])
 
@@ -60,7 +63,7 @@ while count is None or i < count:
         time.sleep(target - now)
     i += 1
     end = time.monotonic()
-    extra = visible * 3.0 if pci_buses else 0.0
+    extra = (visible * 3.0 if pci_buses else 0.0) + added_ms
     ev = {"seq": i, "t": end, "latency_ms": 1.0 + extra + (i % 10) / 10, "batch": 2}
     if service_ms is not None:
         ev["service_ms"] = service_ms

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xwatch.core.analysis.verdict import Change, latency_change
+from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
 from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import label as mode_label
 from xwatch.scenario import Scenario
@@ -152,7 +152,10 @@ def verdict(c: Calibration) -> str:
     joint = "and" if (p50.recovered >= 0) == (p99.recovered >= 0) else "but"
     rec = c.recovered_p99
     rec_iv = f" [{_iv(rec)}]" if rec is not None else ""
-    if rec is not None and rec.way == 0:
+    if rec is not None and rec.basis == UNMEASURED:
+        tail_part = (f"{tail_verb} its P99 by {_ms(p99.recovered)} (within-run{rec_iv}; one "
+                     "run each, so whether that exceeds run-to-run noise is unmeasured)")
+    elif rec is not None and rec.way == 0:
         tail_part = f"its P99 change ({p99.recovered:+.2f} ms{rec_iv}) is within noise"
         joint = "and"
     else:
@@ -165,7 +168,9 @@ def verdict(c: Calibration) -> str:
     tail = f"; {what} alone adds {_ms(p99.shim_overhead)}{ov_iv} to P99" \
         if p99.shim_overhead > 0 else \
         f"; {what} alone changes P99 by {p99.shim_overhead:+.2f} ms{ov_iv}"
-    if ov is not None and ov.way == 0:
+    if ov is not None and ov.basis == UNMEASURED:
+        tail += " (one run each: no verdict)"
+    elif ov is not None and ov.way == 0:
         tail += " (within noise)"
     cause = ""
     if p99.shim_overhead > 0 and p99.recovered < 0 and p99.shim_overhead >= -p99.recovered * 0.5:

@@ -30,6 +30,7 @@ import random
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xwatch.core.engine.session import WorkloadSnapshot
 from xwatch.core.engine.stats import LogHistogram, bucket_value, nearest_rank
@@ -96,6 +97,7 @@ def binom_cdf(k: int, n: int, p: float) -> float:
     return 1.0 - binom_sf(k + 1, n, p)
 
 
+@lru_cache(maxsize=4096)
 def rank_bounds(n: int, q: float, confidence: float = CONFIDENCE) -> tuple[int | None, int | None]:
     """1-based ranks (l, u) with P(x_(l) <= true Pq <= x_(u)) >= ``confidence``, each
     tail at most (1 - confidence) / 2; None where n is too small for that side."""
@@ -132,6 +134,9 @@ class Hist:
     items: tuple[tuple[int, int], ...]  # (bucket index, count), ascending
     vmin: float
     vmax: float
+    #: the values were whole numbers: a bucket's value is rounded to one (exact below
+    #: 200, where a 0.5% bucket holds at most one whole number)
+    integral: bool = False
 
     @property
     def n(self) -> int:
@@ -142,28 +147,33 @@ class Hist:
         return cls(tuple(h.items()), vmin, vmax)
 
     def value(self, i: int) -> float:
-        return min(max(bucket_value(i), self.vmin), self.vmax)
+        v = min(max(bucket_value(i), self.vmin), self.vmax)
+        return float(round(v)) if self.integral else v
 
     def at_ranks(self, ranks: Sequence[int]) -> list[float]:
-        return LogHistogram.from_items(self.items).at_ranks(ranks, self.vmin, self.vmax)
+        vals = LogHistogram.from_items(self.items).at_ranks(ranks, self.vmin, self.vmax)
+        return [float(round(v)) for v in vals] if self.integral else vals
 
 
 def hist_of(w: WorkloadSnapshot) -> Hist:
     """A workload's phase latencies (the censored waits of unfinished requests
     included, as in its phase percentiles)."""
-    return Hist(w.hist, w.phase.min, w.phase.max)
+    return Hist(w.hist, w.phase.min, w.phase.max, w.integral)
 
 
 def merge(hists: Iterable[Hist]) -> Hist:
     """Pooled latencies of several phases (repeats)."""
     h = LogHistogram()
     vmin, vmax = math.inf, -math.inf
+    integral = True
     for x in hists:
         if not x.items:
             continue
         h.merge(LogHistogram.from_items(x.items))
         vmin, vmax = min(vmin, x.vmin), max(vmax, x.vmax)
-    return Hist.of(h, vmin, vmax) if h.n else Hist((), math.nan, math.nan)
+        integral = integral and x.integral
+    return Hist(tuple(h.items()), vmin, vmax, integral) if h.n else \
+        Hist((), math.nan, math.nan)
 
 
 @dataclass(frozen=True)

@@ -1,37 +1,54 @@
 """The answer a comparison gives, with its uncertainty: what changed for the
-high-priority workload's P50/P99 and for the low-priority throughput between the
-baseline and every other step of a session, pooled over repeats, and whether
-each change is beyond noise.
+high-priority workload's P50/P99 (and its SLO percentile) and for the
+low-priority throughput between the baseline and every other step of a
+session, and whether each change is beyond noise.
 
 A *step* is one planned configuration (native, XSched, MPS, a sweep setting, a
-calibrate role); with ``--repeat N`` each step has N phases, run interleaved.
-Pooled percentiles merge the repeats' histograms; a change is called beyond
-noise only when the pooled 95% interval excludes 0 **and** every repeat moved
-the same way. Pure functions of snapshots.
+calibrate role); with ``--repeat N`` each step has N runs (phases), interleaved.
+**The run is the unit** (``analysis.runs``): each run gives one estimate, runs
+are paired with their neighbour in the interleaved order, and the interval of a
+change is Student's t over the paired differences. With one run per step there
+is no run-level interval: the change is judged against the machine's recorded
+noise floor (``analysis.noise``) when the snapshot carries one, and otherwise
+gets no verdict, only its within-run interval and the words "run-to-run noise
+unmeasured". A change is beyond noise only when its interval excludes 0.
+Pure functions of snapshots.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xwatch.core.analysis.intervals import (
     WITHIN_NOISE,
-    Hist,
     Interval,
     diff_interval,
     direction,
     hist_of,
-    merge,
-    percentile_interval,
-    repeats_needed,
 )
+from xwatch.core.analysis.noise import Floor, floors_in, one_run_interval, run_length, usable
 from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.runs import (
+    RATE,
+    Z95,
+    RunValue,
+    Split,
+    mean_interval,
+    metric_unit,
+    paired_interval,
+    percentile_of,
+    run_value,
+)
 from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.modes.base import label as mode_label
 
-Z95 = 1.959963984540054
+#: how a change's interval was made
+RUNS, FLOOR, UNMEASURED = "runs", "floor", "unmeasured"
+#: the precision "To tell" aims at: a 95% interval of +-10% of the baseline
+TARGET = 0.10
 
 
 def step_key(p: PhaseSnapshot) -> str:
@@ -61,40 +78,36 @@ def steps(snap: SessionSnapshot) -> dict[str, list[PhaseSnapshot]]:
     return out
 
 
-# ------------------------------------------------------------ throughput
-def rate_interval(ws: Sequence[WorkloadSnapshot]) -> Interval:
-    """Samples/s over the measured seconds of ``ws`` (pooled), with a normal 95%
-    interval from the spread of whole seconds (the first and last second, partial,
-    are left out of the spread; the estimate is the exact samples/measured time)."""
-    secs: list[float] = []
-    total, span = 0.0, 0.0
-    for w in ws:
-        rows = list(w.series)[1:-1]
-        secs += [float(r.samples) for r in rows]
-        total += w.samples
-        span += w.measured_s if w.measured_s == w.measured_s else 0.0
-    est = total / span if span > 0 else math.nan
-    if len(secs) < 3:
-        return Interval(est, None, None)
-    mean = sum(secs) / len(secs)
-    var = sum((x - mean) ** 2 for x in secs) / (len(secs) - 1)
-    half = Z95 * math.sqrt(var / len(secs))
-    return Interval(est, est - half, est + half)
+# ------------------------------------------------------------ pairing runs
+def _runs(ps: Sequence[PhaseSnapshot], name: str) -> list[tuple[Any, WorkloadSnapshot]]:
+    """(pairing key, the workload's run) of each usable phase: the repeat number
+    where the plan recorded it, else the order."""
+    out = []
+    for i, p in enumerate(ps):
+        w = p.workload(name)
+        if w is not None and w.count and usable(p):
+            out.append((p.extra.get("repeat", f"#{i}"), w))
+    return out
 
 
-def rate_diff(a: Interval, b: Interval) -> Interval:
-    if a.lo is None or a.hi is None or b.lo is None or b.hi is None:
-        return Interval(b.est - a.est, None, None)
-    ha, hb = (a.hi - a.lo) / 2, (b.hi - b.lo) / 2
-    half = math.sqrt(ha * ha + hb * hb)
-    d = b.est - a.est
-    return Interval(d, d - half, d + half)
+def _pairs(a: list[tuple[Any, WorkloadSnapshot]], b: list[tuple[Any, WorkloadSnapshot]]
+           ) -> list[tuple[WorkloadSnapshot, WorkloadSnapshot]]:
+    keys_b = {k for k, _ in b}
+    if all(not str(k).startswith("#") for k, _ in a + b) and keys_b & {k for k, _ in a}:
+        bd = dict(b)
+        return [(x, bd[k]) for k, x in a if k in bd]
+    return [(x, y) for (_, x), (_, y) in zip(a, b)]
 
 
 # ------------------------------------------------------------ changes
 @dataclass(frozen=True)
 class Change:
-    """One compared number: baseline vs step, pooled, with the repeats."""
+    """One compared number: the baseline step vs another, over runs.
+
+    ``basis`` says where the interval of ``diff`` comes from: ``runs`` (two or more
+    paired runs), ``floor`` (one run each, against the recorded noise floor) or
+    ``unmeasured`` (one run each, no floor: ``diff`` holds only the within-run
+    interval and no verdict is given)."""
 
     workload: str
     metric: str  # "P50" | "P99" | "samples/s"
@@ -102,89 +115,132 @@ class Change:
     base: Interval
     other: Interval
     diff: Interval
-    per_repeat: tuple[float, ...]  # the difference in each repeat pair
-    repeats: int
-
-    @property
-    def consistent(self) -> bool:
-        """Every repeat moved the same way as the pooled estimate."""
-        if len(self.per_repeat) < 2:
-            return True
-        sign = 1 if self.diff.est > 0 else -1
-        return all(d * sign > 0 for d in self.per_repeat if d == d)
+    per_repeat: tuple[float, ...]  # the difference in each pair of runs
+    repeats: int  # pairs of runs
+    basis: str = RUNS
+    floor: str = ""  # the floor used (its date, mode and runs), basis "floor"
+    #: the variance of the paired differences split between and within runs
+    noise: Split | None = None
 
     @property
     def way(self) -> int:
-        """+1 / -1 beyond noise, 0 within it (or repeats disagree)."""
-        w = direction(self.diff)
-        return w if self.consistent else 0
+        """+1 / -1 beyond noise, 0 within it (or not judged)."""
+        return 0 if self.basis == UNMEASURED else direction(self.diff)
 
     @property
     def relative(self) -> float:
         b = self.base.est
         return self.diff.est / b if b and b == b else math.nan
 
-    def words(self) -> str:
+    def way_word(self) -> str:
+        """faster | slower | within (what the snapshot's answer records)."""
         if self.way == 0:
-            if direction(self.diff) != 0 and not self.consistent:
-                return f"{WITHIN_NOISE} (repeats disagree)"
-            return WITHIN_NOISE
-        if self.metric == "samples/s":
+            return "within"
+        if self.metric == RATE:
             return "higher" if self.way > 0 else "lower"
         return "slower" if self.way > 0 else "faster"
+
+    def words(self) -> str:
+        if self.basis == UNMEASURED:
+            return "no verdict: one run each, run-to-run noise unmeasured"
+        return WITHIN_NOISE if self.way == 0 else self.way_word()
 
     def text(self) -> str:
         d = self.diff
         lo = "?" if d.lo is None else f"{d.lo:+.2f}"
         hi = "?" if d.hi is None else f"{d.hi:+.2f}"
         rel = f" ({self.relative * 100:+.1f}%)" if self.relative == self.relative else ""
-        return f"{d.est:+.2f} {self.unit}{rel} [{lo}, {hi}], {self.words()}"
+        iv = f"within-run [{lo}, {hi}]" if self.basis == UNMEASURED else f"[{lo}, {hi}]"
+        how = f" (one run each, against the {self.floor})" if self.basis == FLOOR else ""
+        return f"{d.est:+.2f} {self.unit}{rel} {iv}, {self.words()}{how}"
 
     def advice(self) -> str | None:
-        """How many repeats would make a wide interval useful (10% of the baseline)."""
-        target = 0.2 * abs(self.base.est) if self.base.est == self.base.est else math.nan
-        n = repeats_needed(self.diff.width, target, max(1, self.repeats))
-        if n is None:
+        """How many runs would narrow a wide interval to +-10% of the baseline, and
+        whether longer runs would do instead."""
+        base = abs(self.base.est) if self.base.est == self.base.est else math.nan
+        if self.basis != RUNS or self.noise is None or not base > 0:
             return None
+        half = TARGET * base
+        if self.diff.width / 2 <= half:
+            return None
+        k = self.noise.runs_needed(half, paired=False)
+        k4 = self.noise.runs_needed(half, run_s=4 * self.noise.run_s, paired=False)
+        runs = "more than 10000 runs" if k is None else f"about {k} runs each"
+        longer = ""
+        if k is not None and k4 is not None and k4 < 0.75 * k:
+            longer = f" (or {k4} runs of 4x the length)"
+        elif self.noise.between > self.noise.within:
+            longer = " (the noise sits between runs: longer runs would not help)"
         return (f"{self.workload} {self.metric}: the interval is {self.diff.width:.2f} "
-                f"{self.unit} wide; about {n} repeats (or {n / max(1, self.repeats):.0f}x the "
-                f"seconds per phase) would narrow it to ±10% of the baseline")
+                f"{self.unit} wide; {runs}{longer} would narrow it to "
+                f"±{TARGET * 100:.0f}% of the baseline")
 
 
-def _ok(ps: Sequence[PhaseSnapshot], name: str) -> list[WorkloadSnapshot]:
-    out = []
-    for p in ps:
-        w = p.workload(name)
-        if w is not None and w.count and p.status != "failed":
-            out.append(w)
-    return out
+def _one_run_within(x: WorkloadSnapshot, y: WorkloadSnapshot, metric: str,
+                    vx: RunValue, vy: RunValue) -> Interval:
+    """The within-run interval of a one-run difference."""
+    d = vy.est - vx.est
+    if metric != RATE:
+        iv = diff_interval(hist_of(x), hist_of(y), percentile_of(metric))
+        return Interval(d, iv.lo, iv.hi)
+    if vx.se != vx.se or vy.se != vy.se:
+        return Interval(d, None, None)
+    half = Z95 * math.sqrt(vx.se ** 2 + vy.se ** 2)
+    return Interval(d, d - half, d + half)
+
+
+def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
+           other: Sequence[PhaseSnapshot],
+           floors: Mapping[str, Floor] | None = None) -> Change | None:
+    """``metric`` of workload ``name``: the ``other`` step against ``base``, over runs."""
+    ra, rb = _runs(base, name), _runs(other, name)
+    if not ra or not rb:
+        return None
+    values = {id(w): run_value(w, metric) for _, w in ra + rb}
+    va = [values[id(w)] for _, w in ra]
+    vb = [values[id(w)] for _, w in rb]
+    pairs = _pairs(ra, rb)
+    pv = [(values[id(x)], values[id(y)]) for x, y in pairs]
+    per = tuple(y.est - x.est for x, y in pv)
+    unit = metric_unit(metric)
+    if len(pairs) >= 2:
+        ses = [x.se ** 2 + y.se ** 2 for x, y in pv]
+        diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv])
+        k = len(per)
+        mean = sum(per) / k
+        total = sum((d - mean) ** 2 for d in per) / (k - 1)
+        wvar = sum(ses) / len(ses) if all(s == s for s in ses) else math.nan
+        noise = Split(k, run_length(list(base) + list(other)), mean, total, wvar)
+        return Change(name, metric, unit, mean_interval([v.est for v in va]),
+                      mean_interval([v.est for v in vb]), diff, per, k, RUNS, noise=noise)
+    # one run each: the machine's recorded run-to-run noise, or no verdict
+    (x, y), (vx, vy) = pairs[0], pv[0]
+    within = _one_run_within(x, y, metric, vx, vy)
+    base_iv, other_iv = Interval(vx.est, None, None), Interval(vy.est, None, None)
+    floors = floors or {}
+    fa = floors.get(base[0].mode) if base else None
+    fb = floors.get(other[0].mode) if other else None
+    sa = fa.get(name, metric) if fa is not None else None
+    if fa is None or sa is None:
+        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED)
+    sb = fb.get(name, metric) if fb is not None else None
+    run_s = run_length([p for p in list(base) + list(other) if usable(p)])
+    diff = one_run_interval(within.est, within, sa, sb, run_s)
+    what = fa.describe() + ("" if sb is not None else
+                            f"; {mode_label(other[0].mode)}'s own floor unmeasured, "
+                            "taken as equal")
+    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what)
 
 
 def latency_change(name: str, q: float, base: Sequence[PhaseSnapshot],
-                   other: Sequence[PhaseSnapshot]) -> Change | None:
-    a, b = _ok(base, name), _ok(other, name)
-    if not a or not b:
-        return None
-    ha: Hist = merge(hist_of(w) for w in a)
-    hb: Hist = merge(hist_of(w) for w in b)
-    if ha.n == 0 or hb.n == 0:
-        return None
-    pairs = list(zip(a, b))
-    per = tuple(percentile_interval(hist_of(y), q).est - percentile_interval(hist_of(x), q).est
-                for x, y in pairs)
-    return Change(name, f"P{q:g}", "ms", percentile_interval(ha, q), percentile_interval(hb, q),
-                  diff_interval(ha, hb, q), per, min(len(a), len(b)))
+                   other: Sequence[PhaseSnapshot],
+                   floors: Mapping[str, Floor] | None = None) -> Change | None:
+    return change(name, f"P{q:g}", base, other, floors)
 
 
-def rate_change(name: str, base: Sequence[PhaseSnapshot],
-                other: Sequence[PhaseSnapshot]) -> Change | None:
-    a, b = _ok(base, name), _ok(other, name)
-    if not a or not b:
-        return None
-    ia, ib = rate_interval(a), rate_interval(b)
-    per = tuple(y.samples_per_s - x.samples_per_s for x, y in zip(a, b))
-    return Change(name, "samples/s", "/s", ia, ib, rate_diff(ia, ib), per,
-                  min(len(a), len(b)))
+def rate_change(name: str, base: Sequence[PhaseSnapshot], other: Sequence[PhaseSnapshot],
+                floors: Mapping[str, Floor] | None = None) -> Change | None:
+    return change(name, RATE, base, other, floors)
 
 
 @dataclass(frozen=True)
@@ -198,38 +254,98 @@ class StepAnswer:
 
     def sentence(self) -> str:
         parts = [f"{c.workload} {c.metric} {c.text()}" for c in self.changes]
-        rep = f" ({self.repeats} repeats pooled)" if self.repeats > 1 else ""
+        rep = f" ({self.repeats} runs each, paired)" if self.repeats > 1 else " (one run each)"
         return f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: " + \
             ("; ".join(parts) if parts else "nothing to compare")
 
 
-def answer(snap: SessionSnapshot) -> list[StepAnswer]:
-    """For every step other than the baseline's: HIGH's P50 and P99 and each LOW's
-    samples/s against the baseline step, pooled over repeats."""
+def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
+    """(the SLO workload, its metric): the scenario's ``[slo]``, else HIGH's P99."""
+    slo = snap.scenario.slo
+    if slo is not None:
+        return slo.workload, f"P{slo.percentile:g}"
+    p = baseline(snap)
+    hi = by_priority(p)[0] if p is not None else None
+    return (hi.name if hi is not None else None), "P99"
+
+
+def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
+           ) -> list[StepAnswer]:
+    """For every step other than the baseline's: HIGH's P50 and P99 (and the SLO's
+    percentile), each LOW's samples/s, against the baseline step, over runs. The
+    floors default to the ones the snapshot carries."""
     base_p = baseline(snap)
     if base_p is None:
         return []
+    floors = floors_in(snap.extra) if floors is None else floors
     groups = steps(snap)
     bkey = step_key(base_p)
     base = groups.get(bkey, [base_p])
     hi, lows = by_priority(base_p)
+    slo_wl, slo_m = slo_metric(snap)
     out = []
     for key, ps in groups.items():
         if key == bkey:
             continue
         ch: list[Change] = []
         if hi is not None:
-            for q in (50.0, 99.0):
-                c = latency_change(hi.name, q, base, ps)
+            metrics = ["P50", "P99"]
+            if slo_wl == hi.name and slo_m not in metrics:
+                metrics.append(slo_m)
+            for m in metrics:
+                c = change(hi.name, m, base, ps, floors)
                 if c is not None:
                     ch.append(c)
         for lw in lows:
-            c = rate_change(lw.name, base, ps)
+            c = change(lw.name, RATE, base, ps, floors)
             if c is not None:
                 ch.append(c)
         if ch:  # nothing comparable (failed phases, or a snapshot without histograms)
-            out.append(StepAnswer(key, bkey, min(len(base), len(ps)), tuple(ch)))
+            out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch)))
     return out
+
+
+def answer_records(snap: SessionSnapshot) -> list[dict[str, Any]]:
+    """The answer as the snapshot carries it, for scripts: one record per change."""
+    def r(v: float | None) -> float | None:
+        return None if v is None or v != v else round(v, 6)
+
+    return [{"step": a.step, "baseline": a.base_step, "workload": c.workload,
+             "metric": c.metric, "unit": c.unit, "estimate": r(c.diff.est),
+             "lo": r(c.diff.lo), "hi": r(c.diff.hi), "way": c.way_word(), "runs": c.repeats,
+             "basis": c.basis, "base": r(c.base.est), "value": r(c.other.est),
+             **({"floor": c.floor} if c.floor else {})}
+            for a in answer(snap) for c in a.changes]
+
+
+GATES = ("slower", "lower-throughput")
+
+
+def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
+    """Why ``--fail-if fail_if`` trips (empty: it does not). ``slower``: the SLO
+    workload's metric (the scenario's ``[slo]`` percentile, else HIGH's P99) is worse
+    beyond noise in some step; ``lower-throughput``: some LOW's samples/s is lower
+    beyond noise."""
+    wl, metric = slo_metric(snap)
+    out = []
+    for a in answer(snap):
+        for c in a.changes:
+            if fail_if == "slower" and c.workload == wl and c.metric == metric and c.way > 0:
+                out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
+            if fail_if == "lower-throughput" and c.metric == RATE and c.way < 0:
+                out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
+    return out
+
+
+def unjudged(snap: SessionSnapshot) -> list[str]:
+    """Steps whose changes got no verdict (one run each, no floor)."""
+    return [a.step for a in answer(snap) if any(c.basis == UNMEASURED for c in a.changes)]
+
+
+METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's estimate, runs "
+          "paired in the interleaved order; one run per step is judged against the "
+          "machine's recorded noise floor, else gets no verdict. 'within noise': the "
+          "interval includes 0.")
 
 
 def answer_lines(snap: SessionSnapshot) -> list[str]:
@@ -237,14 +353,13 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
     ans = answer(snap)
     if not ans:
         return []
-    lines = []
-    for a in ans:
-        lines.append(a.sentence())
-    advice = [x for a in ans for c in a.changes if c.way == 0
-              for x in [c.advice()] if x]
+    lines = [a.sentence() for a in ans]
+    advice = [x for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]
     if advice:
         lines.append("To tell: " + "; ".join(advice[:3]) + ".")
-    lines.append("Intervals: 95%, percentiles by order statistics and a bootstrap of the "
-                 "difference, throughput from the spread of whole seconds; 'within noise': "
-                 "the interval includes 0 or the repeats disagree.")
+    if any(c.basis == UNMEASURED for a in ans for c in a.changes):
+        lines.append(f"One run per step cannot tell a change from run-to-run noise: record "
+                     f"this machine's floor once with `xwatch noise {snap.scenario.name}"
+                     f" --mode native` (and each mode), or run with --repeat 3 or more.")
+    lines.append(METHOD)
     return lines

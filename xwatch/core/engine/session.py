@@ -151,6 +151,9 @@ class WorkloadSnapshot:
     #: unfinished waits included): (bucket index, count), ascending; intervals and
     #: pooled repeats are computed from it
     hist: tuple[tuple[int, int], ...] = ()
+    #: every latency the workload reported was a whole number: its percentiles are
+    #: exact (counted per value), and interval bounds are shown as whole numbers
+    integral: bool = False
 
 
 @dataclass(frozen=True)
@@ -531,7 +534,8 @@ class WorkloadRun:
             stalls=tuple(dict(x) for x in self.stalls),
             slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
-            hist=tuple(moments.hist.items()), pipe_closed_at=self.pipe_closed_at,
+            hist=tuple(moments.hist.items()), integral=moments.integral,
+            pipe_closed_at=self.pipe_closed_at,
         )
 
 

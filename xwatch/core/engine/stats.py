@@ -35,6 +35,7 @@ _INV_LOG_GAMMA = 1.0 / _LOG_GAMMA
 _MIN_VALUE = 1e-6  # ms; anything at or below lands in one bottom bucket
 _MIN_INDEX = math.floor(math.log(_MIN_VALUE) * _INV_LOG_GAMMA)
 MAX_SECONDS = 6 * 3600  # per-second rows kept per workload and phase
+MAX_INTS = 4096  # distinct whole-number values counted exactly
 
 PERCENTILES: tuple[tuple[str, float], ...] = (
     ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("p999", 99.9))
@@ -184,9 +185,13 @@ class Moments:
     """Exact count/mean/std/min/max (Welford), exact counts per coarse latency bucket
     (``LATENCY_BUCKETS_MS``), plus a fine histogram for percentiles."""
 
-    __slots__ = ("hist", "le", "max", "mean", "min", "n", "s2")
+    __slots__ = ("hist", "ints", "le", "max", "mean", "min", "n", "s2")
 
     def __init__(self) -> None:
+        #: exact counts per value while every value is a whole number (a program that
+        #: prints whole milliseconds): percentiles are then exact, not a bucket's centre;
+        #: None once a fraction arrives or past ``MAX_INTS`` distinct values
+        self.ints: dict[int, int] | None = {}
         self.n = 0
         self.mean = 0.0
         self.s2 = 0.0
@@ -196,6 +201,12 @@ class Moments:
         self.le = [0] * (len(LATENCY_BUCKETS_MS) + 1)  # per bucket; the last: above 10 s
 
     def add(self, v: float) -> None:
+        ints = self.ints
+        if ints is not None:
+            if v.is_integer() and (len(ints) < MAX_INTS or v in ints):
+                ints[int(v)] = ints.get(int(v), 0) + 1
+            else:
+                self.ints = None
         self.le[bisect_left(LATENCY_BUCKETS_MS, v)] += 1
         self.n += 1
         d = v - self.mean
@@ -210,6 +221,12 @@ class Moments:
     def merge(self, o: Moments) -> None:
         if o.n == 0:
             return
+        if self.ints is not None:
+            if o.ints is None or len(self.ints) + len(o.ints) > 2 * MAX_INTS:
+                self.ints = None
+            else:
+                for k, c in o.ints.items():
+                    self.ints[k] = self.ints.get(k, 0) + c
         self.le = [a + b for a, b in zip(self.le, o.le)]
         if self.n == 0:
             self.n, self.mean, self.s2 = o.n, o.mean, o.s2
@@ -233,10 +250,32 @@ class Moments:
             out.append(run)
         return out
 
+    @property
+    def integral(self) -> bool:
+        """Every value so far is a whole number (an empty set counts as none)."""
+        return self.ints is not None and self.n > 0
+
+    def exact_quantiles(self, qs: Sequence[float]) -> list[float]:
+        """Nearest-rank percentiles from the exact whole-number counts."""
+        assert self.ints is not None
+        ranks = [nearest_rank(self.n, q) for q in qs]
+        out = [math.nan] * len(ranks)
+        order = sorted(range(len(ranks)), key=ranks.__getitem__)
+        cum, j = 0, 0
+        for v, c in sorted(self.ints.items()):
+            cum += c
+            while j < len(order) and ranks[order[j]] <= cum:
+                out[order[j]] = float(v)
+                j += 1
+        return out
+
     def summary(self) -> LatencySummary:
         if self.n == 0:
             return EMPTY
-        qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
+        if self.ints is not None:
+            qs = self.exact_quantiles([q for _, q in PERCENTILES])
+        else:
+            qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
         p50, p90, p95, p99, p999 = qs
         return LatencySummary(self.n, self.mean, math.sqrt(max(self.s2, 0.0) / self.n),
                               self.min, p50, p90, p95, p99, p999, self.max)
@@ -276,7 +315,8 @@ class _Second:
         if r is not None and r.count == m.n and r.errors == self.errors:
             return r
         if m.n:
-            p50, p99 = m.hist.quantiles((50.0, 99.0), m.min, m.max)
+            p50, p99 = m.exact_quantiles((50.0, 99.0)) if m.ints is not None else \
+                m.hist.quantiles((50.0, 99.0), m.min, m.max)
             r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
                           m.max, m.mean)
         else:

@@ -23,6 +23,7 @@ from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.verdict import (
+    UNMEASURED,
     answer,
     answer_lines,
     latency_change,
@@ -592,11 +593,13 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
     rows = []
     same: set[str] = set()
     for p in pts:
-        p99c = latency_change(hi.name, 99.0, natives, [p["phase"]]) \
+        runs = [q["phase"] for q in pts if q["label"] == p["label"] and q["ok"]]  # repeats
+        p99c = latency_change(hi.name, 99.0, natives, runs) \
             if hi is not None and p["ok"] and not p["native"] else None
-        lowc = [c for lw in lows for c in [rate_change(lw.name, natives, [p["phase"]])] if c] \
+        lowc = [c for lw in lows for c in [rate_change(lw.name, natives, runs)] if c] \
             if p["ok"] and not p["native"] else []
-        if p99c is not None and p99c.way == 0 and all(c.way == 0 for c in lowc):
+        if p99c is not None and p99c.basis != UNMEASURED and p99c.way == 0 \
+                and all(c.way == 0 for c in lowc):
             same.add(p["label"])  # indistinguishable from native: never called better
         rows.append([
             p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
@@ -612,7 +615,10 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
             "within noise of native (95% intervals). On the frontier: "
             + (", ".join(best) if best else "no setting (native dominates, or none differs "
                "from it beyond noise)")
-            + ". Failed settings are listed with their status and are not points.")
+            + ". Failed settings are listed with their status and are not points."
+            + (" With one run per setting and no recorded noise floor, no setting can be "
+               "told from native's run-to-run noise: `xwatch noise` records it, --repeat 3 "
+               "measures it." if any(r[6].endswith("unmeasured") for r in rows) else ""))
     return rows, note
 
 

@@ -27,6 +27,7 @@ import xwatch
 from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
+from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.session import (
     ExitInfo,
     LogLine,
@@ -51,7 +52,7 @@ SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
 #: per-phase facts kept in snapshots besides the workloads
 PHASE_EXTRAS = ("xsched", "mps", "setting", "setting_values", "error", "preflight", "calibrate",
-                "captures", "isolation", "repeat", "step")
+                "captures", "isolation", "repeat", "step", "cut_short", "candidate")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 
@@ -121,7 +122,8 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "latency_buckets_ms": [[le, n] for le, n in zip(LATENCY_BUCKETS_MS, w.buckets)],
         "latency_sum_ms": _num(w.latency_sum_ms),
         "pipe_closed_at": w.pipe_closed_at,
-        "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist]},
+        "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist],
+                         "integral": w.integral},
         "latency_ci_ms": {k: percentile_interval(hist_of(w), q).as_dict()
                           for k, q in CI_PERCENTILES},
     }
@@ -190,6 +192,7 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FIL
         "events_columns": ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
                            "sched_delay_ms", "late", "batch", "ok"],
         "extra": {k: v for k, v in extra.items() if not k.startswith("_")},
+        "answer": answer_records(snap),
     }
 
 
@@ -375,6 +378,7 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
                     latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0),
                     hist=_hist_from(w.get("latency_hist")),
+                    integral=bool((w.get("latency_hist") or {}).get("integral")),
                     pipe_closed_at=w.get("pipe_closed_at")))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             if p.get("captures"):

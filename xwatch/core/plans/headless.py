@@ -10,6 +10,7 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,10 @@ from xwatch.core.plans.console import (
     progress_line,
 )
 from xwatch.core.plans.runner import ModeBackend, Runner
-from xwatch.errors import XwatchError
+from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
 
-EXIT_OK, EXIT_FAILED = 0, 1
+EXIT_OK, EXIT_FAILED, EXIT_GATE = 0, 1, 3
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -67,9 +68,22 @@ async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str
     return await run_plan(scen, args, [Step(m) for m in modes], xsched, mps, mps_unavailable)
 
 
+#: an adaptive plan: given the session so far, the (round, step) pairs to run, lazily
+Schedule = Callable[[Session], Iterator[tuple[int, Step]]]
+#: what a plan does with the finished session before the answer is printed: its own
+#: lines, records in ``session.extra``; an exit status to use instead of 0, or None
+Finish = Callable[[Session], int | None]
+
+
 async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
-                   mps_unavailable: str | None = None) -> int:
+                   mps_unavailable: str | None = None, schedule: Schedule | None = None,
+                   finish: Finish | None = None, floors: bool = True) -> int:
+    """Run ``steps`` (``--repeat`` rounds, interleaved; or what ``schedule`` yields)
+    into one session; print the answer; apply ``--fail-if``; export. With
+    ``floors`` the machine's recorded noise floors of the modes run are carried in
+    the snapshot (one-run answers are judged against them)."""
+    from xwatch.core.export.floors import lookup, this_machine
     from xwatch.core.telemetry import start_telemetry
 
     session = Session(scen, spool_max_mb=getattr(args, "spool_max_mb", 1024))
@@ -91,7 +105,27 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         _out(f"telemetry: skipped {name}: {why}")
     phases: list[Phase] = []
     repeat = int(getattr(args, "repeat", 1) or 1)
-    plan = interleave(steps, repeat)
+    fail_if = getattr(args, "fail_if", None)
+    modes = list(dict.fromkeys(st.mode for st in steps))
+    found = lookup(this_machine(telemetry.info), scen.to_dict(), modes) if floors else {}
+    if found:
+        session.extra["noise_floors"] = {m: f.as_dict() for m, f in found.items()}
+        for f in found.values():
+            _out(f"noise floor: {f.describe()} (one-run answers are judged against it)")
+    if fail_if and repeat < 2 and schedule is None and modes[0] not in found:
+        for s in SIGNALS:
+            loop.remove_signal_handler(s)
+        telemetry.stop()
+        session.close()
+        raise UsageError(
+            f"--fail-if {fail_if} needs a run-level answer: with one run per step a "
+            f"change can only be judged against this machine's recorded noise floor, and "
+            f"there is none for {scen.name} in {modes[0]} mode here. Add --repeat 3 (or "
+            f"more), or record the floor first: xwatch noise {scen.name} --mode {modes[0]}",
+            title="Gate cannot be judged")
+    plan: Iterator[tuple[int, Step]] = schedule(session) if schedule is not None else \
+        iter(interleave(steps, repeat))
+    yielded = 0
     phase_s = math.inf if getattr(args, "until_stopped", False) else scen.duration_s
     metrics = getattr(args, "metrics", None)
     publisher = asyncio.create_task(_publish(session, metrics)) if metrics is not None else None
@@ -106,6 +140,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         for rnd, step in plan:
             if stop.is_set():
                 break
+            yielded += 1
             if step.backend is not None:
                 runner.backends[step.mode] = step.backend
             if step.label or repeat > 1:
@@ -141,18 +176,42 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             metrics.publish(session.snapshot())  # the final numbers, until the exporter stops
         for s in SIGNALS:
             loop.remove_signal_handler(s)
+    own = finish(session) if finish is not None and not got else None
+    final = session.snapshot()
     if len({st.key for st in steps}) > 1 or repeat > 1:
-        lines = answer_lines(session.snapshot())
+        lines = answer_lines(final)
         if lines:
             _out("=== answer " + "=" * 60)
             for line in lines:
                 _out(line)
-    status = _verdict(phases, len(plan), got)
+    status = _verdict(phases, yielded, got)
+    if status == EXIT_OK and own is not None:
+        status = own
+    if fail_if and status == EXIT_OK:
+        status = _gate(final, fail_if)
     export = getattr(args, "export", None)
     if export and not _export(session, export):
         status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
     session.close()
     return status
+
+
+def _gate(snap: Any, fail_if: str) -> int:
+    """``--fail-if``: EXIT_GATE when the answer is worse beyond noise, or cannot be
+    judged (one run per step and no recorded floor)."""
+    from xwatch.core.analysis.verdict import gate, unjudged
+
+    tripped = gate(snap, fail_if)
+    for line in tripped:
+        print(f"GATE {fail_if}: {line}", file=sys.stderr)
+    blind = unjudged(snap)
+    for step in blind:
+        print(f"GATE {fail_if}: {step}: not judged (one run each, no noise floor)",
+              file=sys.stderr)
+    if tripped or blind:
+        return EXIT_GATE
+    _out(f"gate --fail-if {fail_if}: passed")
+    return EXIT_OK
 
 
 async def _publish(session: Session, metrics: Any, every_s: float = 1.0) -> None:

@@ -266,6 +266,14 @@ class Runner:
                     break
         finally:
             await self.stop_phase(planned_end=planned)
+            if stop.is_set() and not planned and phase.status == "done" \
+                    and duration_s < float("inf"):
+                # stopped (a signal) before its planned end: not a run of its setting
+                phase.status = "stopped"
+                phase.extra["cut_short"] = (
+                    f"stopped after {phase.elapsed_s(time.monotonic()):.1f} of "
+                    f"{duration_s:g} s" if phase.t_measure is not None else
+                    "stopped before any workload was ready")
         return phase
 
     def kill_now(self) -> None:

@@ -1,0 +1,288 @@
+"""The run is the unit: Student's t against tabulated values, and the intervals
+against their promise on simulated data with a known truth, a run-to-run random
+effect included, at 3 and at 8 runs; an A/A that stays within noise; the old
+request-level interval shown to fail the same simulation (so these tests can
+fail); the noise floor's split and one-run intervals; the gate."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+
+from tests.helpers.fixture_snapshot import workload_snapshot
+from xwatch.core.analysis.intervals import Hist, diff_interval, merge
+from xwatch.core.analysis.noise import Floor, floor_of, one_run_interval
+from xwatch.core.analysis.runs import Split, mean_interval, run_value, t_ppf
+from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, answer_records, change, gate
+from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import Moments
+from xwatch.scenario import parse_scenario
+
+SCEN = parse_scenario({"duration_s": 10, "workload": [
+    {"name": "high", "priority": "high", "model": "resnet18", "rate": 20},
+    {"name": "low", "priority": "low", "model": "resnet50"}]})
+
+
+# ------------------------------------------------------------ Student's t
+@pytest.mark.parametrize("df,want", [(1, 12.7062047), (2, 4.3026527), (3, 3.1824463),
+                                     (7, 2.3646243), (30, 2.0422725), (1000, 1.9623391)])
+def test_t_quantile_matches_the_table(df: int, want: float) -> None:
+    """Two-sided 95% critical values (any statistics table; scipy.stats.t.ppf)."""
+    assert t_ppf(0.975, df) == pytest.approx(want, abs=2e-6)
+    assert t_ppf(0.025, df) == pytest.approx(-want, abs=2e-6)
+
+
+# ------------------------------------------------------------ simulated runs
+def _run(rng: random.Random, n: int, scale: float, shift: float, sigma: float = 0.3,
+         name: str = "high", prio: int = 1) -> WorkloadSnapshot:
+    """One run of ``n`` requests: lognormal(log 5, sigma) x ``scale`` + ``shift`` ms."""
+    m = Moments()
+    for _ in range(n):
+        m.add(5.0 * math.exp(rng.gauss(0.0, sigma)) * scale + shift)
+    w = workload_snapshot(name, prio, m.summary(), n, 0.0)
+    return dataclasses.replace(w, hist=tuple(m.hist.items()))  # type: ignore[type-var]
+
+
+def _rate_run(rng: random.Random, n: int, scale: float, name: str = "low") -> WorkloadSnapshot:
+    """A closed loop of ``n`` iterations of batch 8 whose time is gamma(100) x scale x 100 ms:
+    samples/s = 8 n / the summed iteration times (what the engine measures)."""
+    m = Moments()
+    total = 0.0
+    for _ in range(n):
+        t = rng.gammavariate(100.0, 1.0) * scale  # ms, CV 10%
+        m.add(t)
+        total += t
+    w = workload_snapshot(name, 0, m.summary(), n, 8 * n / (total / 1000.0))
+    return w  # type: ignore[return-value]
+
+
+def _phase(i: int, mode: str, w: WorkloadSnapshot | list[WorkloadSnapshot], repeat: int
+           ) -> PhaseSnapshot:
+    ws = tuple(w) if isinstance(w, list) else (w,)
+    return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, ws,
+                         {"repeat": repeat, "step": mode})
+
+
+def _pair_sets(rng: random.Random, k: int, sd_run: float, shift: float, n: int = 300
+               ) -> tuple[list[PhaseSnapshot], list[PhaseSnapshot]]:
+    """k interleaved runs of A and of B = A + ``shift``; every run has its own
+    multiplicative random effect exp(N(0, sd_run))."""
+    a, b = [], []
+    for r in range(1, k + 1):
+        a.append(_phase(2 * r, "native", _run(rng, n, math.exp(rng.gauss(0, sd_run)), 0.0), r))
+        b.append(_phase(2 * r + 1, "mps", _run(rng, n, math.exp(rng.gauss(0, sd_run)), shift),
+                        r))
+    return a, b
+
+
+TRIALS = 250
+
+
+@pytest.mark.parametrize("k", [3, 8])
+@pytest.mark.parametrize("metric", ["P50", "P99"])
+def test_run_level_difference_covers_the_truth_95_percent(k: int, metric: str) -> None:
+    """B = A + 0.5 ms, runs differ by ~8% (between) on top of their own sampling error
+    (within): the interval of B - A covers +0.5 about 95% of the time (truth exact:
+    a quantile moves with an added constant; run effects have the same law in A and B)."""
+    rng = random.Random(1000 * k + len(metric))
+    covered = 0
+    for _ in range(TRIALS):
+        a, b = _pair_sets(rng, k, 0.08, 0.5)
+        c = change("high", metric, a, b)
+        assert c is not None and c.basis == RUNS and c.repeats == k
+        covered += c.diff.contains(0.5)
+    rate = covered / TRIALS
+    # binomial SE at 95% and 250 trials is 1.4%: 0.91..0.99 is about a 3-SE band
+    assert 0.91 <= rate <= 0.99, rate
+
+
+def test_the_request_level_interval_fails_that_promise() -> None:
+    """The interval xwatch used to give (requests as independent, pooled histograms)
+    covers far less than 95% when runs differ: the failure issue 29 saw on the H100."""
+    rng = random.Random(7)
+    covered = 0
+    for _ in range(60):
+        a, b = _pair_sets(rng, 4, 0.08, 0.5)
+        ha = merge(Hist(p.workloads[0].hist, p.workloads[0].phase.min, p.workloads[0].phase.max)
+                   for p in a)
+        hb = merge(Hist(p.workloads[0].hist, p.workloads[0].phase.min, p.workloads[0].phase.max)
+                   for p in b)
+        covered += diff_interval(ha, hb, 50.0, draws=400).contains(0.5)
+    assert covered / 60 < 0.75
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_a_a_is_called_beyond_noise_about_5_percent_of_the_time(k: int) -> None:
+    rng = random.Random(k)
+    called = 0
+    for _ in range(TRIALS):
+        a, b = _pair_sets(rng, k, 0.08, 0.0)
+        called += change("high", "P99", a, b).way != 0  # type: ignore[union-attr]
+    assert called / TRIALS <= 0.09
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_a_step_value_covers_the_mean_run_median(k: int) -> None:
+    """One step's P50 over k runs covers the expected run median: 5 ms x E[exp(u)]
+    (lognormal median 5 ms; u ~ N(0, 0.08^2), so E[exp(u)] = exp(0.0032))."""
+    rng = random.Random(99 + k)
+    truth = 5.0 * math.exp(0.08 ** 2 / 2)
+    covered = 0
+    for _ in range(TRIALS):
+        vals = [run_value(_run(rng, 400, math.exp(rng.gauss(0, 0.08)), 0.0), "P50").est
+                for _ in range(k)]
+        covered += mean_interval(vals).contains(truth)
+    assert 0.91 <= covered / TRIALS <= 0.99
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_throughput_difference_covers_the_truth(k: int) -> None:
+    """LOW's samples/s: B's iterations take 5% longer. Each run's rate also carries a
+    run effect. Truth: 8 / 100 ms x E[exp(-u)] x (1/1.05 - 1), per second."""
+    rng = random.Random(5 + k)
+    sd = 0.05
+    truth = 80.0 * math.exp(sd * sd / 2) * (1 / 1.05 - 1)
+    covered = 0
+    for _ in range(TRIALS):
+        a, b = [], []
+        for r in range(1, k + 1):
+            a.append(_phase(2 * r, "native", _rate_run(rng, 200, math.exp(rng.gauss(0, sd))), r))
+            b.append(_phase(2 * r + 1, "mps",
+                            _rate_run(rng, 200, 1.05 * math.exp(rng.gauss(0, sd))), r))
+        c = change("low", "samples/s", a, b)
+        assert c is not None
+        covered += c.diff.contains(truth)
+    assert 0.91 <= covered / TRIALS <= 0.99
+
+
+def test_one_run_within_interval_comes_from_iteration_times_not_whole_seconds() -> None:
+    """A loop of 10 iterations a second: the within-run interval of its rate is
+    rate x CV / sqrt(n) x 1.96, exactly (computed here independently)."""
+    rng = random.Random(3)
+    w = _rate_run(rng, 200, 1.0)
+    v = run_value(w, "samples/s")
+    cv = w.phase.std / w.phase.mean
+    assert v.est == w.samples_per_s
+    assert v.se == pytest.approx(w.samples_per_s * cv / math.sqrt(200))
+
+
+# ------------------------------------------------------------ one run per step
+def _floor(rng: random.Random, runs: int, sd_run: float) -> Floor:
+    ps = [_phase(i, "native", _run(rng, 400, math.exp(rng.gauss(0, sd_run)), 0.0), i)
+          for i in range(runs)]
+    return floor_of(ps, "native", "2026-11-23T00:00:00", "s", "d", {"host": "h"})
+
+
+def test_one_run_answer_without_a_floor_gives_no_verdict() -> None:
+    rng = random.Random(11)
+    a, b = _pair_sets(rng, 1, 0.08, 3.0)
+    c = change("high", "P50", a, b)
+    assert c is not None and c.basis == UNMEASURED and c.way == 0
+    assert "run-to-run noise unmeasured" in c.text() and "within-run [" in c.text()
+
+
+def test_one_run_against_a_floor_covers_the_truth_and_names_the_floor() -> None:
+    """A floor of 8 runs recorded once, then one run of A and one of B = A + 0.5:
+    the floor-based interval covers +0.5 at least ~95% of the time."""
+    rng = random.Random(12)
+    covered = 0
+    text = ""
+    for _ in range(TRIALS):
+        fl = _floor(rng, 8, 0.08)
+        a, b = _pair_sets(rng, 1, 0.08, 0.5)
+        c = change("high", "P50", a, b, {"native": fl})
+        assert c is not None and c.basis == FLOOR
+        covered += c.diff.contains(0.5)
+        text = c.text()
+    assert 0.91 <= covered / TRIALS <= 0.995
+    assert "noise floor of 2026-11-23 (native, 8 runs" in text
+    assert "MPS's own floor unmeasured, taken as equal" in text
+
+
+def test_split_and_runs_needed_against_a_brute_force() -> None:
+    s = Split(runs=6, run_s=15.0, mean=5.0, total=0.04, within=0.01)
+    assert s.between == pytest.approx(0.03)
+    assert s.var_at(60.0) == pytest.approx(0.03 + 0.01 / 4)
+    half = 0.1
+    k = s.runs_needed(half)
+    assert k is not None
+    ok = [j for j in range(2, 500) if t_ppf(0.975, j - 1) * math.sqrt(2 * 0.04 / j) <= half]
+    assert k == ok[0]
+    # longer runs only shrink the within part
+    assert s.runs_needed(half, run_s=60.0) == next(
+        j for j in range(2, 500) if t_ppf(0.975, j - 1) * math.sqrt(2 * 0.0325 / j) <= half)
+
+
+def test_one_run_interval_scales_to_the_run_length_and_keeps_the_within_interval() -> None:
+    from xwatch.core.analysis.intervals import Interval
+
+    s = Split(runs=5, run_s=10.0, mean=5.0, total=0.02, within=0.01)
+    iv = one_run_interval(0.3, Interval(0.3, 0.25, 0.35), s, None, 40.0)
+    var = 2 * (0.01 + 0.01 * 10 / 40)
+    assert iv.hi - 0.3 == pytest.approx(t_ppf(0.975, 4) * math.sqrt(var))
+    wide = one_run_interval(0.3, Interval(0.3, -5.0, 9.0), s, None, 10.0)
+    assert wide.lo == -5.0 and wide.hi == 9.0
+
+
+def test_floor_round_trips_through_its_dict() -> None:
+    fl = _floor(random.Random(2), 4, 0.05)
+    back = Floor.from_dict(fl.as_dict())
+    assert back.runs == 4 and set(back.splits) == set(fl.splits)
+    s, t = fl.get("high", "P99"), back.get("high", "P99")
+    assert s is not None and t is not None and t.total == pytest.approx(s.total, rel=1e-6)
+
+
+# ------------------------------------------------------------ answers scripts read
+def test_answer_records_and_the_gate() -> None:
+    rng = random.Random(21)
+    a, b = _pair_sets(rng, 4, 0.02, 3.0)  # a 3 ms slowdown, far beyond noise
+    lows_a = [_rate_run(rng, 100, 1.0) for _ in a]
+    lows_b = [_rate_run(rng, 100, 1.0) for _ in b]
+    a = [dataclasses.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(a, lows_a)]
+    b = [dataclasses.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(b, lows_b)]
+    phases = tuple(x for pair in zip(a, b) for x in pair)
+    snap = SessionSnapshot(SCEN, phases, (), 0.0, 10.0)
+    recs = answer_records(snap)
+    p99 = next(r for r in recs if r["metric"] == "P99")
+    assert p99["way"] == "slower" and p99["runs"] == 4 and p99["basis"] == "runs"
+    assert p99["lo"] > 0 and p99["step"] == "mps" and p99["baseline"] == "native"
+    assert gate(snap, "slower") and "high P99" in gate(snap, "slower")[0]
+    a_a = SessionSnapshot(SCEN, tuple(x for pair in zip(*_pair_sets(rng, 4, 0.02, 0.0))
+                                      for x in pair), (), 0.0, 10.0)
+    assert not gate(a_a, "slower")
+
+
+def test_a_phase_cut_short_or_empty_is_not_a_run() -> None:
+    rng = random.Random(4)
+    a, b = _pair_sets(rng, 3, 0.05, 0.0)
+    b[2] = dataclasses.replace(b[2], status="stopped")
+    c = change("high", "P50", a, b)
+    assert c is not None and c.repeats == 2
+
+
+# ------------------------------------------------------------ whole units
+def test_whole_milliseconds_are_shown_as_such_and_exactly() -> None:
+    """A program printing "completed in 15 ms": its percentiles are the exact
+    nearest-rank values (not 14.97, a bucket's centre), also past 200 ms where a
+    0.5% bucket holds several whole numbers; one fraction turns that off."""
+    from xwatch.core.analysis.intervals import hist_of, percentile_interval
+    from xwatch.core.engine.stats import exact_percentile
+
+    rng = random.Random(8)
+    vals = [float(rng.choice([15, 16, 17, 250, 251, 252, 1003])) for _ in range(999)]
+    m = Moments()
+    for v in vals:
+        m.add(v)
+    s = m.summary()
+    assert m.integral
+    for q, got in ((50.0, s.p50), (90.0, s.p90), (99.0, s.p99), (99.9, s.p999)):
+        assert got == exact_percentile(vals, q)
+    w = dataclasses.replace(workload_snapshot("high", 1, s, len(vals), 0.0),  # type: ignore[type-var]
+                            hist=tuple(m.hist.items()), integral=True)
+    iv = percentile_interval(hist_of(w), 50.0)
+    assert iv.est == round(iv.est) and iv.lo == round(iv.lo)  # type: ignore[arg-type]
+    m.add(15.5)
+    assert not m.integral and m.ints is None

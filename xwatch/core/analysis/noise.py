@@ -1,0 +1,153 @@
+"""A machine's noise floor: how much runs of one unchanged setting differ, per
+workload and metric, split into the part within a run and the part between runs.
+
+``xwatch noise`` runs one configuration N times and turns the phases into a
+``Floor`` (``floor_of``); the floor is stored per host, GPU, driver, scenario
+content and mode (``export.floors``) and carried in the snapshots that use it
+(``snapshot.extra["noise_floors"]``), so an answer from one run per step can say
+whether its difference lies beyond this machine's run-to-run noise
+(``one_run_interval``), naming the record's date and run count. Pure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xwatch.core.analysis.intervals import Interval
+from xwatch.core.analysis.runs import RATE, RunValue, Split, run_value, split, t95
+from xwatch.core.engine.session import PhaseSnapshot
+
+#: the metrics a floor records for every workload
+FLOOR_METRICS = ("P50", "P95", "P99", RATE)
+
+
+def usable(p: PhaseSnapshot) -> bool:
+    """A phase that measured something and neither failed nor was cut short."""
+    return p.status in ("done", "running") and any(w.count for w in p.workloads)
+
+
+def scenario_digest(scenario_dict: Mapping[str, Any]) -> str:
+    """What the workloads are, without the run length and the words around them: a
+    floor measured with 15 s phases still speaks for 30 s ones (scaled)."""
+    d = {k: v for k, v in scenario_dict.items()
+         if k not in ("duration_s", "description", "source", "name")}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def machine_of(host: str, telemetry_info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The machine a floor belongs to: host, the devices' names, the driver."""
+    info = telemetry_info or {}
+    names = sorted(str(d.get("name")) for d in info.get("devices") or [])
+    return {"host": host, "gpus": names or ["(no telemetry)"], "driver": info.get("driver")}
+
+
+def floor_key(machine: Mapping[str, Any], digest: str, mode: str) -> str:
+    raw = json.dumps({"m": machine, "s": digest, "mode": mode}, sort_keys=True, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()[:20]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The recorded run-to-run noise of one setting on one machine."""
+
+    mode: str
+    created_at: str
+    runs: int
+    run_s: float
+    scenario: str  # its name, for people
+    digest: str
+    machine: Mapping[str, Any]
+    splits: Mapping[str, Split]  # "workload/metric" -> Split
+
+    def get(self, workload: str, metric: str) -> Split | None:
+        return self.splits.get(f"{workload}/{metric}")
+
+    def describe(self) -> str:
+        return f"noise floor of {self.created_at[:10]} ({self.mode}, {self.runs} runs of " \
+               f"{self.run_s:.0f} s)"
+
+    def as_dict(self) -> dict[str, Any]:
+        def r(v: float) -> float | None:
+            return None if v != v else round(v, 9)
+
+        return {"mode": self.mode, "created_at": self.created_at, "runs": self.runs,
+                "run_s": round(self.run_s, 3), "scenario": self.scenario, "digest": self.digest,
+                "machine": dict(self.machine),
+                "splits": {k: {"runs": s.runs, "run_s": round(s.run_s, 3), "mean": r(s.mean),
+                               "total_var": r(s.total), "within_var": r(s.within)}
+                           for k, s in self.splits.items()}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Floor:
+        def f(v: Any) -> float:
+            return math.nan if v is None else float(v)
+
+        splits = {str(k): Split(int(s["runs"]), float(s["run_s"]), f(s.get("mean")),
+                                f(s.get("total_var")), f(s.get("within_var")))
+                  for k, s in (d.get("splits") or {}).items()}
+        return cls(str(d["mode"]), str(d["created_at"]), int(d["runs"]), float(d["run_s"]),
+                   str(d.get("scenario", "?")), str(d.get("digest", "")),
+                   dict(d.get("machine") or {}), splits)
+
+
+def run_length(ps: Sequence[PhaseSnapshot]) -> float:
+    """The mean measured seconds of the runs (their longest workload each)."""
+    lens = [max((w.measured_s for w in p.workloads if w.measured_s == w.measured_s),
+                default=math.nan) for p in ps]
+    lens = [x for x in lens if x == x]
+    return sum(lens) / len(lens) if lens else math.nan
+
+
+def floor_of(phases: Sequence[PhaseSnapshot], mode: str, created_at: str, scenario: str,
+             digest: str, machine: Mapping[str, Any]) -> Floor:
+    """The floor of the usable runs among ``phases`` (all of one setting)."""
+    ps = [p for p in phases if usable(p)]
+    run_s = run_length(ps)
+    names = list(dict.fromkeys(w.name for p in ps for w in p.workloads))
+    splits: dict[str, Split] = {}
+    for name in names:
+        for metric in FLOOR_METRICS:
+            vals: list[RunValue] = []
+            for p in ps:
+                w = p.workload(name)
+                if w is not None and w.count:
+                    vals.append(run_value(w, metric))
+            s = split(vals, run_s)
+            if s is not None:
+                splits[f"{name}/{metric}"] = s
+    return Floor(mode, created_at, len(ps), run_s, scenario, digest, machine, splits)
+
+
+def one_run_interval(d_est: float, within: Interval, base: Split, other: Split | None,
+                     run_s: float) -> Interval:
+    """The interval of a difference between one run of each of two settings, from
+    the recorded run-to-run noise of each (``other`` None: assumed equal to the
+    baseline's), scaled to this run's length, with the floor's degrees of freedom;
+    never narrower than the runs' own (within-run) interval."""
+    var = base.var_at(run_s) + (other or base).var_at(run_s)
+    df = min(base.runs, (other or base).runs) - 1
+    if df < 1 or var != var:
+        return Interval(d_est, within.lo, within.hi)
+    half = t95(df) * math.sqrt(var)
+    lo, hi = d_est - half, d_est + half
+    if within.lo is not None:
+        lo = min(lo, within.lo)
+    if within.hi is not None:
+        hi = max(hi, within.hi)
+    return Interval(d_est, lo, hi)
+
+
+def floors_in(extra: Mapping[str, Any]) -> dict[str, Floor]:
+    """The floors a snapshot carries, by mode."""
+    out: dict[str, Floor] = {}
+    for mode, d in (extra.get("noise_floors") or {}).items():
+        try:
+            out[str(mode)] = Floor.from_dict(d)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out

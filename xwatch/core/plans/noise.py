@@ -1,0 +1,84 @@
+"""``xwatch noise``: a machine's noise floor. One configuration run N times
+(phases back to back, all of one setting); for every workload and metric the
+variance of a run's estimate split into its within-run and between-run parts,
+how many runs (of what length) a given precision needs, and the record in the
+state folder that one-run answers are judged against (``export.floors``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from xwatch.core.analysis.noise import Floor, floor_of, scenario_digest
+from xwatch.core.analysis.runs import RATE
+from xwatch.core.engine.session import Session, utc_now
+from xwatch.core.export.floors import save, this_machine
+from xwatch.core.modes.base import label
+from xwatch.core.plans.headless import EXIT_FAILED, Step, run_plan
+from xwatch.scenario import Scenario
+
+DEFAULT_RUNS = 6
+DEFAULT_PRECISION = 5.0  # percent: half-width of a 95% interval of a difference
+
+
+def _fmt(v: float, unit: str) -> str:
+    if v != v:
+        return "-"
+    return f"{v:,.0f}{unit}" if abs(v) >= 100 else f"{v:.3g}{unit}" if abs(v) < 1 else \
+        f"{v:.2f}{unit}"
+
+
+def floor_lines(f: Floor, precision_pct: float) -> list[str]:
+    """The floor as a table: per workload and metric the mean, the run-to-run SD and
+    its split, and the runs per setting a +-``precision_pct``% difference needs."""
+    lines = [f"=== noise floor: {f.scenario}, {label(f.mode)}, {f.runs} runs of "
+             f"{f.run_s:.1f} s " + "=" * 20,
+             f"{'workload':<12} {'metric':<9} {'mean':>10} {'run sd':>16} {'between':>9} "
+             f"{'within':>9}  runs per setting for ±{precision_pct:g}% of a difference: "
+             f"{f.run_s:.0f} s | {4 * f.run_s:.0f} s runs"]
+    for key, s in f.splits.items():
+        wl, metric = key.split("/", 1)
+        unit = "/s" if metric == RATE else " ms"
+        sd = math.sqrt(s.total)
+        rel = f" ({sd / abs(s.mean) * 100:.1f}%)" if s.mean else ""
+        half = precision_pct / 100 * abs(s.mean)
+        k1, k4 = s.runs_needed(half), s.runs_needed(half, run_s=4 * s.run_s)
+        w = math.sqrt(s.within) if s.within == s.within else math.nan
+        lines.append(f"{wl:<12} {metric:<9} {_fmt(s.mean, unit):>10} "
+                     f"{_fmt(sd, unit) + rel:>16} {_fmt(math.sqrt(s.between), ''):>9} "
+                     f"{_fmt(w, ''):>9}  {k1 or '>10000'} | {k4 or '>10000'}")
+    lines.append("run sd: how much one run's estimate varies from run to run; between: the "
+                 "part longer runs do not shrink; within: the run's own sampling error (both "
+                 "as SDs). Where 'between' dominates, add runs, not seconds.")
+    return lines
+
+
+async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched: Any = None,
+                    mps: Any = None, mps_unavailable: str | None = None) -> int:
+    """Run ``mode`` ``--repeat`` times and record the floor."""
+    precision = float(getattr(args, "precision", DEFAULT_PRECISION))
+
+    def finish(session: Session) -> int | None:
+        snap = session.snapshot()
+        tel = session.telemetry.info if session.telemetry is not None else None
+        fl = floor_of(snap.phases, mode, utc_now(), scen.name,
+                      scenario_digest(scen.to_dict()), this_machine(tel))
+        session.extra["noise_floor"] = fl.as_dict()
+        if fl.runs < 2:
+            print(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
+                  "at least 2: nothing recorded", flush=True)
+            return EXIT_FAILED
+        for line in floor_lines(fl, precision):
+            print(line, flush=True)
+        try:
+            path = save(fl)
+        except OSError as e:
+            print(f"xwatch: noise floor not recorded: {e}", flush=True)
+            return EXIT_FAILED
+        print(f"noise floor recorded: {path} (compare, calibrate, sweep, advise and the "
+              "dashboard judge one-run answers against it)", flush=True)
+        return None
+
+    return await run_plan(scen, args, [Step(mode)], xsched, mps, mps_unavailable,
+                          finish=finish, floors=False)
