@@ -1,6 +1,8 @@
-"""A/A check on a recorded session: the native phases split in two halves (odd and
-even repeats) must come out "within noise"; the same halves with every latency of
-the second doubled (a planted 2x shift, applied to its histogram) must not.
+"""A/A check on a recorded session: one mode's runs split in two halves (odd and
+even repeats), compared as two settings with the run-level method the answers use
+(runs paired in order, Student's t over the paired differences), must come out
+"within noise"; the same halves with every latency of the second doubled (a
+planted 2x shift, applied to its histogram) must not.
 
     python benchmarks/aa_check.py SNAPSHOT.json [MODE]
 """
@@ -36,7 +38,8 @@ def main() -> int:
     a, b = ps[0::2], ps[1::2]
     hi = max(ps[0].workloads, key=lambda w: w.priority)
     lows = [w.name for w in ps[0].workloads if w.priority < hi.priority]
-    print(f"A/A: {mode} phases {[p.name for p in a]} vs {[p.name for p in b]}")
+    print(f"A/A: {mode} phases {[p.name for p in a]} vs {[p.name for p in b]} "
+          "(run-level: each run one observation, paired in order)")
     bad = 0
     for q in (50.0, 99.0):
         c = latency_change(hi.name, q, a, b)

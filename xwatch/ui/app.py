@@ -35,6 +35,7 @@ from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlS
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
 from xwatch.ui.widgets.panels import (
+    AnswerPanel,
     CalibrationPanel,
     GpuPanel,
     KernelLane,
@@ -77,6 +78,9 @@ class XwatchApp(App[int]):
         Binding("s", "export", "Snapshot"),
         Binding("k", "control", "XSched ctl"),
         Binding("C", "calibrate", "Calibrate", show=False),
+        Binding("a", "repeat_ab", "A/B x3", show=False),
+        Binding("left_square_bracket", "scroll_table(-3)", "Table up", show=False),
+        Binding("right_square_bracket", "scroll_table(3)", "Table down", show=False),
         Binding("l", "tab('logs')", "Logs"),
         Binding("c", "tab('compare')", "Compare", show=False),
         Binding("1", "tab('live')", "Live", show=False),
@@ -161,6 +165,7 @@ class XwatchApp(App[int]):
                         yield GpuPanel()
                         yield UtilChart()
             with TabPane("Compare", id="compare"), Vertical():
+                yield AnswerPanel()
                 yield CalibrationPanel()
                 yield CompareTable()
             with TabPane("XSched", id="xsched"), VerticalScroll(id="xsched-scroll"):
@@ -219,6 +224,21 @@ class XwatchApp(App[int]):
         assert self.session is not None
         self.sampler = start_telemetry(self.session, self.telemetry_choice,
                                        self.telemetry_interval, self.telemetry_proc_interval)
+        self._load_floors()
+
+    def _load_floors(self) -> None:
+        """This machine's recorded noise floors for the scenario (every mode): one-run
+        comparisons in the Compare tab are judged against them."""
+        from xwatch.core.export.floors import lookup, this_machine
+        from xwatch.core.modes.base import MODES
+
+        assert self.session is not None and self.scenario is not None
+        info = self.sampler.info if self.sampler is not None else None
+        found = lookup(this_machine(info), self.scenario.to_dict(), MODES)
+        if found:
+            self.session.extra["noise_floors"] = {m: f.as_dict() for m, f in found.items()}
+            self.session.log("xwatch", "info", "noise floors: " + "; ".join(
+                f.describe() for f in found.values()))
 
     def _on_signal(self, sig: int) -> None:
         if sig == signal.SIGHUP:
@@ -343,6 +363,46 @@ class XwatchApp(App[int]):
                 return
         self.action_tab("compare")
 
+    def action_scroll_table(self, rows: int) -> None:
+        """``[`` / ``]``: the workload table a few rows up or down (no mouse needed when
+        more workloads run than the table has rows)."""
+        table = self.query_one(WorkloadTable)
+        table.scroll_to(y=max(0, int(table.scroll_offset.y) + rows), animate=False)
+
+    def action_repeat_ab(self, rounds: int = 3) -> None:
+        """``a``: the last two modes run (the last A/B), ``rounds`` more times each,
+        interleaved A B A B, so the Compare tab's answer has intervals over runs."""
+        if self._not_live():
+            return
+        assert self.session is not None
+        modes: list[str] = []
+        for p in reversed(self.session.phases):
+            if p.mode not in modes and not p.extra.get("calibrate"):
+                modes.append(p.mode)
+            if len(modes) == 2:
+                break
+        if len(modes) < 2:
+            self.notify("no A/B yet: run a second mode first (x, m), then a repeats the pair",
+                        title="Nothing to repeat", severity="warning", timeout=8)
+            return
+        b, a = modes
+        self.notify(f"A/B: {mode_label(a)} and {mode_label(b)}, {rounds} more runs each, "
+                    f"interleaved ({2 * rounds} phases of {self.phase_s:g} s)", timeout=8)
+        self._spawn(self._repeat_ab([a, b] * rounds))
+
+    async def _repeat_ab(self, modes: list[str]) -> None:
+        assert self.runner is not None
+        for mode in modes:
+            try:
+                phase = await self.runner.start_phase(mode)
+            except XwatchError as e:
+                self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
+                continue
+            await self._watch_phase(phase)
+            if self.runner.phase is not phase:  # the user started something else
+                return
+        self.action_tab("compare")
+
     def _not_live(self) -> bool:
         if self.replay is not None:
             self.notify("replay: nothing runs here (start `xwatch run` for live workloads)",
@@ -410,6 +470,7 @@ class XwatchApp(App[int]):
         elif tab == "compare":
             self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
             self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
+            self._safe("answer", lambda: self.query_one(AnswerPanel).show(snap))
         elif tab == "xsched":
             reason = self.runner.can_run(XSCHED) if self.runner else None
             self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))

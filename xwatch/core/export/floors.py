@@ -1,7 +1,7 @@
 """Recorded noise floors on disk: one JSON file per host, GPU, driver, scenario
 content and mode under ``$XDG_STATE_HOME/xwatch/noise/`` (else
 ``~/.local/state/xwatch/noise/``), written atomically. ``xwatch noise`` writes
-them; compare, calibrate, sweep, advise and the dashboard read them for one-run
+them; compare, calibrate, sweep and the dashboard read them for one-run
 answers and carry the ones they used in their snapshot."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched:
         except OSError as e:
             print(f"xwatch: noise floor not recorded: {e}", flush=True)
             return EXIT_FAILED
-        print(f"noise floor recorded: {path} (compare, calibrate, sweep, advise and the "
+        print(f"noise floor recorded: {path} (compare, calibrate, sweep and the "
               "dashboard judge one-run answers against it)", flush=True)
         return None
 

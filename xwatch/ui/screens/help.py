@@ -20,6 +20,8 @@ HELP = """\
 | `s` | export a snapshot (snapshot.json, events.csv.gz, report.md/html) into a timestamped folder |
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
 | `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
+| `a` | repeat the last A/B (the last two modes run) 3 more times each, interleaved |
+| `[` `]` | scroll the workload table up / down (many workloads on one GPU) |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
 | `p` | pause / resume the charts (data keeps flowing) |
 | `t` | kernel capture: 2 s of GPU kernels from every built-in workload (torch.profiler) |
@@ -36,7 +38,12 @@ HELP = """\
 - Table columns **P50/P95/P99/max** cover the **sliding window** (the last `window_s`
   seconds, 10 s by default); **P99 ph / max ph** cover the whole phase. Once a phase has
   ended, every column shows the whole phase.
-- Percentiles are nearest-rank, from a histogram with 0.5% wide buckets (error < 0.25%).
+- Percentiles are nearest-rank, from a histogram with 0.5% wide buckets (error < 0.25%;
+  exact when a workload reports whole numbers).
+- **Compare**: the run is the unit. A change between one run of each mode is judged
+  against this machine's recorded noise floor (`xwatch noise`; `~` within it), or not at
+  all (`?`: run-to-run noise unmeasured). `a` adds runs; with two or more each, the
+  answer's interval is Student's t over the paired runs.
 - **Goodput** is the share of the SLO workload's requests at or under the SLO latency.
 - NVML's GPU **utilization** is the share of time *a kernel was running*, not how full
   the GPU is.

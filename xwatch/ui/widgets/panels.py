@@ -15,6 +15,7 @@ from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
+from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.session import SessionSnapshot
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel
@@ -138,6 +139,33 @@ class CalibrationPanel(QuietStatic):
         from rich.console import Group
         self.plain = t.plain
         self.set_content(Group(t, tab, t2), (text_key(t), str(cal.rows)))
+
+
+class AnswerPanel(QuietStatic):
+    """The comparison's answer over runs (Compare tab): each mode against the first
+    native one, judged over paired runs, against the recorded noise floor for one run
+    each, or plainly unjudged; recomputed only when a phase starts or ends."""
+
+    plain = ""
+    _key: tuple[object, ...] = ()
+
+    def show(self, snap: SessionSnapshot) -> None:
+        key = tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None)
+        if key == self._key:
+            return
+        self._key = key
+        lines = answer_lines(snap)
+        self.set_display(bool(lines))
+        if not lines:
+            return
+        t = Text("Answer (finished phases): ", style="bold")
+        for i, line in enumerate(lines):
+            style = "bold cyan" if i < len(lines) - 1 and " vs " in line else "dim"
+            t.append(line + "\n", style=style)
+        t.append("a: repeat the last A/B 3 more times, interleaved (intervals over runs)",
+                 style="dim")
+        self.plain = t.plain
+        self.set_content(t, (text_key(t),))
 
 
 def _legend(t: Text) -> None:

@@ -11,7 +11,8 @@ from textual.widgets import DataTable
 
 from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.intervals import hist_of, percentile_interval
-from xwatch.core.analysis.verdict import latency_change
+from xwatch.core.analysis.noise import Floor, floors_in
+from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, pct, rate
 from xwatch.ui.widgets.lines import ScrollLinePanel
@@ -203,7 +204,9 @@ class CompareTable(DataTable[str]):
     """Every phase side by side, with the change vs the first native phase.
 
     Percentiles carry their 95% interval; a finished phase's change carries the
-    interval of the difference and says "~" when it is within noise (computed once
+    interval of the difference: one run against one run, the interval is the recorded
+    noise floor's ("~": within it) or only the runs' own ("?": run-to-run noise
+    unmeasured, no verdict); computed once
     per finished phase, not every refresh). The table is updated cell by cell, so the
     cursor and the scroll position stay where the user put them."""
 
@@ -216,6 +219,7 @@ class CompareTable(DataTable[str]):
         self._shape: tuple[str, ...] = ()
         self._rows: list[list[str]] = []
         self._diffs: dict[tuple[str, str, str, str], str] = {}
+        self._floors: dict[str, Floor] = {}
 
     def _diff(self, base: PhaseSnapshot, p: PhaseSnapshot, name: str, key: str) -> str:
         """The change of ``key`` from ``base`` to a finished ``p``, with its interval."""
@@ -223,14 +227,18 @@ class CompareTable(DataTable[str]):
         if ck in self._diffs:
             return self._diffs[ck]
         q = self.QS[key]
-        c = latency_change(name, q, [base], [p])
-        out = "-" if c is None else (
-            f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]" + (" ~" if c.way == 0 else ""))
+        c = latency_change(name, q, [base], [p], self._floors)
+        mark = "" if c is None else " ?" if c.basis == UNMEASURED else " ~" if c.way == 0 else ""
+        out = "-" if c is None else f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]{mark}"
         self._diffs[ck] = out
         return out
 
     def show(self, snap: SessionSnapshot) -> None:
         phases = snap.phases
+        floors = floors_in(snap.extra)
+        if set(floors) != set(self._floors):
+            self._floors = floors
+            self._diffs.clear()
         shape = tuple(p.name + p.status for p in phases)
         base = next((p for p in phases if p.mode == "native" and p.status != "failed"),
                     phases[0] if phases else None)
