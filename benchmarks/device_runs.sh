@@ -31,7 +31,10 @@ if [ "$what" = repeats ]; then
   rm -f "$R"/*/events.csv.gz
   exit 0
 fi
-# dashboard: needs the floor from `repeats` in OUTDIR/state (copy it there first)
+# dashboard: a floor in OUTDIR/state (recorded here first, 4 runs, when there is none)
+ls "$R"/state/xwatch/noise/native-*.json >/dev/null 2>&1 || \
+  run noise.log env XDG_STATE_HOME="$R/state" $X noise intensive --repeat 4 --duration "$S" \
+      --device cuda:0 --telemetry nvml
 run compare1.log env XDG_STATE_HOME="$R/state" $X compare intensive --modes native,mps \
     --duration "$S" --device cuda:0 --telemetry nvml --fail-if slower --export "$R/compare1"
 for variant in floor nofloor; do
@@ -41,7 +44,7 @@ for variant in floor nofloor; do
   sleep $((S + 25)); tmux send-keys -t xw m; sleep $((S + 25))
   tmux send-keys -t xw 2; sleep 3; tmux capture-pane -p -t xw > "$R/tmux-$variant-compare.txt"
   if [ "$variant" = floor ]; then
-    tmux send-keys -t xw a; sleep $((6 * (S + 14))); tmux send-keys -t xw 2; sleep 3
+    tmux send-keys -t xw a; sleep $((6 * (S + 17))); tmux send-keys -t xw 2; sleep 3
     tmux capture-pane -p -t xw > "$R/tmux-$variant-after-a.txt"
   fi
   tmux send-keys -t xw s; sleep 5; tmux send-keys -t xw q; sleep 20
