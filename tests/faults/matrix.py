@@ -98,6 +98,7 @@ ROWS: tuple[Row, ...] = (
         "5 polls over 2 s, the xserver killed, exit 1", T + "test_a_hung_xserver_fails_the_phase"),
     Row("daemons", "MPS control daemon killed mid-phase", "phase failed naming the signal, exit 1, "
         "nothing left", "tests/integration/test_modes_fake.py::test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing"),
+    Row("daemons", "MPS server killed mid-phase", "phase failed naming the server's pid and the clients it took down (not only cudaErrorMpsRpcFailure), exit 1, nothing left", "tests/integration/test_modes_fake.py::test_a_killed_mps_server_is_named_as_the_cause"),
     Row("daemons", "MPS control daemon hung (SIGSTOP)", "\"has not answered\" fails the phase, "
         "the daemon is killed", T + "test_a_hung_mps_daemon_fails_the_phase_and_is_removed"),
     Row("modes", "XSched's shim forced into a native phase (workload's own LD_PRELOAD)",

@@ -85,6 +85,9 @@ def daemon():
                 server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1e6)"])
                 log.write(f"[fake] Starting new server {server.pid} for user 0\n")
             answer = ""
+            if server is not None and server.poll() is not None:  # the real daemon notices
+                log.write(f"[fake] Server {server.pid} exited with status {server.returncode}\n")
+                server = None
             if words[:1] == ["get_server_list"]:
                 answer = f"{server.pid}\n" if server else ""
             elif words[:1] == ["get_client_list"]:

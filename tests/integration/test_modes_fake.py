@@ -175,6 +175,37 @@ def test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing(
     assert not leftovers(doc["phases"][0]["mps"]["pipe_dir"])
 
 
+def test_a_killed_mps_server_is_named_as_the_cause(
+        tmp_path: Path, mps_env: dict[str, str]) -> None:
+    """The server (not the control daemon) SIGKILLed mid-phase: the phase fails naming
+    the server and the clients it took down, not only what CUDA tells them."""
+    f = two(tmp_path, duration=30)
+    env = {**os.environ, **mps_env}
+    proc = subprocess.Popen([PY, "-m", "xwatch", "run", str(f), "--headless", "--mode", "mps",
+                             "--telemetry", "off", "--export", str(tmp_path / "out")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    server = None
+    end = time.monotonic() + 30
+    while server is None and time.monotonic() < end:
+        time.sleep(0.2)
+        for c in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                if "time.sleep(1e6)" in " ".join(c.cmdline()):
+                    server = c
+            except psutil.NoSuchProcess:
+                pass
+    assert server is not None
+    time.sleep(2.0)  # the clients are proven on it first
+    server.send_signal(signal.SIGKILL)
+    outs, errs = proc.communicate(timeout=60)
+    assert proc.returncode == 1, outs + errs
+    assert f"the MPS server (pid {server.pid}) died" in errs, errs
+    assert "its clients high, low lost their GPU context" in errs
+    doc = snap(tmp_path / "out")
+    assert doc["phases"][0]["status"] == "failed"
+    assert not leftovers(doc["phases"][0]["mps"]["pipe_dir"])
+
+
 def test_mps_is_refused_before_anything_starts_where_it_cannot_run(tmp_path: Path) -> None:
     f = two(tmp_path)
     r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--telemetry", "off",

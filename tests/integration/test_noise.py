@@ -79,3 +79,33 @@ def test_gate_refuses_one_run_without_a_floor_and_trips_on_a_real_slowdown(
     p99 = next(a for a in doc["answer"] if a["workload"] == "high" and a["metric"] == "P99")
     assert p99["way"] == "slower" and p99["runs"] == 2 and p99["basis"] == "runs"
     assert abs(p99["estimate"] - 3.0) < 0.03  # 0.5% histogram buckets
+
+
+def test_a_phase_stopped_by_sigterm_is_cut_short_not_a_run(tmp_path: Path) -> None:
+    """A sweep or compare stopped mid-phase: that phase is `stopped` with how much it
+    measured, and no answer counts it as a run of its setting."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import PY
+
+    env = {**os.environ, **_env(tmp_path)}
+    out = tmp_path / "out"
+    f = scenarios.two(tmp_path, 30)
+    proc = subprocess.Popen([PY, "-m", "xwatch", "compare", str(f), "--modes", "native,mps",
+                             "--telemetry", "off", "--export", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    end = time.monotonic() + 30
+    for line in proc.stdout:  # the first progress line with requests: measuring
+        if "high running n=" in line or time.monotonic() > end:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    doc = json.loads((out / "snapshot.json").read_text())
+    ph = doc["phases"][0]
+    assert ph["status"] == "stopped" and ph["cut_short"].startswith("stopped after ")
+    assert doc["answer"] == []

@@ -274,6 +274,41 @@ async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
         await plain.action_quit()
 
 
+async def test_a_repeats_the_last_a_b_and_the_answer_is_over_runs(tmp_path: Path) -> None:
+    """native, then ``m``: one run each, the Compare tab's answer gives no verdict (no
+    floor) and says how to measure the noise; ``a`` runs three more interleaved pairs and
+    the answer is then over four paired runs."""
+    import os
+
+    from tests.helpers.fake_mps import make_tool
+    from xwatch.core.mps.controller import MpsController
+    from xwatch.ui.widgets.panels import AnswerPanel
+
+    tool = make_tool(tmp_path / "bin")
+    os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
+    scen = load_scenario(str(live_scenario(tmp_path, duration=1)))
+    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3))
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            done = lambda k: len([p for p in app.session.phases  # noqa: E731  # type: ignore[union-attr]
+                                  if p.t_end is not None]) >= k
+            await wait_for(lambda: app.session is not None and done(1), pilot)
+            await pilot.press("m")
+            await wait_for(lambda: done(2), pilot, timeout=30)
+            await pilot.press("2")
+            panel = app.query_one(AnswerPanel)
+            await wait_for(lambda: "MPS vs native (one run each)" in panel.plain, pilot)
+            assert "run-to-run noise unmeasured" in panel.plain
+            assert "xwatch noise live --mode native" in panel.plain
+            await pilot.press("a")
+            await wait_for(lambda: done(8), pilot, timeout=60)
+            assert [p.mode for p in app.session.phases] == ["native", "mps"] * 4  # type: ignore[union-attr]
+            await wait_for(lambda: "MPS vs native (4 runs each, paired)" in panel.plain, pilot)
+            await app.action_quit()
+    finally:
+        os.environ.pop("FAKE_MPS_RECORD", None)
+
+
 @pytest.mark.slow
 async def test_end_to_end_demo_with_real_torch_workers() -> None:
     app = make_app("demo", telemetry="auto")

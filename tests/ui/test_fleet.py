@@ -80,6 +80,13 @@ async def test_g_drills_into_one_gpu_and_e_expands_every_gpu() -> None:
         assert not table.folded
         assert len(table.plain.splitlines()) == 1 + 8 * 3 + 1
         assert table.virtual_size.height > table.scrollable_content_region.height
+        for _ in range(12):  # the keyboard reaches every row too (no mouse needed)
+            await pilot.press("right_square_bracket")
+        await pilot.pause(0.1)
+        assert _visible(table)[-1].startswith(" all 8 GPUs")
+        await pilot.press("left_square_bracket")
+        await pilot.pause(0.1)
+        assert not _visible(table)[-1].startswith(" all 8 GPUs")
         table.scroll_end(animate=False)
         await pilot.pause(0.1)
         assert _visible(table)[-1].startswith(" all 8 GPUs")

@@ -93,6 +93,7 @@ class MpsController:
                 for w in scen.workloads}
         self.phase = phase
         self._failure = None
+        self._servers: set[int] = set()  # MPS servers seen in this phase
         self._pending = {}
         self.log.clear()
         info: dict[str, Any] = {
@@ -241,9 +242,15 @@ class MpsController:
         while True:
             await asyncio.sleep(self.poll_s)
             try:
-                await asyncio.to_thread(control.command, self.tool, self.pipe_dir,
-                                        "get_server_list", 3.0)
+                listed = control.pids(await asyncio.to_thread(
+                    control.command, self.tool, self.pipe_dir, "get_server_list", 3.0))
                 silent_since = None
+                gone = sorted(self._servers - set(listed))
+                self._servers |= set(listed)
+                if gone and self._failure is None:
+                    self._failure = self._server_died(phase, gone)
+                    self._note(self._failure, "error")
+                    return
             except MpsError as e:
                 now = time.monotonic()
                 if silent_since is None:
@@ -270,6 +277,19 @@ class MpsController:
                 return
             if self._pending:
                 await self._judge_pending(final=False)
+
+    def _server_died(self, phase: Phase, gone: list[int]) -> str:
+        """Why the phase fails when a server it used is no longer listed: its clients
+        lose their GPU context (CUDA says only cudaErrorMpsRpcFailure)."""
+        info = phase.extra["mps"]
+        clients = [n for n, w in info["workloads"].items() if w.get("server") in gone]
+        t = time.monotonic() - phase.t_start
+        info["server_exit"] = {"t": round(t, 3), "servers": gone}
+        dev = os.environ.get("CUDA_VISIBLE_DEVICES")
+        where = f", GPU {dev}" if dev else ""
+        who = f"; its clients {', '.join(clients)} lost their GPU context" if clients else ""
+        return (f"the MPS server (pid {', '.join(map(str, gone))}{where}) died "
+                f"{t:.1f} s into phase {phase.name}{who}")
 
     async def _judge_pending(self, final: bool) -> None:
         if not self._pending or self.phase is None:
