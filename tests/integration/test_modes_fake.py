@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -147,24 +148,32 @@ def test_a_workload_outside_mps_gets_its_verdict_and_an_alert(
     assert any("not in MPS" in x["text"] for x in snap(out)["messages"])
 
 
-def test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing(
-        tmp_path: Path, mps_env: dict[str, str]) -> None:
+def _mps_phase_and(tmp_path: Path, mps_env: dict[str, str], match: Any
+                   ) -> tuple[subprocess.Popen[str], psutil.Process]:
+    """A 30 s headless MPS phase, and the first of its descendants whose argv
+    ``match``es (the fake control daemon, its server)."""
     f = two(tmp_path, duration=30)
-    env = {**os.environ, **mps_env}
     proc = subprocess.Popen([PY, "-m", "xwatch", "run", str(f), "--headless", "--mode", "mps",
                              "--telemetry", "off", "--export", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    daemon = None
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **mps_env})
     end = time.monotonic() + 30
-    while daemon is None and time.monotonic() < end:
+    while time.monotonic() < end:
         time.sleep(0.2)
         for c in psutil.Process(proc.pid).children(recursive=True):
             try:
-                if "-f" in c.cmdline() and "nvidia-cuda-mps-control" in " ".join(c.cmdline()):
-                    daemon = c
+                if match(c.cmdline()):
+                    return proc, c
             except psutil.NoSuchProcess:
                 pass
-    assert daemon is not None
+    proc.kill()
+    raise AssertionError("the MPS process never appeared")
+
+
+def test_a_killed_mps_daemon_fails_the_phase_and_leaves_nothing(
+        tmp_path: Path, mps_env: dict[str, str]) -> None:
+    proc, daemon = _mps_phase_and(tmp_path, mps_env, lambda cmd: "-f" in cmd and any(
+        "nvidia-cuda-mps-control" in a for a in cmd))
     time.sleep(2.0)
     daemon.send_signal(signal.SIGKILL)
     outs, errs = proc.communicate(timeout=60)
@@ -179,22 +188,8 @@ def test_a_killed_mps_server_is_named_as_the_cause(
         tmp_path: Path, mps_env: dict[str, str]) -> None:
     """The server (not the control daemon) SIGKILLed mid-phase: the phase fails naming
     the server and the clients it took down, not only what CUDA tells them."""
-    f = two(tmp_path, duration=30)
-    env = {**os.environ, **mps_env}
-    proc = subprocess.Popen([PY, "-m", "xwatch", "run", str(f), "--headless", "--mode", "mps",
-                             "--telemetry", "off", "--export", str(tmp_path / "out")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    server = None
-    end = time.monotonic() + 30
-    while server is None and time.monotonic() < end:
-        time.sleep(0.2)
-        for c in psutil.Process(proc.pid).children(recursive=True):
-            try:
-                if "time.sleep(1e6)" in " ".join(c.cmdline()):
-                    server = c
-            except psutil.NoSuchProcess:
-                pass
-    assert server is not None
+    proc, server = _mps_phase_and(tmp_path, mps_env,
+                                  lambda cmd: any("time.sleep(1e6)" in a for a in cmd))
     time.sleep(2.0)  # the clients are proven on it first
     server.send_signal(signal.SIGKILL)
     outs, errs = proc.communicate(timeout=60)
