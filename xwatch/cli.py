@@ -134,6 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
                          "equal length are zipped)")
     for p in (cmp_, cal, sw):
         _add_gate(p)
+    adv = sub.add_parser("advise", help="headless: race native, MPS and XSched settings to "
+                         "the cheapest one that meets the SLO with confidence")
+    _add_run_args(adv, headless_flag=False)
+    adv.add_argument("--modes", metavar="M,M,...",
+                     help="mechanisms to race (default native,mps,xsched: those this box "
+                          "cannot run are skipped and named; named here, they are an error)")
+    adv.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
+                     help="replace a mechanism's candidate grid, in the sweep's syntax (e.g. "
+                          "low.mps.active_thread_percentage=60,40 or low.threshold=2,4 "
+                          "--set low.batch_size=1,2)")
+    adv.add_argument("--slo", metavar="[WL.]PNN=MS",
+                     help="the objective (default: the scenario's [slo]), e.g. high.P99=10")
+    adv.add_argument("--budget", type=float, default=20.0, metavar="MIN",
+                     help="stop before a round that would end past MIN minutes (default 20)")
+    adv.add_argument("--seed", type=int, default=0,
+                     help="seed of each round's shuffled order (default 0; recorded)")
     nz = sub.add_parser("noise", help="headless: one configuration N times; the variance "
                         "within and between runs per metric, the runs a precision needs, and "
                         "the machine's noise floor recorded for one-run answers")
@@ -267,6 +283,8 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         make_app(replay=snap, replay_source=args.snapshot).run()
         return 0
     scen = _load(args)
+    if cmd == "advise":
+        return _advise(args, scen)
     modes = _modes(args)
     if getattr(args, "repeat", 1) < 1:
         raise UsageError(f"--repeat must be >= 1 (got {args.repeat})")
@@ -283,6 +301,38 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
+    finally:
+        if args.metrics is not None:
+            args.metrics.stop()
+
+
+def _advise(args: argparse.Namespace, scen: Any) -> int:
+    """``xwatch advise``: the mechanisms this box can run (asked for by name, one that
+    cannot is an error), checked before anything starts."""
+    from xwatch.core.plans.advise import objective, plan_candidates, run_advise, usable_modes
+
+    explicit = args.modes is not None
+    wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
+    bad = [m for m in wanted if m not in MODES]
+    if bad or not wanted or len(set(wanted)) != len(wanted):
+        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
+    obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
+    xs = _xsched_backend(args, scen) if XSCHED in wanted else None
+    mps_backend, mps_why = _mps_backend(args, scen, explicit=explicit and MPS in wanted) \
+        if MPS in wanted else (None, None)
+    modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
+    if xs is not None and XSCHED in modes:
+        xs.install.check(_platforms(scen))
+    plan_candidates(scen, obj, modes, args.set, xs, mps_backend)  # --set errors now
+    _check_telemetry(args.telemetry)
+    _check_export(args.export)
+    _check_devices(scen)
+    args.metrics = _metrics(args)
+    try:
+        return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,
+                                      mps_unavailable=mps_why))
     finally:
         if args.metrics is not None:
             args.metrics.stop()

@@ -3,6 +3,8 @@
 argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
       [--service-ms MS] (each request reports this service time: a busy workload)
       [--add-ms-if-env VAR:MS] (every latency MS longer when VAR is set: a mode that slows it)
+      [--rate-from-env VAR:DIV] (when VAR is set, the rate is its value / DIV: a setting that
+      speeds or slows a background workload)
       [--pci-by-visible HEX,HEX,...]  (hello reports the PCI bus of the GPU that
       CUDA_VISIBLE_DEVICES selects, as torch would; latency grows with that index)
 """
@@ -14,6 +16,9 @@ import time
 
 args = sys.argv[1:]
 rate = float(args[0])
+_rate_var, _, _rate_div = dict(zip(args, args[1:])).get("--rate-from-env", ":1").partition(":")
+if _rate_var and os.environ.get(_rate_var):
+    rate = float(os.environ[_rate_var]) / float(_rate_div)
 count = int(args[1]) if len(args) > 1 and not args[1].startswith("--") else None
 opts = {args[i]: args[i + 1] for i in range(len(args) - 1)}
 malformed = int(opts.get("--malformed", 0))

@@ -94,6 +94,25 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
         charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
                                  "(* = on the frontier)", series, "low-priority samples/s",
                                  f"{hi_name} P99 (ms)", points_only=True))
+    adv = snap.extra.get("advice")
+    if isinstance(adv, dict):
+        slo = adv["slo"]
+        cross = []
+        for c in adv["candidates"]:
+            s, p = c["slo_metric"], c["price"]
+            if s["estimate"] is None or p["estimate"] is None:
+                continue
+            pts = [(p["lo"] if p["lo"] is not None else p["estimate"], s["estimate"]),
+                   (p["hi"] if p["hi"] is not None else p["estimate"], s["estimate"]),
+                   (p["estimate"], math.nan),
+                   (p["estimate"], s["lo"] if s["lo"] is not None else s["estimate"]),
+                   (p["estimate"], s["hi"] if s["hi"] is not None else s["estimate"])]
+            cross.append((f"{c.get('label', c['mode'])} ({c['status']})", pts))
+        if cross:
+            charts.append(line_chart(
+                f"Advise frontier: {slo['workload']} {slo['metric']} vs price, 95% intervals",
+                cross, "price: low-priority samples/s", f"{slo['workload']} {slo['metric']} (ms)",
+                hline=(slo["latency_ms"], "SLO")))
     tel = snap.extra.get("telemetry") or {}
     samples = tel.get("samples") or []
     if samples and snap.phases:

@@ -48,6 +48,9 @@ def build_report(snap: SessionSnapshot) -> Report:
     env = snap.extra.get("environment") or {}
     tel = snap.extra.get("telemetry") or {}
     secs: list[Section] = []
+    adv = _advice_section(snap)
+    if adv is not None:
+        secs.append(adv)
     ans = _answer_section(snap)
     if ans is not None:
         secs.append(ans)
@@ -490,6 +493,55 @@ def _percentile_of(w: WorkloadSnapshot, q: float) -> float:
         if f * 100 >= q - 1e-9:
             return v
     return math.nan
+
+
+def _advice_section(snap: SessionSnapshot) -> Section | None:
+    """``xwatch advise``: the answer, the scenario lines, every candidate with its
+    intervals and status, the frontier (braille here, SVG in the HTML charts)."""
+    from xwatch.core.analysis import race
+    from xwatch.core.export.braille import scatter
+
+    adv = snap.extra.get("advice")
+    if not isinstance(adv, dict):
+        return None
+    s = Section("Advice")
+    s.paragraphs.append(f"**{race.sentence(adv)}**")
+    toml = race.toml_for(adv)
+    if toml:
+        s.code = "\n".join(toml)
+
+    def iv(d: dict[str, Any], fmt: str) -> str:
+        if d.get("estimate") is None:
+            return "-"
+        lo = "?" if d.get("lo") is None else fmt.format(d["lo"])
+        hi = "?" if d.get("hi") is None else fmt.format(d["hi"])
+        return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
+
+    slo = adv["slo"]
+    rows = [[c.get("label", c["mode"]), str(c["runs"]), iv(c["slo_metric"], "{:.2f}"),
+             iv(c["price"], "{:,.0f}"), c["status"], c.get("reason") or ""]
+            for c in sorted(adv["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))]
+    s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "
+                     f"{len(rows)} candidates)", Table(
+                         ["candidate", "runs", f"{slo['workload']} {slo['metric']} (ms)",
+                          "price (samples/s)", "status", "why"], rows)))
+    pts = [(chr(ord("a") + i), c["price"]["estimate"], c["slo_metric"]["estimate"],
+            c["price"]["lo"], c["price"]["hi"], c["slo_metric"]["lo"], c["slo_metric"]["hi"])
+           for i, c in enumerate(sorted(adv["candidates"],
+                                        key=lambda c: -(c["price"]["estimate"] or 0.0)))
+           if c["price"]["estimate"] is not None and c["slo_metric"]["estimate"] is not None]
+    plot = scatter(pts, hline=slo["latency_ms"], xlabel="price (samples/s)",
+                   ylabel=f"{slo['workload']} {slo['metric']} ms; dots: the SLO")
+    if plot:
+        s.paragraphs.append("Frontier (marks a, b, ... in the table's order):\n\n```\n"
+                            + "\n".join(plot) + "\n```")
+    notes = [f"Runs: {adv['runs']} in {adv['seconds'] / 60:.1f} min over {adv.get('rounds', '?')} "
+             f"rounds; the full grid of those rounds: {adv.get('grid_runs', '?')} runs."]
+    if adv.get("undecided"):
+        notes.append(adv["undecided"])
+    notes += [f"Skipped {m}: {why}" for m, why in (adv.get("skipped") or {}).items()]
+    s.paragraphs.append("  \n".join(notes))
+    return s
 
 
 def _answer_section(snap: SessionSnapshot) -> Section | None:

@@ -167,6 +167,7 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FIL
     extra = dict(snap.extra)
     env = {**host_environment(), **extra.pop("environment", {})}
     telemetry = extra.pop("telemetry", None)
+    advice = extra.pop("advice", None)
     return {
         "schema": SCHEMA_ID,
         "created_at": extra.pop("created_at", None),
@@ -193,6 +194,7 @@ def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FIL
                            "sched_delay_ms", "late", "batch", "ok"],
         "extra": {k: v for k, v in extra.items() if not k.startswith("_")},
         "answer": answer_records(snap),
+        "advice": advice,
     }
 
 
@@ -394,6 +396,8 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                      for i, m in enumerate(doc.get("messages", [])))
         extra = {"environment": doc.get("environment", {}), "telemetry": doc.get("telemetry"),
                  "created_at": doc.get("created_at"), **(doc.get("extra") or {})}
+        if doc.get("advice"):
+            extra["advice"] = doc["advice"]
         return SessionSnapshot(scenario=scen, phases=tuple(phases), messages=msgs,
                                taken_at=0.0, window_s=float(doc.get("window_s", 10.0)),
                                extra=extra)

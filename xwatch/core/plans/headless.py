@@ -43,6 +43,7 @@ class Step:
     setting: dict[str, Any] | None = None
     only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
     role: str | None = None  # calibrate: "alone" | "together"
+    candidate: bool = False  # advise: ``label`` names a candidate, not a sweep setting
 
     @property
     def key(self) -> str:
@@ -78,11 +79,13 @@ Finish = Callable[[Session], int | None]
 async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
                    mps_unavailable: str | None = None, schedule: Schedule | None = None,
-                   finish: Finish | None = None, floors: bool = True) -> int:
+                   finish: Finish | None = None, floors: bool = True,
+                   tolerant: bool = False) -> int:
     """Run ``steps`` (``--repeat`` rounds, interleaved; or what ``schedule`` yields)
     into one session; print the answer; apply ``--fail-if``; export. With
     ``floors`` the machine's recorded noise floors of the modes run are carried in
-    the snapshot (one-run answers are judged against them)."""
+    the snapshot (one-run answers are judged against them). ``tolerant`` plans
+    (advise) expect failed phases: ``finish`` decides the exit status."""
     from xwatch.core.export.floors import lookup, this_machine
     from xwatch.core.telemetry import start_telemetry
 
@@ -152,7 +155,10 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 continue
             phase.extra["step"] = step.key
             phase.extra["repeat"] = rnd
-            if step.label and step.role is None:
+            if step.candidate:
+                phase.extra["candidate"] = step.label
+                phase.extra["setting_values"] = step.setting or {}
+            elif step.label and step.role is None:
                 phase.extra["setting"] = step.label
                 phase.extra["setting_values"] = step.setting or {}
             if step.role:
@@ -178,14 +184,14 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             loop.remove_signal_handler(s)
     own = finish(session) if finish is not None and not got else None
     final = session.snapshot()
-    if len({st.key for st in steps}) > 1 or repeat > 1:
+    if (len({st.key for st in steps}) > 1 or repeat > 1) and not tolerant:
         lines = answer_lines(final)
         if lines:
             _out("=== answer " + "=" * 60)
             for line in lines:
                 _out(line)
     status = _verdict(phases, yielded, got)
-    if status == EXIT_OK and own is not None:
+    if own is not None and (status == EXIT_OK or (tolerant and not got)):
         status = own
     if fail_if and status == EXIT_OK:
         status = _gate(final, fail_if)

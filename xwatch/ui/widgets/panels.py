@@ -154,8 +154,16 @@ class AnswerPanel(QuietStatic):
         if key == self._key:
             return
         self._key = key
-        lines = answer_lines(snap)
-        self.set_display(bool(lines))
+        adv = snap.extra.get("advice")
+        lines = answer_lines(snap) if not isinstance(adv, dict) else []
+        self.set_display(bool(lines) or isinstance(adv, dict))
+        if isinstance(adv, dict):  # an advise session: its answer, table and frontier
+            from xwatch.core.plans.advise import advice_lines
+
+            t = Text("\n".join(advice_lines(adv)))
+            self.plain = t.plain
+            self.set_content(t, (text_key(t),))
+            return
         if not lines:
             return
         t = Text("Answer (finished phases): ", style="bold")

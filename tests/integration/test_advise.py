@@ -1,0 +1,108 @@
+"""``xwatch advise`` end to end with real processes and the fake MPS control tool:
+a mechanism that breaks the SLO is dropped with confidence, a cheaper one that
+meets it wins on price, nothing meeting the SLO exits 3 naming the closest, a
+mechanism this box lacks is skipped (or refused when asked for), and the snapshot,
+report and replay carry the advice."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import DATA, run_xwatch
+from tests.helpers import scenarios
+from tests.helpers.fake_mps import make_tool
+from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot
+
+FAKE_NVML = str(DATA / "fake_nvml")
+SCHEMA = json.loads(SCHEMA_PATH.read_text())
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"XWATCH_MPS_CONTROL": str(make_tool(tmp_path / "bin")),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "PYTHONPATH": FAKE_NVML + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _scenario(tmp_path: Path, slo_ms: float, hi_slow_in_mps: bool) -> Path:
+    """HIGH at 40/s (1.0-1.9 ms; 3 ms more under MPS when ``hi_slow_in_mps``); LOW
+    batch 2 at 20/s natively, at (its share of SMs / 2)/s under MPS: 50% -> 25/s."""
+    hi = scenarios.producer(40, *(["--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"]
+                                  if hi_slow_in_mps else []))
+    lo = scenarios.producer(20, "--rate-from-env", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:2")
+    return scenarios.two(tmp_path, 1.5, hi=hi, lo=lo,
+                         top=f"[slo]\nworkload = \"high\"\npercentile = 99\nlatency_ms = {slo_ms}")
+
+
+def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    r = run_xwatch("advise", str(f), "--modes", "native,mps", "--set",
+                   "low.mps.active_thread_percentage=50,25", "--telemetry", "off",
+                   "--budget", "3", "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    said = lines[lines.index("=== advice " + "=" * 60) + 1]
+    assert said.startswith("Use MPS, low at 50% of SMs: high P99"), said
+    assert re.search(r"\+2\d% against native", said), said  # 25/s x 2 against 20/s x 2
+    assert "[workload.mps]" in r.stdout and "active_thread_percentage = 50" in r.stdout
+    assert "# run it with: xwatch run SCENARIO --mode mps" in r.stdout
+    assert any(ln.startswith("- native: dropped-dominated") for ln in lines), r.stdout
+    assert any("⠀" <= ch <= "⣿" for ln in lines for ch in ln)  # the braille frontier
+    doc = json.loads((out / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    adv = doc["advice"]
+    assert adv["met"] and adv["choice"]["mode"] == "mps"
+    assert adv["choice"]["settings"] == {"low.mps.active_thread_percentage": 50}
+    assert {c["label"]: c["status"] for c in adv["candidates"]}["mps low.mps.active_thread_percentage=50"] == "chosen"
+    assert all(c["runs"] >= 2 for c in adv["candidates"])
+    assert adv["runs"] <= adv["grid_runs"]
+    report = (out / "report.md").read_text()
+    assert report.index("## Advice") < report.index("## Scenario")
+    assert "<svg" in (out / "report.html").read_text()
+    snap = load_snapshot(out / "snapshot.json")
+    assert snap.extra["advice"]["choice"]["mode"] == "mps"  # replay reads it back
+
+
+def test_a_mechanism_that_breaks_the_slo_is_dropped_and_none_meeting_exits_3(
+        tmp_path: Path) -> None:
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=True)
+    r = run_xwatch("advise", str(f), "--modes", "native,mps", "--set",
+                   "low.mps.active_thread_percentage=50", "--telemetry", "off", "--budget", "3",
+                   env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Use native (no sharing mechanism): high P99" in r.stdout
+    assert "dropped-slo - high P99" in r.stdout and "above 3 ms with confidence" in r.stdout
+    r = run_xwatch("advise", str(f), "--modes", "native,mps", "--slo", "high.P99=0.5",
+                   "--set", "low.mps.active_thread_percentage=50", "--telemetry", "off",
+                   "--budget", "3", env=_env(tmp_path), timeout=300)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "No setting meets high P99 < 0.5 ms with confidence; the closest is native" \
+        in r.stdout
+
+
+def test_what_cannot_run_is_skipped_by_default_and_refused_by_name(tmp_path: Path) -> None:
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    env = {**_env(tmp_path), "XSCHED_HOME": ""}
+    r = run_xwatch("advise", str(f), "--modes", "native,xsched", "--telemetry", "off",
+                   env=env, timeout=60)
+    assert r.returncode == 2 and "XSCHED NOT AVAILABLE" in r.stderr, r.stdout + r.stderr
+    r = run_xwatch("advise", str(f), "--slo", "high.P99=oops", "--telemetry", "off",
+                   env=env, timeout=60)
+    assert r.returncode == 2 and "expected [WORKLOAD.]PNN=MS" in r.stderr
+    g = scenarios.two(tmp_path, 1.5)  # no [slo]
+    r = run_xwatch("advise", str(g), "--telemetry", "off", env=env, timeout=60)
+    assert r.returncode == 2 and "NO SLO" in r.stderr
+
+
+@pytest.mark.parametrize("budget", ["0"])
+def test_budget_must_be_positive(tmp_path: Path, budget: str) -> None:
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    r = run_xwatch("advise", str(f), "--budget", budget, "--telemetry", "off",
+                   env=_env(tmp_path), timeout=60)
+    assert r.returncode == 2 and "--budget must be > 0" in r.stderr
