@@ -59,7 +59,8 @@ def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) ->
     adv = doc["advice"]
     assert adv["met"] and adv["choice"]["mode"] == "mps"
     assert adv["choice"]["settings"] == {"low.mps.active_thread_percentage": 50}
-    assert {c["label"]: c["status"] for c in adv["candidates"]}["mps low.mps.active_thread_percentage=50"] == "chosen"
+    status = {c["label"]: c["status"] for c in adv["candidates"]}
+    assert status["mps low.mps.active_thread_percentage=50"] == "chosen"
     assert all(c["runs"] >= 2 for c in adv["candidates"])
     assert adv["runs"] <= adv["grid_runs"]
     report = (out / "report.md").read_text()

@@ -16,12 +16,12 @@ import time
 
 args = sys.argv[1:]
 rate = float(args[0])
-_rate_var, _, _rate_div = dict(zip(args, args[1:])).get("--rate-from-env", ":1").partition(":")
-if _rate_var and os.environ.get(_rate_var):
-    rate = float(os.environ[_rate_var]) / float(_rate_div)
 count = int(args[1]) if len(args) > 1 and not args[1].startswith("--") else None
 opts = {args[i]: args[i + 1] for i in range(len(args) - 1)}
 malformed = int(opts.get("--malformed", 0))
+_rate_var, _, _rate_div = opts.get("--rate-from-env", ":1").partition(":")
+if _rate_var and os.environ.get(_rate_var):
+    rate = float(os.environ[_rate_var]) / float(_rate_div)
 crash_after = int(opts.get("--crash-after", 0)) or None
 crash_env = opts.get("--crash-if-env")
 hang_after = int(opts.get("--hang-after", 0)) or None

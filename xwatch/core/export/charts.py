@@ -97,17 +97,17 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     adv = snap.extra.get("advice")
     if isinstance(adv, dict):
         slo = adv["slo"]
-        cross = []
+        cross: list[tuple[str, list[tuple[float, float]]]] = []
         for c in adv["candidates"]:
             s, p = c["slo_metric"], c["price"]
             if s["estimate"] is None or p["estimate"] is None:
                 continue
-            pts = [(p["lo"] if p["lo"] is not None else p["estimate"], s["estimate"]),
+            bars = [(p["lo"] if p["lo"] is not None else p["estimate"], s["estimate"]),
                    (p["hi"] if p["hi"] is not None else p["estimate"], s["estimate"]),
                    (p["estimate"], math.nan),
                    (p["estimate"], s["lo"] if s["lo"] is not None else s["estimate"]),
                    (p["estimate"], s["hi"] if s["hi"] is not None else s["estimate"])]
-            cross.append((f"{c.get('label', c['mode'])} ({c['status']})", pts))
+            cross.append((f"{c.get('label', c['mode'])} ({c['status']})", bars))
         if cross:
             charts.append(line_chart(
                 f"Advise frontier: {slo['workload']} {slo['metric']} vs price, 95% intervals",
