@@ -104,3 +104,24 @@ def test_racing_finds_the_true_best_and_saves_runs() -> None:
         grid += rnd * len(cs)
     assert wins >= 19
     assert raced < 0.7 * grid
+
+
+def test_short_labels_and_a_budget_too_small_for_a_decision_says_so() -> None:
+    assert race.short_label("mps", {"low.mps.priority": 1,
+                                    "low.mps.active_thread_percentage": 50}) == \
+        "mps low pri=1 sm=50%"
+    assert race.short_label("xsched", {"low.threshold": 4, "low.batch_size": 2}) == \
+        "xsched low th=4 b=2"
+    cs = [_c("native", [17.0], [6100.0], "native"), _c("m", [14.0], [6300.0])]
+    judge(cs, OBJ)
+    for c in cs:
+        c.status = race.UNDECIDED
+    adv = {"slo": {"workload": "high", "metric": "P99", "latency_ms": 10.0}, "choice": None,
+           "closest": "m", "rounds": 1, "candidates": race.as_records(cs)}
+    s = race.sentence(adv)
+    assert s.startswith("No setting met high P99 < 10 ms with confidence (the budget ended "
+                        "after 1 round(s); a decision needs at least 2 runs of each)"), s
+
+
+def test_intervals_are_cut_at_zero() -> None:
+    assert interval_at([1.0, 30.0], 0.99).lo == 0.0

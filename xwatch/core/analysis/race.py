@@ -78,7 +78,8 @@ class Candidate:
 
 
 def interval_at(xs: Sequence[float], confidence: float) -> Interval:
-    """A t interval over runs at ``confidence`` (the mean's, as ``mean_interval``)."""
+    """A t interval over runs at ``confidence`` (the mean's, as ``mean_interval``),
+    cut at 0 below: latencies and throughputs are never negative."""
     base = mean_interval(xs)
     vals = [x for x in xs if x == x]
     if len(vals) < 2 or base.lo is None:
@@ -86,7 +87,7 @@ def interval_at(xs: Sequence[float], confidence: float) -> Interval:
     mean = base.est
     sd = math.sqrt(sum((x - mean) ** 2 for x in vals) / (len(vals) - 1))
     half = t_ppf(1.0 - (1.0 - confidence) / 2.0, len(vals) - 1) * sd / math.sqrt(len(vals))
-    return Interval(mean, mean - half, mean + half)
+    return Interval(mean, max(0.0, mean - half), mean + half)
 
 
 def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str]) -> None:
@@ -168,6 +169,18 @@ def undecided_note(cands: Sequence[Candidate]) -> str:
     return "Undecided at the budget: " + "; ".join(parts) + "."
 
 
+def short_label(mode: str, settings: Mapping[str, Any]) -> str:
+    """``mps low pri=1 sm=50%``, ``xsched low th=4 b=2``: a candidate's name in tables."""
+    short = {"mps.priority": "pri", "mps.active_thread_percentage": "sm", "threshold": "th",
+             "batch_size": "b", "priority": "prio", "level": "lvl"}
+    by_wl: dict[str, list[str]] = {}
+    for k, v in settings.items():
+        wl, _, key = k.partition(".")
+        word = short.get(key, key.removeprefix("mps."))
+        by_wl.setdefault(wl, []).append(f"{word}={v}%" if word == "sm" else f"{word}={v}")
+    return " ".join([mode, *(f"{wl} {' '.join(kv)}" for wl, kv in by_wl.items())])
+
+
 def as_records(cands: Sequence[Candidate]) -> list[dict[str, Any]]:
     """The candidates as the snapshot's ``advice.candidates`` carries them."""
     def iv(i: Interval) -> dict[str, float | None]:
@@ -225,7 +238,13 @@ def sentence(advice: Mapping[str, Any]) -> str:
             f"; the closest is {_mode_words(c['mode'], c['settings'])}: {slo['workload']} "
             f"{slo['metric']} {_num(c['slo_metric']['estimate'], '{:.2f}')} ms "
             f"[{_num(c['slo_metric']['lo'], '{:.2f}')}, {_num(c['slo_metric']['hi'], '{:.2f}')}]")
-        return f"No setting meets {want} with confidence{tail}."
+        live = [x for x in advice["candidates"] if x["status"] == UNDECIDED]
+        if not live:
+            return f"No setting meets {want}: every one was dropped or failed{tail}."
+        few = min(x["runs"] for x in live) < MIN_RUNS
+        why = (f" (the budget ended after {advice.get('rounds', 1)} round(s); a decision "
+               f"needs at least {MIN_RUNS} runs of each)" if few else " within the budget")
+        return f"No setting met {want} with confidence{why}{tail}."
     c = cands[choice["label"]]
     s, p = c["slo_metric"], c["price"]
     rel = ""

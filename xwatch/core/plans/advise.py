@@ -14,6 +14,7 @@ would overrun ``--budget``.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from xwatch.core.engine.session import Session
 from xwatch.core.export.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
-from xwatch.core.plans.sweep import apply_setting, parse_settings, setting_label, sweep_mode
+from xwatch.core.plans.sweep import apply_setting, parse_settings, sweep_mode
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -98,7 +99,7 @@ def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list
             continue
         for s in grids[mode]:
             sc = apply_setting(scen, s)
-            label = f"{mode} {setting_label(s)}"
+            label = race.short_label(mode, race.settings_of(s))
             backend: Any
             if mode == MPS:
                 backend = MpsController(mps.tool, sc, preflight=mps.preflight)
@@ -115,7 +116,7 @@ def frontier_lines(advice: dict[str, Any]) -> list[str]:
     braille scatter (marks a, b, c, ... as in the table)."""
     slo = advice["slo"]
     rows = sorted(advice["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))
-    out = [f"{'':2} {'candidate':<52} {'runs':>4}  {slo['workload'] + ' ' + slo['metric']:>24}"
+    out = [f"{'':2} {'candidate':<30} {'runs':>4}  {slo['workload'] + ' ' + slo['metric']:>24}"
            f"  {'price (samples/s)':>26}  status"]
     pts = []
     for i, c in enumerate(rows):
@@ -129,7 +130,7 @@ def frontier_lines(advice: dict[str, Any]) -> list[str]:
             hi = "?" if d["hi"] is None else fmt.format(d["hi"])
             return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
 
-        out.append(f"{mark:2} {c['label'][:52]:<52} {c['runs']:>4}  {iv(s, '{:.2f}'):>24}  "
+        out.append(f"{mark:2} {c['label'][:30]:<30} {c['runs']:>4}  {iv(s, '{:.2f}'):>24}  "
                    f"{iv(p, '{:,.0f}'):>26}  {c['status']}")
         if s["estimate"] is not None and p["estimate"] is not None:
             pts.append((mark, p["estimate"], s["estimate"], p["lo"], p["hi"], s["lo"], s["hi"]))
@@ -209,6 +210,12 @@ async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
             used = time.monotonic() - state["t0"]
             if used + used / rnd > budget_s:
                 state["budget_hit"] = True
+                if rnd < race.MIN_RUNS:
+                    print(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
+                          f"({budget_s / 60:g} min) has no room for a second, and a decision "
+                          f"needs {race.MIN_RUNS} runs of each candidate: give --budget "
+                          f"{math.ceil(used * (race.MIN_RUNS + 1) / 60)} or more, or fewer "
+                          "candidates (--modes, --set)", flush=True)
                 return
 
     def finish(session: Session) -> int | None:
