@@ -309,6 +309,57 @@ async def test_a_repeats_the_last_a_b_and_the_answer_is_over_runs(tmp_path: Path
         os.environ.pop("FAKE_MPS_RECORD", None)
 
 
+async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> None:
+    """``A`` in the dashboard: native and the four MPS settings race phase after phase;
+    HIGH is 3 ms slower under MPS here, so every MPS setting breaks the 3 ms SLO with
+    confidence after two rounds and native is chosen; the Compare tab shows it."""
+    import os
+
+    from tests.helpers.fake_mps import make_tool
+    from tests.helpers.scenarios import producer
+    from xwatch.core.mps.controller import MpsController
+    from xwatch.ui.widgets.panels import AnswerPanel
+
+    tool = make_tool(tmp_path / "bin")
+    os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
+    f = tmp_path / "adv.toml"
+    f.write_text(f"""
+name = "adv"
+duration_s = 1
+[slo]
+workload = "high"
+percentile = 99
+latency_ms = 3
+[[workload]]
+name = "high"
+priority = "high"
+command = {producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3")}
+[[workload]]
+name = "low"
+priority = "low"
+command = {producer(20)}
+""")
+    scen = load_scenario(str(f))
+    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
+                   autostart=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(lambda: app.session is not None, pilot)
+            await pilot.press("A")
+            panel = app.query_one(AnswerPanel)
+            await wait_for(lambda: (app.session.extra.get("advice") or {}).get(  # type: ignore[union-attr]
+                "final") is True, pilot, timeout=120)
+            adv = app.session.extra["advice"]  # type: ignore[union-attr]
+            assert adv["choice"]["mode"] == "native" and adv["rounds"] == 2
+            assert sorted(c["status"] for c in adv["candidates"]) == ["chosen"] + \
+                ["dropped-slo"] * 4
+            assert len(app.session.phases) == 10  # type: ignore[union-attr]
+            await wait_for(lambda: "Use native (no sharing mechanism)" in panel.plain, pilot)
+            await app.action_quit()
+    finally:
+        os.environ.pop("FAKE_MPS_RECORD", None)
+
+
 @pytest.mark.slow
 async def test_end_to_end_demo_with_real_torch_workers() -> None:
     app = make_app("demo", telemetry="auto")

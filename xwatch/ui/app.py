@@ -79,6 +79,7 @@ class XwatchApp(App[int]):
         Binding("k", "control", "XSched ctl"),
         Binding("C", "calibrate", "Calibrate", show=False),
         Binding("a", "repeat_ab", "A/B x3", show=False),
+        Binding("A", "advise", "Advise", show=False),
         Binding("left_square_bracket", "scroll_table(-3)", "Table up", show=False),
         Binding("right_square_bracket", "scroll_table(3)", "Table down", show=False),
         Binding("l", "tab('logs')", "Logs"),
@@ -402,6 +403,66 @@ class XwatchApp(App[int]):
             if self.runner.phase is not phase:  # the user started something else
                 return
         self.action_tab("compare")
+
+    def action_advise(self) -> None:
+        """``A``: race native and the mechanisms configured here (MPS, XSched) to the
+        cheapest setting that meets the scenario's SLO with confidence, phase after
+        phase (20-minute budget); the Compare tab shows the race and its answer."""
+        if self._not_live():
+            return
+        from xwatch.core.plans.advise import DEFAULT_BUDGET_MIN, make_race, objective
+
+        assert self.runner is not None and self.scenario is not None
+        runner, session = self.runner, self.session
+        assert session is not None
+        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
+        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
+        try:
+            rc = make_race(self.scenario, objective(self.scenario, None), modes, [],
+                           runner.backends.get(XSCHED), runner.backends.get(MPS),
+                           DEFAULT_BUDGET_MIN, 0, skipped,
+                           say=lambda text: session.log("xwatch", "info", text))
+        except XwatchError as e:
+            self.notify(str(e), title=e.title, severity="warning", timeout=10, markup=False)
+            return
+        self.notify(f"advise: {len(rc.cands)} candidates ({', '.join(modes)}), rounds of "
+                    f"{self.phase_s:g} s phases, budget {DEFAULT_BUDGET_MIN:g} min; the "
+                    "Compare tab shows the race", timeout=8)
+        self._spawn(self._advise(rc))
+
+    async def _advise(self, rc: Any) -> None:
+        assert self.runner is not None and self.session is not None
+        runner, session = self.runner, self.session
+        saved = dict(runner.backends)  # each candidate brings its own backend
+        try:
+            while order := rc.round():
+                for c, step in order:
+                    if step.backend is not None:
+                        runner.backends[step.mode] = step.backend
+                    try:
+                        phase = await runner.start_phase(step.mode)
+                    except XwatchError as e:
+                        self.notify(str(e), title=e.title, severity="error", timeout=8,
+                                    markup=False)
+                        failed = session.current
+                        rc.record(c, failed.snapshot(time.monotonic()) if failed is not None
+                                  and failed.mode == step.mode and failed.status == "failed"
+                                  else None)
+                        continue
+                    phase.extra.update(candidate=c.label, setting_values=step.setting or {},
+                                       step=step.key, repeat=rc.rounds)
+                    await self._watch_phase(phase)
+                    if runner.phase is not phase:  # the user started something else
+                        session.extra["advice"] = rc.advice()
+                        return
+                    rc.record(c, phase.snapshot(time.monotonic()))
+                    session.extra["advice"] = rc.advice(final=False)
+                if not rc.after_round():
+                    break
+            session.extra["advice"] = rc.advice()
+            self.action_tab("compare")
+        finally:
+            runner.backends.update(saved)
 
     def _not_live(self) -> bool:
         if self.replay is not None:

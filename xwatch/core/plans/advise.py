@@ -141,119 +141,171 @@ def frontier_lines(advice: dict[str, Any]) -> list[str]:
 
 def advice_lines(advice: dict[str, Any]) -> list[str]:
     """Everything advise prints at the end: the sentence first."""
-    lines = ["=== advice " + "=" * 60, race.sentence(advice)]
+    if not advice.get("final", True):
+        live = [c for c in advice["candidates"] if c["status"] == race.SURVIVING]
+        head = (f"Advise running: round {advice['rounds']}, {len(live)} of "
+                f"{len(advice['candidates'])} candidates left, {advice['runs']} runs in "
+                f"{advice['seconds'] / 60:.1f} min (budget {advice['budget_s'] / 60:g} min)")
+    else:
+        head = race.sentence(advice)
+    lines = ["=== advice " + "=" * 60, head]
     toml = race.toml_for(advice)
     if toml:
         lines += ["", "Paste into the scenario:", *toml]
     lines += ["", "Frontier (95% intervals over runs, Bonferroni over the candidates):",
               *frontier_lines(advice)]
     why = race.reasons(advice)
-    if why:
+    if why and advice.get("final", True):
         lines += ["", "Not chosen:", *(f"- {w}" for w in why)]
     if advice.get("undecided"):
         lines.append(advice["undecided"])
     for mode, reason in (advice.get("skipped") or {}).items():
         lines.append(f"Skipped {mode}: {reason}")
-    lines.append(f"Runs: {advice['runs']} in {advice['seconds'] / 60:.1f} min "
-                 f"(budget {advice['budget_s'] / 60:.0f} min); a full grid of the same "
-                 f"rounds would have taken {advice['grid_runs']} runs.")
+    if advice.get("final", True):
+        lines.append(f"Runs: {advice['runs']} in {advice['seconds'] / 60:.1f} min "
+                     f"(budget {advice['budget_s'] / 60:.0f} min); a full grid of the same "
+                     f"rounds would have taken {advice['grid_runs']} runs.")
     return lines
+
+
+class Race:
+    """One advise race: the candidates, their steps, the rounds, the budget. Driven by
+    the headless plan (``run_advise``) and by the dashboard (``A``) alike: ``round()``
+    gives the next round's order, ``record()`` takes each finished phase, ``after_round()``
+    judges and says whether to go on, ``advice()`` is the record (live or final)."""
+
+    def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
+                 budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
+                 say: Any = None) -> None:
+        self.obj = obj
+        self.lows = lows_of(scen, obj)
+        self.cands = [c for c, _ in plan]
+        self.steps = {c.label: st for c, st in plan}
+        self.budget_s = budget_s
+        self.seed = seed
+        self.skipped = skipped or {}
+        self.rng = random.Random(seed)
+        self.rounds = 0
+        self.t0 = time.monotonic()
+        self.winner: Candidate | None = None
+        self.said: set[str] = set()
+        self.say = say or (lambda text: print(text, flush=True))
+
+    def round(self) -> list[tuple[Candidate, Step]]:
+        """The survivors in this round's shuffled order (empty: the race is over)."""
+        live = [c for c in self.cands if c.alive]
+        if not live or self.winner is not None:
+            return []
+        self.rounds += 1
+        self.rng.shuffle(live)
+        self.say(f"=== advise round {self.rounds}: {len(live)} candidates "
+                 f"({', '.join(c.label for c in live)})")
+        return [(c, self.steps[c.label]) for c in live]
+
+    def record(self, c: Candidate, phase: Any) -> None:
+        """A candidate's finished phase (a PhaseSnapshot), or None if it never started."""
+        if phase is None:
+            c.status, c.reason = race.FAILED, "its phase could not start"
+        else:
+            race.record_run(c, phase, self.obj, self.lows)
+
+    def after_round(self) -> bool:
+        """Judge; True while another round should run."""
+        self.winner = race.judge(self.cands, self.obj)
+        for c in self.cands:
+            if c.status != race.SURVIVING and c.label not in self.said:
+                self.say(f"    {c.label}: {c.status} ({c.reason})")
+                self.said.add(c.label)
+        if self.winner is not None or not any(c.alive for c in self.cands):
+            return False
+        used = time.monotonic() - self.t0
+        if used + used / self.rounds > self.budget_s:
+            if self.rounds < race.MIN_RUNS:
+                self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
+                         f"({self.budget_s / 60:g} min) has no room for a second, and a "
+                         f"decision needs {race.MIN_RUNS} runs of each candidate: give "
+                         f"--budget {math.ceil(used * (race.MIN_RUNS + 1) / 60)} or more, or "
+                         "fewer candidates (--modes, --set)")
+            return False
+        return True
+
+    def advice(self, final: bool = True) -> dict[str, Any]:
+        """The snapshot's ``advice`` record; ``final`` settles the statuses."""
+        used = time.monotonic() - self.t0
+        winner, decided = self.winner, self.winner is not None
+        if final:
+            if winner is None:  # at the budget: the cheapest meeting the SLO with confidence
+                meeting = [c for c in self.cands if c.alive and c.meets(self.obj)]
+                winner = max(meeting, key=lambda c: c.price.est) if meeting else None
+            if winner is not None:
+                winner.status = race.CHOSEN
+            for c in self.cands:
+                if c.alive:
+                    c.status = race.UNDECIDED
+        near = race.closest(self.cands) if winner is None else None
+        obj = self.obj
+        return {
+            "slo": {"workload": obj.workload, "metric": obj.metric,
+                    "percentile": float(obj.metric[1:]), "latency_ms": obj.latency_ms},
+            "choice": None if winner is None else {"label": winner.label, "mode": winner.mode,
+                                                   "settings": dict(winner.settings)},
+            "met": winner is not None, "decided": decided, "final": final,
+            "closest": near.label if near is not None else None,
+            "candidates": race.as_records(self.cands),
+            "runs": sum(c.runs for c in self.cands)
+            + sum(1 for c in self.cands if c.status == race.FAILED),
+            "rounds": self.rounds, "grid_runs": self.rounds * len(self.cands),
+            "seconds": round(used, 1), "budget_s": self.budget_s, "seed": self.seed,
+            "skipped": self.skipped,
+            "undecided": race.undecided_note([c for c in self.cands if c.status in
+                                              (race.UNDECIDED, race.CHOSEN)])
+            if final and not decided else "",
+        }
+
+    def status(self) -> int:
+        """0: a choice meets the SLO with confidence; 3: none does; 1: every one failed."""
+        if all(c.status == race.FAILED for c in self.cands):
+            return EXIT_FAILED
+        return EXIT_OK if any(c.status == race.CHOSEN for c in self.cands) else EXIT_GATE
+
+
+def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
+              xsched: Any, mps: Any, budget_min: float, seed: int = 0,
+              skipped: dict[str, str] | None = None, say: Any = None) -> Race:
+    if not lows_of(scen, obj):
+        raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
+                         f"{scen.name} has none")
+    plan = plan_candidates(scen, obj, modes, sets, xsched, mps)
+    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say)
 
 
 async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
                      skipped: dict[str, str], xsched: Any = None, mps: Any = None,
                      mps_unavailable: str | None = None) -> int:
-    """Race the candidates; print and record the advice; the exit status."""
+    """Race the candidates headless; print and record the advice; the exit status."""
     obj = objective(scen, getattr(args, "slo", None))
-    if not lows_of(scen, obj):
-        raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
-                         f"{scen.name} has none")
-    plan = plan_candidates(scen, obj, modes, list(getattr(args, "set", []) or []), xsched, mps)
-    cands = [c for c, _ in plan]
-    steps = {c.label: st for c, st in plan}
-    budget_s = float(getattr(args, "budget", DEFAULT_BUDGET_MIN)) * 60.0
-    seed = int(getattr(args, "seed", 0) or 0)
-    state: dict[str, Any] = {"winner": None, "rounds": 0, "t0": time.monotonic(),
-                             "budget_hit": False}
-    lows = lows_of(scen, obj)
+    rc = make_race(scen, obj, modes, list(getattr(args, "set", []) or []), xsched, mps,
+                   float(getattr(args, "budget", DEFAULT_BUDGET_MIN)),
+                   int(getattr(args, "seed", 0) or 0), skipped)
 
     def schedule(session: Session) -> Iterator[tuple[int, Step]]:
-        rng = random.Random(seed)
-        said: set[str] = set()
-        while True:
-            live = [c for c in cands if c.alive]
-            if not live:
-                return
-            state["rounds"] += 1
-            rnd = state["rounds"]
-            order = live[:]
-            rng.shuffle(order)
-            print(f"=== advise round {rnd}: {len(order)} candidates "
-                  f"({', '.join(c.label for c in order)})", flush=True)
-            for c in order:
+        while order := rc.round():
+            for c, step in order:
                 before = len(session.phases)
-                yield rnd, steps[c.label]
-                if len(session.phases) > before:
-                    ph = session.phases[-1]
-                    race.record_run(c, ph.snapshot(time.monotonic()), obj, lows)
-                else:
-                    c.status, c.reason = race.FAILED, "its phase could not start"
-            state["winner"] = race.judge(cands, obj)
-            for c in cands:
-                if c.status != race.SURVIVING and c.label not in said:
-                    print(f"    {c.label}: {c.status} ({c.reason})", flush=True)
-                    said.add(c.label)
-            if state["winner"] is not None:
-                return
-            if not any(c.alive for c in cands):
-                return
-            used = time.monotonic() - state["t0"]
-            if used + used / rnd > budget_s:
-                state["budget_hit"] = True
-                if rnd < race.MIN_RUNS:
-                    print(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
-                          f"({budget_s / 60:g} min) has no room for a second, and a decision "
-                          f"needs {race.MIN_RUNS} runs of each candidate: give --budget "
-                          f"{math.ceil(used * (race.MIN_RUNS + 1) / 60)} or more, or fewer "
-                          "candidates (--modes, --set)", flush=True)
+                yield rc.rounds, step
+                rc.record(c, session.phases[-1].snapshot(time.monotonic())
+                          if len(session.phases) > before else None)
+            if not rc.after_round():
                 return
 
     def finish(session: Session) -> int | None:
-        used = time.monotonic() - state["t0"]
-        winner: Candidate | None = state["winner"]
-        decided = winner is not None
-        if winner is None:  # at the budget: the cheapest that meets the SLO with confidence
-            meeting = [c for c in cands if c.alive and c.meets(obj)]
-            winner = max(meeting, key=lambda c: c.price.est) if meeting else None
-        if winner is not None:
-            winner.status = race.CHOSEN
-        for c in cands:
-            if c.alive:
-                c.status = race.UNDECIDED
-        near = race.closest(cands) if winner is None else None
-        advice: dict[str, Any] = {
-            "slo": {"workload": obj.workload, "metric": obj.metric,
-                    "percentile": float(obj.metric[1:]), "latency_ms": obj.latency_ms},
-            "choice": None if winner is None else {"label": winner.label, "mode": winner.mode,
-                                                   "settings": dict(winner.settings)},
-            "met": winner is not None, "decided": decided,
-            "closest": near.label if near is not None else None,
-            "candidates": race.as_records(cands),
-            "runs": sum(c.runs for c in cands) + sum(1 for c in cands if c.status == race.FAILED),
-            "rounds": state["rounds"], "grid_runs": state["rounds"] * len(cands),
-            "seconds": round(used, 1), "budget_s": budget_s, "seed": seed,
-            "skipped": skipped,
-            "undecided": race.undecided_note([c for c in cands if c.status == race.UNDECIDED
-                                              or c is winner]) if not decided else "",
-        }
+        advice = rc.advice()
         session.extra["advice"] = advice
         for line in advice_lines(advice):
             print(line, flush=True)
-        if all(c.status == race.FAILED for c in cands):
-            return EXIT_FAILED
-        return EXIT_OK if winner is not None else EXIT_GATE
+        return rc.status()
 
-    return await run_plan(scen, args, [st for _, st in plan], xsched, mps, mps_unavailable,
+    return await run_plan(scen, args, list(rc.steps.values()), xsched, mps, mps_unavailable,
                           schedule=schedule, finish=finish, tolerant=True)
 
 

@@ -21,6 +21,7 @@ HELP = """\
 | `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
 | `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
 | `a` | repeat the last A/B (the last two modes run) 3 more times each, interleaved |
+| `A` | advise: race native, MPS and XSched settings to the cheapest that meets the SLO |
 | `[` `]` | scroll the workload table up / down (many workloads on one GPU) |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
 | `p` | pause / resume the charts (data keeps flowing) |

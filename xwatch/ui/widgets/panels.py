@@ -150,11 +150,13 @@ class AnswerPanel(QuietStatic):
     _key: tuple[object, ...] = ()
 
     def show(self, snap: SessionSnapshot) -> None:
-        key = tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None)
+        adv = snap.extra.get("advice")
+        key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
+               adv.get("runs") if isinstance(adv, dict) else None,
+               adv.get("final") if isinstance(adv, dict) else None)
         if key == self._key:
             return
         self._key = key
-        adv = snap.extra.get("advice")
         lines = answer_lines(snap) if not isinstance(adv, dict) else []
         self.set_display(bool(lines) or isinstance(adv, dict))
         if isinstance(adv, dict):  # an advise session: its answer, table and frontier
