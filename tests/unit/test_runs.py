@@ -286,3 +286,25 @@ def test_whole_milliseconds_are_shown_as_such_and_exactly() -> None:
     assert iv.est == round(iv.est) and iv.lo == round(iv.lo)  # type: ignore[arg-type]
     m.add(15.5)
     assert not m.integral and m.ints is None
+
+
+def test_a_calibration_answers_each_role_against_its_own_native_step() -> None:
+    """calibrate: HIGH alone under the mode against HIGH alone natively, together under
+    the mode against together natively (never together against alone, which would call
+    contention itself a slowdown of the mode)."""
+    rng = random.Random(31)
+    phases = []
+    for r in range(1, 3):
+        for role, mode, shift in (("alone", "native", 0.0), ("alone", "xsched", 0.2),
+                                  ("together", "native", 5.0), ("together", "xsched", 1.0)):
+            w = _run(rng, 300, 1.0, shift)
+            phases.append(PhaseSnapshot(len(phases), f"{role}-{mode}-{r}", mode, "done", "",
+                                        None, 10.0, True, (w,),
+                                        {"calibrate": role, "repeat": r,
+                                         "step": f"{role}-{mode}"}))
+    snap = SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0)
+    pairs = {(r["step"], r["baseline"]) for r in answer_records(snap)}
+    assert pairs == {("alone-xsched", "alone-native"), ("together-xsched", "together-native")}
+    together = next(r for r in answer_records(snap)
+                    if r["step"] == "together-xsched" and r["metric"] == "P50")
+    assert together["estimate"] == pytest.approx(-4.0, abs=0.3)

@@ -14,6 +14,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from xwatch.core.analysis.noise import floors_in
 from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
 from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import label as mode_label
@@ -122,7 +123,10 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
 
     # intervals, pooled over repeats: what the mode recovers under contention (together
     # native minus together under the mode) and what the mode alone costs
-    rec = latency_change(high, 99.0, _all(snap, "together", mode), _all(snap, "together", "native"))
+    floors = floors_in(snap.extra)  # one run each: judged against the recorded floor
+    rec = latency_change(high, 99.0, _all(snap, "together", mode),
+                         _all(snap, "together", "native"), floors)
+    # no floor for HIGH alone: it was recorded for the whole scenario
     over = latency_change(high, 99.0, _all(snap, "alone", "native"), _all(snap, "alone", mode))
     cal = Calibration(high, rows, low_sps("native"), low_sps(mode), missing, "", mode,
                       rec, over)

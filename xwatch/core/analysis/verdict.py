@@ -279,29 +279,49 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
         return []
     floors = floors_in(snap.extra) if floors is None else floors
     groups = steps(snap)
-    bkey = step_key(base_p)
-    base = groups.get(bkey, [base_p])
     hi, lows = by_priority(base_p)
     slo_wl, slo_m = slo_metric(snap)
     out = []
-    for key, ps in groups.items():
-        if key == bkey:
-            continue
+    for key, bkey in _pairs_of_steps(groups, step_key(base_p)):
+        ps, base = groups[key], groups[bkey]
+        # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
+        fl = {} if ps and ps[0].extra.get("calibrate") == "alone" else floors
         ch: list[Change] = []
         if hi is not None:
             metrics = ["P50", "P99"]
             if slo_wl == hi.name and slo_m not in metrics:
                 metrics.append(slo_m)
             for m in metrics:
-                c = change(hi.name, m, base, ps, floors)
+                c = change(hi.name, m, base, ps, fl)
                 if c is not None:
                     ch.append(c)
         for lw in lows:
-            c = change(lw.name, RATE, base, ps, floors)
+            c = change(lw.name, RATE, base, ps, fl)
             if c is not None:
                 ch.append(c)
         if ch:  # nothing comparable (failed phases, or a snapshot without histograms)
             out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch)))
+    return out
+
+
+def _pairs_of_steps(groups: Mapping[str, Sequence[PhaseSnapshot]], bkey: str
+                    ) -> list[tuple[str, str]]:
+    """(step, its baseline step): every step against the first native one; in a
+    calibration, each role's mode step against the same role's native step (HIGH alone
+    under the mode against HIGH alone natively: the mode's own cost; together under the
+    mode against together natively: what the mode changes under contention)."""
+    roles = {str(ps[0].extra.get("calibrate")) for ps in groups.values()
+             if ps and ps[0].extra.get("calibrate")}
+    if not roles:
+        return [(k, bkey) for k in groups if k != bkey]
+    out = []
+    for key, ps in groups.items():
+        role = ps[0].extra.get("calibrate") if ps else None
+        if role and ps[0].mode != "native":
+            base = next((k for k, q in groups.items() if q and q[0].mode == "native"
+                         and q[0].extra.get("calibrate") == role), None)
+            if base is not None:
+                out.append((key, base))
     return out
 
 
