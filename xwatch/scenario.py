@@ -35,6 +35,7 @@ DTYPES = ("fp32", "fp16", "bf16")
 ARRIVALS = ("fixed", "poisson")
 STREAMS = ("created", "default")
 STREAM_PRIORITIES = ("high", "normal")
+AMP_MODES = ("off", "bf16", "fp16")
 #: per-workload tables of mode settings ([workload.xsched], [workload.mps])
 MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
@@ -71,6 +72,8 @@ class Key:
             return "-"
         if isinstance(self.default, str):
             return self.default if self.default.startswith("(") else f'"{self.default}"'
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"  # as TOML writes it
         return str(self.default)
 
 
@@ -104,6 +107,12 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
             raise ValueError(f"must be <= {hi}")
         return v
     return check
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("true or false")
+    return v
 
 
 def _stall(v: Any) -> float | bool:
@@ -328,6 +337,13 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
         "XSched to schedule them) or the default stream ('default'). No effect on CPU.",
         _choice(*STREAMS), STREAMS),
     Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", _int(0)),
+    Key("train", "boolean", False, "Train instead of serving: each request is one iteration "
+        "of forward, loss against random labels (fixed seed), backward and an SGD step (lr "
+        "0.01, momentum 0.9); its time is the latency, `batch` x iterations/s the samples/s. "
+        "torchvision models, and BERT with task 'classification' or 'qa'.", _bool),
+    Key("amp", "string", "off", "Mixed precision by autocast around the forward pass (and "
+        "the loss): 'off', 'bf16' or 'fp16' (training in fp16 scales the loss). Weights stay "
+        "in `dtype`.", _choice(*AMP_MODES), AMP_MODES),
     Key("stream_priority", "string", "(high for the highest-priority workloads, else normal)",
         "Priority of the created stream: 'high' (the device's greatest stream priority) or "
         "'normal'. Orders work within one process, and across processes under MPS; the "
@@ -400,6 +416,8 @@ class Workload:
     stream: str = "created"
     seed: int = 0
     stream_priority: str | None = None  # None: high for the highest-priority workloads
+    train: bool = False  # one training iteration per request
+    amp: str = "off"  # autocast: off | bf16 | fp16
     # external command
     command: tuple[str, ...] | None = None
     cwd: str | None = None
@@ -445,7 +463,7 @@ class Workload:
         """Short human description: 'resnet18 b1 @20/s' or the command."""
         if self.model is not None:
             load = f"@{self.rate:g}/s" if self.rate else "closed"
-            return f"{self.model} b{self.batch} {load}"
+            return f"{self.model} b{self.batch}{' train' if self.train else ''} {load}"
         assert self.command is not None
         return " ".join(self.command)[:40]
 
@@ -638,6 +656,12 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     for req in ("name", "priority"):
         if req not in vals:
             raise ctx.error(where, f"missing required key {req!r}")
+    if vals.get("train") and vals.get("task") == "base":
+        raise ctx.error(f"{where}.train", "training needs a loss: BERT task 'classification' "
+                        "or 'qa' (task 'base' has no head)")
+    if vals.get("amp", "off") != "off" and vals.get("dtype", "fp32") != "fp32":
+        raise ctx.error(f"{where}.amp", f"amp autocasts fp32 weights; with dtype "
+                        f"{vals['dtype']!r} the model already runs in that precision: set one")
     if "arrival" in vals and "rate" not in vals:
         raise ctx.error(f"{where}.arrival", "'arrival' needs 'rate' (closed loop has no spacing)")
     xs_raw = raw.get("xsched", {})

@@ -53,7 +53,8 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
         stream_priority=w.stream_priority or ("high" if top else "normal"),
         name=w.name, model=w.model, batch=w.batch, input=w.input, seq_len=w.seq_len, task=w.task,
         dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, requests=w.requests,
-        warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed)
+        warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed, train=w.train,
+        amp=w.amp)
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,

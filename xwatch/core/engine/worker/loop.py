@@ -108,7 +108,8 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
     monotonic = time.monotonic
     sleep = time.sleep
     batch = cfg.batch
-    with torch.inference_mode(), ctx:
+    grad = contextlib.nullcontext() if cfg.train else torch.inference_mode()
+    with grad, ctx:
         t_w = monotonic()
         for _ in range(cfg.warmup):
             forward()

@@ -1,7 +1,10 @@
 """Builds the workload's model and its reusable input (torch imported here only).
 
 torchvision classification models by name, or BERT architectures from a config
-with random weights: nothing is downloaded at run time.
+with random weights: nothing is downloaded at run time. ``forward()`` is one
+request: an inference pass, or with ``train`` one training iteration (forward,
+loss against random labels drawn once with the seed, backward, SGD step), both
+under autocast when ``amp`` asks for it.
 """
 
 from __future__ import annotations
@@ -60,11 +63,23 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
         model = cls(bcfg).eval().to(device=device, dtype=dtype)
         ids = torch.randint(0, vocab, (cfg.batch, cfg.seq_len), device=device)
         mask = torch.ones_like(ids)
-        inputs = {"input_ids": ids, "attention_mask": mask}
+        inputs: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         info["input"] = f"tokens {cfg.batch}x{cfg.seq_len}"
+        if cfg.train:  # the head computes its own loss from these labels
+            if cfg.task == "classification":
+                inputs["labels"] = torch.randint(0, int(bcfg.num_labels or 2), (cfg.batch,),
+                                                 device=device)
+            else:
+                inputs["start_positions"] = torch.randint(0, cfg.seq_len, (cfg.batch,),
+                                                          device=device)
+                inputs["end_positions"] = torch.randint(0, cfg.seq_len, (cfg.batch,),
+                                                        device=device)
 
         def forward() -> Any:
             return model(**inputs)
+
+        def loss_of(out: Any) -> Any:
+            return out.loss
     else:
         import torchvision
 
@@ -77,13 +92,59 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
         x = torch.randn((cfg.batch, *cfg.input), device=device, dtype=dtype)
         info["input"] = "images " + "x".join(str(d) for d in (cfg.batch, *cfg.input))
         info["torchvision"] = torchvision.__version__
+        labels: Any = None
+        if cfg.train:
+            with torch.no_grad():
+                classes = int(model(x[:1]).shape[-1])
+            labels = torch.randint(0, classes, (cfg.batch,), device=device)
 
         def forward() -> Any:
             return model(x)
 
+        def loss_of(out: Any) -> Any:
+            return torch.nn.functional.cross_entropy(out.float(), labels)
+
     info["params"] = sum(p.numel() for p in model.parameters())
     info["dtype"] = cfg.dtype
-    return forward, device, info
+    info["train"] = cfg.train
+    info["amp"] = cfg.amp
+    step = _autocast(torch, cfg.amp, device, forward)
+    if cfg.train:
+        step = _train_step(torch, model, step, loss_of, cfg.amp, device)
+    return step, device, info
+
+
+def _autocast(torch: Any, amp: str, device: Any, forward: Callable[[], Any]
+              ) -> Callable[[], Any]:
+    if amp == "off":
+        return forward
+    dtype = getattr(torch, DTYPES[amp])
+
+    def cast() -> Any:
+        with torch.autocast(device_type=device.type, dtype=dtype):
+            return forward()
+    return cast
+
+
+def _train_step(torch: Any, model: Any, forward: Callable[[], Any],
+                loss_of: Callable[[Any], Any], amp: str, device: Any) -> Callable[[], Any]:
+    """One training iteration per call: forward, loss, backward, SGD step."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    scaler = torch.amp.GradScaler(device.type) if amp == "fp16" else None
+
+    def step() -> Any:
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(forward())
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        return loss
+    return step
 
 
 def device_info(torch: Any, device: Any) -> dict[str, Any]:
