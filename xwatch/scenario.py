@@ -115,6 +115,13 @@ def _bool(v: Any) -> bool:
     return v
 
 
+def _metric(v: Any) -> str:
+    text = _s(v)
+    if not re.fullmatch(r"[a-z][a-z0-9_]*_ms", text):
+        raise ValueError("a metric name in lower case ending in _ms, e.g. 'tpot_ms'")
+    return text
+
+
 def _stall(v: Any) -> float | bool:
     if v is False:
         return False
@@ -259,6 +266,9 @@ SLO_KEYS: tuple[Key, ...] = (
     Key("latency_ms", "number", None,
         "Objective: that percentile must stay below this many ms. Goodput is the share of "
         "requests at or under it.", _num(positive=True), required=True),
+    Key("metric", "string", "latency_ms", "The per-request metric the objective is about: "
+        "'latency_ms', or a named metric the workload reports with each request (e.g. "
+        "'ttft_ms', 'tpot_ms', 'itl_ms'; the name ends in _ms).", _metric),
 )
 
 XSCHED_KEYS: tuple[Key, ...] = (
@@ -473,6 +483,12 @@ class Slo:
     workload: str
     percentile: float
     latency_ms: float
+    metric: str = "latency_ms"  # or a named per-request metric ("tpot_ms")
+
+    @property
+    def named(self) -> str | None:
+        """The named metric the objective is about; None: the request latency."""
+        return None if self.metric == "latency_ms" else self.metric
 
 
 @dataclass(frozen=True)
@@ -708,7 +724,8 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         if target not in seen:
             raise ctx.error("slo.workload", f"{target!r} is not a workload; workloads: "
                             + ", ".join(w.name for w in wls))
-        slo = Slo(workload=target, percentile=s.get("percentile", 99.0), latency_ms=s["latency_ms"])
+        slo = Slo(workload=target, percentile=s.get("percentile", 99.0), latency_ms=s["latency_ms"],
+                  metric=s.get("metric", "latency_ms"))
     xs = XschedSettings()
     if "xsched" in data:
         if not isinstance(data["xsched"], dict):

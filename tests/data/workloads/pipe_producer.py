@@ -5,6 +5,8 @@ argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--han
       [--add-ms-if-env VAR:MS] (every latency MS longer when VAR is set: a mode that slows it)
       [--rate-from-env VAR:DIV] (when VAR is set, the rate is its value / DIV: a setting that
       speeds or slows a background workload)
+      [--llm N] (each request also reports what an LLM client does: ttft_ms, tpot_ms and
+      itl_ms, the list of its N-1 inter-token latencies, in whole milliseconds)
       [--pci-by-visible HEX,HEX,...]  (hello reports the PCI bus of the GPU that
       CUDA_VISIBLE_DEVICES selects, as torch would; latency grows with that index)
 """
@@ -73,6 +75,9 @@ while count is None or i < count:
     if service_ms is not None:
         ev["service_ms"] = service_ms
         ev["latency_ms"] += service_ms
+    if "--llm" in opts:
+        gaps = [10 + (i + k) % 3 for k in range(int(opts["--llm"]) - 1)]
+        ev.update(ttft_ms=40 + i % 5, tpot_ms=sum(gaps) / len(gaps), itl_ms=gaps)
     emit(ev)
     if hang_after and i >= hang_after:  # alive, silent: what a hung GPU looks like
         while True:

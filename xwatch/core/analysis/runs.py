@@ -30,7 +30,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xwatch.core.analysis.intervals import CONFIDENCE, Interval, betainc, hist_of, percentile_interval
+from xwatch.core.analysis.intervals import (
+    CONFIDENCE,
+    Hist,
+    Interval,
+    betainc,
+    hist_of,
+    percentile_interval,
+)
 from xwatch.core.engine.session import WorkloadSnapshot
 
 Z95 = 1.959963984540054
@@ -86,12 +93,13 @@ def metric_unit(metric: str) -> str:
 
 
 def percentile_of(metric: str) -> float:
-    """``"P99"`` -> 99.0."""
-    return float(metric[1:])
+    """``"P99"`` (or ``"tpot_ms:P99"``) -> 99.0."""
+    return float(metric.rpartition(":")[2][1:])
 
 
 def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
-    """``metric`` ("P50", "P99", "samples/s", ...) of one workload's run.
+    """``metric`` ("P50", "P99", "samples/s", or a named metric's "tpot_ms:P99") of one
+    workload's run.
 
     Percentiles: the run's nearest-rank estimate; its standard error from the
     order-statistic 95% interval (half its width / 1.96). Throughput: samples per
@@ -103,6 +111,16 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
         m, sd, n = w.phase.mean, w.phase.std, w.count
         se = est * (sd / m) / math.sqrt(n) if n > 1 and m > 0 and sd == sd else math.nan
         return RunValue(est, se)
+    name, _, pq = metric.rpartition(":")
+    if name:  # a named metric ("tpot_ms:P99")
+        named = w.metrics.get(name)
+        if named is None or not named.count:
+            return RunValue(math.nan, math.nan)
+        iv = percentile_interval(Hist(named.hist, named.phase.min, named.phase.max,
+                                      named.integral), percentile_of(pq))
+        se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None \
+            else math.nan
+        return RunValue(iv.est, se)
     q = percentile_of(metric)
     if not w.hist:  # an older snapshot: the recorded percentile, its error unknown
         key = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}.get(q)

@@ -260,10 +260,12 @@ class StepAnswer:
 
 
 def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
-    """(the SLO workload, its metric): the scenario's ``[slo]``, else HIGH's P99."""
+    """(the SLO workload, its metric): the scenario's ``[slo]`` ("P99", or a named
+    metric's "tpot_ms:P99"), else HIGH's P99."""
     slo = snap.scenario.slo
     if slo is not None:
-        return slo.workload, f"P{slo.percentile:g}"
+        pq = f"P{slo.percentile:g}"
+        return slo.workload, f"{slo.named}:{pq}" if slo.named else pq
     p = baseline(snap)
     hi = by_priority(p)[0] if p is not None else None
     return (hi.name if hi is not None else None), "P99"

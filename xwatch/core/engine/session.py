@@ -95,6 +95,26 @@ class ExitInfo:
 
 
 @dataclass(frozen=True)
+class MetricSnapshot:
+    """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
+    same statistics as its latency, without the unfinished requests' waits."""
+
+    name: str
+    count: int
+    phase: LatencySummary
+    window: LatencySummary
+    series: tuple[SecondRow, ...]
+    hist: tuple[tuple[int, int], ...]
+    integral: bool = False
+    goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
+
+
+#: the keys of a request event that are not named metrics
+REQUEST_KEYS = frozenset({"type", "seq", "t", "latency_ms", "service_ms", "sched_delay_ms",
+                          "late", "batch", "ok"})
+
+
+@dataclass(frozen=True)
 class WorkloadSnapshot:
     """Everything about one workload in one phase, frozen at snapshot time."""
 
@@ -154,6 +174,8 @@ class WorkloadSnapshot:
     #: every latency the workload reported was a whole number: its percentiles are
     #: exact (counted per value), and interval bounds are shown as whole numbers
     integral: bool = False
+    #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
+    metrics: dict[str, MetricSnapshot] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -216,9 +238,14 @@ class WorkloadRun:
         self.launch: dict[str, Any] = {}
         self.end_t: float | None = None
         slo = phase.session.scenario.slo
+        mine = slo is not None and slo.workload in (spec.name, spec.base_name)
+        #: the named metric the SLO is about, for this workload (its goodput counts it)
+        self.slo_metric = slo.named if slo is not None and mine else None
         self.rec = Recorder(phase.t_start, phase.session.window_s,
-                            slo.latency_ms if slo and slo.workload in (spec.name, spec.base_name)
+                            slo.latency_ms if slo is not None and mine and slo.named is None
                             else None)
+        #: named per-request metrics ("ttft_ms", "tpot_ms", ...), one recorder each
+        self.metrics: dict[str, Recorder] = {}
         self.stop_requested = False
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
@@ -269,6 +296,9 @@ class WorkloadRun:
                 rec_add(lat, t, b if type(b) is int else default_batch,
                         get("late") is True, get("ok") is not False, sv)
                 keep(e)
+                named = e.keys() - REQUEST_KEYS
+                if named:
+                    self._named(e, named, t)
                 if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
                     self._slowest_version += 1
                     item = (lat, t, (round(t - t_start, 4), lat))
@@ -295,6 +325,26 @@ class WorkloadRun:
             lt = self.rec.last_t
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
+
+    def _named(self, e: dict[str, Any], keys: Any, t: float) -> None:
+        """A request's named metrics: numbers (or lists of numbers, e.g. every token's
+        latency) under keys ending in ``_ms``; anything else is ignored."""
+        for k in keys:
+            if not k.endswith("_ms"):
+                continue
+            v = e[k]
+            vals = v if type(v) is list else (v,)
+            rec = self.metrics.get(k)
+            for x in vals:
+                if isinstance(x, (int, float)) and not isinstance(x, bool) and \
+                        0 <= x < math.inf:
+                    if rec is None:
+                        slo = self.phase.session.scenario.slo
+                        rec = self.metrics[k] = Recorder(
+                            self.phase.t_start, self.phase.session.window_s,
+                            slo.latency_ms if slo is not None and k == self.slo_metric
+                            else None)
+                    rec.add(float(x), t, 0)
 
     def _mark_running(self, t0: float) -> None:
         if self.state == STALLED:
@@ -508,6 +558,12 @@ class WorkloadRun:
         unf = self.unfinished or 0
         in_pct = self.unfinished_m is not None
         label = spec.priority if isinstance(spec.priority, str) else str(spec.priority)
+        named = {}
+        for k, r in self.metrics.items():
+            m, (win, _, _, _) = r.read(min(now, end))
+            named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
+                                      tuple(m.hist.items()), m.integral,
+                                      r.under_slo / m.n if r.slo_ms and m.n else None)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
@@ -520,7 +576,8 @@ class WorkloadRun:
             window_samples_per_s=wsamples / span_w if span_w > 0 else 0.0,
             measured_s=measured,
             goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
-            if rec.slo_ms else None,
+            if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
+                                else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
             log_tail=tuple(self.stdout), hello=dict(self.hello), launch=dict(self.launch),
@@ -535,7 +592,7 @@ class WorkloadRun:
             slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
             hist=tuple(moments.hist.items()), integral=moments.integral,
-            pipe_closed_at=self.pipe_closed_at,
+            pipe_closed_at=self.pipe_closed_at, metrics=named,
         )
 
 

@@ -74,8 +74,8 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
         out.append(g)
         return g
 
-    def counter(name: str, doc: str) -> Any:
-        c = CounterMetricFamily(name, doc, labels=list(WL_LABELS))
+    def counter(name: str, doc: str, extra: tuple[str, ...] = ()) -> Any:
+        c = CounterMetricFamily(name, doc, labels=[*WL_LABELS, *extra])
         out.append(c)
         return c
 
@@ -122,6 +122,11 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
     queues = gauge("xwatch_xsched_queues", "most XQueues seen for the workload in the phase")
     ready = gauge("xwatch_xsched_ready_polls", "/xqueues polls that saw a ready XQueue")
     susp = gauge("xwatch_xsched_suspended_polls", "/xqueues polls that saw a suspended XQueue")
+    named = gauge("xwatch_request_metric_percentile_seconds",
+                  "named per-request metrics the workload reports (ttft_ms, tpot_ms, ...): "
+                  "nearest-rank percentiles over the phase", ("metric", "quantile"))
+    named_n = counter("xwatch_request_metric", "values of each named per-request metric",
+                      ("metric",))
 
     for p in snap.phases:
         setting = str(p.extra.get("setting") or "")
@@ -147,6 +152,10 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
             wsps.add_metric(lab, w.window_samples_per_s)
             if w.target_rate:
                 target.add_metric(lab, w.target_rate)
+            for mname, m in w.metrics.items():
+                named_n.add_metric([*lab, mname], m.count)
+                for key, q in PERCENTILES:
+                    named.add_metric([*lab, mname, _q(q)], _f(m.phase.get(key)) / 1000.0)
             state.add_metric([*lab, w.state], 1)
             stalled.add_metric(lab, 1 if w.stalled_since is not None else 0)
             if w.goodput is not None:

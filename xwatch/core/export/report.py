@@ -19,7 +19,7 @@ from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpus import gpu_groups, rollup
-from xwatch.core.analysis.intervals import hist_of, percentile_interval
+from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.verdict import (
@@ -153,8 +153,20 @@ def build_report(snap: SessionSnapshot) -> Report:
         row("stalls", lambda w: "; ".join(
             f"{x['since']:.1f}-" + (f"{x['until']:.1f}" if x.get("until") is not None else "end")
             + f" s ({x.get('why', '')})" for x in w.stalls) or "none")
+        named = list(dict.fromkeys(k for p in snap.phases if (w := p.workload(wspec.name))
+                                   for k in w.metrics))
+        for mname in named:  # named per-request metrics: ttft_ms, tpot_ms, ...
+            row(f"{mname}: values", lambda w, m=mname: float(w.metrics[m].count)
+                if m in w.metrics else math.nan, 0)
+            for key, q in CI_PERCENTILES:
+                row(f"{mname}: {key.upper()} [95%]", lambda w, m=mname, q=q: (
+                    percentile_interval(Hist(w.metrics[m].hist, w.metrics[m].phase.min,
+                                             w.metrics[m].phase.max, w.metrics[m].integral),
+                                        q).text() if m in w.metrics and w.metrics[m].hist
+                    else "-"))
         if scen.slo and scen.slo.workload == wspec.name:
-            row(f"goodput (<= {scen.slo.latency_ms:g} ms, %)",
+            what = f"{scen.slo.named} " if scen.slo.named else ""
+            row(f"goodput ({what}<= {scen.slo.latency_ms:g} ms, %)",
                 lambda w: (w.goodput * 100) if w.goodput is not None else math.nan, 1)
         sec.tables.append(("", Table(header, rows)))
         notes = sorted({w.unfinished_note for p in snap.phases for w in p.workloads

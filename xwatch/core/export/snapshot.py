@@ -25,12 +25,13 @@ from typing import Any
 
 import xwatch
 from xwatch.core.analysis.gpus import gpu_groups, rollup
-from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
+from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.session import (
     ExitInfo,
     LogLine,
+    MetricSnapshot,
     PhaseSnapshot,
     Session,
     SessionSnapshot,
@@ -81,6 +82,28 @@ def _summary(s: LatencySummary) -> dict[str, Any]:
     return s.as_dict()
 
 
+def _metric_dict(m: MetricSnapshot) -> dict[str, Any]:
+    return {"count": m.count, "summary": _summary(m.phase), "window": _summary(m.window),
+            "ci": {k: percentile_interval(Hist(m.hist, m.phase.min, m.phase.max, m.integral),
+                                          q).as_dict() for k, q in CI_PERCENTILES}
+            if m.hist else {},
+            "series": [[r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean)]
+                       for r in m.series],
+            "hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in m.hist],
+                     "integral": m.integral},
+            "goodput": _num(m.goodput) if m.goodput is not None else None}
+
+
+def _metric_from(name: str, d: dict[str, Any]) -> MetricSnapshot:
+    n = int(d.get("count") or 0)
+    return MetricSnapshot(
+        name, n, _summary_from(d.get("summary"), n), _summary_from(d.get("window"), n),
+        tuple(SecondRow(int(r[0]), int(r[1]), 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
+              for r in d.get("series") or ()),
+        _hist_from(d.get("hist")), bool((d.get("hist") or {}).get("integral")),
+        d.get("goodput"))
+
+
 def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
     return {
         "priority": w.priority, "priority_label": w.priority_label,
@@ -124,6 +147,7 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "pipe_closed_at": w.pipe_closed_at,
         "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist],
                          "integral": w.integral},
+        "metrics": {k: _metric_dict(m) for k, m in w.metrics.items()},
         "latency_ci_ms": {k: percentile_interval(hist_of(w), q).as_dict()
                           for k, q in CI_PERCENTILES},
     }
@@ -381,6 +405,7 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0),
                     hist=_hist_from(w.get("latency_hist")),
                     integral=bool((w.get("latency_hist") or {}).get("integral")),
+                    metrics={k: _metric_from(k, m) for k, m in (w.get("metrics") or {}).items()},
                     pipe_closed_at=w.get("pipe_closed_at")))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             if p.get("captures"):

@@ -22,6 +22,7 @@ from typing import Any
 
 from xwatch.core.analysis import race
 from xwatch.core.analysis.race import Candidate, Objective
+from xwatch.core.analysis.runs import percentile_of
 from xwatch.core.engine.session import Session
 from xwatch.core.export.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
@@ -60,7 +61,8 @@ def objective(scen: Scenario, text: str | None) -> Objective:
         raise UsageError(f"advise needs an objective: the scenario {scen.name} has no [slo] "
                          "table; give one with --slo high.P99=10 (workload.percentile=ms)",
                          title="No SLO")
-    return Objective(slo.workload, f"P{slo.percentile:g}", slo.latency_ms)
+    pq = f"P{slo.percentile:g}"
+    return Objective(slo.workload, f"{slo.named}:{pq}" if slo.named else pq, slo.latency_ms)
 
 
 def _top(scen: Scenario) -> str:
@@ -246,7 +248,7 @@ class Race:
         obj = self.obj
         return {
             "slo": {"workload": obj.workload, "metric": obj.metric,
-                    "percentile": float(obj.metric[1:]), "latency_ms": obj.latency_ms},
+                    "percentile": percentile_of(obj.metric), "latency_ms": obj.latency_ms},
             "choice": None if winner is None else {"label": winner.label, "mode": winner.mode,
                                                    "settings": dict(winner.settings)},
             "met": winner is not None, "decided": decided, "final": final,

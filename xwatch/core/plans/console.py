@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
-from xwatch.core.analysis.intervals import CI_PERCENTILES, hist_of, percentile_interval
+from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
@@ -198,13 +198,25 @@ def interval_lines(p: PhaseSnapshot) -> list[str]:
     out = ["  95% intervals (order statistics; 'open': too few requests for that bound):"]
     for w in rows:
         h = hist_of(w)
-        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k)))}"
+        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k), w.integral))}"
                  for k, q in CI_PERCENTILES]
         out.append(f"    {w.name}: " + "  ".join(parts) + " ms")
+        for name, m in w.metrics.items():  # named per-request metrics (ttft_ms, ...)
+            if not m.count or not m.hist:
+                continue
+            hm = Hist(m.hist, m.phase.min, m.phase.max, m.integral)
+            parts = [f"{k.upper()} "
+                     f"{percentile_interval(hm, q).text(_fmt(m.phase.get(k), m.integral))}"
+                     for k, q in CI_PERCENTILES]
+            gp = f"  goodput {m.goodput * 100:.1f}%" if m.goodput is not None else ""
+            out.append(f"    {w.name} {name} (n={m.count}): " + "  ".join(parts) + f" ms{gp}")
     return out
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, whole: bool = False) -> str:
+    """How a latency prints: whole numbers as such (a workload that reports them)."""
+    if whole:
+        return "{:.0f}"
     return "{:.2f}" if v != v or v < 100 else "{:.1f}" if v < 1000 else "{:.0f}"
 
 
