@@ -25,6 +25,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from xwatch.core.engine.worker.archs import BERT_ARCHS as _BERT_ARCHS
+from xwatch.core.engine.worker.archs import LLM_ARCHS
 from xwatch.errors import ScenarioError, UsageError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
@@ -235,6 +236,8 @@ def _model(v: Any) -> str:
         raise ValueError("must be a torchvision model name (e.g. 'resnet18') or a BERT name")
     if s.startswith("bert") and s not in BERT_ARCHS:
         raise ValueError("BERT models must be one of " + ", ".join(BERT_ARCHS))
+    if s.startswith("llama") and s not in LLM_ARCHS:
+        raise ValueError("LLM decoders must be one of " + ", ".join(LLM_ARCHS))
     return s
 
 
@@ -323,8 +326,10 @@ WORKLOAD_COMMON_KEYS: tuple[Key, ...] = (
 
 WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
     Key("model", "string", None,
-        "Built-in model: any torchvision classification model (resnet18, resnet50, ...) or a "
-        "BERT architecture (" + ", ".join(BERT_ARCHS) + "), random weights. "
+        "Built-in model: any torchvision classification model (resnet18, resnet50, ...), a "
+        "BERT architecture (" + ", ".join(BERT_ARCHS) + ") or an LLM decoder ("
+        + ", ".join(LLM_ARCHS) + "; each request decodes `new_tokens` after a `prompt_len` "
+        "prompt and reports ttft_ms, tpot_ms and itl_ms), random weights. "
         "Either this or `command`.", _model, required=True),
     Key("input", "list", [3, 224, 224], "Image shape [C, H, W] for torchvision models.", _shape),
     Key("seq_len", "integer", 128, "Sequence length for BERT models.", _int(1, 8192)),
@@ -347,6 +352,10 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
         "XSched to schedule them) or the default stream ('default'). No effect on CPU.",
         _choice(*STREAMS), STREAMS),
     Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", _int(0)),
+    Key("prompt_len", "integer", 128, "LLM decoders: prompt tokens per sequence (prefill).",
+        _int(1, 32768)),
+    Key("new_tokens", "integer", 32, "LLM decoders: tokens generated per request (greedy, "
+        "KV cache; each token synchronized before its clock stops).", _int(2, 8192)),
     Key("train", "boolean", False, "Train instead of serving: each request is one iteration "
         "of forward, loss against random labels (fixed seed), backward and an SGD step (lr "
         "0.01, momentum 0.9); its time is the latency, `batch` x iterations/s the samples/s. "
@@ -426,6 +435,8 @@ class Workload:
     stream: str = "created"
     seed: int = 0
     stream_priority: str | None = None  # None: high for the highest-priority workloads
+    prompt_len: int = 128  # LLM decoders
+    new_tokens: int = 32
     train: bool = False  # one training iteration per request
     amp: str = "off"  # autocast: off | bf16 | fp16
     # external command
@@ -672,6 +683,9 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     for req in ("name", "priority"):
         if req not in vals:
             raise ctx.error(where, f"missing required key {req!r}")
+    if vals.get("train") and str(vals.get("model", "")).startswith("llama"):
+        raise ctx.error(f"{where}.train", "LLM decoders serve (decode); train a torchvision "
+                        "or BERT model as the background work")
     if vals.get("train") and vals.get("task") == "base":
         raise ctx.error(f"{where}.train", "training needs a loss: BERT task 'classification' "
                         "or 'qa' (task 'base' has no head)")

@@ -466,3 +466,46 @@ async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
         notes = record_notes(app)
         await pilot.press("t")
         assert any("replay" in n for n in notes)
+
+
+async def test_shift_m_switches_every_widget_to_a_named_metric(tmp_path: Path) -> None:
+    """A workload reporting ttft_ms/tpot_ms/itl_ms: ``M`` cycles latency_ms -> ttft_ms ->
+    ..., the header names the metric, the table's HIGH row shows its percentiles (from
+    the metric's histogram), a workload without it shows none; back to latency_ms."""
+    from tests.helpers.scenarios import producer
+    from xwatch.ui.widgets.status import StatusLine
+
+    f = tmp_path / "m.toml"
+    f.write_text(f"""
+name = "m"
+duration_s = 60
+[[workload]]
+name = "high"
+priority = "high"
+command = {producer(40, "--llm", "6")}
+[[workload]]
+name = "low"
+priority = "low"
+command = {producer(20)}
+""")
+    app = make_app(load_scenario(str(f)), telemetry="off")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_for(lambda: app.snap is not None and app.snap.current is not None and
+                       bool(app.snap.current.workloads[0].metrics), pilot)
+        await pilot.press("M")
+        assert app.metric == "itl_ms"  # latency_ms, then the named metrics by name
+        status = app.query_one(StatusLine)
+        await wait_for(lambda: "metric itl_ms" in str(status.render()), pilot)
+        table = app.query_one(WorkloadTable)
+
+        def rows() -> dict[str, list[str]]:
+            return {ln.split()[0]: ln.split() for ln in table.plain.splitlines() if ln.split()}
+
+        # the gaps are 10, 11 or 12 ms: HIGH's P50 column shows one of them; LOW has none
+        await wait_for(lambda: rows().get("high", [""] * 5)[4] in ("10.00", "11.00", "12.00")
+                       and rows().get("low", [""] * 5)[4] == "-", pilot)
+        for _ in range(3):
+            await pilot.press("M")
+        assert app.metric == "latency_ms"
+        await wait_for(lambda: "metric" not in str(status.render()), pilot)
+        await app.action_quit()

@@ -25,6 +25,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
+from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
 from xwatch.core.engine.session import Phase, Session, SessionSnapshot
 from xwatch.core.modes.base import label as mode_label
 from xwatch.core.plans.calibrate import calibrate_steps
@@ -80,6 +81,7 @@ class XwatchApp(App[int]):
         Binding("C", "calibrate", "Calibrate", show=False),
         Binding("a", "repeat_ab", "A/B x3", show=False),
         Binding("A", "advise", "Advise", show=False),
+        Binding("M", "next_metric", "Metric", show=False),
         Binding("left_square_bracket", "scroll_table(-3)", "Table up", show=False),
         Binding("right_square_bracket", "scroll_table(3)", "Table down", show=False),
         Binding("l", "tab('logs')", "Logs"),
@@ -137,6 +139,7 @@ class XwatchApp(App[int]):
         self.keep_error: str | None = None
         self.final_snap: SessionSnapshot | None = None
         self.paused = False
+        self.metric = LATENCY  # the per-request metric the widgets show (M)
         self.quitting = False
         self._hangup = False
         self.last_export: Path | None = None
@@ -364,6 +367,22 @@ class XwatchApp(App[int]):
                 return
         self.action_tab("compare")
 
+    def action_next_metric(self) -> None:
+        """``M``: the next per-request metric (latency_ms, then each named metric the
+        workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab."""
+        if self.snap is None:
+            return
+        names = metric_names(self.snap)
+        if len(names) == 1:
+            self.notify("the workloads report only latency_ms (a request event may carry "
+                        "more, e.g. ttft_ms and tpot_ms)", title="One metric", timeout=6)
+            return
+        self.metric = names[(names.index(self.metric) + 1) % len(names)
+                            if self.metric in names else 0]
+        self._chart_sig = None  # redraw the charts for the new metric
+        self.notify(f"showing {self.metric}", timeout=3)
+        self.refresh_view(force_charts=True)
+
     def action_scroll_table(self, rows: int) -> None:
         """``[`` / ``]``: the workload table a few rows up or down (no mouse needed when
         more workloads run than the table has rows)."""
@@ -493,7 +512,7 @@ class XwatchApp(App[int]):
                 elapsed = phase.elapsed_s(time.monotonic())
                 self._safe("status", lambda: self.query_one(StatusLine).show(
                     self.snap, self.phase_s, self.replay_source, self.paused,  # type: ignore[arg-type]
-                    elapsed=elapsed))
+                    elapsed=elapsed, metric=None if self.metric == LATENCY else self.metric))
             return
         self._alerted = states
         self.refresh_view(force_charts=self._tick % CHART_EVERY == 0)
@@ -513,13 +532,16 @@ class XwatchApp(App[int]):
         snap = self.snap
         if snap is None:
             return
+        if self.metric != LATENCY:  # M: every widget shows the chosen per-request metric
+            snap = metric_view(snap, self.metric)
         assert self.scenario is not None
         # only what can be seen is drawn: the header and alerts always, a tab's widgets
         # when it is the active tab (switching tabs redraws at once), and every widget
         # repaints only when its content changed
         tab = self.query_one(TabbedContent).active or "live"  # "" before the first layout
         self._safe("status", lambda: self.query_one(StatusLine).show(
-            snap, self.phase_s, self.replay_source, self.paused))
+            snap, self.phase_s, self.replay_source, self.paused,
+            metric=None if self.metric == LATENCY else self.metric))
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         if tab == "live" and (force_table or force_charts):
             self._safe("table", lambda: self.query_one(WorkloadTable).show(

@@ -218,11 +218,14 @@ class EventWriter:
         late: bool,
         batch: int,
         now: float,
+        named: str = "",
     ) -> None:
+        """One request event; ``named``: its named metrics as a JSON fragment that
+        starts with a comma (``,"ttft_ms":40.1,...``)."""
         self._buf.append(
             f'{{"seq":{seq},"t":{t:.6f},"latency_ms":{latency_ms:.4f},'
             f'"service_ms":{service_ms:.4f},"sched_delay_ms":{sched_delay_ms:.4f},'
-            f'"late":{"true" if late else "false"},"batch":{batch}}}\n'
+            f'"late":{"true" if late else "false"},"batch":{batch}{named}}}\n'
         )
         if len(self._buf) >= self.max_lines or now - self._last_flush >= self.max_delay_s:
             self.flush(now)

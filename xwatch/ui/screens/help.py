@@ -22,6 +22,7 @@ HELP = """\
 | `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
 | `a` | repeat the last A/B (the last two modes run) 3 more times each, interleaved |
 | `A` | advise: race native, MPS and XSched settings to the cheapest that meets the SLO |
+| `M` | the next per-request metric: latency_ms, then each named one (ttft_ms, tpot_ms, ...) |
 | `[` `]` | scroll the workload table up / down (many workloads on one GPU) |
 | `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
 | `p` | pause / resume the charts (data keeps flowing) |

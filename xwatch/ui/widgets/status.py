@@ -14,8 +14,9 @@ class StatusLine(QuietStatic):
     """Scenario, mode, phase and its clock, devices, telemetry backend."""
 
     def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
-             paused: bool, elapsed: float | None = None) -> None:
-        """``elapsed``: the current phase's clock now, between snapshots."""
+             paused: bool, elapsed: float | None = None, metric: str | None = None) -> None:
+        """``elapsed``: the current phase's clock now, between snapshots; ``metric``: the
+        named per-request metric the widgets show (``M``), None for the latency."""
         p = snap.current
         t = Text()
         t.append(" xwatch ", style="bold reverse")
@@ -37,6 +38,8 @@ class StatusLine(QuietStatic):
                 t.append(" · " + ", ".join(devs)[:48], style="cyan")
         tel = snap.extra.get("telemetry") or {}
         t.append(f" · telemetry {tel.get('backend', 'off')}", style="magenta")
+        if metric:  # M: a named per-request metric instead of the latency
+            t.append(f" · metric {metric}", style="bold yellow")
         if paused:
             t.append("  CHARTS PAUSED", style="bold yellow")
         self.set_content(t, text_key(t), t.plain)

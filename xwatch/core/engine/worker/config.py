@@ -25,6 +25,8 @@ class WorkerConfig:
     seed: int = 0
     stream_priority: str = "normal"  # "high": the device's greatest stream priority
     heartbeat_s: float = 1.0
+    prompt_len: int = 128  # LLM decoders: prompt tokens (prefill)
+    new_tokens: int = 32  # LLM decoders: tokens generated per request
     train: bool = False  # one training iteration (forward, backward, step) per request
     amp: str = "off"  # autocast: off | bf16 | fp16
 

@@ -105,6 +105,8 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
 
 def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forward: Any,
           sync: Any, ctx: Any, torch: Any) -> None:
+    from xwatch.core.engine.worker.models import TokenTimes, token_metrics
+
     monotonic = time.monotonic
     sleep = time.sleep
     batch = cfg.batch
@@ -135,7 +137,7 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
             if schedule is None:
                 t_sched = start
             hb.inflight_since = start
-            forward()
+            out = forward()
             sync()
             end = monotonic()
             hb.inflight_since = 0.0
@@ -143,7 +145,8 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
             hb.count = seq
             delay = start - t_sched
             writer.request(seq, end, (end - t_sched) * 1e3, (end - start) * 1e3, delay * 1e3,
-                           delay > LATE_THRESHOLD_S, batch, end)
+                           delay > LATE_THRESHOLD_S, batch, end,
+                           token_metrics(out, t_sched) if type(out) is TokenTimes else "")
             if tc.busy:
                 tc.after(seq, start, end)
 

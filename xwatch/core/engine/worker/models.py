@@ -1,7 +1,8 @@
 """Builds the workload's model and its reusable input (torch imported here only).
 
 torchvision classification models by name, or BERT architectures from a config
-with random weights: nothing is downloaded at run time. ``forward()`` is one
+with random weights, or Llama-shaped decoders (``LLM_ARCHS``): nothing is downloaded
+at run time. ``forward()`` is one
 request: an inference pass, or with ``train`` one training iteration (forward,
 loss against random labels drawn once with the seed, backward, SGD step), both
 under autocast when ``amp`` asks for it.
@@ -10,9 +11,10 @@ under autocast when ``amp`` asks for it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
-from xwatch.core.engine.worker.archs import BERT_ARCHS
+from xwatch.core.engine.worker.archs import BERT_ARCHS, LLM_ARCHS
 from xwatch.core.engine.worker.config import WorkerConfig
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -43,6 +45,8 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
     device = resolve_device(torch, cfg.device)
     dtype = getattr(torch, DTYPES[cfg.dtype])
     info: dict[str, Any] = {}
+    if cfg.model.startswith("llama"):
+        return _llm(torch, cfg, device, dtype, info)
     if cfg.model.startswith("bert"):
         arch = BERT_ARCHS.get(cfg.model)
         if arch is None:
@@ -112,6 +116,60 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
     if cfg.train:
         step = _train_step(torch, model, step, loss_of, cfg.amp, device)
     return step, device, info
+
+
+class TokenTimes(list):  # type: ignore[type-arg]
+    """What one LLM request returns: the monotonic end time of each generated token
+    (the first one ends the prefill), each taken after a device synchronize."""
+
+
+def _llm(torch: Any, cfg: WorkerConfig, device: Any, dtype: Any, info: dict[str, Any]
+         ) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
+    """A Llama-shaped decoder from a config (random weights): each request prefills a
+    random ``prompt_len`` prompt and greedily decodes ``new_tokens`` with a KV cache,
+    timing every token after a synchronize (the serving engines' eager path)."""
+    import time
+
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+
+    layers, hidden, heads, kv, inter, vocab = LLM_ARCHS[cfg.model]
+    lcfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                       num_attention_heads=heads, num_key_value_heads=kv,
+                       intermediate_size=inter,
+                       max_position_embeddings=max(2048, cfg.prompt_len + cfg.new_tokens))
+    model = LlamaForCausalLM(lcfg).eval().to(device=device, dtype=dtype)
+    prompt = torch.randint(0, vocab, (cfg.batch, cfg.prompt_len), device=device)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+    clock = time.monotonic
+    info.update(input=f"prompt {cfg.batch}x{cfg.prompt_len}, {cfg.new_tokens} new tokens",
+                params=sum(p.numel() for p in model.parameters()), dtype=cfg.dtype,
+                train=False, amp=cfg.amp, decoder=True)
+
+    def forward() -> TokenTimes:
+        times = TokenTimes()
+        cache = DynamicCache()
+        out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
+        nxt = out.logits[:, -1:].argmax(-1)
+        sync()
+        times.append(clock())
+        for _ in range(cfg.new_tokens - 1):
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            nxt = out.logits[:, -1:].argmax(-1)
+            sync()
+            times.append(clock())
+        return times
+
+    return _autocast(torch, cfg.amp, device, forward), device, info
+
+
+def token_metrics(times: TokenTimes, t_sched: float) -> str:
+    """The named metrics of one LLM request, as a JSON fragment for the request event:
+    time to first token (from the scheduled send time, like the latency), the mean time
+    per output token after the first, and every inter-token latency."""
+    itl = [(b - a) * 1e3 for a, b in pairwise(times)]
+    tpot = sum(itl) / len(itl) if itl else 0.0
+    return (f',"ttft_ms":{(times[0] - t_sched) * 1e3:.4f},"tpot_ms":{tpot:.4f},'
+            f'"itl_ms":[{",".join(f"{x:.4f}" for x in itl)}]')
 
 
 def _autocast(torch: Any, amp: str, device: Any, forward: Callable[[], Any]

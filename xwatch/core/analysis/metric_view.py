@@ -1,0 +1,52 @@
+"""The dashboard's metric switch (``M``): a session snapshot seen through one named
+per-request metric (``ttft_ms``, ``tpot_ms``, ...) instead of the request latency.
+
+Every workload's latency fields (phase and window percentiles, per-second rows, the
+fine histogram, the CDF) are replaced by the metric's, so the table, the charts and
+the Compare tab show it with no change of their own; a workload that does not report
+the metric shows no values (never its latency under the metric's name). Pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import EMPTY, LogHistogram
+
+LATENCY = "latency_ms"
+
+
+def metric_names(snap: SessionSnapshot) -> list[str]:
+    """``latency_ms``, then every named metric any workload reported, by name."""
+    return [LATENCY, *sorted({k for p in snap.phases for w in p.workloads for k in w.metrics})]
+
+
+def _cdf(w: WorkloadSnapshot, points: int = 100) -> tuple[tuple[float, float], ...]:
+    h = LogHistogram.from_items(w.hist)
+    n = h.n
+    if not n:
+        return ()
+    vals = h.at_ranks([-(-k * n // points) for k in range(1, points + 1)], w.phase.min,
+                      w.phase.max)
+    return tuple((v, k / points) for k, v in enumerate(vals, 1))
+
+
+def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
+    m = w.metrics.get(name)
+    if m is None:
+        return dataclasses.replace(w, phase=EMPTY, window=EMPTY, series=(), hist=(), cdf=(),
+                                   slowest=(), goodput=None, count=0)
+    v = dataclasses.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
+                            integral=m.integral, slowest=(), goodput=m.goodput,
+                            count=m.count, unfinished_in_percentiles=False)
+    return dataclasses.replace(v, cdf=_cdf(v))
+
+
+def metric_view(snap: SessionSnapshot, name: str) -> SessionSnapshot:
+    """``snap`` as seen through the named metric ``name`` (``latency_ms``: unchanged)."""
+    if name == LATENCY:
+        return snap
+    phases = tuple(dataclasses.replace(p, workloads=tuple(_as(w, name) for w in p.workloads))
+                   for p in snap.phases)
+    return dataclasses.replace(snap, phases=phases, extra={**snap.extra, "metric": name})
