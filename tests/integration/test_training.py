@@ -1,6 +1,6 @@
 """Training as a workload (``train = true``): the built step really trains (the
 loss on the fixed random batch falls), BERT heads compute their
-own loss, AMP autocasts, and a training workload runs end to end on the CPU as a
+own loss (classification, QA), AMP autocasts, and a training workload runs end to end on the CPU as a
 closed loop whose samples/s is batch x iterations/s."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ torch = pytest.importorskip("torch")
 @pytest.mark.parametrize("model,extra", [("resnet18", {"input": (3, 32, 32)}),
                                          ("bert-tiny", {"task": "classification",
                                                         "seq_len": 16}),
-                                         ("resnet18", {"input": (3, 32, 32), "amp": "bf16"})])
+                                         ("bert-tiny", {"task": "qa", "seq_len": 16,
+                                                        "amp": "bf16"})])
 def test_the_step_trains(model: str, extra: dict[str, object]) -> None:
     torch.set_num_threads(1)
     cfg = WorkerConfig(name="t", model=model, batch=4, device="cpu", train=True,

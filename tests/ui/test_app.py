@@ -316,29 +316,14 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
     import os
 
     from tests.helpers.fake_mps import make_tool
-    from tests.helpers.scenarios import producer
+    from tests.helpers.scenarios import producer, two
     from xwatch.core.mps.controller import MpsController
     from xwatch.ui.widgets.panels import AnswerPanel
 
     tool = make_tool(tmp_path / "bin")
     os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
-    f = tmp_path / "adv.toml"
-    f.write_text(f"""
-name = "adv"
-duration_s = 1
-[slo]
-workload = "high"
-percentile = 99
-latency_ms = 3
-[[workload]]
-name = "high"
-priority = "high"
-command = {producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3")}
-[[workload]]
-name = "low"
-priority = "low"
-command = {producer(20)}
-""")
+    f = two(tmp_path, 1, hi=producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"),
+            lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 99\nlatency_ms = 3')
     scen = load_scenario(str(f))
     app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
                    autostart=False)
@@ -472,22 +457,10 @@ async def test_shift_m_switches_every_widget_to_a_named_metric(tmp_path: Path) -
     """A workload reporting ttft_ms/tpot_ms/itl_ms: ``M`` cycles latency_ms -> ttft_ms ->
     ..., the header names the metric, the table's HIGH row shows its percentiles (from
     the metric's histogram), a workload without it shows none; back to latency_ms."""
-    from tests.helpers.scenarios import producer
+    from tests.helpers.scenarios import producer, two
     from xwatch.ui.widgets.status import StatusLine
 
-    f = tmp_path / "m.toml"
-    f.write_text(f"""
-name = "m"
-duration_s = 60
-[[workload]]
-name = "high"
-priority = "high"
-command = {producer(40, "--llm", "6")}
-[[workload]]
-name = "low"
-priority = "low"
-command = {producer(20)}
-""")
+    f = two(tmp_path, 60, hi=producer(40, "--llm", "6"), lo=producer(20))
     app = make_app(load_scenario(str(f)), telemetry="off")
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(lambda: app.snap is not None and app.snap.current is not None and
