@@ -529,10 +529,10 @@ class XwatchApp(App[int]):
             if self.metrics is not None:
                 self.metrics.publish(self.snap)
             self._logs()
-        snap = self.snap
+        snap = raw = self.snap
         if snap is None:
             return
-        if self.metric != LATENCY:  # M: every widget shows the chosen per-request metric
+        if self.metric != LATENCY:  # M: the latency widgets show the chosen metric
             snap = metric_view(snap, self.metric)
         assert self.scenario is not None
         # only what can be seen is drawn: the header and alerts always, a tab's widgets
@@ -568,7 +568,9 @@ class XwatchApp(App[int]):
                     if cls.__name__ in SLOW_CHARTS and not slow_due:
                         continue
                     chart: Any = self.query_one(cls)
-                    self._safe(cls.__name__, lambda chart=chart: chart.show(snap))
+                    # throughput and utilization are the same whatever metric M shows
+                    src = snap if cls in (LatencyChart, CdfChart) else raw
+                    self._safe(cls.__name__, lambda chart=chart, src=src: chart.show(src))
 
     def _safe(self, name: str, fn: Any) -> None:
         """A failing widget is reported once and never takes the app down."""

@@ -139,10 +139,11 @@ class LatencyChart(_Chart):
         slo = snap.scenario.slo
         roles = gpu_roles(snap.scenario.workloads)
         rolled = len(roles.gpus) > 1 and self.gpu is None
+        what = snap.extra.get("metric") or "latency ms"  # M: a named per-request metric
         if rolled:
-            title = f"HIGH latency ms, per second · {len(roles.gpus)} GPUs · g: one GPU"
+            title = f"HIGH {what}, per second · {len(roles.gpus)} GPUs · g: one GPU"
         else:
-            title = "latency ms, per second P50 · P99"
+            title = f"{what}, per second P50 · P99"
             if self.gpu is not None:
                 title += f" · GPU {self.gpu}"
         cur = snap.current
@@ -246,9 +247,10 @@ class CdfChart(_Chart):
                     name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
         shown = phases[-2:]
+        what = snap.extra.get("metric") or "latency"
         if not shown:
-            return self.show_message(f"{name} latency CDF", "no requests yet")
-        self._begin(f"{name}{why} latency CDF: " + " vs ".join(p.name for p in shown))
+            return self.show_message(f"{name} {what} CDF", "no requests yet")
+        self._begin(f"{name}{why} {what} CDF: " + " vs ".join(p.name for p in shown))
         series = []
         for p in shown:
             w = p.workload(name)
