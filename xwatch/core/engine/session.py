@@ -278,6 +278,7 @@ class WorkloadRun:
         floor = slow[0][0] if len(slow) >= SLOWEST_KEPT else -1.0
         keep = reqs.append
         default_batch = self.spec.batch
+        plain_keys = REQUEST_KEYS.issuperset
         sv = None
         for e in events:
             get = e.get
@@ -296,9 +297,8 @@ class WorkloadRun:
                 rec_add(lat, t, b if type(b) is int else default_batch,
                         get("late") is True, get("ok") is not False, sv)
                 keep(e)
-                named = e.keys() - REQUEST_KEYS
-                if named:
-                    self._named(e, named, t)
+                if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
+                    self._named(e, e.keys() - REQUEST_KEYS, t)
                 if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
                     self._slowest_version += 1
                     item = (lat, t, (round(t - t_start, 4), lat))
