@@ -308,3 +308,28 @@ def test_a_calibration_answers_each_role_against_its_own_native_step() -> None:
     together = next(r for r in answer_records(snap)
                     if r["step"] == "together-xsched" and r["metric"] == "P50")
     assert together["estimate"] == pytest.approx(-4.0, abs=0.3)
+
+
+def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: object) -> None:
+    """``requests = 5``: after the fifth request the worker tears down (seconds under load);
+    that silence is no stall (seen once in the suite: a bert-tiny run failed for it)."""
+    import time
+
+    from xwatch.core.engine.session import RUNNING, Session
+
+    scen = parse_scenario({"workload": [{"name": "qa", "priority": "high",
+                                         "model": "bert-tiny", "requests": 5}]})
+    session = Session(scen)
+    try:
+        phase = session.new_phase("native")
+        run = phase.runs["qa"]
+        now = time.monotonic()
+        run.on_events([{"seq": i, "t": now, "latency_ms": 3.0} for i in range(1, 5)])
+        assert run.state == RUNNING
+        assert run.check_stall(now + 30.0) is not None  # four of five: a real stall
+        run.state = RUNNING
+        run.on_events([{"seq": 5, "t": now, "latency_ms": 3.0}])
+        run.state = RUNNING
+        assert run.check_stall(now + 30.0) is None
+    finally:
+        session.close()

@@ -459,6 +459,8 @@ class WorkloadRun:
             return None
         if self.spec.stall_s is False:  # the scenario says: never
             return None
+        if self.spec.requests is not None and self.max_seq >= self.spec.requests:
+            return None  # every asked-for request is done: it is exiting, not stalled
         bound = self.stall_bound()
         how = "stall_s" if isinstance(self.spec.stall_s, float) else "automatic bound"
         if now < self.capture_grace_until:
