@@ -130,13 +130,6 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     return RunValue(iv.est, se)
 
 
-def within_interval(v: RunValue) -> Interval:
-    """One run's own interval (normal, from its standard error); open when unknown."""
-    if v.se != v.se:
-        return Interval(v.est, None, None)
-    return Interval(v.est, v.est - Z95 * v.se, v.est + Z95 * v.se)
-
-
 # ------------------------------------------------------------ intervals over runs
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
     k = len(xs)
