@@ -53,6 +53,9 @@ def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) ->
     assert "[workload.mps]" in r.stdout and "active_thread_percentage = 50" in r.stdout
     assert "# run it with: xwatch run SCENARIO --mode mps" in r.stdout
     assert any(ln.startswith("- native: dropped-dominated") for ln in lines), r.stdout
+    # after each round the standings (every candidate's intervals) are in the log itself
+    after = lines.index(next(ln for ln in lines if ln.startswith("--- after round 2 (")))
+    assert "candidate" in lines[after + 1] and "price (samples/s)" in lines[after + 1]
     assert any("⠀" <= ch <= "⣿" for ln in lines for ch in ln)  # the braille frontier
     doc = json.loads((out / "snapshot.json").read_text())
     jsonschema.validate(doc, SCHEMA)

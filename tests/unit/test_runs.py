@@ -16,7 +16,15 @@ from tests.helpers.fixture_snapshot import workload_snapshot
 from xwatch.core.analysis.intervals import Hist, diff_interval, merge
 from xwatch.core.analysis.noise import Floor, floor_of, one_run_interval
 from xwatch.core.analysis.runs import Split, mean_interval, run_value, t_ppf
-from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, answer_records, change, gate
+from xwatch.core.analysis.verdict import (
+    FLOOR,
+    RUNS,
+    UNMEASURED,
+    answer_lines,
+    answer_records,
+    change,
+    gate,
+)
 from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.scenario import parse_scenario
@@ -253,6 +261,23 @@ def test_answer_records_and_the_gate() -> None:
     a_a = SessionSnapshot(SCEN, tuple(x for pair in zip(*_pair_sets(rng, 4, 0.02, 0.0))
                                       for x in pair), (), 0.0, 10.0)
     assert not gate(a_a, "slower")
+
+
+def test_to_tell_names_the_step_when_there_are_several() -> None:
+    """Two steps within noise: each "To tell" hint says which step it is about (on the
+    H100 a three-mode compare printed "high P99" twice, one per step, unnamed)."""
+    rng = random.Random(8)
+    a, b = _pair_sets(rng, 3, 0.3, 0.0)  # wide run-to-run noise: within noise
+    _, c = _pair_sets(rng, 3, 0.3, 0.0)
+    c = [dataclasses.replace(p, mode="xsched", name=f"xsched-{p.index}",
+                             extra={**p.extra, "step": "xsched"}) for p in c]
+    phases = tuple(x for trio in zip(a, b, c) for x in trio)
+    lines = answer_lines(SessionSnapshot(SCEN, phases, (), 0.0, 10.0))
+    tell = next(x for x in lines if x.startswith("To tell: "))
+    assert "MPS vs native, high P" in tell and "XSched vs native, high P" in tell, tell
+    one = answer_lines(SessionSnapshot(SCEN, tuple(x for p in zip(a, b) for x in p), (),
+                                       0.0, 10.0))
+    assert next(x for x in one if x.startswith("To tell: ")).startswith("To tell: high P"), one
 
 
 def test_a_phase_cut_short_or_empty_is_not_a_run() -> None:

@@ -376,7 +376,9 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
     if not ans:
         return []
     lines = [a.sentence() for a in ans]
-    advice = [x for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]
+    many = len(ans) > 1  # name the step, or two steps' "high P99" read as one
+    advice = [f"{step_label(a.step)} vs {step_label(a.base_step)}, {x}" if many else x
+              for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]
     if advice:
         lines.append("To tell: " + "; ".join(advice[:3]) + ".")
     if any(c.basis == UNMEASURED for a in ans for c in a.changes):

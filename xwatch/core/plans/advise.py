@@ -116,6 +116,20 @@ def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list
 def frontier_lines(advice: dict[str, Any]) -> list[str]:
     """Every candidate's SLO metric against its price, with intervals: a table and a
     braille scatter (marks a, b, c, ... as in the table)."""
+    out, pts = _table(advice)
+    slo = advice["slo"]
+    return out + scatter(pts, hline=slo["latency_ms"],
+                         xlabel="price, samples/s (right is cheaper)",
+                         ylabel=f"{slo['workload']} {slo['metric']} ms (the dotted line: the SLO)")
+
+
+def standings_lines(advice: dict[str, Any]) -> list[str]:
+    """The frontier's table alone: what a headless race prints after each round, so
+    its console log holds every candidate's intervals even if the snapshot is lost."""
+    return _table(advice)[0]
+
+
+def _table(advice: dict[str, Any]) -> tuple[list[str], list[Any]]:
     slo = advice["slo"]
     rows = sorted(advice["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))
     out = [f"{'':2} {'candidate':<30} {'runs':>4}  {slo['workload'] + ' ' + slo['metric']:>24}"
@@ -136,9 +150,7 @@ def frontier_lines(advice: dict[str, Any]) -> list[str]:
                    f"{iv(p, '{:,.0f}'):>26}  {c['status']}")
         if s["estimate"] is not None and p["estimate"] is not None:
             pts.append((mark, p["estimate"], s["estimate"], p["lo"], p["hi"], s["lo"], s["hi"]))
-    out += scatter(pts, hline=slo["latency_ms"], xlabel="price, samples/s (right is cheaper)",
-                   ylabel=f"{slo['workload']} {slo['metric']} ms (the dotted line: the SLO)")
-    return out
+    return out, pts
 
 
 def advice_lines(advice: dict[str, Any]) -> list[str]:
@@ -218,9 +230,13 @@ class Race:
             if c.status != race.SURVIVING and c.label not in self.said:
                 self.say(f"    {c.label}: {c.status} ({c.reason})")
                 self.said.add(c.label)
+        used = time.monotonic() - self.t0
+        self.say(f"--- after round {self.rounds} ({used / 60:.1f} min; 95% intervals over "
+                 "runs, Bonferroni over the candidates):")
+        for line in standings_lines(self.advice(final=False)):
+            self.say(line)
         if self.winner is not None or not any(c.alive for c in self.cands):
             return False
-        used = time.monotonic() - self.t0
         if used + used / self.rounds > self.budget_s:
             if self.rounds < race.MIN_RUNS:
                 self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "

@@ -137,7 +137,9 @@ def _llm(torch: Any, cfg: WorkerConfig, device: Any, dtype: Any, info: dict[str,
                        num_attention_heads=heads, num_key_value_heads=kv,
                        intermediate_size=inter,
                        max_position_embeddings=max(2048, cfg.prompt_len + cfg.new_tokens))
-    model = LlamaForCausalLM(lcfg).eval().to(device=device, dtype=dtype)
+    with torch.device(device):  # random init where it runs: seconds, not a CPU minute
+        model = LlamaForCausalLM(lcfg)
+    model = model.eval().to(dtype=dtype)
     prompt = torch.randint(0, vocab, (cfg.batch, cfg.prompt_len), device=device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     clock = time.monotonic

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The co-located workloads (harvest, llm, multi-model) on a single-GPU NVIDIA machine.
+# Usage, from the repo root:
+#   bash benchmarks/device_colocate.sh OUTDIR [SECONDS] [REPEATS] [XSCHED_ROOT] [SCENARIOS]
+# SCENARIOS (default "harvest llm") through compare (native, MPS, and XSched when a root
+# is given), interleaved with repeats; multi-model in the dashboard in tmux at 120x40
+# (captured after its phase); what was left behind after each step.
+set -u
+R=${1:?outdir}; S=${2:-15}; N=${3:-2}; XS=${4:-}; SCS=${5:-harvest llm}
+mkdir -p "$R"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+X="python3 -m xwatch"
+MODES=native,mps; XARG=()
+[ -n "$XS" ] && { MODES=native,mps,xsched; XARG=(--xsched "$XS"); }
+left() { echo "--- left behind after $1:" >> "$R/leftovers.txt"
+         ps -eo pid,stat,args | grep -E "xwatch.core.engine|nvidia-cuda-mps|xserver" \
+           | grep -v grep >> "$R/leftovers.txt"; }
+run() { local log=$1; shift; echo "\$ $*" >> "$R/commands.txt"; local t0=$SECONDS
+        "$@" > "$R/$log" 2>&1; local rc=$?; echo "exit $rc after $((SECONDS - t0)) s" >> "$R/$log"
+        echo "  -> exit $rc, $((SECONDS - t0)) s ($log)" >> "$R/commands.txt"; left "$log"; }
+nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv > "$R/gpu.txt" 2>&1
+python3 -c "import transformers, torch; print('transformers', transformers.__version__, \
+'torch', torch.__version__)" > "$R/versions.txt" 2>&1
+for sc in $SCS; do
+  run "$sc.log" $X compare "$sc" --modes "$MODES" --repeat "$N" --duration "$S" \
+      --device cuda:0 --telemetry nvml "${XARG[@]}" --export "$R/$sc"
+done
+tmux new -d -s xw -x 120 -y 40 "$X run multi-model --device cuda:0 --telemetry nvml \
+  --duration $S --no-keep --export $R/dash-multi; echo EXIT=\$? > $R/dash-multi-exit.txt"
+sleep $((S + 30)); tmux capture-pane -p -t xw > "$R/tmux-multi.txt"
+tmux send-keys -t xw s; sleep 5; tmux send-keys -t xw q; sleep 15
+tmux kill-server 2>/dev/null; left dashboard-multi
+rm -f "$R"/*/events.csv.gz
