@@ -8,17 +8,9 @@
 set -u
 R=${1:?outdir}; S=${2:-15}; N=${3:-2}; XS=${4:-}; SCS=${5:-harvest llm}
 mkdir -p "$R"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-X="python3 -m xwatch"
+source "$(dirname "$0")/device_lib.sh"
 MODES=native,mps; XARG=()
 [ -n "$XS" ] && { MODES=native,mps,xsched; XARG=(--xsched "$XS"); }
-left() { echo "--- left behind after $1:" >> "$R/leftovers.txt"
-         ps -eo pid,stat,args | grep -E "xwatch.core.engine|nvidia-cuda-mps|xserver" \
-           | grep -v grep >> "$R/leftovers.txt"; }
-run() { local log=$1; shift; echo "\$ $*" >> "$R/commands.txt"; local t0=$SECONDS
-        "$@" > "$R/$log" 2>&1; local rc=$?; echo "exit $rc after $((SECONDS - t0)) s" >> "$R/$log"
-        echo "  -> exit $rc, $((SECONDS - t0)) s ($log)" >> "$R/commands.txt"; left "$log"; }
-nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv > "$R/gpu.txt" 2>&1
 python3 -c "import transformers, torch; print('transformers', transformers.__version__, \
 'torch', torch.__version__)" > "$R/versions.txt" 2>&1
 for sc in $SCS; do

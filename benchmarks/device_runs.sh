@@ -16,15 +16,7 @@
 set -u
 what=${1:?repeats|dashboard|xsched}; R=${2:?outdir}; S=${3:-12}; N=${4:-6}; XS=${5:-}
 mkdir -p "$R"
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-X="python3 -m xwatch"
-left() { echo "--- left behind after $1:" >> "$R/leftovers.txt"
-         ps -eo pid,stat,args | grep -E "xwatch.core.engine|nvidia-cuda-mps" \
-           | grep -v grep >> "$R/leftovers.txt"; }
-run() { local log=$1; shift; echo "\$ $*" >> "$R/commands.txt"; local t0=$SECONDS
-        "$@" > "$R/$log" 2>&1; local rc=$?; echo "exit $rc after $((SECONDS - t0)) s" >> "$R/$log"
-        echo "  -> exit $rc, $((SECONDS - t0)) s ($log)" >> "$R/commands.txt"; left "$log"; }
-nvidia-smi --query-gpu=name,driver_version,compute_mode --format=csv > "$R/gpu.txt" 2>&1
+source "$(dirname "$0")/device_lib.sh"
 MODES=native,mps; KEY=m; XARG=()
 if [ "$what" = xsched ]; then
   MODES=native,mps,xsched; KEY=x; XARG=(--xsched "${XS:?xsched root}")
