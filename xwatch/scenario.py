@@ -37,6 +37,7 @@ ARRIVALS = ("fixed", "poisson")
 STREAMS = ("created", "default")
 STREAM_PRIORITIES = ("high", "normal")
 AMP_MODES = ("off", "bf16", "fp16")
+DECODE_MODES = ("eager", "graphed")
 #: per-workload tables of mode settings ([workload.xsched], [workload.mps])
 MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
@@ -356,6 +357,11 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
         _int(1, 32768)),
     Key("new_tokens", "integer", 32, "LLM decoders: tokens generated per request (greedy, "
         "KV cache; each token synchronized before its clock stops).", _int(2, 8192)),
+    Key("decode", "string", "eager", "LLM decoders: 'eager' (a growing KV cache, one "
+        "launch per kernel, as HF eager) or 'graphed' (a static KV cache and each decode "
+        "step replayed as one captured CUDA graph, as serving engines do; needs a CUDA GPU). "
+        "Both synchronize each token before its clock stops.", _choice(*DECODE_MODES),
+        DECODE_MODES),
     Key("train", "boolean", False, "Train instead of serving: each request is one iteration "
         "of forward, loss against random labels (fixed seed), backward and an SGD step (lr "
         "0.01, momentum 0.9); its time is the latency, `batch` x iterations/s the samples/s. "
@@ -437,6 +443,7 @@ class Workload:
     stream_priority: str | None = None  # None: high for the highest-priority workloads
     prompt_len: int = 128  # LLM decoders
     new_tokens: int = 32
+    decode: str = "eager"  # LLM decoders: eager | graphed
     train: bool = False  # one training iteration per request
     amp: str = "off"  # autocast: off | bf16 | fp16
     # external command
@@ -686,6 +693,13 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if vals.get("train") and str(vals.get("model", "")).startswith("llama"):
         raise ctx.error(f"{where}.train", "LLM decoders serve (decode); train a torchvision "
                         "or BERT model as the background work")
+    if vals.get("decode", "eager") != "eager" and \
+            not str(vals.get("model", "")).startswith("llama"):
+        raise ctx.error(f"{where}.decode", "'decode' applies to the LLM decoders ("
+                        + ", ".join(LLM_ARCHS) + ")")
+    if vals.get("decode") == "graphed" and vals.get("amp", "off") != "off":
+        raise ctx.error(f"{where}.decode", "a graphed decode runs in the weights' dtype: set "
+                        "dtype = 'bf16' (or 'fp16') instead of amp")
     if vals.get("train") and vals.get("task") == "base":
         raise ctx.error(f"{where}.train", "training needs a loss: BERT task 'classification' "
                         "or 'qa' (task 'base' has no head)")

@@ -86,8 +86,11 @@ def test_preflight_catches_a_crashing_shim_before_workloads_load(tmp_path: Path,
 @pytest.mark.slow
 def test_preflight_engaged_then_phase_runs_and_no_preflight_skips(tmp_path: Path,
                                                                   install: Path) -> None:
-    r = run_xwatch("run", str(model_scen(tmp_path)), "--headless", "--mode", "xsched",
-                   "--xsched", str(install), "--export", str(tmp_path / "o"), timeout=180)
+    # 5 s, not 2: measuring starts when the first workload is ready, and on two loaded
+    # cores HIGH once finished loading more than 2 s after LOW (it measured nothing)
+    r = run_xwatch("run", str(model_scen(tmp_path, duration=5.0)), "--headless", "--mode",
+                   "xsched", "--xsched", str(install), "--export", str(tmp_path / "o"),
+                   timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     ph = json.loads((tmp_path / "o" / "snapshot.json").read_text())["phases"][0]
     vs = ph["preflight"]["verdicts"]  # one probe per workload environment

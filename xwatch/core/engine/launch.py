@@ -54,7 +54,8 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
         name=w.name, model=w.model, batch=w.batch, input=w.input, seq_len=w.seq_len, task=w.task,
         dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, requests=w.requests,
         warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed, train=w.train,
-        amp=w.amp, prompt_len=w.prompt_len, new_tokens=w.new_tokens)
+        amp=w.amp, prompt_len=w.prompt_len, new_tokens=w.new_tokens,
+        decode=w.decode)
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,

@@ -472,7 +472,8 @@ def scenario_from_dict(d: dict[str, Any], source: str) -> Any:
         else:
             for k in ("input", "seq_len", "task", "dtype", "device", "arrival", "requests",
                       "warmup", "python", "threads", "stream", "seed", "model",
-                      "stream_priority", "train", "amp", "prompt_len", "new_tokens"):
+                      "stream_priority", "train", "amp", "prompt_len", "new_tokens",
+                      "decode"):
                 w.pop(k, None)
         wls.append(w)
     data["workload"] = wls

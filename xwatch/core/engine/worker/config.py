@@ -27,6 +27,7 @@ class WorkerConfig:
     heartbeat_s: float = 1.0
     prompt_len: int = 128  # LLM decoders: prompt tokens (prefill)
     new_tokens: int = 32  # LLM decoders: tokens generated per request
+    decode: str = "eager"  # LLM decoders: eager | graphed (static KV cache, CUDA graph)
     train: bool = False  # one training iteration (forward, backward, step) per request
     amp: str = "off"  # autocast: off | bf16 | fp16
 

@@ -120,48 +120,141 @@ def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
 
 class TokenTimes(list):  # type: ignore[type-arg]
     """What one LLM request returns: the monotonic end time of each generated token
-    (the first one ends the prefill), each taken after a device synchronize."""
+    (the first one ends the prefill), each taken after a device synchronize; with
+    ``keep`` the tokens themselves too (for tests: eager and graphed decode the same)."""
+
+    def __init__(self, keep: bool = False) -> None:
+        super().__init__()
+        self.tokens: list[Any] | None = [] if keep else None
+
+    def mark(self, clock: Callable[[], float], tok: Any) -> None:
+        self.append(clock())
+        if self.tokens is not None:
+            self.tokens.append(tok.clone())
 
 
-def _llm(torch: Any, cfg: WorkerConfig, device: Any, dtype: Any, info: dict[str, Any]
+def _llm(torch: Any, cfg: WorkerConfig, device: Any, dtype: Any, info: dict[str, Any],
+         keep_tokens: bool = False, static: bool | None = None
          ) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
     """A Llama-shaped decoder from a config (random weights): each request prefills a
     random ``prompt_len`` prompt and greedily decodes ``new_tokens`` with a KV cache,
-    timing every token after a synchronize (the serving engines' eager path)."""
+    timing every token after a synchronize. ``decode = "eager"``: a growing cache,
+    every kernel launched from Python (HF eager); ``"graphed"``: a static cache and
+    each decode step one CUDA graph replay (the serving engines' way). ``static`` (for
+    tests) runs the static-cache path without capturing a graph."""
     import time
 
-    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     layers, hidden, heads, kv, inter, vocab = LLM_ARCHS[cfg.model]
     lcfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
                        num_attention_heads=heads, num_key_value_heads=kv,
                        intermediate_size=inter,
                        max_position_embeddings=max(2048, cfg.prompt_len + cfg.new_tokens))
+    graphed = cfg.decode == "graphed"
+    if graphed and device.type != "cuda":
+        raise RuntimeError(f"decode = 'graphed' captures CUDA graphs and needs a CUDA GPU; "
+                           f"this workload runs on {device}")
     with torch.device(device):  # random init where it runs: seconds, not a CPU minute
         model = LlamaForCausalLM(lcfg)
     model = model.eval().to(dtype=dtype)
     prompt = torch.randint(0, vocab, (cfg.batch, cfg.prompt_len), device=device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    clock = time.monotonic
     info.update(input=f"prompt {cfg.batch}x{cfg.prompt_len}, {cfg.new_tokens} new tokens",
                 params=sum(p.numel() for p in model.parameters()), dtype=cfg.dtype,
-                train=False, amp=cfg.amp, decoder=True)
+                train=False, amp=cfg.amp, decoder=True, decode=cfg.decode)
+    if graphed or static:
+        forward = _static_decode(torch, model, lcfg, prompt, cfg.new_tokens, device, sync,
+                                 time.monotonic, graph=graphed, keep=keep_tokens)
+        return forward, device, info
+    forward = _eager_decode(model, prompt, cfg.new_tokens, sync, time.monotonic,
+                            keep=keep_tokens)
+    return _autocast(torch, cfg.amp, device, forward), device, info
+
+
+def _eager_decode(model: Any, prompt: Any, n: int, sync: Callable[[], None],
+                  clock: Callable[[], float], keep: bool) -> Callable[[], TokenTimes]:
+    from transformers import DynamicCache
 
     def forward() -> TokenTimes:
-        times = TokenTimes()
+        times = TokenTimes(keep)
         cache = DynamicCache()
         out = model(input_ids=prompt, past_key_values=cache, use_cache=True)
         nxt = out.logits[:, -1:].argmax(-1)
         sync()
-        times.append(clock())
-        for _ in range(cfg.new_tokens - 1):
+        times.mark(clock, nxt)
+        for _ in range(n - 1):
             out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
             nxt = out.logits[:, -1:].argmax(-1)
             sync()
-            times.append(clock())
+            times.mark(clock, nxt)
         return times
+    return forward
 
-    return _autocast(torch, cfg.amp, device, forward), device, info
+
+def _static_decode(torch: Any, model: Any, lcfg: Any, prompt: Any, n: int, device: Any,
+                   sync: Callable[[], None], clock: Callable[[], float], graph: bool,
+                   keep: bool) -> Callable[[], TokenTimes]:
+    """A static KV cache sized prompt + ``n``; the decode step reads its token and
+    position from fixed tensors, so its kernels and their arguments never change and
+    ``graph`` captures it once (after a warm-up on a side stream, as PyTorch's CUDA
+    graph recipe asks) and replays it for every token of every request."""
+    from transformers import StaticCache
+
+    b, plen = prompt.shape
+    cache = StaticCache(config=lcfg, max_cache_len=plen + n)
+    prompt_pos = torch.arange(plen, device=device)
+    tok = torch.zeros((b, 1), dtype=torch.long, device=device)
+    pos = torch.zeros((1,), dtype=torch.long, device=device)
+
+    def prefill() -> Any:
+        out = model(input_ids=prompt, past_key_values=cache, cache_position=prompt_pos,
+                    use_cache=True)
+        return out.logits[:, -1:].argmax(-1)
+
+    def step() -> Any:
+        out = model(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True)
+        return out.logits[:, -1:].argmax(-1)
+
+    run_step = step
+    if graph:
+        with torch.inference_mode():
+            tok.copy_(prefill())  # the cache's tensors exist once a prefill wrote them
+            pos.fill_(plen)
+            side = torch.cuda.Stream(device)
+            side.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream(device).wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            try:
+                with torch.cuda.graph(g):
+                    out_tok = step()
+            except RuntimeError as e:
+                raise RuntimeError(f"decode = 'graphed': capturing the decode step as a CUDA "
+                                   f"graph failed (transformers' Llama with a static cache "
+                                   f"did something a graph cannot hold): {e}") from e
+            sync()
+
+        def run_step() -> Any:
+            g.replay()
+            return out_tok
+
+    def forward() -> TokenTimes:
+        times = TokenTimes(keep)
+        cache.reset()
+        nxt = prefill()
+        sync()
+        times.mark(clock, nxt)
+        for i in range(n - 1):
+            tok.copy_(nxt)
+            pos.fill_(plen + i)
+            nxt = run_step()
+            sync()
+            times.mark(clock, nxt)
+        return times
+    return forward
 
 
 def token_metrics(times: TokenTimes, t_sched: float) -> str:
