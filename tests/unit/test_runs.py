@@ -13,6 +13,7 @@ import random
 import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
+from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.intervals import Hist, diff_interval, merge
 from xwatch.core.analysis.noise import Floor, floor_of, one_run_interval
 from xwatch.core.analysis.runs import Split, mean_interval, run_value, t_ppf
@@ -358,3 +359,59 @@ def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: o
         assert run.check_stall(now + 30.0) is None
     finally:
         session.close()
+
+
+def _calibration(rng: random.Random, k: int, together_native: float, together_mode: float,
+                 sd_run: float = 0.08, floor: Floor | None = None) -> SessionSnapshot:
+    """k interleaved calibrate repeats (alone/together x native/xsched), every run with
+    its own multiplicative run effect; together phases add a known shift in ms."""
+    phases = []
+    for r in range(1, k + 1):
+        for role, mode, shift in (("alone", "native", 0.0), ("alone", "xsched", 0.0),
+                                  ("together", "native", together_native),
+                                  ("together", "xsched", together_mode)):
+            w = _run(rng, 300, math.exp(rng.gauss(0, sd_run)), shift)
+            phases.append(PhaseSnapshot(len(phases), f"{role}-{mode}-{r}", mode, "done", "",
+                                        None, 10.0, True, (w,),
+                                        {"calibrate": role, "repeat": r,
+                                         "step": f"{role}-{mode}"}))
+    extra = {} if floor is None else {"noise_floors": {"native": floor.as_dict()}}
+    return SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0, extra=extra)
+
+
+@pytest.mark.parametrize("k", [3, 8])
+def test_calibrate_recovery_interval_keeps_its_promise_and_its_a_a(k: int) -> None:
+    """calibrate's "P99 recovered" (together native - together under the mode), through
+    calibrate() itself: with a known +4 ms recovered it covers 4 about 95% of the time
+    (truth exact: the two differ by an added constant, run effects have one law); with
+    nothing recovered (an A/A of the mechanism) it is called beyond noise rarely."""
+    rng = random.Random(700 + k)
+    covered = beyond = 0
+    for _ in range(TRIALS):
+        cal = calibrate(_calibration(rng, k, 5.0, 1.0))
+        assert cal is not None and cal.recovered_p99 is not None
+        assert cal.recovered_p99.basis == RUNS and cal.recovered_p99.repeats == k
+        covered += cal.recovered_p99.diff.contains(4.0)
+        aa = calibrate(_calibration(rng, k, 3.0, 3.0))
+        assert aa is not None and aa.recovered_p99 is not None
+        beyond += aa.recovered_p99.way != 0
+    assert 0.91 <= covered / TRIALS <= 0.99, covered / TRIALS
+    assert beyond / TRIALS <= 0.09, beyond / TRIALS
+
+
+def test_calibrate_one_run_is_judged_against_the_floor_and_covers_the_truth() -> None:
+    """One calibrate repeat with a recorded floor (8 runs): the recovery is judged against
+    the floor (basis floor) and its interval covers the truth at about 95%; HIGH alone
+    is never judged against the floor (it was recorded for the whole scenario)."""
+    rng = random.Random(77)
+    covered = 0
+    for _ in range(TRIALS):
+        fl = _floor(rng, 8, 0.08)
+        cal = calibrate(_calibration(rng, 1, 5.0, 1.0, floor=fl))
+        assert cal is not None and cal.recovered_p99 is not None
+        assert cal.recovered_p99.basis == FLOOR
+        assert cal.overhead_p99 is not None and cal.overhead_p99.basis == UNMEASURED
+        covered += cal.recovered_p99.diff.contains(4.0)
+    assert 0.91 <= covered / TRIALS <= 0.995, covered / TRIALS
+    # the base here is the mode, the floor the native side's (it was found all the same)
+    assert "XSched's own floor unmeasured, taken as equal" in cal.recovered_p99.text()

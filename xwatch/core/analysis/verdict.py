@@ -221,14 +221,19 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     fa = floors.get(base[0].mode) if base else None
     fb = floors.get(other[0].mode) if other else None
     sa = fa.get(name, metric) if fa is not None else None
-    if fa is None or sa is None:
-        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED)
     sb = fb.get(name, metric) if fb is not None else None
+    # either side's floor will do (calibrate's recovery has the mode as its base and
+    # the native floor on the other side); the side without one is taken as equal
+    if sa is not None and fa is not None:
+        fl, first, second, bare = fa, sa, sb, other[0].mode
+    elif sb is not None and fb is not None:
+        fl, first, second, bare = fb, sb, None, base[0].mode
+    else:
+        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED)
     run_s = run_length([p for p in list(base) + list(other) if usable(p)])
-    diff = one_run_interval(within.est, within, sa, sb, run_s)
-    what = fa.describe() + ("" if sb is not None else
-                            f"; {mode_label(other[0].mode)}'s own floor unmeasured, "
-                            "taken as equal")
+    diff = one_run_interval(within.est, within, first, second, run_s)
+    what = fl.describe() + ("" if second is not None else
+                            f"; {mode_label(bare)}'s own floor unmeasured, taken as equal")
     return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what)
 
 
