@@ -261,6 +261,12 @@ SCENARIO_KEYS: tuple[Key, ...] = (
         "bus order, as nvidia-smi / amd-smi number them), named NAME@GPU and pinned with "
         "CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES. Empty: one copy, on its own device. "
         "--gpus overrides.", _gpus),
+    Key("start_together", "boolean", True,
+        "Built-in workloads start measuring at once: each, warmed up, waits until every "
+        "built-in workload of the phase is warm (or has ended), so none is measured while "
+        "another still loads. false: each starts when it is warm, and start_delay_s "
+        "staggers their arrival (e.g. to watch LOW arrive). Command workloads start when "
+        "they start.", _bool),
 )
 
 SLO_KEYS: tuple[Key, ...] = (
@@ -534,6 +540,7 @@ class Scenario:
     gpus: tuple[int, ...] = ()  # replicated onto these GPUs (workloads already expanded)
     #: the workloads as written, before replication onto ``gpus`` (empty: not replicated)
     single: tuple[Workload, ...] = ()
+    start_together: bool = True  # built-in workloads start measuring at once (start gate)
 
     def workload(self, name: str) -> Workload:
         for w in self.workloads:
@@ -769,6 +776,7 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         slo=slo,
         xsched=xs,
         source=path,
+        start_together=top.get("start_together", True),
     ).on_gpus(top.get("gpus", ()))
 
 

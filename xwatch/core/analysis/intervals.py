@@ -192,7 +192,7 @@ class Interval:
         return math.inf if self.lo is None or self.hi is None else self.hi - self.lo
 
     def text(self, fmt: str = "{:.2f}") -> str:
-        lo = "-inf" if self.lo is None else fmt.format(self.lo)
+        lo = "open" if self.lo is None else fmt.format(self.lo)
         hi = "open" if self.hi is None else fmt.format(self.hi)
         return f"{fmt.format(self.est)} [{lo}, {hi}]"
 

@@ -19,14 +19,16 @@ shuffled order):
 The intervals are recomputed at every look (the race peeks), which the Bonferroni
 level does not correct for: a decision at the last look is as sure as its
 interval, earlier drops somewhat less. This is F-Race's trade (Birattari et al.)
-with t intervals instead of a Friedman test. ``rounds_to_decide`` estimates how many
-more rounds would separate what the budget left undecided.
+with t intervals instead of a Friedman test. ``still_open`` says, at the budget, what
+each open candidate waits for (its SLO interval to leave the objective, or its price
+interval to leave the likely choice's) and about how many more rounds would give it,
+at the race's own level, if the means and spreads stay as they are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,7 +108,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
 def judge(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
     """Update intervals and drop what is decided; the winner once there is one."""
     live = [c for c in cands if c.alive]
-    conf = 1.0 - 0.05 / max(1, len([c for c in cands if c.status != FAILED]))
+    conf = level(cands)
     for c in cands:
         if c.status != FAILED:
             c.slo = interval_at(c.slo_values, conf)
@@ -135,38 +137,146 @@ def judge(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
     return None
 
 
-def rounds_to_decide(a: Candidate, b: Candidate, most: int = 200) -> int | None:
+def level(cands: Sequence[Candidate]) -> float:
+    """The race's confidence per interval: 95% Bonferroni-corrected over the candidates
+    that have not failed (what ``judge`` uses)."""
+    return 1.0 - 0.05 / max(1, len([c for c in cands if c.status != FAILED]))
+
+
+def _sd(xs: Sequence[float]) -> float:
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _first_k(n: int, ok: Callable[[int], bool], most: int) -> int | None:
+    """The least k in [n, most] with ok(k) (ok is monotone in k), or None."""
+    if not ok(most):
+        return None
+    lo, hi = n, most
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def rounds_to_tell(xs: Sequence[float], bound: float, confidence: float = 0.95,
+                   most: int = 200) -> int | None:
+    """About how many more runs would put the interval of ``xs``'s mean (at
+    ``confidence``) wholly on one side of ``bound``, if its mean and spread stay as
+    they are: 0 when it is already; None when the runs cannot tell (fewer than two,
+    a mean on the bound, or more than ``most`` in all)."""
+    vals = [x for x in xs if x == x]
+    n = len(vals)
+    if n < 2:
+        return None
+    gap, sd = abs(sum(vals) / n - bound), _sd(vals)
+    if not gap > 0:
+        return None
+    q = 1.0 - (1.0 - confidence) / 2.0
+    k = _first_k(n, lambda k: t_ppf(q, k - 1) * sd / math.sqrt(k) < gap, most)
+    return None if k is None else k - n
+
+
+def rounds_to_decide(a: Candidate, b: Candidate, confidence: float = 0.95,
+                     most: int = 200) -> int | None:
     """About how many more rounds would separate ``a`` and ``b``'s prices (their
-    intervals no longer overlapping, if the means and spreads stay as they are)."""
+    intervals at ``confidence`` no longer overlapping, if the means and spreads stay
+    as they are)."""
     gap = abs(a.price.est - b.price.est)
     if not gap > 0 or a.runs < 2 or b.runs < 2:
         return None
-
-    def sd(xs: Sequence[float]) -> float:
-        m = sum(xs) / len(xs)
-        return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
-
-    sa, sb = sd(a.prices), sd(b.prices)
-    for k in range(max(a.runs, b.runs), most + 1):
-        t = t_ppf(0.975, k - 1)
-        if t * (sa + sb) / math.sqrt(k) < gap:
-            return k - max(a.runs, b.runs)
-    return None
+    sa, sb, n = _sd(a.prices), _sd(b.prices), max(a.runs, b.runs)
+    q = 1.0 - (1.0 - confidence) / 2.0
+    k = _first_k(n, lambda k: t_ppf(q, k - 1) * (sa + sb) / math.sqrt(k) < gap, most)
+    return None if k is None else k - n
 
 
-def undecided_note(cands: Sequence[Candidate]) -> str:
-    """What the budget left open, and about how many more rounds would settle it."""
-    live = [c for c in cands if c.alive]
-    if len(live) < 2:
+@dataclass(frozen=True)
+class Open:
+    """What the budget left open: the likely choice (the highest price among those
+    whose SLO estimate is under the objective; None when no estimate is), each open
+    candidate's wait in words with its rounds, and the rounds the whole race would
+    need (None: the runs so far cannot tell)."""
+
+    likely: Candidate | None
+    waits: dict[str, tuple[str, int | None]]
+    rounds: int | None
+
+
+def still_open(cands: Sequence[Candidate], obj: Objective,
+               confidence: float | None = None) -> Open:
+    """Per open candidate (surviving, undecided, or chosen by estimate at the budget),
+    the decision it waits for and about how many more rounds would give it."""
+    conf = level(cands) if confidence is None else confidence
+    live = [c for c in cands if c.status in (SURVIVING, UNDECIDED, CHOSEN)]
+    goal = f"{obj.workload} {obj.metric}"
+    under = [c for c in live if c.slo.est == c.slo.est and c.slo.est < obj.latency_ms]
+    likely = max(under, key=lambda c: c.price.est) if under else None
+    waits: dict[str, tuple[str, int | None]] = {}
+    for c in live:
+        side = "under" if c.slo.est < obj.latency_ms else "above"
+        slo_k = 0 if c.meets(obj) or c.fails(obj) else \
+            rounds_to_tell(c.slo_values, obj.latency_ms, conf)
+        slo_words = f"{goal} {c.slo.text()} ms, {side} {obj.latency_ms:g} ms by estimate"
+        if likely is None or c is likely:
+            if c is likely and c.meets(obj) and len(live) == 1:
+                continue
+            waits[c.label] = (slo_words, slo_k)
+        elif c.price.est > likely.price.est:  # cheaper, but over the SLO by estimate
+            waits[c.label] = (slo_words, slo_k)
+        else:  # dearer than the likely choice: told apart by price (or by the SLO)
+            # a drop for price needs the likely choice to meet the SLO with confidence too
+            k_likely = 0 if likely.meets(obj) else \
+                rounds_to_tell(likely.slo_values, obj.latency_ms, conf)
+            k_price = rounds_to_decide(c, likely, conf)
+            if k_price == 0:
+                by_price = (f"price {c.price.text('{:,.0f}')}/s, below {likely.label}'s with "
+                            f"confidence; waits for {likely.label} to meet the SLO with "
+                            "confidence", k_likely)
+            else:
+                by_price = (f"price {c.price.text('{:,.0f}')}/s against {likely.label}'s "
+                            f"{likely.price.text('{:,.0f}')}/s",
+                            None if k_price is None or k_likely is None
+                            else max(k_price, k_likely))
+            by_slo = (slo_words, slo_k) if side == "above" else (slo_words, None)
+            known = [w for w in (by_price, by_slo) if w[1] is not None]
+            waits[c.label] = min(known, key=lambda w: w[1] or 0) if known else by_price
+    ks = [k for _, k in waits.values()]
+    total = None if None in ks else max((k for k in ks if k is not None), default=0)
+    return Open(likely, waits, total)
+
+
+def more_rounds(k: int) -> str:
+    return f"{k} more round" + ("" if k == 1 else "s")
+
+
+def undecided_note(cands: Sequence[Candidate], obj: Objective,
+                   confidence: float | None = None, run_s: float | None = None) -> str:
+    """What the budget left open, and about how many more rounds (and runs: each open
+    candidate runs until its own decision; minutes at ``run_s`` a run) would settle it."""
+    op = still_open(cands, obj, confidence)
+    if not op.waits:
         return ""
-    live.sort(key=lambda c: -c.price.est if c.price.est == c.price.est else math.inf)
-    a = live[0]
-    parts = []
-    for b in live[1:4]:
-        k = rounds_to_decide(a, b)
-        parts.append(f"{a.label} vs {b.label}: " + (f"about {k} more rounds" if k is not None
-                                                      else "the runs so far cannot tell"))
-    return "Undecided at the budget: " + "; ".join(parts) + "."
+    goal = f"{obj.workload} {obj.metric} < {obj.latency_ms:g} ms"
+    if op.likely is None:
+        head = (f"no open candidate's estimate meets {goal}; the race would end with each "
+                "dropped for the SLO")
+    else:
+        head = f"the likely choice is {op.likely.label} (the cheapest whose estimate meets {goal})"
+    runs = sum(k for _, k in op.waits.values() if k is not None)
+    cost = f", {runs} runs" + (f", about {runs * run_s / 60:.0f} min" if run_s else "")
+    total = ("the runs so far cannot tell when" if op.rounds is None
+             else f"about {more_rounds(op.rounds)} ({cost[2:]}) would decide it")
+    slow = sorted(op.waits.items(), key=lambda kv: -(kv[1][1] if kv[1][1] is not None
+                                                       else math.inf))
+    parts = [f"{label}: {words}, " + (f"about {more_rounds(k)}" if k is not None
+                                      else "the runs so far cannot tell")
+             for label, (words, k) in slow[:3] if k != 0]
+    more = f" (the longest: {'; '.join(parts)})" if parts else ""
+    return f"Undecided at the budget: {head}; {total}{more}."
 
 
 def short_label(mode: str, settings: Mapping[str, Any]) -> str:
@@ -244,6 +354,17 @@ def sentence(advice: Mapping[str, Any]) -> str:
         few = min(x["runs"] for x in live) < MIN_RUNS
         why = (f" (the budget ended after {advice.get('rounds', 1)} round(s); a decision "
                f"needs at least {MIN_RUNS} runs of each)" if few else " within the budget")
+        lk = cands.get(advice.get("likely") or "")
+        if lk is not None and not few:
+            k = advice.get("more_rounds")
+            when = f", about {more_rounds(k)} from a decision," if k else ""
+            tail = (f"; the likely choice{when} is {_mode_words(lk['mode'], lk['settings'])}: "
+                    f"{slo['workload']} {slo['metric']} "
+                    f"{_num(lk['slo_metric']['estimate'], '{:.2f}')} ms "
+                    f"[{_num(lk['slo_metric']['lo'], '{:.2f}')}, "
+                    f"{_num(lk['slo_metric']['hi'], '{:.2f}')}], price "
+                    f"{_num(lk['price']['estimate'], '{:,.0f}')}/s "
+                    f"[{_num(lk['price']['lo'], '{:,.0f}')}, {_num(lk['price']['hi'], '{:,.0f}')}]")
         return f"No setting met {want} with confidence{why}{tail}."
     c = cands[choice["label"]]
     s, p = c["slo_metric"], c["price"]

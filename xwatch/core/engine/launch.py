@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import xwatch
-from xwatch.core.engine.protocol import EVENT_FD_ENV
+from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV
 from xwatch.core.engine.worker.config import WorkerConfig
 from xwatch.scenario import Workload
@@ -59,7 +59,8 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
-                 base_env: Mapping[str, str] | None = None, top: bool = False) -> LaunchSpec:
+                 base_env: Mapping[str, str] | None = None, top: bool = False,
+                 gate: bool = False) -> LaunchSpec:
     """The command line and environment for workload ``w``.
 
     ``mode_env`` (XSched's variables) is applied last, except that
@@ -77,6 +78,8 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         pp = env.get("PYTHONPATH")
         put("PYTHONPATH", PACKAGE_PARENT + (os.pathsep + pp if pp else ""))
         put(CONFIG_ENV, worker_config(w, top).to_json())
+        if gate:  # warm, it waits for the others (protocol.GATE_ENV)
+            put(GATE_ENV, "1")
         cwd = None
     else:
         assert w.command is not None

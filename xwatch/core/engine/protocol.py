@@ -30,7 +30,13 @@ HEARTBEAT = "hb"
 ERROR = "error"
 BYE = "bye"
 TRACE = "trace"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE})
+WARM = "warm"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM})
+
+#: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
+#: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its
+#: start, so an early one is kept, never fatal) before its first measured request.
+GATE_ENV = "XWATCH_START_GATE"
 
 #: Lines longer than this are dropped as malformed (a runaway writer must not
 #: make xwatch buffer without bound).

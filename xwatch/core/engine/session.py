@@ -9,6 +9,7 @@ exporter and the tests all read the same thing. Raw request events are spooled
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import heapq
 import itertools
@@ -39,6 +40,10 @@ from xwatch.scenario import Scenario, Workload
 # Workload states, in the order they normally happen. STALLED: alive, but no
 # request completed (or no heartbeat) for longer than its stall bound.
 PENDING, STARTING, WARMING, RUNNING = "pending", "starting", "warming", "running"
+WAITING = "waiting"  # warm, held by the start gate until the others are warm
+#: the start gate lets the warm workloads go after this long even if another is still
+#: loading (a 7B model on a slow disk); the phase's log says so
+GATE_MAX_S = 600.0
 STALLED = "stalled"
 FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
 TERMINAL = frozenset({FINISHED, STOPPED, FAILED})
@@ -257,6 +262,8 @@ class WorkloadRun:
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
         self.unfinished_note = ""
         self.ready_info: dict[str, Any] = {}  # the worker's "ready" event
+        self.warm_t: float | None = None  # the start gate: when it said it was warm
+        self.released = False  # the start gate: its SIGUSR2 was sent
         #: min-heap of (latency_ms, t_end, (seconds after the phase start, latency_ms))
         self.slowest: list[tuple[float, float, tuple[float, float]]] = []
         self._slowest_version = 0  # counts changes of the heap
@@ -315,7 +322,7 @@ class WorkloadRun:
         if sv is not None and self.state != STALLED:
             self.recent_service.append(sv)
         if reqs:
-            if self.state in (STARTING, WARMING, PENDING, STALLED):
+            if self.state in (STARTING, WARMING, WAITING, PENDING, STALLED):
                 self._mark_running(now)
             last = reqs[-1].get("seq")
             if type(last) is int and last > self.max_seq:
@@ -360,6 +367,10 @@ class WorkloadRun:
             self.hello = {k: v for k, v in e.items() if k != "type"}
             if self.state in (PENDING, STARTING):
                 self.state = WARMING
+        elif kind == "warm":  # the start gate: warm, waiting for the others
+            self.state = WAITING
+            self.warm_t = now
+            self.phase.release_gate(now)
         elif kind == "ready":
             t0 = e.get("t0")
             self.ready_t0 = float(t0) if isinstance(t0, (int, float)) else now
@@ -409,6 +420,7 @@ class WorkloadRun:
         self.state = reason
         level = "error" if reason == FAILED else "info"
         self.phase.session.log("xwatch", level, f"{self.spec.name}: {self.exit.describe()}")
+        self.phase.release_gate(self.end_t)  # an ended workload holds no one back
 
     def on_spawn_error(self, message: str) -> None:
         self.error = message
@@ -416,6 +428,7 @@ class WorkloadRun:
         self.state = FAILED
         self.end_t = time.monotonic()
         self.phase.session.log("xwatch", "error", f"{self.spec.name}: {message}")
+        self.phase.release_gate(self.end_t)
 
     def _slowest_rows(self) -> tuple[tuple[float, float], ...]:
         """The kept slowest requests, slowest first, as (seconds after the phase start,
@@ -684,6 +697,33 @@ class Phase:
     def on_ready(self, t0: float) -> None:
         if self.t_measure is None or t0 < self.t_measure:
             self.t_measure = t0
+
+    def release_gate(self, now: float) -> None:
+        """The start gate: once every built-in workload of the phase is warm (or has
+        ended), send each warm one SIGUSR2 so that all start measuring at once; after
+        ``GATE_MAX_S`` from the first warm one, let the warm ones go without the rest."""
+        waiting = [r for r in self.runs.values() if r.state == WAITING and not r.released]
+        if not waiting:
+            return
+        loading = [r for r in self.runs.values() if r.spec.model is not None
+                   and r.state in (PENDING, STARTING, WARMING)]
+        first = min(r.warm_t or now for r in waiting)
+        if loading and now - first < GATE_MAX_S:
+            return
+        for r in waiting:
+            r.released = True
+            if r.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(r.pid, signal.SIGUSR2)
+        held = now - first
+        if loading:
+            self.session.log("xwatch", "warning", f"start gate: {', '.join(r.spec.name for r in waiting)} "
+                             f"start after {held:.0f} s without "
+                             f"{', '.join(r.spec.name for r in loading)} (still loading)")
+        elif len(waiting) > 1 or held > 0.5:
+            self.session.log("xwatch", "info", "start gate: " + ", ".join(
+                r.spec.name for r in waiting) + f" start measuring together (the first "
+                f"waited {held:.1f} s, warm)")
 
     def excuse_pause(self, gap: float) -> None:
         """xwatch itself did not run for ``gap`` seconds (SIGSTOP, a starved host): the

@@ -251,17 +251,26 @@ class Race:
         """The snapshot's ``advice`` record; ``final`` settles the statuses."""
         used = time.monotonic() - self.t0
         winner, decided = self.winner, self.winner is not None
+        op: race.Open | None = None
         if final:
             if winner is None:  # at the budget: the cheapest meeting the SLO with confidence
                 meeting = [c for c in self.cands if c.alive and c.meets(self.obj)]
                 winner = max(meeting, key=lambda c: c.price.est) if meeting else None
             if winner is not None:
                 winner.status = race.CHOSEN
+            op = race.still_open(self.cands, self.obj) if not decided else None
             for c in self.cands:
                 if c.alive:
                     c.status = race.UNDECIDED
+                    if op is not None and c.label in op.waits:
+                        words, k = op.waits[c.label]
+                        c.reason = f"open: {words}; " + (
+                            f"about {race.more_rounds(k)} to tell" if k is not None
+                            else "the runs so far cannot tell")
         near = race.closest(self.cands) if winner is None else None
         obj = self.obj
+        runs = sum(c.runs for c in self.cands) + sum(1 for c in self.cands
+                                                      if c.status == race.FAILED)
         return {
             "slo": {"workload": obj.workload, "metric": obj.metric,
                     "percentile": percentile_of(obj.metric), "latency_ms": obj.latency_ms},
@@ -270,14 +279,14 @@ class Race:
             "met": winner is not None, "decided": decided, "final": final,
             "closest": near.label if near is not None else None,
             "candidates": race.as_records(self.cands),
-            "runs": sum(c.runs for c in self.cands)
-            + sum(1 for c in self.cands if c.status == race.FAILED),
+            "runs": runs,
             "rounds": self.rounds, "grid_runs": self.rounds * len(self.cands),
             "seconds": round(used, 1), "budget_s": self.budget_s, "seed": self.seed,
             "skipped": self.skipped,
-            "undecided": race.undecided_note([c for c in self.cands if c.status in
-                                              (race.UNDECIDED, race.CHOSEN)])
+            "undecided": race.undecided_note(self.cands, obj, run_s=used / max(1, runs))
             if final and not decided else "",
+            "more_rounds": op.rounds if op is not None else None,
+            "likely": op.likely.label if op is not None and op.likely is not None else None,
         }
 
     def status(self) -> int:

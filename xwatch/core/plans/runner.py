@@ -129,7 +129,8 @@ class Runner:
             top = max(w.priority_value for w in self.scenario.workloads)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
                                       **(trace if w.model is not None else {})}, base_env=base,
-                                  top=w.priority_value == top)
+                                  top=w.priority_value == top,
+                                  gate=self.scenario.start_together)
                      for w in self.scenario.workloads if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
             self._watchdog = asyncio.create_task(self._watch(phase))
@@ -142,6 +143,7 @@ class Runner:
         while phase.t_end is None and phase.t_stop is None:
             await asyncio.sleep(WATCH_S)
             now = time.monotonic()
+            phase.release_gate(now)  # the start gate's time limit
             gap, last = now - last - WATCH_S, now
             if gap > PAUSE_S:  # xwatch itself was stopped (SIGSTOP) or starved
                 phase.excuse_pause(gap)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -19,7 +20,7 @@ import traceback
 from typing import Any
 
 from xwatch.core.engine.arrivals import Schedule
-from xwatch.core.engine.protocol import PROTOCOL_VERSION, EventWriter
+from xwatch.core.engine.protocol import GATE_ENV, PROTOCOL_VERSION, WARM, EventWriter
 from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
 from xwatch.core.engine.worker.config import WorkerConfig
 
@@ -117,12 +118,20 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
             forward()
             sync()
         warm_ms = (monotonic() - t_w) * 1e3
+        waited_ms = None
+        if os.environ.get(GATE_ENV) == "1":  # the start gate: measure with the others
+            writer.emit({"type": WARM, "warmup": cfg.warmup, "warmup_ms": round(warm_ms, 3)})
+            t_g = monotonic()
+            while signal.sigtimedwait((signal.SIGUSR2,), 1.0) is None:
+                pass
+            waited_ms = round((monotonic() - t_g) * 1e3, 3)
         rate = cfg.rate
         t0 = monotonic() + 0.001
         # xwatch recomputes this schedule from t0 to count due-but-unfinished requests
         schedule = Schedule(t0, rate, cfg.arrival, cfg.seed) if rate else None
         writer.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
-                     "warmup_ms": round(warm_ms, 3)})
+                     "warmup_ms": round(warm_ms, 3),
+                     **({} if waited_ms is None else {"gate_wait_ms": waited_ms})})
         seq = 0
         limit = cfg.requests
         while limit is None or seq < limit:
@@ -154,6 +163,10 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
 def main() -> int:
     from xwatch.core.engine.worker import CONFIG_ENV
 
+    if os.environ.get(GATE_ENV) == "1":
+        # before torch starts any thread: the gate's SIGUSR2 must wait for sigtimedwait
+        # in every thread, never take its default action (termination)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
     writer = EventWriter.from_env()
     if writer is None:
         print("xwatch worker: XWATCH_EVENT_FD is not set (start me through xwatch)",
