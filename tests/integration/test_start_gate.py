@@ -57,3 +57,19 @@ def test_built_in_workloads_start_measuring_together(tmp_path: Path, together: b
     else:  # HIGH measured from its own warm-up, alone while LOW was still loading
         assert hi - lo > 1.5, (hi, lo)
         assert "start gate" not in logs
+
+
+def test_a_workload_that_never_gets_warm_holds_no_one_back(tmp_path: Path) -> None:
+    """LOW's interpreter exits at once: HIGH, warm and waiting, is let go and measured
+    (the phase fails, naming LOW)."""
+    f = tmp_path / "gate.toml"
+    f.write_text(SCEN.format(top="", dur=2).replace(
+        "start_delay_s = 2.5\n", 'start_delay_s = 2.5\npython = "/bin/false"\n'))
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),
+                   timeout=180)
+    assert r.returncode != 0
+    doc = json.loads((out / "snapshot.json").read_text())
+    w = doc["phases"][0]["workloads"]
+    assert w["high"]["count"] >= 20, r.stdout + r.stderr  # ~2 s at 20/s
+    assert w["low"]["count"] == 0 and w["low"]["exit"]["reason"] == "failed"

@@ -712,18 +712,21 @@ class Phase:
             return
         for r in waiting:
             r.released = True
-            if r.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(r.pid, signal.SIGUSR2)
+            # the worker itself (its hello's pid): under a wrapper that does not exec,
+            # the signal must not reach the wrapper, whose default action is to exit
+            pid = r.hello.get("pid") if isinstance(r.hello.get("pid"), int) else r.pid
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGUSR2)
         held = now - first
+        names = ", ".join(r.spec.name for r in waiting)
         if loading:
-            self.session.log("xwatch", "warning", f"start gate: {', '.join(r.spec.name for r in waiting)} "
-                             f"start after {held:.0f} s without "
-                             f"{', '.join(r.spec.name for r in loading)} (still loading)")
+            self.session.log("xwatch", "warning", f"start gate: {names} start after "
+                             f"{held:.0f} s without {', '.join(r.spec.name for r in loading)}"
+                             " (still loading)")
         elif len(waiting) > 1 or held > 0.5:
-            self.session.log("xwatch", "info", "start gate: " + ", ".join(
-                r.spec.name for r in waiting) + f" start measuring together (the first "
-                f"waited {held:.1f} s, warm)")
+            self.session.log("xwatch", "info", f"start gate: {names} start measuring "
+                             f"together (the first waited {held:.1f} s, warm)")
 
     def excuse_pause(self, gap: float) -> None:
         """xwatch itself did not run for ``gap`` seconds (SIGSTOP, a starved host): the
