@@ -242,14 +242,17 @@ def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
 
 
 def test_doctor_exit_codes(tmp_path: Path, install: Path) -> None:
-    ok = run_xwatch("doctor", "--xsched", str(install), timeout=120)
+    from concurrent.futures import ThreadPoolExecutor
+
+    noserver = make_install(tmp_path / "noxs", xserver=False)
+    roots = [install, tmp_path / "nowhere", noserver]
+    with ThreadPoolExecutor(3) as pool:  # each doctor imports torch: ~9 s, side by side
+        ok, bad, r = pool.map(lambda root: run_xwatch("doctor", "--xsched", str(root),
+                                                      timeout=180), roots)
     assert ok.returncode == 0, ok.stdout
     assert "PASS  xsched install" in ok.stdout and "PASS  xserver" in ok.stdout
     assert "GET /policy -> 1, stopped" in ok.stdout
-    bad = run_xwatch("doctor", "--xsched", str(tmp_path / "nowhere"), timeout=120)
     assert bad.returncode == 1 and "FAIL  xsched install" in bad.stdout
-    noserver = make_install(tmp_path / "noxs", xserver=False)
-    r = run_xwatch("doctor", "--xsched", str(noserver), timeout=120)
     assert r.returncode == 1 and "xserver" in r.stdout
 
 
