@@ -20,6 +20,9 @@ if [ "$what" = start ]; then
   exit 0
 fi
 limit=${1:-540}; t0=$SECONDS
+# A machine given back between calls comes back bare: say so at once, not after `limit`.
+[ -f "$J/command.txt" ] || { echo "device_detach: no job in $J (a fresh machine? the \
+last packed job.tgz is all that is left)" >&2; exit 3; }
 while [ ! -f "$J/DONE" ] && [ $((SECONDS - t0)) -lt "$limit" ]; do sleep 5; done
 if [ -f "$J/DONE" ]; then echo "done, exit $(cat "$J/DONE")"; else echo "still running"; fi
 tail -n 5 "$J/job.log" 2>/dev/null

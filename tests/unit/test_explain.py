@@ -232,3 +232,87 @@ def test_probes_of_a_multi_gpu_run_are_those_of_its_first_gpu(tmp_path) -> None:
     high_created = next(p for p in p8 if p.stream == "created" and "high@0" in p.workloads)
     assert high_created.workloads == tuple(f"high@{g}" for g in range(8))
     assert high_created.env["CUDA_VISIBLE_DEVICES"] == "0"  # run on the first GPU
+
+
+def test_a_graphed_decoder_gets_a_graph_probe_and_fails_on_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """XSched 49079bc crashed a graphed decoder on an H100 (its shim queues kernels
+    launched during a capture into its own queue); the graph probe must be planned for
+    the workload that captures graphs only, and its failure must stop that workload."""
+    import dataclasses
+    from pathlib import Path
+
+    from xwatch.core.xsched.env import xsched_env
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.preflight import Verdict, plan_probes, preflight_failure
+    from xwatch.scenario import load_scenario
+
+    inst = XschedInstall(Path(tmp_path), "test")
+    root = Path(__file__).parents[2]
+    scen = load_scenario(str(root / "benchmarks" / "scenarios" / "llm-graphed.toml")
+                         ).with_overrides(device="cuda:0")
+    plats = {w.name: "cuda" for w in scen.workloads}
+    envs = {w.name: xsched_env(w, inst, "cuda") for w in scen.workloads}
+    kinds = {(p.stream, n) for p in plan_probes(scen, inst, plats, envs) for n in p.workloads}
+    assert kinds == {("created", "chat"), ("default", "chat"), ("graph", "chat"),
+                     ("created", "trainer"), ("default", "trainer")}
+    every = {p.stream for p in plan_probes(scen, inst, plats, envs, graphs=True)
+             if "trainer" in p.workloads}
+    assert every == {"created", "default", "graph"}  # doctor's: a graph probe for all
+
+    def verdict(stream: str, status: str, who: list[str]) -> Verdict:
+        return Verdict(status=status, detail="killed by SIGSEGV: cuda error 715", python="py",
+                       platform="cuda", device="cuda:0", stream=stream, workloads=who)
+
+    fine = [verdict(s, "engaged", ["chat", "trainer"]) for s in ("created", "default")]
+    graph_crash = verdict("graph", "crashed", ["chat"])
+    why = preflight_failure([*fine, graph_crash], scen)
+    assert why is not None and why.startswith("preflight: a CUDA graph (captured, then "
+                                              "replayed) under XSched crashed (killed by")
+    assert "chat uses CUDA graphs (decode = 'graphed'), so its real workload would fail " \
+        "the same way" in why
+    assert preflight_failure(fine, scen) is None
+    # a graph probe that failed stops only workloads that capture graphs
+    assert preflight_failure([*fine, verdict("graph", "crashed", ["trainer"])], scen) is None
+    eager = dataclasses.replace(scen, workloads=tuple(
+        dataclasses.replace(w, decode="eager") for w in scen.workloads))
+    assert preflight_failure([*fine, graph_crash], eager) is None
+
+
+def test_the_smoke_graph_kind_on_a_cpu_is_the_plain_cpu_run(capsys) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from xwatch.core.engine.worker.smoke import main
+
+    assert main(["cpu", "graph", "0"]) == 0
+    start, done = (json.loads(ln) for ln in capsys.readouterr().out.splitlines())
+    assert start["stream"] == "n/a (cpu)" and done["iters"] >= 3
+
+
+def test_the_preflight_names_a_crash_before_what_may_follow_from_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """On the H100 the graph probe crashed while xserver stopped answering, and the
+    created-stream probe beside it was judged not-scheduled; the crash is the cause."""
+    from pathlib import Path
+
+    from xwatch.core.xsched.preflight import Verdict, preflight_failure
+    from xwatch.scenario import load_scenario
+
+    root = Path(__file__).parents[2]
+    scen = load_scenario(str(root / "benchmarks" / "scenarios" / "llm-graphed.toml")
+                         ).with_overrides(device="cuda:0")
+
+    def verdict(stream: str, status: str, detail: str) -> Verdict:
+        return Verdict(status=status, detail=detail, python="py", platform="cuda",
+                       device="cuda:0", stream=stream, workloads=["chat", "trainer"]
+                       if stream != "graph" else ["chat"])
+
+    got = [verdict("created", "not-scheduled", "ready in only 3 of 272 polls"),
+           verdict("default", "not-scheduled", "never seen ready"),
+           verdict("graph", "crashed", "killed by SIGABRT: cuda error 907")]
+    why = preflight_failure(got, scen)
+    assert why is not None
+    assert why.startswith("preflight: a CUDA graph (captured, then replayed) under XSched "
+                          "crashed (killed by SIGABRT: cuda error 907); chat uses CUDA graphs")
+    # the created stream's failure is named once (chat and trainer both use it), the
+    # default stream's not at all (nobody uses it)
+    assert why.count("Also: created stream not-scheduled.") == 1
+    assert "default stream" not in why

@@ -420,8 +420,10 @@ def _preflight_section(snap: SessionSnapshot) -> Section | None:
     s = Section("XSched preflight")
     s.paragraphs.append("Before each XSched phase, a few seconds of tiny GPU work ran under the "
                         "shim with each workload's XSched environment, on a created and on the "
-                        "default stream. A crash, hang or 'not-scheduled' on the stream kind a "
-                        "workload uses fails the phase before its model loads.")
+                        "default stream (stream 'graph': the same work captured once as a CUDA "
+                        "graph and replayed, for workloads that capture graphs). A crash, hang "
+                        "or 'not-scheduled' on the stream kind a workload uses fails the phase "
+                        "before its model loads.")
     s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
     return s
 

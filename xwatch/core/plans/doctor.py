@@ -141,7 +141,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
             port = ctl.port
             w = scen.workloads[0]
             probes = plan_probes(scen, inst, {w.name: plat},
-                                 {w.name: xsched_env(w, inst, plat)})
+                                 {w.name: xsched_env(w, inst, plat)}, graphs=True)
             verdicts = await run_probes(probes, inst, ctl.client, use_cache=False)
         finally:
             await ctl._stop_xserver()
@@ -163,6 +163,8 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
             created = v.stream in ("created", "n/a")
             status = "PASS" if v.status == "engaged" else "FAIL" if created else "WARN"
             note = "" if created or v.status == "engaged" else \
+                " (workloads with decode = \"graphed\" would fail their preflight)" \
+                if v.stream == "graph" else \
                 " (workloads with stream = \"default\" would not be scheduled)"
             out.append(Check(status, "preflight", v.line() + note))
     except XwatchError as e:

@@ -1,7 +1,12 @@
 """Preflight: before an XSched phase starts its real workloads (whose models can
 take minutes to load), run a few seconds of tiny GPU work under the shim with
 each workload's own XSched environment and the running xserver, on a created
-stream and on the default stream, and say what XSched did with it.
+stream and on the default stream, and say what XSched did with it. A workload that
+captures CUDA graphs (an LLM decoder with ``decode = "graphed"``) gets a third probe,
+``graph``: the same work captured once as a graph and replayed (XSched 49079bc's shim
+queues kernels launched during a capture into its own queue instead of the graph,
+and the graphed decoder crashed under it on an H100; the probe says so in seconds,
+before the model loads).
 
 One probe per distinct (python, platform, device, stream, workload environment)
 among the built-in model workloads, all in parallel. A probe's verdict is one of ``engaged``, ``crashed``,
@@ -51,7 +56,7 @@ class Probe:
     python: str
     platform: str
     device: str
-    stream: str  # "created" | "default" | "n/a" (cpu)
+    stream: str  # "created" | "default" | "graph" | "n/a" (cpu)
     env: Mapping[str, str] = field(repr=False, compare=False)
     env_added: Mapping[str, str] = field(repr=False, compare=False)
     workloads: tuple[str, ...] = field(compare=False, default=())
@@ -99,8 +104,9 @@ class Verdict:
         return asdict(self)
 
     def line(self) -> str:
-        where = f"{self.stream} stream on {self.device}" if self.stream != "n/a" \
-            else f"on {self.device}"
+        where = f"on {self.device}" if self.stream == "n/a" else \
+            f"a CUDA graph (captured, replayed) on {self.device}" if self.stream == "graph" \
+            else f"{self.stream} stream on {self.device}"
         cached = " (cached)" if self.cached else ""
         return f"{where} for {', '.join(self.workloads)}: {self.status}{cached} - {self.detail}"
 
@@ -109,14 +115,22 @@ def _device_of(w: Workload) -> str:
     return w.device
 
 
+def uses_graphs(w: Workload) -> bool:
+    """Whether the workload's model captures and replays CUDA graphs."""
+    return w.decode == "graphed"
+
+
 def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, str],
-                envs: Mapping[str, Mapping[str, str]]) -> list[Probe]:
-    """The distinct probes the scenario's built-in workloads need."""
+                envs: Mapping[str, Mapping[str, str]], graphs: bool = False) -> list[Probe]:
+    """The distinct probes the scenario's built-in workloads need (``graphs``: a graph
+    probe for every GPU workload, not only those that capture graphs; doctor's)."""
     probes: dict[tuple[Any, ...], Probe] = {}
     for w in scen.workloads:
         if w.model is None:
             continue
-        streams = ("n/a",) if w.device == "cpu" else ("created", "default")
+        streams: tuple[str, ...] = ("n/a",) if w.device == "cpu" else \
+            ("created", "default", "graph") if graphs or uses_graphs(w) else \
+            ("created", "default")
         spec = build_launch(w, envs.get(w.name))
         # the workload's own environment counts: priorities, levels and extra variables
         # can each make the shim behave differently
@@ -283,24 +297,49 @@ async def _none() -> tuple[int | None, str, str, bool]:
     return None, "", "", False
 
 
+#: which failure names the phase's: a crash first (a crashed process of the global
+#: scheduler can stall xserver, so probes beside it look unscheduled), then a hang
+SEVERITY = {"crashed": 0, "hung": 1, "not-scheduled": 2}
+
+
 def preflight_failure(verdicts: list[Verdict], scen: Scenario) -> str | None:
-    """Why the phase must not start: a workload's own stream kind crashed, hung or
-    was not scheduled. None if every workload may start."""
-    for w in scen.workloads:
+    """Why the phase must not start: a workload's own stream kind (or, for one that
+    captures CUDA graphs, the graph probe) crashed, hung or was not scheduled; the most
+    severe such failure, with the others named after it. None if every workload may
+    start."""
+    found: list[tuple[int, int, str, Verdict]] = []
+    for k, w in enumerate(scen.workloads):
         if w.model is None:
             continue
         mine = [v for v in verdicts if w.name in v.workloads]
-        wanted = [v for v in mine if v.stream in (w.stream, "n/a")] or mine
-        for v in wanted:
-            if v.status in FAILING_VERDICTS:
-                where = f"{v.stream} stream" if v.stream != "n/a" else v.device
-                outcome = "run unscheduled" if v.status == "not-scheduled" else \
-                    "fail the same way, after loading its model"
-                return (f"preflight: {where} under XSched {v.status} ({v.detail}); {w.name} "
-                        f"uses {w.stream if v.stream != 'n/a' else v.device}, so its real "
-                        f"workload would {outcome}. Fix the install or the scenario "
-                        "(or --no-preflight to start anyway)")
-    return None
+        kinds = (w.stream, "n/a", "graph") if uses_graphs(w) else (w.stream, "n/a")
+        wanted = [v for v in mine if v.stream in kinds] or mine
+        found += [(SEVERITY.get(v.status, 3), k, w.name, v) for v in wanted
+                  if v.status in FAILING_VERDICTS]
+    if not found:
+        return None
+    found.sort(key=lambda f: (f[0], f[1]))
+    _, k, name, v = found[0]
+    w = scen.workloads[k]
+    uses = v.device if v.stream == "n/a" else \
+        "CUDA graphs (decode = 'graphed')" if v.stream == "graph" else w.stream
+    outcome = "run unscheduled" if v.status == "not-scheduled" else \
+        "fail the same way, after loading its model"
+    others = []
+    for _, _, _, o in found[1:]:
+        what = f"{_where(o)} {o.status}"
+        if o is not v and what not in others:
+            others.append(what)
+    also = f" Also: {'; '.join(others)}." if others else ""
+    return (f"preflight: {_where(v)} under XSched {v.status} ({v.detail}); {name} uses "
+            f"{uses}, so its real workload would {outcome}.{also} Fix the install or the "
+            "scenario (or --no-preflight to start anyway)")
+
+
+def _where(v: Verdict) -> str:
+    return v.device if v.stream == "n/a" else \
+        "a CUDA graph (captured, then replayed)" if v.stream == "graph" else \
+        f"{v.stream} stream"
 
 
 def clear_cache() -> None:

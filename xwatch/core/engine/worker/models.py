@@ -234,7 +234,9 @@ def _static_decode(torch: Any, model: Any, lcfg: Any, prompt: Any, n: int, devic
             except RuntimeError as e:
                 raise RuntimeError(f"decode = 'graphed': capturing the decode step as a CUDA "
                                    f"graph failed (transformers' Llama with a static cache "
-                                   f"did something a graph cannot hold): {e}") from e
+                                   f"did something a graph cannot hold, or a library that "
+                                   f"intercepts kernel launches broke the capture, as XSched "
+                                   f"49079bc's shim does): {e}") from e
             sync()
 
         def run_step() -> Any:

@@ -1,6 +1,9 @@
 """The preflight smoke: a few seconds of tiny GPU work, run under the XSched shim
 with a workload's own environment before that workload's real (slow to load)
 model starts. ``python -m xwatch.core.engine.worker.smoke DEVICE STREAM SECONDS``.
+STREAM: ``created``, ``default``, or ``graph`` (the step captured once as a CUDA graph,
+after a warm-up on a side stream as PyTorch's recipe asks, then replayed on a created
+stream: what a graphed decoder does; on a CPU all three are one plain run).
 
 Prints two JSON lines on stdout (``start`` after torch and the device are up,
 ``done`` with the iteration count); a crash shows as the exit status and stderr.
@@ -34,27 +37,52 @@ def main(argv: list[str] | None = None) -> int:
         torch.nn.Flatten(), torch.nn.Linear(16, 10)).to(dev).eval()
     x = torch.randn(1, 3, 64, 64, device=dev)
     w = torch.randn(256, 256, device=dev)
-    stream = torch.cuda.Stream(device=dev) if on_gpu and stream_kind == "created" else None
+    stream = torch.cuda.Stream(device=dev) if on_gpu and stream_kind in ("created", "graph") \
+        else None
     sync = (lambda: torch.cuda.synchronize(dev)) if on_gpu else (lambda: None)
+
+    def eager() -> None:
+        model(x)
+        (w @ w).sum()
+
+    step = eager
     print(json.dumps({
         "type": "start", "pid": os.getpid(), "torch": torch.__version__,
         "cuda": getattr(torch.version, "cuda", None), "hip": getattr(torch.version, "hip", None),
         "device": str(dev), "stream": (stream_kind if on_gpu else "n/a (cpu)"),
         "device_name": torch.cuda.get_device_name(dev) if on_gpu else "cpu"}), flush=True)
     ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    if stream_kind == "graph" and on_gpu:  # on a CPU every kind is the same "n/a" run
+        step = _captured(torch, dev, eager)
     times: list[float] = []
     end = time.monotonic() + seconds
     with torch.inference_mode(), ctx:
         while time.monotonic() < end or len(times) < 3:
             t = time.monotonic()
-            model(x)
-            (w @ w).sum()
+            step()
             sync()
             times.append((time.monotonic() - t) * 1e3)
     times.sort()
     print(json.dumps({"type": "done", "iters": len(times),
                       "median_ms": round(times[len(times) // 2], 4)}), flush=True)
     return 0
+
+
+def _captured(torch, dev, eager):  # type: ignore[no-untyped-def]
+    """``eager`` captured once as a CUDA graph (warmed up on a side stream first);
+    returns its replay."""
+    with torch.inference_mode():
+        side = torch.cuda.Stream(device=dev)
+        side.wait_stream(torch.cuda.current_stream(dev))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                eager()
+        torch.cuda.current_stream(dev).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            eager()
+        torch.cuda.synchronize(dev)
+    return graph.replay
 
 
 if __name__ == "__main__":
