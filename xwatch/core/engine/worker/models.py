@@ -221,16 +221,8 @@ def _static_decode(torch: Any, model: Any, lcfg: Any, prompt: Any, n: int, devic
         with torch.inference_mode():
             tok.copy_(prefill())  # the cache's tensors exist once a prefill wrote them
             pos.fill_(plen)
-            side = torch.cuda.Stream(device)
-            side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    step()
-            torch.cuda.current_stream(device).wait_stream(side)
-            g = torch.cuda.CUDAGraph()
             try:
-                with torch.cuda.graph(g):
-                    out_tok = step()
+                g, out_tok = capture_graph(device, step)
             except RuntimeError as e:
                 raise RuntimeError(f"decode = 'graphed': capturing the decode step as a CUDA "
                                    f"graph failed (transformers' Llama with a static cache "
@@ -257,6 +249,24 @@ def _static_decode(torch: Any, model: Any, lcfg: Any, prompt: Any, n: int, devic
             times.mark(clock, nxt)
         return times
     return forward
+
+
+def capture_graph(device: Any, step: Callable[[], Any], warmups: int = 3) -> tuple[Any, Any]:
+    """PyTorch's CUDA graph recipe: ``step`` warmed up on a side stream, then captured
+    once; returns the graph (``.replay()`` reruns it) and the output tensor(s) the
+    captured step wrote. Shared by the graphed decoder and the preflight smoke."""
+    import torch
+
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(warmups):
+            step()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = step()
+    return graph, out
 
 
 def token_metrics(times: TokenTimes, t_sched: float) -> str:

@@ -53,7 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         "device_name": torch.cuda.get_device_name(dev) if on_gpu else "cpu"}), flush=True)
     ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
     if stream_kind == "graph" and on_gpu:  # on a CPU every kind is the same "n/a" run
-        step = _captured(torch, dev, eager)
+        from xwatch.core.engine.worker.models import capture_graph
+
+        with torch.inference_mode():
+            graph, _ = capture_graph(dev, eager)
+            torch.cuda.synchronize(dev)
+        step = graph.replay
     times: list[float] = []
     end = time.monotonic() + seconds
     with torch.inference_mode(), ctx:
@@ -66,23 +71,6 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"type": "done", "iters": len(times),
                       "median_ms": round(times[len(times) // 2], 4)}), flush=True)
     return 0
-
-
-def _captured(torch, dev, eager):  # type: ignore[no-untyped-def]
-    """``eager`` captured once as a CUDA graph (warmed up on a side stream first);
-    returns its replay."""
-    with torch.inference_mode():
-        side = torch.cuda.Stream(device=dev)
-        side.wait_stream(torch.cuda.current_stream(dev))
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                eager()
-        torch.cuda.current_stream(dev).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            eager()
-        torch.cuda.synchronize(dev)
-    return graph.replay
 
 
 if __name__ == "__main__":
