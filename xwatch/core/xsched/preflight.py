@@ -105,8 +105,7 @@ class Verdict:
 
     def line(self) -> str:
         where = f"on {self.device}" if self.stream == "n/a" else \
-            f"a CUDA graph (captured, replayed) on {self.device}" if self.stream == "graph" \
-            else f"{self.stream} stream on {self.device}"
+            f"{_where(self)} on {self.device}"
         cached = " (cached)" if self.cached else ""
         return f"{where} for {', '.join(self.workloads)}: {self.status}{cached} - {self.detail}"
 
@@ -307,31 +306,31 @@ def preflight_failure(verdicts: list[Verdict], scen: Scenario) -> str | None:
     captures CUDA graphs, the graph probe) crashed, hung or was not scheduled; the most
     severe such failure, with the others named after it. None if every workload may
     start."""
-    found: list[tuple[int, int, str, Verdict]] = []
+    found: list[tuple[int, int, Verdict]] = []
     for k, w in enumerate(scen.workloads):
         if w.model is None:
             continue
         mine = [v for v in verdicts if w.name in v.workloads]
         kinds = (w.stream, "n/a", "graph") if uses_graphs(w) else (w.stream, "n/a")
         wanted = [v for v in mine if v.stream in kinds] or mine
-        found += [(SEVERITY.get(v.status, 3), k, w.name, v) for v in wanted
+        found += [(SEVERITY.get(v.status, 3), k, v) for v in wanted
                   if v.status in FAILING_VERDICTS]
     if not found:
         return None
     found.sort(key=lambda f: (f[0], f[1]))
-    _, k, name, v = found[0]
+    _, k, v = found[0]
     w = scen.workloads[k]
     uses = v.device if v.stream == "n/a" else \
         "CUDA graphs (decode = 'graphed')" if v.stream == "graph" else w.stream
     outcome = "run unscheduled" if v.status == "not-scheduled" else \
         "fail the same way, after loading its model"
     others = []
-    for _, _, _, o in found[1:]:
+    for _, _, o in found[1:]:
         what = f"{_where(o)} {o.status}"
         if o is not v and what not in others:
             others.append(what)
     also = f" Also: {'; '.join(others)}." if others else ""
-    return (f"preflight: {_where(v)} under XSched {v.status} ({v.detail}); {name} uses "
+    return (f"preflight: {_where(v)} under XSched {v.status} ({v.detail}); {w.name} uses "
             f"{uses}, so its real workload would {outcome}.{also} Fix the install or the "
             "scenario (or --no-preflight to start anyway)")
 
