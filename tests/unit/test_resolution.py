@@ -7,12 +7,15 @@ shown to fail the same simulation (so the test can fail)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
 
 import pytest
 
+from tests.helpers.fixture_snapshot import workload_snapshot
+from xwatch.core.analysis.noise import Floor, floor_of
 from xwatch.core.analysis.resolution import (
     bucket_width,
     diff_resolution,
@@ -21,6 +24,8 @@ from xwatch.core.analysis.resolution import (
     widen,
 )
 from xwatch.core.analysis.runs import t95
+from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
+from xwatch.core.engine.session import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
 
 
@@ -112,3 +117,74 @@ def test_interval_over_quantized_runs_keeps_its_promise(k: int, quantize: str) -
 def test_plain_t_over_quantized_runs_fails_that_promise() -> None:
     assert _coverage(2, 0.3, "bucket", False, 400, seed=7) < 0.5
     assert _coverage(3, 0.3, "whole", False, 400, seed=8) < 0.6
+
+
+# ------------------------------------------------------------ where intervals are made
+def _wl(values: list[float], name: str = "high") -> WorkloadSnapshot:
+    m = Moments()
+    for v in values:
+        m.add(v)
+    w = workload_snapshot(name, 1, m.summary(), len(values), 0.0)
+    return dataclasses.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var]
+                               integral=m.integral)
+
+
+def _runs_in(bucket_value_ms: float, mode: str, k: int, seed: int) -> list[PhaseSnapshot]:
+    """k runs of 300 requests whose P50 and P99 all fall in one bucket (7.30 ms)."""
+    rng = random.Random(seed)
+    lo = bucket_value_ms / math.sqrt(1.005) * 1.0001
+    hi = bucket_value_ms * math.sqrt(1.005) * 0.9999
+    return [PhaseSnapshot(r, f"{mode}-{r}", mode, "done", "", None, 10.0, True,
+                          (_wl([rng.uniform(lo, hi) for _ in range(300)]),),
+                          {"repeat": r, "step": mode}) for r in range(1, k + 1)]
+
+
+def test_the_field_case_no_longer_claims_certainty() -> None:
+    """Native TPOT P99 7.30 over 2 runs, XSched 3.16 over 3, every run in one bucket:
+    each side's interval and the difference's are at least their resolution."""
+    c7, c3 = bucket_value(bucket_index(7.30)), bucket_value(bucket_index(3.16))
+    native, xs = _runs_in(c7, "native", 2, 1), _runs_in(c3, "xsched", 3, 2)
+    c = change("high", "P99", native, xs)
+    assert c is not None and c.basis == RUNS and c.repeats == 2
+    r7, r3 = bucket_width(c7), bucket_width(c3)
+    assert c.base.est == pytest.approx(c7) and c.base.width >= r7
+    assert c.other.width >= r3
+    assert c.diff.width >= r7 + r3 and c.diff.contains(c3 - c7)
+    assert c.way < 0  # 4 ms apart is still beyond noise
+
+
+@pytest.mark.parametrize("k", [2, 8])
+def test_adjacent_buckets_are_within_noise(k: int) -> None:
+    """Every run of B one bucket above every run of A: 0.5% apart with no spread is
+    what two identical settings may give; never 'slower'."""
+    i = bucket_index(7.30)
+    a = _runs_in(bucket_value(i), "native", k, 3)
+    b = _runs_in(bucket_value(i + 1), "mps", k, 4)
+    c = change("high", "P50", a, b)
+    assert c is not None and c.diff.lo is not None and c.diff.lo <= 0 and c.way == 0
+
+
+def test_a_floor_of_runs_in_one_bucket_still_has_a_resolution() -> None:
+    """A floor whose runs never left one bucket records its resolution (round trip,
+    older records without it get the bucket's width), and a one-run difference of one
+    bucket judged against it is within noise."""
+    i = bucket_index(7.30)
+    fl = floor_of(_runs_in(bucket_value(i), "native", 6, 5), "native",
+                  "2026-11-23T00:00:00", "s", "d", {"host": "h"})
+    s = fl.get("high", "P99")
+    assert s is not None and s.total == 0.0
+    assert s.resolution == pytest.approx(bucket_width(bucket_value(i)))
+    back = Floor.from_dict(fl.as_dict()).get("high", "P99")
+    assert back is not None and back.resolution == pytest.approx(s.resolution, rel=1e-6)
+    old = fl.as_dict()
+    for v in old["splits"].values():
+        del v["resolution"]
+    s_old = Floor.from_dict(old).get("high", "P99")
+    assert s_old is not None and s_old.resolution == pytest.approx(s.resolution, rel=1e-6)
+    a = _runs_in(bucket_value(i), "native", 1, 6)
+    b = _runs_in(bucket_value(i + 1), "native", 1, 7)
+    c = change("high", "P99", a, b, {"native": fl})
+    assert c is not None and c.basis == FLOOR and c.way == 0
+    # without a floor: the within-run interval alone is at least the resolution
+    u = change("high", "P99", a, b)
+    assert u is not None and u.basis == UNMEASURED and u.diff.width >= 2 * s.resolution

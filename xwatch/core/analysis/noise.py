@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xwatch.core.analysis.intervals import Interval
+from xwatch.core.analysis.resolution import bucket_width, resolution_ms, widen
 from xwatch.core.analysis.runs import RATE, RunValue, Split, run_value, split, t95
 from xwatch.core.engine.session import PhaseSnapshot
 
@@ -79,7 +80,8 @@ class Floor:
                 "run_s": round(self.run_s, 3), "scenario": self.scenario, "digest": self.digest,
                 "machine": dict(self.machine),
                 "splits": {k: {"runs": s.runs, "run_s": round(s.run_s, 3), "mean": r(s.mean),
-                               "total_var": r(s.total), "within_var": r(s.within)}
+                               "total_var": r(s.total), "within_var": r(s.within),
+                               "resolution": r(s.resolution)}
                            for k, s in self.splits.items()}}
 
     @classmethod
@@ -87,8 +89,16 @@ class Floor:
         def f(v: Any) -> float:
             return math.nan if v is None else float(v)
 
+        def res(key: str, s: Mapping[str, Any]) -> float:
+            if s.get("resolution") is not None:
+                return float(s["resolution"])
+            # a floor recorded before resolutions were: its percentiles' bucket width
+            mean = f(s.get("mean"))
+            return 0.0 if key.endswith("/" + RATE) or mean != mean else bucket_width(mean)
+
         splits = {str(k): Split(int(s["runs"]), float(s["run_s"]), f(s.get("mean")),
-                                f(s.get("total_var")), f(s.get("within_var")))
+                                f(s.get("total_var")), f(s.get("within_var")),
+                                res(str(k), s))
                   for k, s in (d.get("splits") or {}).items()}
         return cls(str(d["mode"]), str(d["created_at"]), int(d["runs"]), float(d["run_s"]),
                    str(d.get("scenario", "?")), str(d.get("digest", "")),
@@ -117,24 +127,27 @@ def floor_of(phases: Sequence[PhaseSnapshot], mode: str, created_at: str, scenar
                 w = p.workload(name)
                 if w is not None and w.count:
                     vals.append(run_value(w, metric))
-            s = split(vals, run_s)
+            res = 0.0 if metric == RATE else resolution_ms([v.est for v in vals])
+            s = split(vals, run_s, res)
             if s is not None:
                 splits[f"{name}/{metric}"] = s
     return Floor(mode, created_at, len(ps), run_s, scenario, digest, machine, splits)
 
 
 def one_run_interval(d_est: float, within: Interval, base: Split, other: Split | None,
-                     run_s: float) -> Interval:
+                     run_s: float, resolution: float = 0.0) -> Interval:
     """The interval of a difference between one run of each of two settings, from
     the recorded run-to-run noise of each (``other`` None: assumed equal to the
-    baseline's), scaled to this run's length, with the floor's degrees of freedom;
-    never narrower than the runs' own (within-run) interval."""
+    baseline's), scaled to this run's length, with the floor's degrees of freedom
+    (each side's variance with what its resolution may hide, ``Split.var_at``);
+    never narrower than the runs' own (within-run) interval, nor than the
+    difference's ``resolution`` (``analysis.resolution.widen``)."""
     var = base.var_at(run_s) + (other or base).var_at(run_s)
     df = min(base.runs, (other or base).runs) - 1
     if df < 1 or var != var:
         return Interval(d_est, within.lo, within.hi)
     half = t95(df) * math.sqrt(var)
-    lo, hi = d_est - half, d_est + half
+    lo, hi = widen(d_est - half, d_est + half, d_est, resolution)
     if within.lo is not None:
         lo = min(lo, within.lo)
     if within.hi is not None:

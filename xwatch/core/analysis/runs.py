@@ -38,6 +38,7 @@ from xwatch.core.analysis.intervals import (
     hist_of,
     percentile_interval,
 )
+from xwatch.core.analysis.resolution import resolved_sd, widen
 from xwatch.core.engine.session import WorkloadSnapshot
 
 Z95 = 1.959963984540054
@@ -138,21 +139,30 @@ def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
     return mean, sd
 
 
-def mean_interval(xs: Sequence[float]) -> Interval:
-    """The mean of run estimates with its t interval (open with fewer than 2 runs)."""
+def _t_interval(xs: Sequence[float], grids: Sequence[float]) -> Interval:
     xs = [x for x in xs if x == x]
     if not xs:
         return Interval(math.nan, None, None)
     mean, sd = _mean_sd(xs)
     if len(xs) < 2:
         return Interval(mean, None, None)
-    half = t95(len(xs) - 1) * sd / math.sqrt(len(xs))
-    return Interval(mean, mean - half, mean + half)
+    half = t95(len(xs) - 1) * resolved_sd(sd, *grids) / math.sqrt(len(xs))
+    lo, hi = widen(mean - half, mean + half, mean, sum(grids))
+    return Interval(mean, lo, hi)
 
 
-def paired_interval(a: Sequence[float], b: Sequence[float]) -> Interval:
-    """B - A over paired runs (``a[i]`` with ``b[i]``)."""
-    return mean_interval([y - x for x, y in zip(a, b) if x == x and y == y])
+def mean_interval(xs: Sequence[float], resolution: float = 0.0) -> Interval:
+    """The mean of run estimates with its t interval (open with fewer than 2 runs),
+    never narrower than the values' ``resolution`` (``analysis.resolution``: the
+    spread taken as at least the grid's, and at least ``± resolution / 2``)."""
+    return _t_interval(xs, (resolution,))
+
+
+def paired_interval(a: Sequence[float], b: Sequence[float], res_a: float = 0.0,
+                    res_b: float = 0.0) -> Interval:
+    """B - A over paired runs (``a[i]`` with ``b[i]``), never narrower than the
+    difference's resolution (each side's, ``res_a`` and ``res_b``)."""
+    return _t_interval([y - x for x, y in zip(a, b) if x == x and y == y], (res_a, res_b))
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,11 @@ class Split:
     mean: float
     total: float
     within: float
+    #: the resolution of one run's estimate (``analysis.resolution``; for a paired
+    #: difference the root sum of both sides' squares): ``var_at`` adds the variance
+    #: rounding to that grid may hide, ``resolution² / 12`` (runs in one bucket show
+    #: none; as ``resolution.resolved_sd``). 0: continuous (samples/s).
+    resolution: float = 0.0
 
     @property
     def between(self) -> float:
@@ -175,10 +190,12 @@ class Split:
 
     def var_at(self, run_s: float) -> float:
         """The variance of one run's estimate at another run length (within-run
-        noise shrinks with the length, the between-run part does not)."""
+        noise shrinks with the length, the between-run part does not), with what its
+        resolution may hide."""
+        grid = self.resolution ** 2 / 12.0
         if self.within != self.within or not run_s > 0 or not self.run_s > 0:
-            return self.total
-        return self.between + min(self.within, self.total) * self.run_s / run_s
+            return self.total + grid
+        return self.between + min(self.within, self.total) * self.run_s / run_s + grid
 
     def runs_needed(self, half_width: float, run_s: float | None = None,
                     paired: bool = True, most: int = 10_000) -> int | None:
@@ -196,7 +213,8 @@ class Split:
         return None
 
 
-def split(values: Sequence[RunValue], run_s: float) -> Split | None:
+def split(values: Sequence[RunValue], run_s: float, resolution: float = 0.0
+          ) -> Split | None:
     """The variance split of one metric over runs of one setting (None: < 2 runs)."""
     vs = [v for v in values if v.est == v.est]
     if len(vs) < 2:
@@ -204,4 +222,4 @@ def split(values: Sequence[RunValue], run_s: float) -> Split | None:
     mean, sd = _mean_sd([v.est for v in vs])
     ses = [v.se for v in vs if v.se == v.se]
     within = sum(s * s for s in ses) / len(ses) if len(ses) == len(vs) else math.nan
-    return Split(len(vs), run_s, mean, sd * sd, within)
+    return Split(len(vs), run_s, mean, sd * sd, within, resolution)

@@ -31,6 +31,7 @@ from xwatch.core.analysis.intervals import (
 )
 from xwatch.core.analysis.noise import Floor, floors_in, one_run_interval, run_length, usable
 from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.resolution import resolution_ms, widen
 from xwatch.core.analysis.runs import (
     RATE,
     Z95,
@@ -177,12 +178,15 @@ class Change:
 
 
 def _one_run_within(x: WorkloadSnapshot, y: WorkloadSnapshot, metric: str,
-                    vx: RunValue, vy: RunValue) -> Interval:
-    """The within-run interval of a one-run difference."""
+                    vx: RunValue, vy: RunValue, resolution: float = 0.0) -> Interval:
+    """The within-run interval of a one-run difference (a percentile's: never
+    narrower than the difference's ``resolution``)."""
     d = vy.est - vx.est
     if metric != RATE:
         iv = diff_interval(hist_of(x), hist_of(y), percentile_of(metric))
-        return Interval(d, iv.lo, iv.hi)
+        if iv.lo is None or iv.hi is None:
+            return Interval(d, iv.lo, iv.hi)
+        return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
     if vx.se != vx.se or vy.se != vy.se:
         return Interval(d, None, None)
     half = Z95 * math.sqrt(vx.se ** 2 + vy.se ** 2)
@@ -203,19 +207,24 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     pv = [(values[id(x)], values[id(y)]) for x, y in pairs]
     per = tuple(y.est - x.est for x, y in pv)
     unit = metric_unit(metric)
+    # a percentile's per-run values sit on a grid (analysis.resolution); samples/s do not
+    res_a = 0.0 if metric == RATE else resolution_ms([v.est for v in va])
+    res_b = 0.0 if metric == RATE else resolution_ms([v.est for v in vb])
     if len(pairs) >= 2:
         ses = [x.se ** 2 + y.se ** 2 for x, y in pv]
-        diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv])
+        diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv], res_a, res_b)
         k = len(per)
         mean = sum(per) / k
         total = sum((d - mean) ** 2 for d in per) / (k - 1)
         wvar = sum(ses) / len(ses) if all(s == s for s in ses) else math.nan
-        noise = Split(k, run_length(list(base) + list(other)), mean, total, wvar)
-        return Change(name, metric, unit, mean_interval([v.est for v in va]),
-                      mean_interval([v.est for v in vb]), diff, per, k, RUNS, noise=noise)
+        noise = Split(k, run_length(list(base) + list(other)), mean, total, wvar,
+                      math.hypot(res_a, res_b))
+        return Change(name, metric, unit, mean_interval([v.est for v in va], res_a),
+                      mean_interval([v.est for v in vb], res_b), diff, per, k, RUNS,
+                      noise=noise)
     # one run each: the machine's recorded run-to-run noise, or no verdict
     (x, y), (vx, vy) = pairs[0], pv[0]
-    within = _one_run_within(x, y, metric, vx, vy)
+    within = _one_run_within(x, y, metric, vx, vy, res_a + res_b)
     base_iv, other_iv = Interval(vx.est, None, None), Interval(vy.est, None, None)
     floors = floors or {}
     fa = floors.get(base[0].mode) if base else None
@@ -231,7 +240,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     else:
         return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED)
     run_s = run_length([p for p in list(base) + list(other) if usable(p)])
-    diff = one_run_interval(within.est, within, first, second, run_s)
+    diff = one_run_interval(within.est, within, first, second, run_s, res_a + res_b)
     what = fl.describe() + ("" if second is not None else
                             f"; {mode_label(bare)}'s own floor unmeasured, taken as equal")
     return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what)
