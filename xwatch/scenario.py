@@ -26,6 +26,7 @@ else:  # pragma: no cover
 
 from xwatch.core.engine.worker.archs import BERT_ARCHS as _BERT_ARCHS
 from xwatch.core.engine.worker.archs import LLM_ARCHS
+from xwatch.core.xsched.meta import KNOWN_POLICIES
 from xwatch.errors import ScenarioError, UsageError
 
 BUILTIN_DIR = Path(__file__).parent / "scenarios"
@@ -43,10 +44,10 @@ MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
 BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
-POLICIES = {
-    "HPF": 1, "HHPF": 2, "UP": 3, "PUP": 4, "KEDF": 5,
-    "LAX": 6, "AWF": 7, "CHPF": 8, "CFS": 9, "MLFQ": 10,
-}
+#: every policy name an XSched release has had; which an install has, and their numbers,
+#: come from the install itself (``xwatch.core.xsched.meta``) when XSched mode starts
+POLICIES: tuple[str, ...] = KNOWN_POLICIES
+LV3_IMPLS = ("TSG", "TRAP")
 #: BERT architectures xwatch can build from a config (random weights, no download).
 BERT_ARCHS: Mapping[str, tuple[int, int, int, int, int]] = MappingProxyType(_BERT_ARCHS)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
@@ -284,7 +285,11 @@ SLO_KEYS: tuple[Key, ...] = (
 XSCHED_KEYS: tuple[Key, ...] = (
     Key("root", "string", None, "XSched install folder (holds lib/ and bin/xserver). "
         "--xsched and XSCHED_HOME take precedence.", _s),
-    Key("policy", "string", "HPF", "xserver policy.", _policy, tuple(POLICIES)),
+    Key("policy", "string", "HPF", "xserver policy, by XSched's short name. Its number, "
+        "and whether this build can create it, come from the install (include/xsched/"
+        "types.h and the policy classes in its binaries): a policy the install lacks is an "
+        "error when XSched mode starts. 1.2.0 added SPUP to its list but cannot create it.",
+        _policy, POLICIES),
     Key("port", "integer", 50000, "xserver HTTP port (a free one is chosen if taken).",
         _int(1, 65535)),
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
@@ -300,7 +305,19 @@ WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
     Key("level", "integer", 1, "XSCHED_AUTO_XQUEUE_LEVEL (preemption level 1-3).", _int(1, 3)),
     Key("threshold", "integer", "(high 16, low 4)", "XSCHED_AUTO_XQUEUE_THRESHOLD.", _int(1, 65536)),
     Key("batch_size", "integer", "(high 8, low 2)", "XSCHED_AUTO_XQUEUE_BATCH_SIZE.", _int(1, 65536)),
-    Key("env", "table", {}, "Extra environment variables for XSched mode only.", _str_map),
+    Key("lv3_impl", "string", None, "XSCHED_CUDA_LV3_IMPL: how level 3 preempts on CUDA, "
+        "'TSG' (suspends the whole context; what preempting a CUDA graph needs, XSched 1.2) "
+        "or 'TRAP' (XSched's default).", _choice(*LV3_IMPLS), LV3_IMPLS),
+    Key("single_stream", "boolean", None, "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS (XSched "
+        "1.2): each XQueue uses one CUDA stream.", _bool),
+    Key("suspend_sync_hwq", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ (XSched "
+        "1.2): a suspend waits for the hardware queue to drain.", _bool),
+    Key("suspend_wait_all", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL (XSched "
+        "1.2): a suspend waits for all in-flight commands.", _bool),
+    Key("suspend_wait_idle", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE (XSched "
+        "1.2): a suspend waits until the queue is idle.", _bool),
+    Key("env", "table", {}, "Extra environment variables for XSched mode only (XSCHED_* "
+        "ones are checked against the settings the install knows).", _str_map),
 )
 
 WORKLOAD_MPS_KEYS: tuple[Key, ...] = (
@@ -408,6 +425,11 @@ class WorkloadXsched:
     level: int | None = None
     threshold: int | None = None
     batch_size: int | None = None
+    lv3_impl: str | None = None  # XSCHED_CUDA_LV3_IMPL
+    single_stream: bool | None = None  # XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS
+    suspend_sync_hwq: bool | None = None  # XSCHED_SCHEDULER_SUSPEND_*
+    suspend_wait_all: bool | None = None
+    suspend_wait_idle: bool | None = None
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 

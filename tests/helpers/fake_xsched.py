@@ -78,13 +78,17 @@ import json, os, signal, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-POLICIES = {"HPF": 1, "HHPF": 2, "UP": 3, "PUP": 4, "KEDF": 5, "LAX": 6, "AWF": 7, "CHPF": 8,
-            "CFS": 9, "MLFQ": 10}
+# the install's own numbering, as its include/xsched/types.h gives it (make_install)
+POLICIES = __POLICIES__
+# policy classes compiled in, as the real build's RTTI names them (meta.py reads these)
+CLASSES = "__CLASSES__"
 RUN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "run")
 policy_name, port = sys.argv[1], int(sys.argv[2])
 PER_PROCESS = int(os.environ.get("FAKE_XQUEUES_PER_PROCESS", "2"))  # the real shim: ~144
 def log(msg):
     print(f"[INFO @ T{os.getpid()} @ {time.strftime('%H:%M:%S')}.000000] {msg}", flush=True)
+ENUM = __ENUM__
+HUNG = threading.Event()
 if policy_name not in POLICIES:
     log(f"unknown policy {policy_name}"); sys.exit(1)
 state = {"policy": POLICIES[policy_name], "polls": 0, "config": {}, "prio": {}}
@@ -144,6 +148,9 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
     def do_GET(self):
+        if HUNG.is_set():
+            while True:
+                time.sleep(3600)
         u = urlparse(self.path)
         if u.path == "/xqueues":
             qs, regs = queues()
@@ -186,7 +193,16 @@ class H(BaseHTTPRequestHandler):
             record("config", handle=h, hex=f"{h:x}", **new)
             return self.send(200, {"info": "success"})
         if u.path == "/policy":
-            state["policy"] = int(q["policy"])
+            num = int(q["policy"])
+            if not any(n == num and f"{len(k) + 6}{k}Policy" in CLASSES for k, n in ENUM.items()):
+                # XSched 1.2's CreatePolicy has no case for SPUP (6): XASSERT fails on the
+                # scheduler's thread, the request never returns and the HTTP API stops
+                # answering while the process stays alive (seen on the H100)
+                log(f"Assertion failed: invalid policy type: {num}")
+                HUNG.set()
+                while True:
+                    time.sleep(3600)
+            state["policy"] = num
             record("policy", policy=state["policy"])
             log(f"policy set to {state['policy']}")
             return self.send(200, {"info": "success"})
@@ -217,11 +233,80 @@ def have_cc() -> bool:
     return shutil.which("cc") is not None or shutil.which("gcc") is not None
 
 
+#: the two releases' XPolicyType (include/xsched/types.h), short names as XSched's
+#: protocol/names.cpp gives them, and which policies each build can create
+RELEASES: dict[str, list[tuple[str, str, bool]]] = {
+    "1.0.0": [("HighestPriorityFirst", "HPF", True),
+              ("HeterogeneousHighestPriorityFirst", "HHPF", True),
+              ("UtilizationPartition", "UP", True), ("ProcessUtilizationPartition", "PUP", True),
+              ("KEarliestDeadlineFirst", "KEDF", True), ("Laxity", "LAX", True),
+              ("ActiveWindowFirst", "AWF", True), ("CPUHighestPriorityFirst", "CHPF", True),
+              ("CompletelyFairScheduler", "CFS", True),
+              ("MultiLevelFeedbackQueue", "MLFQ", True)],
+    "1.2.0": [("HighestPriorityFirst", "HPF", True),
+              ("HeterogeneousHighestPriorityFirst", "HHPF", True),
+              ("CPUHighestPriorityFirst", "CHPF", True), ("UtilizationPartition", "UP", True),
+              ("ProcessUtilizationPartition", "PUP", True),
+              ("StrictProcessUtilizationPartition", "SPUP", False),
+              ("KEarliestDeadlineFirst", "KEDF", True), ("Laxity", "LAX", True),
+              ("ActiveWindowFirst", "AWF", True), ("CompletelyFairScheduler", "CFS", True),
+              ("MultiLevelFeedbackQueue", "MLFQ", True)],
+}
+#: the XSCHED_* settings each release's include/xsched/protocol/def.h names
+SETTINGS = {
+    "1.0.0": ["XSCHED_AUTO_XQUEUE", "XSCHED_AUTO_XQUEUE_LEVEL", "XSCHED_AUTO_XQUEUE_THRESHOLD",
+              "XSCHED_AUTO_XQUEUE_BATCH_SIZE", "XSCHED_AUTO_XQUEUE_PRIORITY",
+              "XSCHED_AUTO_XQUEUE_UTILIZATION", "XSCHED_AUTO_XQUEUE_TIMESLICE",
+              "XSCHED_CUDA_LIB", "XSCHED_HIP_LIB", "XSCHED_CUDA_LV3_IMPL", "XSCHED_SCHEDULER",
+              "XSCHED_POLICY"],
+}
+SETTINGS["1.2.0"] = [*SETTINGS["1.0.0"], "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS",
+                     "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ", "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL",
+                     "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE"]
+
+
+def write_meta(root: Path, version: str | None = "1.2.0", types_h: bool = True,
+               def_h: bool = True) -> None:
+    """The files an install describes itself with: lib/cmake/XSched/XSchedConfig.cmake
+    (``version``; None: no such file), include/xsched/types.h (its XPolicyType) and
+    include/xsched/protocol/def.h (its settings), in the shape XSched installs them."""
+    rel = version if version in RELEASES else "1.2.0"
+    if version is not None:
+        cm = root / "lib" / "cmake" / "XSched"
+        cm.mkdir(parents=True, exist_ok=True)
+        major, minor, patch = [*version.split("."), "0", "0"][:3]
+        (cm / "XSchedConfig.cmake").write_text(
+            "# generated by a fake install\n"
+            f"set(XSched_VERSION {version})\nset(XSched_VERSION_MAJOR {major})\n"
+            f"set(XSched_VERSION_MINOR {minor})\nset(XSched_VERSION_PATCH {patch})\n")
+    inc = root / "include" / "xsched"
+    if types_h:
+        inc.mkdir(parents=True, exist_ok=True)
+        members = "\n".join(f"    kPolicy{e:<40} = {k + 1},"
+                            for k, (e, _, _) in enumerate(RELEASES[rel]))
+        (inc / "types.h").write_text(
+            "#pragma once\ntypedef enum {\n    kPolicyUnknown = 0,\n" + members
+            + "\n    // new policies go here\n    kPolicyMax,\n} XPolicyType;\n")
+    if def_h:
+        (inc / "protocol").mkdir(parents=True, exist_ok=True)
+        (inc / "protocol" / "def.h").write_text("".join(
+            f'#define {v}_ENV_NAME "{v}"\n' for v in SETTINGS[rel]))
+
+
 def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
-                 xserver: bool = True) -> Path:
+                 xserver: bool = True, version: str | None = "1.2.0") -> Path:
+    """A fake install of XSched ``version`` ("1.0.0": 49079bc's numbering, "1.2.0":
+    1.2's, with SPUP listed but not creatable; None: an install without version files,
+    numbered as 1.0.0)."""
     (root / "lib").mkdir(parents=True, exist_ok=True)
     (root / "bin").mkdir(exist_ok=True)
     (root / "run").mkdir(exist_ok=True)
+    write_meta(root, version, types_h=version is not None, def_h=version is not None)
+    rel = version if version in RELEASES else "1.0.0"
+    enum = {e: k + 1 for k, (e, _, _) in enumerate(RELEASES[rel])}
+    names = {s: k + 1 for k, (_, s, _) in enumerate(RELEASES[rel])}
+    classes = " ".join(f"N6xsched5sched{len(e + 'Policy')}{e}PolicyE"
+                       for e, _, ok in RELEASES[rel] if ok)
     src = root / "fake_shim.c"
     src.write_text(SHIM_C)
     cc = shutil.which("cc") or shutil.which("gcc") or "cc"
@@ -231,7 +316,9 @@ def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
                        check=True, capture_output=True)
     if xserver:
         xs = root / "bin" / "xserver"
-        xs.write_text(f"#!{sys.executable}\n" + textwrap.dedent(XSERVER_PY))
+        xs.write_text(f"#!{sys.executable}\n" + textwrap.dedent(XSERVER_PY)
+                      .replace("__POLICIES__", repr(names)).replace("__ENUM__", repr(enum))
+                      .replace("__CLASSES__", classes))
         xs.chmod(0o755)
     return root
 

@@ -194,13 +194,18 @@ def test_sigterm_during_xsched_phase_stops_xserver(tmp_path: Path, install: Path
     assert wait_gone([pid, *kids], 10) == []
 
 
-def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
+@pytest.mark.parametrize("version,cfs", [("1.2.0", 10), ("1.0.0", 9)])
+def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> None:
+    """Live control against an install of each numbering: CFS is 10 in 1.2 and 9 in
+    49079bc's 1.0.0, read from the install, set and read back; SPUP, which 1.2 lists
+    but cannot create, is refused before anything is sent."""
     from xwatch.core.plans.runner import Runner
     from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.install import XschedInstall
     from xwatch.errors import XschedError
     from xwatch.scenario import load_scenario
 
+    install = make_install(tmp_path / f"xs-{version}", platforms=("hip",), version=version)
     sc = load_scenario(str(scen(tmp_path, duration=30)))
 
     async def go() -> dict[str, object]:
@@ -215,6 +220,13 @@ def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
             low_pid = phase.runs["low"].pid
             assert await ctl.set_priority("low", 5) == 2
             await ctl.set_policy("CFS")
+            assert phase.extra["xsched"]["policy_running"] == cfs
+            assert phase.extra["xsched"]["version"] == version
+            with pytest.raises(XschedError, match="SPUP" if version == "1.2.0" else
+                               "no policy 'SPUP'") as e:
+                await ctl.set_policy("SPUP")
+            if version == "1.2.0":
+                assert "cannot create it" in str(e.value) and "HPF" in str(e.value)
             with pytest.raises(XschedError, match="must stay below threshold"):
                 await ctl.configure("high", threshold=4, batch_size=4)  # refused before sending
             with pytest.raises(XschedError, match="level 3 is not supported"):
@@ -232,13 +244,52 @@ def test_live_hint_policy_and_config(tmp_path: Path, install: Path) -> None:
     hints = [c for c in got if c["call"] == "hint"]
     assert {c["handle"] for c in hints} == {res["low_pid"] * 16, res["low_pid"] * 16 + 1}  # type: ignore[operator]
     assert all(c["hint_type"] == 1 and c["priority"] == 5 for c in hints)
-    assert [c["policy"] for c in got if c["call"] == "policy"] == [9]
+    assert [c["policy"] for c in got if c["call"] == "policy"] == [cfs]
     cfg = [c for c in got if c["call"] == "config"]
     hp = res["high_pid"]
     assert sorted(c["hex"] for c in cfg) == sorted(f"{hp * 16 + k:x}" for k in (0, 1))  # type: ignore[operator]
     assert all(c["threshold"] == 8 and c["batch_size"] == 2 for c in cfg)
     texts = [a["text"] for a in res["annotations"]]  # type: ignore[union-attr]
-    assert texts == ["low: priority -> 5", "policy -> CFS", "high: threshold=8, batch_size=2"]
+    assert texts == ["low: priority -> 5", f"policy -> CFS ({cfs}, read back)",
+                     "high: threshold=8, batch_size=2"]
+
+
+def test_hung_xserver_is_named(tmp_path: Path, install: Path) -> None:
+    """An xserver that stops answering HTTP while its process lives (1.2 did, after a
+    policy it cannot create) is named hung, and the phase fails saying so. The policy
+    check is bypassed (the install's table claims SPUP can be created) to get there."""
+    import dataclasses
+
+    from xwatch.core.plans.runner import Runner
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.meta import read_meta
+    from xwatch.errors import XschedError
+    from xwatch.scenario import load_scenario
+
+    sc = load_scenario(str(scen(tmp_path, duration=30)))
+
+    async def go() -> tuple[str, str | None, bool]:
+        ctl = XschedController(XschedInstall(install, "test"), sc, poll_s=0.1)
+        runner = Runner(sc, xsched=ctl)
+        await runner.start_phase("xsched")
+        try:
+            meta = read_meta(install)
+            pols = tuple(dataclasses.replace(p, creatable=True) for p in meta.policies.policies)
+            ctl.meta = dataclasses.replace(meta, policies=dataclasses.replace(
+                meta.policies, policies=pols))
+            with pytest.raises(XschedError) as e:
+                await ctl.set_policy("SPUP")
+            alive = ctl.proc is not None and ctl.proc.poll() is None
+            return e.value.title, ctl.failure(), alive
+        finally:
+            await runner.stop_phase()
+            runner.session.close()
+
+    title, failure, alive = asyncio.run(go())
+    assert title == "xserver hung" and alive
+    assert failure is not None and "is hung: alive" in failure
+    assert "invalid policy type: 6" in failure  # its log's last lines
 
 
 def test_doctor_exit_codes(tmp_path: Path, install: Path) -> None:
@@ -251,7 +302,9 @@ def test_doctor_exit_codes(tmp_path: Path, install: Path) -> None:
                                                       timeout=180), roots)
     assert ok.returncode == 0, ok.stdout
     assert "PASS  xsched install" in ok.stdout and "PASS  xserver" in ok.stdout
-    assert "GET /policy -> 1, stopped" in ok.stdout
+    assert "GET /policy -> HPF (1), stopped" in ok.stdout
+    assert "xsched version" in ok.stdout and "1.2.0 (lib/cmake/XSched/XSchedConfig.cmake)" in ok.stdout
+    assert "SPUP 6 (listed, cannot be created)" in ok.stdout
     assert bad.returncode == 1 and "FAIL  xsched install" in bad.stdout
     assert r.returncode == 1 and "xserver" in r.stdout
 

@@ -710,7 +710,9 @@ class XwatchApp(App[int]):
                         title="XSched control", severity="warning", timeout=8, markup=False)
             return
         names = [w.name for w in self.scenario.workloads]  # type: ignore[union-attr]
-        self.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF")), self._on_control)
+        pols = ctl.policy_names() if hasattr(ctl, "policy_names") else None
+        self.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF"), pols),
+                         self._on_control)
 
     def _on_control(self, req: ControlRequest | None) -> None:
         if req is not None:

@@ -85,8 +85,9 @@ def build_report(snap: SessionSnapshot) -> Report:
     for p in snap.phases:
         xs = p.extra.get("xsched")
         if xs:
-            rows.append([f"XSched ({p.name})", f"root `{xs.get('root')}`, policy "
-                         f"{xs.get('policy')}, xserver `{' '.join(xs.get('xserver_cmd') or [])}`"])
+            rows.append([f"XSched ({p.name})", f"{xsched_version(xs)}, root `{xs.get('root')}`, "
+                         f"policy {policy_label(xs)}, xserver "
+                         f"`{' '.join(xs.get('xserver_cmd') or [])}`"])
     e.tables.append(("", Table(["what", "value"], rows)))
     for p in snap.phases:
         xs = p.extra.get("xsched")
@@ -407,6 +408,21 @@ def _lane_svg(cap: dict[str, Any], a: Any) -> str:
                       "slowest requests)", rows, brackets, (lo, hi))
 
 
+def xsched_version(xs: dict[str, Any]) -> str:
+    """"XSched 1.2.0" as the install said (a snapshot from before versions were read:
+    "XSched version not recorded")."""
+    if "version" not in xs:
+        return "XSched version not recorded"
+    return f"XSched {xs['version']}" if xs.get("version") else \
+        f"XSched version unknown ({xs.get('version_source') or 'no XSchedConfig.cmake'})"
+
+
+def policy_label(xs: dict[str, Any]) -> str:
+    """"HPF (1)": the policy with the install's own number for it, when recorded."""
+    num = xs.get("policy_number")
+    return f"{xs.get('policy')}" + (f" ({num})" if num is not None else "")
+
+
 def _preflight_section(snap: SessionSnapshot) -> Section | None:
     rows = []
     for p in snap.phases:
@@ -423,7 +439,8 @@ def _preflight_section(snap: SessionSnapshot) -> Section | None:
                         "default stream (stream 'graph': the same work captured once as a CUDA "
                         "graph and replayed, for workloads that capture graphs). A crash, hang "
                         "or 'not-scheduled' on the stream kind a workload uses fails the phase "
-                        "before its model loads.")
+                        "before its model loads; 'crashed-at-exit' (the probe ran engaged to its "
+                        "end, then died while exiting) lets it go on, warned.")
     s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
     return s
 

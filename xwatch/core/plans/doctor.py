@@ -103,7 +103,9 @@ def checks(xsched_root: str | None, python: str | None) -> list[Check]:
 
 def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
     from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.engagement import EXIT_CRASH
     from xwatch.core.xsched.install import SHIMS, find_install
+    from xwatch.core.xsched.meta import read_meta
     from xwatch.scenario import Scenario, Workload
 
     inst = find_install(root, None)
@@ -116,6 +118,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
         out.append(Check("PASS", "xsched install", f"{inst.root} (from {inst.source})"))
     except XwatchError as e:
         return [Check("FAIL", "xsched install", str(e))]
+    out += version_checks(inst.root)
     present = [p for p, f in SHIMS.items() if (inst.lib / f).is_file()]
     if plat in present:
         out.append(Check("PASS", "shim platform", f"{SHIMS[plat]} matches torch's {plat} build"))
@@ -126,6 +129,8 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
                     (Workload(name="probe", priority="high", model="resnet18", platform=plat,
                               python=str(info.get("python_exe") or sys.executable)),))
     ctl = XschedController(inst, scen)
+    meta = read_meta(inst.root)
+    ctl.meta = meta
 
     async def start_probe_stop() -> tuple[str, list[Any]]:
         from xwatch.core.engine.session import Session
@@ -138,19 +143,27 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
             await ctl._start_xserver({})
             assert ctl.client is not None
             pol = await asyncio.to_thread(ctl.client.get_policy)
+            pol_text = f"{pol}" if meta is None else meta.policies.label(pol)
             port = ctl.port
             w = scen.workloads[0]
             probes = plan_probes(scen, inst, {w.name: plat},
                                  {w.name: xsched_env(w, inst, plat)}, graphs=True)
-            verdicts = await run_probes(probes, inst, ctl.client, use_cache=False)
+            # without a GPU the shim has no driver under it: a real one dies looking for
+            # cuGetProcAddress; nothing about XSched is learnt from that
+            verdicts = await run_probes(probes, inst, ctl.client, use_cache=False) \
+                if gpu else []
         finally:
             await ctl._stop_xserver()
             ph.finish()
             s.close()
-        return f"started on port {port}, GET /policy -> {pol}, stopped", verdicts
+        return f"started on port {port}, GET /policy -> {pol_text}, stopped", verdicts
 
+    gpu = bool(info.get("available")) or "probe_error" in info
     try:
         line, verdicts = asyncio.run(start_probe_stop())
+        if not gpu:
+            out.append(Check("SKIP", "preflight", "torch sees no GPU: the shim cannot be "
+                             "exercised (it needs the real driver library under it)"))
         out.append(Check("PASS", "xserver", line))
         out.append(Check("WARN", "xserver network", "listens on all interfaces (0.0.0.0) "
                          "without authentication: anyone who can reach this host's port can "
@@ -161,7 +174,8 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
                                  "the CUDA driver library, so the shim cannot be exercised"))
                 continue
             created = v.stream in ("created", "n/a")
-            status = "PASS" if v.status == "engaged" else "FAIL" if created else "WARN"
+            status = "PASS" if v.status == "engaged" else "WARN" \
+                if v.status == EXIT_CRASH or not created else "FAIL"
             note = "" if created or v.status == "engaged" else \
                 " (workloads with decode = \"graphed\" would fail their preflight)" \
                 if v.stream == "graph" else \
@@ -169,6 +183,27 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
             out.append(Check(status, "preflight", v.line() + note))
     except XwatchError as e:
         out.append(Check("FAIL", "xserver", str(e)))
+    return out
+
+
+def version_checks(root: Any) -> list[Check]:
+    """What the install says about itself: its version and what that version supports,
+    its policies in its own numbering (and which its build cannot create), and
+    whatever had to be assumed."""
+    from xwatch.core.xsched.meta import read_meta
+
+    meta = read_meta(root)
+    out = [Check("PASS" if meta.version else "WARN", "xsched version",
+                 f"{meta.version or 'unknown'} ({meta.version_source}); "
+                 + "; ".join(meta.features()))]
+    pol = meta.policies
+    blocked = [p.name for p in pol.policies if p.creatable is False]
+    detail = f"{pol.describe()} (numbers from {pol.source})"
+    if blocked:
+        detail += (f"; {', '.join(blocked)} listed but not compiled in: xwatch refuses "
+                   "them (xserver would abort)")
+    out.append(Check("WARN" if pol.assumed else "PASS", "xsched policies", detail))
+    out += [Check("WARN", "xsched install", n) for n in meta.notes]
     return out
 
 

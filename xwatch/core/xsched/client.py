@@ -16,7 +16,6 @@ from typing import Any
 import msgspec
 
 from xwatch.errors import XschedError
-from xwatch.scenario import POLICIES
 
 
 def _decode(raw: bytes) -> Any:
@@ -258,10 +257,10 @@ class XserverClient:
     def get_policy(self) -> int:
         return int(self._call("GET", "/policy")["policy"])
 
-    def set_policy(self, name: str) -> Any:
-        if name not in POLICIES:
-            raise XschedError(f"unknown policy {name!r}; one of {', '.join(POLICIES)}")
-        return self._call("POST", f"/policy?policy={POLICIES[name]}")
+    def set_policy(self, number: int) -> Any:
+        """POST /policy with the install's own number for a policy (``meta``: the
+        numbering changed between XSched releases, so the caller looks it up)."""
+        return self._call("POST", f"/policy?policy={int(number)}")
 
     def hint_priority(self, handle: int, priority: int) -> Any:
         return self._call("POST", "/hint", {"hint_type": 1, "handle": handle,

@@ -27,7 +27,9 @@ from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
+from xwatch.core.xsched.compat import check_policy, check_scenario
 from xwatch.core.xsched.engagement import (
+    EXIT_CRASH,
     FAILING_VERDICTS,
     SCHED_LINE,
     QueueStats,
@@ -36,6 +38,7 @@ from xwatch.core.xsched.engagement import (
 )
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
+from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
@@ -96,6 +99,7 @@ class XschedController:
         self.poll_s = poll_s if poll_s is not None else scenario.xsched.poll_ms / 1000.0
         self.start_timeout_s = start_timeout_s
         self.policy = scenario.xsched.policy
+        self.meta: InstallMeta | None = None  # read when a phase starts (and by doctor)
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.client: XserverClient | None = None
@@ -113,12 +117,21 @@ class XschedController:
         plats = {w.name: await asyncio.to_thread(workload_platform, w, scen)
                  for w in scen.workloads}
         self.install.check(set(plats.values()))
+        meta = self.meta = read_meta(self.install.root)
+        check_scenario(meta, scen)
+        for note in meta.notes:
+            self._note(note, "warning")
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
         self._failure = None
         info: dict[str, Any] = {
             "root": str(self.install.root), "source": self.install.source,
             "policy": self.policy, "platforms": plats, "env": envs,
+            "version": meta.version, "version_source": meta.version_source,
+            "policy_number": check_policy(meta, self.policy),
+            "policies": [{"name": p.name, "number": p.number, "creatable": p.creatable}
+                         for p in meta.policies.policies],
+            "policy_source": meta.policies.source, "install_notes": list(meta.notes),
             "params": {w.name: queue_params(w) for w in scen.workloads},
             "xserver_cmd": None, "port": None, "log_tail": [], "samples": [],
             "workloads": {}, "changes": [], "poll_ms": round(self.poll_s * 1000),
@@ -156,7 +169,7 @@ class XschedController:
                                     "failure": reason}
         for v in verdicts:
             self._note(f"preflight {v.line()}", "error" if reason and v.status in
-                       FAILING_VERDICTS else "info")
+                       FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")
         if reason:
             raise XschedError(reason, title="XSched preflight failed")
 
@@ -230,7 +243,8 @@ class XschedController:
                                   f"answered on port {port}. Log: {tail or '(empty)'}",
                                   title="xserver did not start")
             try:
-                await asyncio.to_thread(self.client.get_policy)
+                running = await asyncio.to_thread(self.client.get_policy)
+                self._check_running_policy(info, running)
                 break
             except XschedError:
                 if time.monotonic() > deadline:
@@ -354,7 +368,9 @@ class XschedController:
                 fails.count += 1
                 if fails.count >= self.UNREACHABLE_POLLS and \
                         p.t - fails.first >= self.UNREACHABLE_S:
-                    self._fail(f"xserver's HTTP API has not answered for "
+                    who = (f"xserver (pid {self.proc.pid}) is hung: alive, but its"
+                           if p.rc is None and self.proc is not None else "xserver's")
+                    self._fail(f"{who} HTTP API has not answered for "
                                f"{p.t - fails.first:.1f} s ({fails.count} polls), "
                                f"{p.t - phase.t_start:.1f} s into phase {phase.name}")
             elif isinstance(p.res, Exception):  # a malformed answer is recorded, not fatal
@@ -464,14 +480,55 @@ class XschedController:
         self._annotate(f"{name}: priority -> {priority}", workload=name, priority=priority)
         return len(handles)
 
+    def _check_running_policy(self, info: dict[str, Any], running: int) -> None:
+        """The policy xserver reports against the one asked for: a mismatch means the
+        install's header and its binaries number policies differently."""
+        info["policy_running"] = running
+        want = info.get("policy_number")
+        if self.meta is not None and want is not None and running != want:
+            self._note(f"xserver started with {self.policy} reports policy "
+                       f"{self.meta.policies.label(running)}, but {self.meta.policies.source} "
+                       f"numbers {self.policy} {want}: the install's header and binaries "
+                       "disagree; policy numbers shown may be wrong", "warning")
+
+    def policy_names(self) -> list[str]:
+        """The policies this install can create (for the control screen)."""
+        meta = self.meta or read_meta(self.install.root)
+        return meta.policies.usable()
+
+    def hung_or_gone(self) -> str:
+        """'hung' while xserver's process lives (its HTTP API silent), else 'gone'."""
+        return "hung" if self.proc is not None and self.proc.poll() is None else "gone"
+
     async def set_policy(self, name: str) -> None:
+        """Set the policy by the install's own number, then read it back from xserver.
+        A policy the install cannot create is refused before sending; an xserver that
+        stops answering (alive) is named hung and fails the phase."""
         if self.client is None:
             raise XschedError("XSched mode is not running")
-        await asyncio.to_thread(self.client.set_policy, name)
+        meta = self.meta or read_meta(self.install.root)
+        number = check_policy(meta, name, "k policy")
+        try:
+            await asyncio.to_thread(self.client.set_policy, number)
+            back = await asyncio.to_thread(self.client.get_policy)
+        except XschedError as e:
+            state = self.hung_or_gone()
+            pid = self.proc.pid if self.proc is not None else None
+            why = (f"xserver (pid {pid}) is hung: alive, but it did not answer after "
+                   f"POST /policy?policy={number} ({name}): {e}" if state == "hung" else
+                   f"xserver is gone after POST /policy?policy={number} ({name}): {e}")
+            tail = " | ".join(list(self.log)[-3:])
+            self._fail(why + (f". Its log: {tail}" if tail else ""))
+            raise XschedError(why, title=f"xserver {state}") from None
+        if back != number:
+            raise XschedError(f"xserver was asked for {name} ({number}) and reports "
+                              f"{meta.policies.label(back)}", title="Policy not applied")
         self.policy = name
         if self.phase is not None:
             self.phase.extra["xsched"]["policy"] = name
-        self._annotate(f"policy -> {name}", policy=name)
+            self.phase.extra["xsched"]["policy_number"] = number
+            self.phase.extra["xsched"]["policy_running"] = back
+        self._annotate(f"policy -> {name} ({number}, read back)", policy=name, number=number)
 
     async def configure(self, name: str, level: int | None = None,
                         threshold: int | None = None, batch_size: int | None = None) -> int:
@@ -501,4 +558,7 @@ def backend_from_args(root: str | None, scen: Scenario,
     if not inst.root.is_dir():
         raise XschedError(f"XSched root {inst.root} (from {inst.source}) is not a folder",
                           title="XSched install not found")
-    return XschedController(inst, scen, preflight=preflight)
+    ctl = XschedController(inst, scen, preflight=preflight)
+    ctl.meta = read_meta(inst.root)
+    check_scenario(ctl.meta, scen)  # before any phase: the policy and settings it asks
+    return ctl

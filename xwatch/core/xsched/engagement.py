@@ -127,10 +127,26 @@ PROBE_READY_MIN = 3
 PROBE_READY_SHARE = 0.02
 
 
+#: a probe that ran engaged to its end, said so, and only then died: XSched 1.2's shim
+#: was seen to SIGSEGV while a process exits. Not failing: the phase goes on, warned.
+EXIT_CRASH = "crashed-at-exit"
+
+
 def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_polls: int,
-                  timed_out: bool, iters: int, polls: int = 0
+                  timed_out: bool, iters: int, polls: int = 0, finished: bool = False
                   ) -> tuple[str, str, str, str | None]:
-    """(verdict, detail, cause line, scheduler) for one preflight probe."""
+    """(verdict, detail, cause line, scheduler) for one preflight probe. ``finished``:
+    the probe printed its ``done`` line (all its work done and synchronized) before it
+    exited; a crash after that is a crash at exit, judged apart from the run."""
+    if finished and not timed_out and rc not in (0, None):
+        status, detail, cause, sched = probe_verdict(rc=0, stderr=stderr,
+                                                     queues_max=queues_max,
+                                                     ready_polls=ready_polls, timed_out=False,
+                                                     iters=iters, polls=polls)
+        how = f"{_describe_rc(rc)} while exiting" + (f": {cause}" if cause else "")
+        if status == "engaged":
+            return EXIT_CRASH, f"{detail}; then {how}", cause, sched
+        return status, f"{detail}; and {how}", cause, sched
     from xwatch.core.engine.causes import best_cause
 
     sched = None

@@ -34,7 +34,28 @@ def xsched_env(w: Workload, install: XschedInstall, platform: str) -> dict[str, 
         "XSCHED_AUTO_XQUEUE_BATCH_SIZE": str(q["batch_size"]),
         "LD_LIBRARY_PATH": str(install.lib),
     }
+    env.update(settings_env(w))
     if platform == "hip":
         env["LD_PRELOAD"] = str(install.shim("hip"))
     env.update(w.xsched.env)
     return env
+
+
+#: [workload.xsched] keys that are XSched settings of their own, and their variables
+SETTING_VARS = {
+    "lv3_impl": "XSCHED_CUDA_LV3_IMPL",
+    "single_stream": "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS",
+    "suspend_sync_hwq": "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ",
+    "suspend_wait_all": "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL",
+    "suspend_wait_idle": "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE",
+}
+
+
+def settings_env(w: Workload) -> dict[str, str]:
+    """The variables of the settings a scenario set for ``w`` (booleans as ON/OFF)."""
+    out = {}
+    for key, var in SETTING_VARS.items():
+        v = getattr(w.xsched, key)
+        if v is not None:
+            out[var] = ("ON" if v else "OFF") if isinstance(v, bool) else str(v)
+    return out

@@ -9,7 +9,9 @@ and the graphed decoder crashed under it on an H100; the probe says so in second
 before the model loads).
 
 One probe per distinct (python, platform, device, stream, workload environment)
-among the built-in model workloads, all in parallel. A probe's verdict is one of ``engaged``, ``crashed``,
+among the built-in model workloads, all in parallel. A probe's verdict is one of
+``engaged``, ``crashed-at-exit`` (engaged to its end, said ``done``, then died while
+exiting, as XSched 1.2's shim was seen to: the phase goes on with a warning), ``crashed``,
 ``shim-not-loaded``, ``app-managed``, ``local``, ``not-scheduled``, ``hung``
 (decided by ``engagement.probe_verdict`` from the exit status, the shim's log and
 the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
@@ -99,6 +101,7 @@ class Verdict:
     cached: bool = False
     poll_errors: int = 0  # /xqueues polls that failed while the probe ran
     poll_error: str = ""  # the last such failure
+    finished: bool = False  # it said "done" (its work ended) before it exited
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -265,17 +268,19 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     for k, ((_, p), (rc, so, se, timed_out)) in enumerate(zip(todo, results)):
         lines = [ln for ln in se.splitlines() if ln.strip()]
         info: dict[str, Any] = {}
+        finished = False  # the smoke's "done" line: its work ended, synchronized
         for ln in so.splitlines():
             with contextlib.suppress(ValueError):
                 d = json.loads(ln)
                 if isinstance(d, dict):
                     info.update(d)
+                    finished = finished or d.get("type") == "done"
         if errors[k]:
             status, detail, cause, sched = "crashed", errors[k], errors[k], None
         else:
             status, detail, cause, sched = probe_verdict(
                 rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)),
-                seen[k]["polls"])
+                seen[k]["polls"], finished)
             if failed["n"] and status != "engaged":
                 detail += (f" ({failed['n']} /xqueues polls failed, last: "
                            f"{failed['last'][:160]})")
@@ -288,7 +293,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             median_ms=info.get("median_ms"), seconds=round(elapsed, 2),
             torch=info.get("torch"), device_name=info.get("device_name"),
             stderr_tail=list(deque(lines, maxlen=12)),
-            poll_errors=failed["n"], poll_error=failed["last"][:300]))
+            poll_errors=failed["n"], poll_error=failed["last"][:300], finished=finished))
     return verdicts
 
 

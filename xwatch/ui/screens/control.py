@@ -42,10 +42,16 @@ def _int(value: str, what: str) -> int | None:
 class ControlScreen(ModalScreen[ControlRequest | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, workloads: list[str], policy: str) -> None:
+    def __init__(self, workloads: list[str], policy: str,
+                 policies: list[str] | None = None) -> None:
         super().__init__()
         self.workloads = workloads
         self.policy = policy
+        #: the install's own policies that its build can create (XSched renumbered and
+        #: added policies between releases; the controller reads them from the install)
+        self.policies = policies or list(POLICIES)
+        if policy not in self.policies:
+            self.policies.insert(0, policy)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="control-box"):
@@ -62,7 +68,7 @@ class ControlScreen(ModalScreen[ControlRequest | None]):
                 yield Input(placeholder="level 1-3", id="level")
                 yield Button("Apply config", id="do-config")
             with Horizontal():
-                yield Select([(p, p) for p in POLICIES], value=self.policy,
+                yield Select([(p, p) for p in self.policies], value=self.policy,
                              allow_blank=False, id="policy")
                 yield Button("Set policy", id="do-policy")
             yield Label("", id="control-error")

@@ -17,6 +17,8 @@ from xwatch.core.analysis.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
 from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.session import SessionSnapshot
+from xwatch.core.export.report import policy_label, xsched_version
+from xwatch.core.xsched.engagement import EXIT_CRASH
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -372,8 +374,8 @@ class XschedPanel(QuietStatic):
             return
         t = Text()
         poll = f"  poll {xs['poll_ms']} ms" if xs.get("poll_ms") else ""
-        t.append(f"xserver {' '.join(xs.get('xserver_cmd') or [])}  policy {xs.get('policy')}"
-                 f"{poll}\n", style="bold")
+        t.append(f"{xsched_version(xs)}  xserver {' '.join(xs.get('xserver_cmd') or [])}  "
+                 f"policy {policy_label(xs)}{poll}\n", style="bold")
         if xs.get("xserver_exit"):
             t.append(f"✖ {xs['xserver_exit'].get('reason')}\n", style="bold red")
         if xs.get("listen"):
@@ -382,7 +384,8 @@ class XschedPanel(QuietStatic):
         for v in pf.get("verdicts") or []:
             ok = v.get("status") == "engaged"
             t.append(f"preflight {v.get('device')}/{v.get('stream')}: ", style="bold")
-            t.append(f"{v.get('status')}", style="green" if ok else "bold red")
+            t.append(f"{v.get('status')}", style="green" if ok else "bold yellow"
+                     if v.get("status") == EXIT_CRASH else "bold red")
             t.append(f" {v.get('detail')}" + (" (cached)" if v.get("cached") else "") + "\n",
                      style="dim")
         slo = snap.scenario.slo
