@@ -125,7 +125,7 @@ def _wl(values: list[float], name: str = "high") -> WorkloadSnapshot:
     for v in values:
         m.add(v)
     w = workload_snapshot(name, 1, m.summary(), len(values), 0.0)
-    return dataclasses.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var]
+    return dataclasses.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var,return-value]
                                integral=m.integral)
 
 
