@@ -1,12 +1,17 @@
 """Racing settings to the cheapest one that meets an SLO, with confidence (pure).
 
 Each candidate (a mode and its settings) has runs; each run gives one value of the
-SLO metric (the SLO workload's percentile) and one price (the summed samples/s of
-the workloads below the SLO's priority: what sharing leaves the background work).
-Over its runs a candidate gets Student's t intervals (``analysis.runs``) at a
-Bonferroni-corrected level, 1 - 0.05 / candidates, so that all the intervals of
-one look hold together at 95%. After each round (every survivor run once, in a
-shuffled order):
+SLO metric (the SLO workload's percentile, with its within-run standard error from
+order statistics) and one price (the summed samples/s of the workloads below the
+SLO's priority: what sharing leaves the background work). Over its runs a candidate
+gets, for each of the two, an anytime-valid interval (``analysis.sequential``): the
+geometric mean of its runs' values (the typical run's), its between-run variance on
+the log scale moderated toward the variance pooled over all the candidates, and the
+error rate 5% split over the candidates and the two metrics (80% to the SLO) and spent over each
+candidate's looks, so that every interval of every look holds together with 95%
+probability. A run too short to bound its percentile from above (P99 needs ~300
+requests) leaves its candidate's SLO interval open above: it cannot meet the SLO
+with confidence. After each round:
 
 - a candidate whose SLO interval lies above the objective is dropped (``dropped-slo``);
 - a candidate whose price interval lies below the best SLO-meeting candidate's
@@ -16,31 +21,37 @@ shuffled order):
   under the objective) and its price beats every other survivor's with confidence,
   or when it is the last survivor meeting the SLO.
 
-The intervals are recomputed at every look (the race peeks), which the Bonferroni
-level does not correct for: a decision at the last look is as sure as its
-interval, earlier drops somewhat less. This is F-Race's trade (Birattari et al.)
-with t intervals instead of a Friedman test. ``still_open`` says, at the budget, what
-each open candidate waits for (its SLO interval to leave the objective, or its price
-interval to leave the likely choice's) and about how many more rounds would give it,
-at the race's own level, if the means and spreads stay as they are.
+Because the intervals hold over all looks at once, a choice, a "met" and every drop
+are as sure as 95% whenever the race stops (the budget included). The next round
+runs only the candidates whose runs can still decide something (``to_run``): those
+whose SLO interval straddles the objective, and those meeting it whose price
+interval still overlaps another survivor's, but not those whose price lies below
+the likely choice's with confidence (they wait: the likely choice meeting the SLO
+drops them); a thresholding bandit's rule (APT, Locatelli et al. 2016) with the
+intervals in place of its index. ``still_open`` says, at the
+budget, what each open candidate waits for (its SLO interval to leave the objective,
+or its price interval to leave the likely choice's) and about how many more rounds
+would give it, if the means and spreads stay as they are.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from xwatch.core.analysis import sequential as seq
 from xwatch.core.analysis.intervals import Interval
 from xwatch.core.analysis.noise import usable
-from xwatch.core.analysis.runs import RATE, mean_interval, run_value, t_ppf
+from xwatch.core.analysis.runs import RATE, run_value
 from xwatch.core.engine.session import PhaseSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 UNDECIDED, FAILED, SURVIVING = "undecided", "failed", "surviving"
 MIN_RUNS = 2  # no decision on fewer runs (no interval)
 NO_INTERVAL = Interval(math.nan, None, None)
+ALPHA = seq.ALPHA
 
 
 @dataclass(frozen=True)
@@ -50,9 +61,23 @@ class Objective:
     latency_ms: float
 
 
+@dataclass(frozen=True)
+class Fit:
+    """One metric of one candidate as the last look saw it: its runs on the log scale
+    and the prior pooled over the candidates."""
+
+    runs: seq.LogRuns | None
+    prior: seq.Prior | None
+
+
+NO_FIT = Fit(None, None)
+
+
 @dataclass
 class Candidate:
-    """One setting in the race: its name, mode, settings and what its runs gave."""
+    """One setting in the race: its name, mode, settings and what its runs gave
+    (``slo_ses``: each run's within-run standard error of its SLO value, NaN where the
+    run could not bound it; empty for hand-made values: taken as exact)."""
 
     label: str
     mode: str
@@ -63,6 +88,10 @@ class Candidate:
     reason: str = ""
     slo: Interval = NO_INTERVAL
     price: Interval = NO_INTERVAL
+    slo_ses: list[float] = field(default_factory=list)
+    price_ses: list[float] = field(default_factory=list)
+    slo_fit: Fit = NO_FIT
+    price_fit: Fit = NO_FIT
 
     @property
     def runs(self) -> int:
@@ -72,24 +101,16 @@ class Candidate:
     def alive(self) -> bool:
         return self.status == SURVIVING
 
+    @property
+    def bounded(self) -> bool:
+        """Every run bounded its SLO value from above (enough requests)."""
+        return not any(s != s for s in self.slo_ses)
+
     def meets(self, obj: Objective) -> bool:
         return self.slo.hi is not None and self.slo.hi < obj.latency_ms
 
     def fails(self, obj: Objective) -> bool:
         return self.slo.lo is not None and self.slo.lo > obj.latency_ms
-
-
-def interval_at(xs: Sequence[float], confidence: float) -> Interval:
-    """A t interval over runs at ``confidence`` (the mean's, as ``mean_interval``),
-    cut at 0 below: latencies and throughputs are never negative."""
-    base = mean_interval(xs)
-    vals = [x for x in xs if x == x]
-    if len(vals) < 2 or base.lo is None:
-        return base
-    mean = base.est
-    sd = math.sqrt(sum((x - mean) ** 2 for x in vals) / (len(vals) - 1))
-    half = t_ppf(1.0 - (1.0 - confidence) / 2.0, len(vals) - 1) * sd / math.sqrt(len(vals))
-    return Interval(mean, max(0.0, mean - half), mean + half)
 
 
 def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str]) -> None:
@@ -100,19 +121,45 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not usable(p):
         return  # stopped before its end: not a run
-    c.slo_values.append(run_value(w, obj.metric).est)
-    c.prices.append(sum(run_value(lw, RATE).est for n in lows
-                        if (lw := p.workload(n)) is not None and lw.count))
+    v = run_value(w, obj.metric)
+    c.slo_values.append(v.est)
+    c.slo_ses.append(v.se)
+    rates = [run_value(lw, RATE) for n in lows if (lw := p.workload(n)) is not None and lw.count]
+    c.prices.append(sum(r.est for r in rates))
+    ses = [r.se for r in rates]
+    c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
+
+
+#: the error rate's split between the SLO metric and the price (a price varies ~1%
+#: between runs and needs little of it)
+SLO_SHARE = 0.8
+
+
+def share(cands: Sequence[Candidate], price: bool = False) -> float:
+    """The error rate of one metric of one candidate (before spending over its looks):
+    5% over the candidates (all of them, failed ones too, so that a failure cannot
+    loosen the others), 80% of it to the SLO metric, 20% to the price."""
+    part = 1.0 - SLO_SHARE if price else SLO_SHARE
+    return ALPHA * part / max(1, len(cands))
+
+
+def fit(cands: Sequence[Candidate]) -> None:
+    """Every candidate's SLO and price intervals at this look (``analysis.sequential``)."""
+    live = [c for c in cands if c.status != FAILED]
+    slo = {c.label: seq.log_runs(c.slo_values, c.slo_ses, bounded=c.bounded) for c in live}
+    price = {c.label: seq.log_runs(c.prices, c.price_ses, histogram=False) for c in live}
+    ps, pp = seq.fit_prior(list(slo.values())), seq.fit_prior(list(price.values()))
+    a, b = share(cands), share(cands, price=True)
+    for c in live:
+        c.slo_fit, c.price_fit = Fit(slo[c.label], ps), Fit(price[c.label], pp)
+        c.slo = seq.interval(slo[c.label], ps, a)
+        c.price = seq.interval(price[c.label], pp, b)
 
 
 def judge(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
     """Update intervals and drop what is decided; the winner once there is one."""
     live = [c for c in cands if c.alive]
-    conf = level(cands)
-    for c in cands:
-        if c.status != FAILED:
-            c.slo = interval_at(c.slo_values, conf)
-            c.price = interval_at(c.prices, conf)
+    fit(cands)
     if any(c.runs < MIN_RUNS for c in live):
         return None
     for c in live:
@@ -137,61 +184,60 @@ def judge(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
     return None
 
 
-def level(cands: Sequence[Candidate]) -> float:
-    """The race's confidence per interval: 95% Bonferroni-corrected over the candidates
-    that have not failed (what ``judge`` uses)."""
-    return 1.0 - 0.05 / max(1, len([c for c in cands if c.status != FAILED]))
+def _overlap(a: Interval, b: Interval) -> bool:
+    return not ((a.hi is not None and b.lo is not None and a.hi < b.lo) or
+                (b.hi is not None and a.lo is not None and b.hi < a.lo))
 
 
-def _sd(xs: Sequence[float]) -> float:
-    m = sum(xs) / len(xs)
-    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+def likely_choice(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
+    """The survivor with the highest price among those whose SLO estimate is under the
+    objective (None: no estimate is)."""
+    under = [c for c in cands if c.alive and c.slo.est == c.slo.est and
+             c.slo.est < obj.latency_ms]
+    return max(under, key=lambda c: c.price.est) if under else None
 
 
-def _first_k(n: int, ok: Callable[[int], bool], most: int) -> int | None:
-    """The least k in [n, most] with ok(k) (ok is monotone in k), or None."""
-    if not ok(most):
-        return None
-    lo, hi = n, most
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+def to_run(cands: Sequence[Candidate], obj: Objective) -> list[Candidate]:
+    """The survivors whose next run can decide something (a thresholding bandit's
+    rule: runs go to the intervals that still straddle a line): every survivor with
+    fewer than ``MIN_RUNS`` runs; else, leaving out those whose price is below the
+    likely choice's with confidence (the likely choice meeting the SLO drops them),
+    each whose SLO interval straddles the objective, and each meeting it whose price
+    interval overlaps another survivor's. Every survivor when that leaves none (a
+    safeguard: the race then ends by its judge or its budget)."""
+    live = [c for c in cands if c.alive]
+    if any(c.runs < MIN_RUNS for c in live):
+        return [c for c in live if c.runs < MIN_RUNS]
+    lk = likely_choice(cands, obj)
+    out = []
+    for c in live:
+        if lk is not None and c is not lk and c.price.hi is not None and \
+                lk.price.lo is not None and c.price.hi < lk.price.lo:
+            continue  # waits for the likely choice
+        if not (c.meets(obj) or c.fails(obj)) or \
+                any(_overlap(c.price, o.price) for o in live if o is not c):
+            out.append(c)
+    return out or live
 
 
-def rounds_to_tell(xs: Sequence[float], bound: float, confidence: float = 0.95,
-                   most: int = 200) -> int | None:
-    """About how many more runs would put the interval of ``xs``'s mean (at
-    ``confidence``) wholly on one side of ``bound``, if its mean and spread stay as
-    they are: 0 when it is already; None when the runs cannot tell (fewer than two,
-    a mean on the bound, or more than ``most`` in all)."""
-    vals = [x for x in xs if x == x]
-    n = len(vals)
-    if n < 2:
-        return None
-    gap, sd = abs(sum(vals) / n - bound), _sd(vals)
-    if not gap > 0:
-        return None
-    q = 1.0 - (1.0 - confidence) / 2.0
-    k = _first_k(n, lambda k: t_ppf(q, k - 1) * sd / math.sqrt(k) < gap, most)
-    return None if k is None else k - n
+def rounds_to_tell(c: Candidate, bound: float, alpha: float, most: int = 200) -> int | None:
+    """About how many more runs would put ``c``'s SLO interval (as the last look
+    fitted it, at ``alpha`` before spending) wholly on one side of ``bound``, if its
+    mean and spread stay as they are: 0 when it is already; None when the runs cannot
+    tell (fewer than two, a mean on the bound, runs that cannot bound the value from
+    above while it is under, or more than ``most`` in all)."""
+    r = c.slo_fit.runs
+    return None if r is None else seq.runs_to_clear(r, c.slo_fit.prior, bound, alpha, most)
 
 
-def rounds_to_decide(a: Candidate, b: Candidate, confidence: float = 0.95,
+def rounds_to_decide(a: Candidate, b: Candidate, alpha: float,
                      most: int = 200) -> int | None:
     """About how many more rounds would separate ``a`` and ``b``'s prices (their
-    intervals at ``confidence`` no longer overlapping, if the means and spreads stay
-    as they are)."""
-    gap = abs(a.price.est - b.price.est)
-    if not gap > 0 or a.runs < 2 or b.runs < 2:
+    intervals no longer overlapping, if the means and spreads stay as they are)."""
+    ra, rb = a.price_fit.runs, b.price_fit.runs
+    if ra is None or rb is None:
         return None
-    sa, sb, n = _sd(a.prices), _sd(b.prices), max(a.runs, b.runs)
-    q = 1.0 - (1.0 - confidence) / 2.0
-    k = _first_k(n, lambda k: t_ppf(q, k - 1) * (sa + sb) / math.sqrt(k) < gap, most)
-    return None if k is None else k - n
+    return seq.runs_to_separate(ra, rb, a.price_fit.prior, alpha, most)
 
 
 @dataclass(frozen=True)
@@ -206,20 +252,20 @@ class Open:
     rounds: int | None
 
 
-def still_open(cands: Sequence[Candidate], obj: Objective,
-               confidence: float | None = None) -> Open:
+def still_open(cands: Sequence[Candidate], obj: Objective) -> Open:
     """Per open candidate (surviving, undecided, or chosen by estimate at the budget),
-    the decision it waits for and about how many more rounds would give it."""
-    conf = level(cands) if confidence is None else confidence
+    the decision it waits for and about how many more rounds would give it (at the
+    intervals' own level and spending, ``share``)."""
+    conf, conf_price = share(cands), share(cands, price=True)
     live = [c for c in cands if c.status in (SURVIVING, UNDECIDED, CHOSEN)]
     goal = f"{obj.workload} {obj.metric}"
     under = [c for c in live if c.slo.est == c.slo.est and c.slo.est < obj.latency_ms]
-    likely = max(under, key=lambda c: c.price.est) if under else None
+    likely = max(under, key=lambda c: c.price.est) if under else None  # as likely_choice
     waits: dict[str, tuple[str, int | None]] = {}
     for c in live:
         side = "under" if c.slo.est < obj.latency_ms else "above"
         slo_k = 0 if c.meets(obj) or c.fails(obj) else \
-            rounds_to_tell(c.slo_values, obj.latency_ms, conf)
+            rounds_to_tell(c, obj.latency_ms, conf)
         slo_words = f"{goal} {c.slo.text()} ms, {side} {obj.latency_ms:g} ms by estimate"
         if likely is None or c is likely:
             if c is likely and c.meets(obj) and len(live) == 1:
@@ -230,8 +276,8 @@ def still_open(cands: Sequence[Candidate], obj: Objective,
         else:  # dearer than the likely choice: told apart by price (or by the SLO)
             # a drop for price needs the likely choice to meet the SLO with confidence too
             k_likely = 0 if likely.meets(obj) else \
-                rounds_to_tell(likely.slo_values, obj.latency_ms, conf)
-            k_price = rounds_to_decide(c, likely, conf)
+                rounds_to_tell(likely, obj.latency_ms, conf)
+            k_price = rounds_to_decide(c, likely, conf_price)
             if k_price == 0:
                 by_price = (f"price {c.price.text('{:,.0f}')}/s, below {likely.label}'s with "
                             f"confidence; waits for {likely.label} to meet the SLO with "
@@ -254,10 +300,10 @@ def more_rounds(k: int) -> str:
 
 
 def undecided_note(cands: Sequence[Candidate], obj: Objective,
-                   confidence: float | None = None, run_s: float | None = None) -> str:
+                   run_s: float | None = None) -> str:
     """What the budget left open, and about how many more rounds (and runs: each open
     candidate runs until its own decision; minutes at ``run_s`` a run) would settle it."""
-    op = still_open(cands, obj, confidence)
+    op = still_open(cands, obj)
     if not op.waits:
         return ""
     goal = f"{obj.workload} {obj.metric} < {obj.latency_ms:g} ms"

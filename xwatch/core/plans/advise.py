@@ -6,9 +6,11 @@ Candidates: native; MPS with the lower-priority workloads at client priority 1 a
 100/75/50/25% of the SMs; XSched with their threshold/batch at 1/1, 2/1, 4/2, 8/4,
 16/8 (``--set`` replaces a mechanism's grid, in the sweep's syntax). Mechanisms this
 box cannot run are skipped and named (asked for with ``--modes``, they are an
-error). Each round runs every surviving candidate once, in a shuffled order; the
-race stops when one candidate wins, when none survives, or before a round that
-would overrun ``--budget``.
+error). Each round runs once, in a shuffled order, every surviving candidate whose
+run can still decide something (``race.to_run``: all of them in the first two
+rounds); the race looks after every round (its intervals hold over every look) and
+stops when one candidate wins, when none survives, or before a round that would
+overrun ``--budget``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ MPS_GRID = tuple({"mps.priority": 1, "mps.active_thread_percentage": p}
 XSCHED_GRID = tuple({"threshold": t, "batch_size": b}
                     for t, b in ((1, 1), (2, 1), (4, 2), (8, 4), (16, 8)))
 DEFAULT_BUDGET_MIN = 20.0
+INTERVALS = ("geometric means over runs, intervals that hold together at 95% over every "
+             "candidate and every look")
 
 
 def objective(scen: Scenario, text: str | None) -> Objective:
@@ -166,7 +170,7 @@ def advice_lines(advice: dict[str, Any]) -> list[str]:
     toml = race.toml_for(advice)
     if toml:
         lines += ["", "Paste into the scenario:", *toml]
-    lines += ["", "Frontier (95% intervals over runs, Bonferroni over the candidates):",
+    lines += ["", f"Frontier ({INTERVALS}):",
               *frontier_lines(advice)]
     why = race.reasons(advice)
     if why and advice.get("final", True):
@@ -206,15 +210,19 @@ class Race:
         self.say = say or (lambda text: print(text, flush=True))
 
     def round(self) -> list[tuple[Candidate, Step]]:
-        """The survivors in this round's shuffled order (empty: the race is over)."""
+        """The survivors this round runs (those whose run can still decide something,
+        ``race.to_run``) in a shuffled order (empty: the race is over)."""
         live = [c for c in self.cands if c.alive]
         if not live or self.winner is not None:
             return []
         self.rounds += 1
-        self.rng.shuffle(live)
-        self.say(f"=== advise round {self.rounds}: {len(live)} candidates "
-                 f"({', '.join(c.label for c in live)})")
-        return [(c, self.steps[c.label]) for c in live]
+        order = race.to_run(self.cands, self.obj)
+        self.rng.shuffle(order)
+        rest = len(live) - len(order)
+        self.say(f"=== advise round {self.rounds}: {len(order)} candidates "
+                 f"({', '.join(c.label for c in order)})"
+                 + (f"; {rest} waiting (decided on their own side)" if rest else ""))
+        return [(c, self.steps[c.label]) for c in order]
 
     def record(self, c: Candidate, phase: Any) -> None:
         """A candidate's finished phase (a PhaseSnapshot), or None if it never started."""
@@ -231,13 +239,15 @@ class Race:
                 self.say(f"    {c.label}: {c.status} ({c.reason})")
                 self.said.add(c.label)
         used = time.monotonic() - self.t0
-        self.say(f"--- after round {self.rounds} ({used / 60:.1f} min; 95% intervals over "
-                 "runs, Bonferroni over the candidates):")
+        self.say(f"--- after round {self.rounds} ({used / 60:.1f} min; {INTERVALS}):")
         for line in standings_lines(self.advice(final=False)):
             self.say(line)
         if self.winner is not None or not any(c.alive for c in self.cands):
             return False
-        if used + used / self.rounds > self.budget_s:
+        runs = sum(c.runs for c in self.cands) + sum(1 for c in self.cands
+                                                      if c.status == race.FAILED)
+        per_run = used / max(1, runs)  # the next round: its runs at the mean run's time
+        if used + per_run * len(race.to_run(self.cands, self.obj)) > self.budget_s:
             if self.rounds < race.MIN_RUNS:
                 self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
                          f"({self.budget_s / 60:g} min) has no room for a second, and a "
