@@ -90,3 +90,33 @@ def test_pooled_difference_covers_the_truth_and_opens_without_data() -> None:
     assert iv.hi is None and iv.lo is not None
     d = pooled_diff_interval(list(zip(hs, hs)), 99.0, draws=100)
     assert d.lo is None and d.hi is None
+
+
+def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
+    import dataclasses
+
+    from tests.helpers.fixture_snapshot import workload_snapshot
+    from xwatch.core.analysis.verdict import change
+    from xwatch.core.engine.session import PhaseSnapshot, WorkloadSnapshot
+
+    rng = random.Random(9)
+
+    def phase(i: int, mode: str, r: int, effect: float) -> PhaseSnapshot:
+        m = Moments()
+        for _ in range(40):
+            m.add(5.0 * math.exp(rng.gauss(0.0, 0.3)) * effect)
+        w: WorkloadSnapshot = dataclasses.replace(  # type: ignore[type-var,assignment]
+            workload_snapshot("high", 1, m.summary(), 40, 0.0), hist=tuple(m.hist.items()))
+        return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, (w,),
+                             {"repeat": r, "step": mode})
+
+    a = [phase(2 * r, "native", r, 1.0) for r in range(1, 4)]
+    b = [phase(2 * r + 1, "mps", r, 2.0) for r in range(1, 4)]
+    c = change("high", "P99", a, b)
+    assert c is not None and c.few == 40 and c.pooled
+    assert "P99 of 40 requests is their maximum (needs 100); runs pooled" in c.text()
+    assert c.base.hi is None and c.diff.lo is None  # 120 requests bound no P99 from above
+    p95 = change("high", "P95", a, b)
+    assert p95 is not None and not p95.few and not p95.pooled and "maximum" not in p95.text()
+    one = change("high", "P99", a[:1], b[:1])
+    assert one is not None and one.few == 40 and not one.pooled

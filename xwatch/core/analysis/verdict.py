@@ -24,6 +24,7 @@ from typing import Any
 
 from xwatch.core.analysis.intervals import (
     WITHIN_NOISE,
+    Hist,
     Interval,
     diff_interval,
     direction,
@@ -31,6 +32,12 @@ from xwatch.core.analysis.intervals import (
 )
 from xwatch.core.analysis.noise import Floor, floors_in, one_run_interval, run_length, usable
 from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.pooled import (
+    few_note,
+    pooled_diff_interval,
+    pooled_interval,
+    too_few,
+)
 from xwatch.core.analysis.resolution import resolution_ms, widen
 from xwatch.core.analysis.runs import (
     RATE,
@@ -122,6 +129,18 @@ class Change:
     floor: str = ""  # the floor used (its date, mode and runs), basis "floor"
     #: the variance of the paired differences split between and within runs
     noise: Split | None = None
+    #: the fewest requests a run had, where fewer than the percentile needs
+    #: (``analysis.pooled``: it is their maximum); 0: enough
+    few: int = 0
+    #: the runs' requests were pooled (``few`` with two or more runs each)
+    pooled: bool = False
+
+    def few_text(self) -> str:
+        """``"P99 of 42 requests is their maximum (needs 100); runs pooled"`` or ""."""
+        if not self.few:
+            return ""
+        note = few_note(self.few, percentile_of(self.metric))
+        return note + ("; runs pooled" if self.pooled else "")
 
     @property
     def way(self) -> int:
@@ -153,7 +172,8 @@ class Change:
         rel = f" ({self.relative * 100:+.1f}%)" if self.relative == self.relative else ""
         iv = f"within-run [{lo}, {hi}]" if self.basis == UNMEASURED else f"[{lo}, {hi}]"
         how = f" (one run each, against the {self.floor})" if self.basis == FLOOR else ""
-        return f"{d.est:+.2f} {self.unit}{rel} {iv}, {self.words()}{how}"
+        few = f" ({self.few_text()})" if self.few else ""
+        return f"{d.est:+.2f} {self.unit}{rel} {iv}, {self.words()}{how}{few}"
 
     def advice(self) -> str | None:
         """How many runs would narrow a wide interval to +-10% of the baseline, and
@@ -193,6 +213,16 @@ def _one_run_within(x: WorkloadSnapshot, y: WorkloadSnapshot, metric: str,
     return Interval(d, d - half, d + half)
 
 
+def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
+    """The run's values that ``metric``'s percentile is read from."""
+    name = metric.rpartition(":")[0]
+    if name:
+        m = w.metrics.get(name)
+        return Hist(m.hist, m.phase.min, m.phase.max, m.integral) if m is not None and \
+            m.count else Hist((), math.nan, math.nan)
+    return hist_of(w) if w.hist else Hist(((0, w.count),), math.nan, math.nan)
+
+
 def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
            other: Sequence[PhaseSnapshot],
            floors: Mapping[str, Floor] | None = None) -> Change | None:
@@ -210,6 +240,19 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     # a percentile's per-run values sit on a grid (analysis.resolution); samples/s do not
     res_a = 0.0 if metric == RATE else resolution_ms([v.est for v in va])
     res_b = 0.0 if metric == RATE else resolution_ms([v.est for v in vb])
+    few = 0
+    if metric != RATE:
+        q = percentile_of(metric)
+        hists = {id(w): _hist(w, metric) for _, w in ra + rb}
+        least = min(h.n for h in hists.values())
+        few = least if too_few(least, q) else 0
+    histograms = ":" in metric or all(w.hist for _, w in ra + rb)  # not an old snapshot
+    if few and histograms and len(pairs) >= 2:  # every request of every run, as runs
+        hp = [(hists[id(x)], hists[id(y)]) for x, y in pairs]
+        return Change(name, metric, unit, pooled_interval([hists[id(w)] for _, w in ra], q),
+                      pooled_interval([hists[id(w)] for _, w in rb], q),
+                      pooled_diff_interval(hp, q), per, len(pairs), RUNS, few=few,
+                      pooled=True)
     if len(pairs) >= 2:
         ses = [x.se ** 2 + y.se ** 2 for x, y in pv]
         diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv], res_a, res_b)
@@ -221,7 +264,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
                       math.hypot(res_a, res_b))
         return Change(name, metric, unit, mean_interval([v.est for v in va], res_a),
                       mean_interval([v.est for v in vb], res_b), diff, per, k, RUNS,
-                      noise=noise)
+                      noise=noise, few=few)
     # one run each: the machine's recorded run-to-run noise, or no verdict
     (x, y), (vx, vy) = pairs[0], pv[0]
     within = _one_run_within(x, y, metric, vx, vy, res_a + res_b)
@@ -238,12 +281,13 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     elif sb is not None and fb is not None:
         fl, first, second, bare = fb, sb, None, base[0].mode
     else:
-        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED)
+        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED,
+                      few=few)
     run_s = run_length([p for p in list(base) + list(other) if usable(p)])
     diff = one_run_interval(within.est, within, first, second, run_s, res_a + res_b)
     what = fl.describe() + ("" if second is not None else
                             f"; {mode_label(bare)}'s own floor unmeasured, taken as equal")
-    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what)
+    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what, few=few)
 
 
 def latency_change(name: str, q: float, base: Sequence[PhaseSnapshot],
@@ -350,7 +394,8 @@ def answer_records(snap: SessionSnapshot) -> list[dict[str, Any]]:
              "metric": c.metric, "unit": c.unit, "estimate": r(c.diff.est),
              "lo": r(c.diff.lo), "hi": r(c.diff.hi), "way": c.way_word(), "runs": c.repeats,
              "basis": c.basis, "base": r(c.base.est), "value": r(c.other.est),
-             **({"floor": c.floor} if c.floor else {})}
+             **({"floor": c.floor} if c.floor else {}),
+             **({"few_requests": c.few, "pooled": c.pooled} if c.few else {})}
             for a in answer(snap) for c in a.changes]
 
 

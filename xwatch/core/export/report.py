@@ -22,6 +22,7 @@ from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.pooled import needed, too_few
 from xwatch.core.analysis.verdict import (
     UNMEASURED,
     answer,
@@ -177,6 +178,14 @@ def build_report(snap: SessionSnapshot) -> Report:
                                   "of the phase, each counted at its waiting time so far (a "
                                   "lower bound); goodput counts them as misses. Unfinished: "
                                   + "; ".join(notes) + ".")
+        few = [f"{label(p)}: " + ", ".join(f"P{q:g}" for q in qs) + f" of {w.count} "
+               f"requests {'is' if len(qs) == 1 else 'are'} their maximum (P{qs[0]:g} needs "
+               f"{needed(qs[0])})" for p in snap.phases
+               if (w := p.workload(wspec.name)) is not None
+               for qs in [[q for q in (50.0, 90.0, 95.0, 99.0, 99.9) if too_few(w.count, q)]]
+               if qs]
+        if few:  # issue 41: a percentile from too few requests says so
+            sec.paragraphs.append("Too few requests: " + "; ".join(few) + ".")
         secs.append(sec)
 
     # --- trade-off

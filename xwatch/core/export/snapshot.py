@@ -27,6 +27,7 @@ import xwatch
 from xwatch.core.analysis.gpus import gpu_groups, rollup
 from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
+from xwatch.core.analysis.pooled import too_few
 from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.session import (
     ExitInfo,
@@ -148,7 +149,8 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist],
                          "integral": w.integral},
         "metrics": {k: _metric_dict(m) for k, m in w.metrics.items()},
-        "latency_ci_ms": {k: percentile_interval(hist_of(w), q).as_dict()
+        "latency_ci_ms": {k: {**percentile_interval(hist_of(w), q).as_dict(),
+                              **({"few": True} if too_few(hist_of(w).n, q) else {})}
                           for k, q in CI_PERCENTILES},
     }
 

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.noise import Floor, floors_in
+from xwatch.core.analysis.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, pct, rate
@@ -24,6 +25,12 @@ STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stoppe
 Cell = Text | str
 
 
+def _pct(v: float, n: int, q: float) -> Cell:
+    """A percentile's cell; ``*`` (dim) where its requests are fewer than it needs:
+    it is their maximum (``analysis.pooled``)."""
+    return Text(ms(v) + "*", style="dim") if too_few(n, q) else ms(v)
+
+
 class WorkloadTable(ScrollLinePanel):
     """One row per workload: window and phase percentiles, rates, counters.
 
@@ -33,6 +40,9 @@ class WorkloadTable(ScrollLinePanel):
     fold to their roll-up lines; ``e`` expands or folds them all, and the GPU ``g``
     charts is always expanded and scrolled into view. Taller than its room, the
     table scrolls.
+
+    A percentile from fewer requests than it needs (P99 from fewer than 100) is
+    marked ``*``, dim: it is their maximum.
 
     Drawn through the line API: a DataTable re-renders every cell whenever any cell
     changes (every 2 s here), which made it one of the dashboard's costliest
@@ -85,8 +95,9 @@ class WorkloadTable(ScrollLinePanel):
             lat = w.window if live else w.phase
             self._rows[w.name] = (
                 w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
-                w.description[:20], ms(lat.p50), ms(lat.p95), ms(lat.p99),
-                ms(lat.max), ms(w.phase.p99), ms(w.phase.max),
+                w.description[:20], _pct(lat.p50, lat.count, 50.0),
+                _pct(lat.p95, lat.count, 95.0), _pct(lat.p99, lat.count, 99.0),
+                ms(lat.max), _pct(w.phase.p99, w.phase.count, 99.0), ms(w.phase.max),
                 rate(w.window_rate if live else w.achieved_rate),
                 rate(w.target_rate) if w.target_rate else "loop",
                 rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
@@ -206,7 +217,8 @@ class CompareTable(DataTable[str]):
     Percentiles carry their 95% interval; a finished phase's change carries the
     interval of the difference: one run against one run, the interval is the recorded
     noise floor's ("~": within it) or only the runs' own ("?": run-to-run noise
-    unmeasured, no verdict); computed once
+    unmeasured, no verdict); ``*``: fewer requests than the percentile needs, so it is
+    their maximum (a difference over runs then pools them); computed once
     per finished phase, not every refresh). The table is updated cell by cell, so the
     cursor and the scroll position stay where the user put them."""
 
@@ -229,6 +241,7 @@ class CompareTable(DataTable[str]):
         q = self.QS[key]
         c = latency_change(name, q, [base], [p], self._floors)
         mark = "" if c is None else " ?" if c.basis == UNMEASURED else " ~" if c.way == 0 else ""
+        mark += " *" if c is not None and c.few else ""
         out = "-" if c is None else f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]{mark}"
         self._diffs[ck] = out
         return out
@@ -259,8 +272,10 @@ class CompareTable(DataTable[str]):
                 return rate(v)
             w = p.workload(name)
             if key in self.QS and w is not None and w.hist and v == v:
-                iv = percentile_interval(hist_of(w), self.QS[key])
-                return f"{ms(v)} [{_b(iv.lo)},{_b(iv.hi)}]"
+                h = hist_of(w)
+                iv = percentile_interval(h, self.QS[key])
+                few = " *" if too_few(h.n, self.QS[key]) else ""
+                return f"{ms(v)} [{_b(iv.lo)},{_b(iv.hi)}]{few}"
             return ms(v)
 
         def change(p: PhaseSnapshot, name: str, key: str) -> str:
