@@ -34,7 +34,9 @@ def test_an_interval_is_the_geometric_mean_with_pooled_t_at_the_looks_share() ->
     alpha = seq.look_alpha(0.05 * race.SLO_SHARE / 2, 3)
     iv = cs[0].slo
     assert iv.est == pytest.approx(2.0)  # the geometric mean
-    half = t_ppf(1 - alpha / 2, 4) * math.sqrt(max(pooled, ss_a / 2) / 3)
+    own = ss_a / 2  # a is noisier than the pool: its own variance, fewer borrowed df
+    df = 2 + int(2 * (pooled / own) ** seq.POWER)
+    half = t_ppf(1 - alpha / 2, df) * math.sqrt(own / 3)
     assert iv.hi == pytest.approx(2.0 * math.exp(half))
     assert iv.lo == pytest.approx(2.0 * math.exp(-half))
     # b is quieter than the pool: it gets the pooled variance, not its own
@@ -229,7 +231,7 @@ def test_intervals_stay_positive_and_are_never_narrower_than_the_resolution() ->
     assert a.lo is not None and a.hi is not None
     assert a.lo <= 7.30 - r / 2 and a.hi >= 7.30 + r / 2
     assert a.hi - a.lo > r  # and wider still: the pool's spread
-    assert cs[3].slo.lo is not None and cs[3].slo.lo > 0.0
+    assert cs[3].slo.lo is None or cs[3].slo.lo > 0.0  # 1 and 30: its own 1 df
 
 
 def test_runs_too_short_to_bound_their_p99_cannot_meet_the_slo() -> None:
