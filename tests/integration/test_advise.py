@@ -31,12 +31,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 def _scenario(tmp_path: Path, slo_ms: float, hi_slow_in_mps: bool) -> Path:
     """HIGH at 40/s (1.0-1.9 ms; 3 ms more under MPS when ``hi_slow_in_mps``); LOW
-    batch 2 at 20/s natively, at (its share of SMs / 2)/s under MPS: 50% -> 25/s."""
+    batch 2 at 20/s natively, at (its share of SMs / 2)/s under MPS: 50% -> 25/s. The
+    objective is HIGH's P90: a 1.5 s run's ~60 requests bound a P90 from above, not a
+    P99 (that needs ~300), and the race meets only what its runs bound."""
     hi = scenarios.producer(40, *(["--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"]
                                   if hi_slow_in_mps else []))
     lo = scenarios.producer(20, "--rate-from-env", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:2")
     return scenarios.two(tmp_path, 1.5, hi=hi, lo=lo,
-                         top=f"[slo]\nworkload = \"high\"\npercentile = 99\nlatency_ms = {slo_ms}")
+                         top=f"[slo]\nworkload = \"high\"\npercentile = 90\nlatency_ms = {slo_ms}")
 
 
 def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) -> None:
@@ -48,7 +50,7 @@ def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) ->
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     said = lines[lines.index("=== advice " + "=" * 60) + 1]
-    assert said.startswith("Use MPS, low at 50% of SMs: high P99"), said
+    assert said.startswith("Use MPS, low at 50% of SMs: high P90"), said
     assert re.search(r"\+2\d% against native", said), said  # 25/s x 2 against 20/s x 2
     assert "[workload.mps]" in r.stdout and "active_thread_percentage = 50" in r.stdout
     assert "# run it with: xwatch run SCENARIO --mode mps" in r.stdout
@@ -80,8 +82,8 @@ def test_a_mechanism_that_breaks_the_slo_is_dropped_and_none_meeting_exits_3(
                    "low.mps.active_thread_percentage=50", "--telemetry", "off", "--budget", "3",
                    env=_env(tmp_path), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "Use native (no sharing mechanism): high P99" in r.stdout
-    assert "dropped-slo - high P99" in r.stdout and "above 3 ms with confidence" in r.stdout
+    assert "Use native (no sharing mechanism): high P90" in r.stdout
+    assert "dropped-slo - high P90" in r.stdout and "above 3 ms with confidence" in r.stdout
     r = run_xwatch("advise", str(f), "--modes", "native,mps", "--slo", "high.P99=0.5",
                    "--set", "low.mps.active_thread_percentage=50", "--telemetry", "off",
                    "--budget", "3", env=_env(tmp_path), timeout=300)
