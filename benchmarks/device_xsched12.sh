@@ -30,6 +30,7 @@ if [ "$PART" = 1 ]; then
   cmp llm-graphed-lv3tsg benchmarks/scenarios/llm-graphed-lv3tsg.toml native,xsched
   S=10 cmp intensive intensive native,mps,xsched
 else
+  ONLY=par run exit_crash_par.txt python3 benchmarks/xsched_exit_crash.py "$XS" "$R/crash-par" 16 2
   cmp harvest harvest native,mps,xsched
   cmp llm llm native,mps,xsched
   tmux new -d -s xw -x 120 -y 40 "$X run intensive --device cuda:0 --telemetry nvml \

@@ -10,7 +10,9 @@ Variants (each N times, one after another, so runs do not disturb each other):
 - ``glb-hard-exit``: as ``glb``, but the process ends with ``os._exit`` right after "done",
   skipping interpreter finalization and the libraries' exit-time destructors;
 - ``c-glb`` / ``c-lcl``: the small CUDA program (benchmarks/xsched_repro/stream_loop.cu),
-  no PyTorch at all.
+  no PyTorch at all;
+- ``glb-3par`` / ``lcl-3par``: the created, default-stream and graph smokes at once, as
+  the preflight and ``doctor`` start them (one row per process); ``ONLY=par``: these alone.
 
 Usage (on the GPU machine, from the repo root):
   python3 benchmarks/xsched_exit_crash.py ROOT OUTDIR [N] [SECONDS] [C_BINARY]
@@ -63,6 +65,14 @@ def one(argv: list[str], env: dict[str, str], timeout: float) -> dict[str, objec
             "stderr_tail": [ln for ln in err.splitlines() if ln.strip()][-4:]}
 
 
+def parallel(argvs: list[list[str]], env: dict[str, str], timeout: float) -> list[dict[str, object]]:
+    """The programs at once (as the preflight and doctor start their probes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(argvs)) as pool:
+        return list(pool.map(lambda a: one(a, env, timeout), argvs))
+
+
 def main() -> int:
     root = Path(sys.argv[1]).resolve()
     out = Path(sys.argv[2])
@@ -84,8 +94,21 @@ def main() -> int:
     if cbin:
         variants += [("c-glb", [cbin, seconds], True, n), ("c-lcl", [cbin, seconds], False,
                                                              max(4, n // 2))]
+    streams = ("created", "default", "graph")
+    par = [[sys.executable, "-u", "-m", "xwatch.core.engine.worker.smoke", "cuda:0", k, seconds]
+           for k in streams]
+    only = os.environ.get("ONLY")  # e.g. ONLY=par: the parallel variants alone
+    if only == "par":
+        variants = []
     rows = []
     with open(out / "exit_crash.jsonl", "w") as f:
+        for name, glb in (("glb-3par", True), ("lcl-3par", False)):
+            for k in range(n if glb else max(4, n // 2)):
+                for stream, r in zip(streams, parallel(par, shim_env(root, glb), 120)):
+                    row = {"variant": f"{name}:{stream}", "run": k, **r}
+                    rows.append(row)
+                    f.write(json.dumps(row) + "\n")
+                    f.flush()
         for name, argv, glb, times in variants:
             for k in range(times):
                 r = {"variant": name, "run": k, **one(argv, shim_env(root, glb), 120)}
