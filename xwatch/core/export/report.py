@@ -86,7 +86,8 @@ def build_report(snap: SessionSnapshot) -> Report:
     for p in snap.phases:
         xs = p.extra.get("xsched")
         if xs:
-            rows.append([f"XSched ({p.name})", f"{xsched_version(xs)}, root `{xs.get('root')}`, "
+            ver = f"{xsched_version(xs)}, " if "version" in xs else ""  # older snapshots: as before
+            rows.append([f"XSched ({p.name})", f"{ver}root `{xs.get('root')}`, "
                          f"policy {policy_label(xs)}, xserver "
                          f"`{' '.join(xs.get('xserver_cmd') or [])}`"])
     e.tables.append(("", Table(["what", "value"], rows)))
