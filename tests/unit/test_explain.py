@@ -40,6 +40,16 @@ def test_cause_prefers_xsched_error_and_strips_its_prefix() -> None:
                                         "/work/xsched/platforms/cuda/hal/src/level1/cuda_queue.cpp:44")
 
 
+def test_cause_reads_xsched_1_2_lines() -> None:
+    """1.2 logs ``[XSCHED ERRO @ T 10140 @ ...]`` (as its xserver did on SPUP, on the H100)."""
+    lines = ["[XSCHED INFO @ T 513 @ 21:06:30.373125] using global scheduler",
+             "[XSCHED ERRO @ T 10140 @ 21:04:41.714465] Assertion failed: invalid policy type: "
+             "6 @ /xsched/sched/src/policy/policy.cpp:66"]
+    assert best_cause(lines) == ("Assertion failed: invalid policy type: 6 @ "
+                                 "/xsched/sched/src/policy/policy.cpp:66")
+    assert best_cause(lines[:1]) == ""
+
+
 def test_cause_never_picks_an_info_line() -> None:
     assert best_cause(XSCHED_CRASH[:2]) == ""
     assert best_cause(["[INFO @ T1 @ 00:00:00.0] using global scheduler", "bye"]) == "bye"

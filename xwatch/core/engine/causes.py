@@ -5,8 +5,8 @@ shim, a blank line, the tail of a traceback frame). ``best_cause`` prefers, in
 this order: an XSched ``[ERRO ...]`` line, a CUDA/HIP/driver error or a fatal
 signal message, a Python exception line, any line saying error/fatal/abort, an
 XSched ``[WARN ...]`` line, then any other line that is not INFO/DEBUG. Among
-equals the last one wins. XSched's ``[LEVEL @ Tn @ hh:mm:ss.us]`` prefix is
-stripped; the message itself is never cut. Pure.
+equals the last one wins. XSched's ``[LEVEL @ Tn @ hh:mm:ss.us]`` prefix (1.2: ``[XSCHED LEVEL @ T n @ ...]``)
+is stripped; the message itself is never cut. Pure.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-XSCHED_PREFIX = re.compile(r"^\s*\[(?P<level>INFO|WARN|ERRO|DEBG) @ T\d+ @ [\d:.]+\]\s*")
+#: 49079bc logs ``[ERRO @ T123 @ hh:mm:ss.us]``, 1.2 ``[XSCHED ERRO @ T 123 @ hh:mm:ss.us]``
+XSCHED_PREFIX = re.compile(
+    r"^\s*\[(?:XSCHED )?(?P<level>INFO|WARN|ERRO|DEBG) @ T ?\d+ @ [\d:.]+\]\s*")
 _DEVICE_ERROR = re.compile(
     r"(cuda|hip|cudnn|miopen|cublas|hipblas|rocblas|nccl|rccl|nvrtc)\w*[ _]?(error|status|"
     r"exception)|invalid device|illegal (memory|address|instruction)|device-side assert(ion)? triggered|"
