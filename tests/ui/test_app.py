@@ -311,8 +311,9 @@ async def test_a_repeats_the_last_a_b_and_the_answer_is_over_runs(tmp_path: Path
 
 async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> None:
     """``A`` in the dashboard: native and the four MPS settings race phase after phase;
-    HIGH is 3 ms slower under MPS here, so every MPS setting breaks the 3 ms SLO with
-    confidence after two rounds and native is chosen; the Compare tab shows it."""
+    HIGH is 3 ms slower under MPS here, so every MPS setting breaks the 3 ms SLO (on P90:
+    a 1 s run's ~40 requests bound a P90, not a P99) with confidence within a few rounds,
+    over every look, and native is chosen; the Compare tab shows it."""
     import os
 
     from tests.helpers.fake_mps import make_tool
@@ -323,7 +324,7 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
     tool = make_tool(tmp_path / "bin")
     os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
     f = two(tmp_path, 1, hi=producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"),
-            lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 99\nlatency_ms = 3')
+            lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 3')
     scen = load_scenario(str(f))
     app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
                    autostart=False)
@@ -335,10 +336,12 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
             await wait_for(lambda: (app.session.extra.get("advice") or {}).get(  # type: ignore[union-attr]
                 "final") is True, pilot, timeout=120)
             adv = app.session.extra["advice"]  # type: ignore[union-attr]
-            assert adv["choice"]["mode"] == "native" and adv["rounds"] == 2
+            assert adv["choice"]["mode"] == "native" and 2 <= adv["rounds"] <= 6
             assert sorted(c["status"] for c in adv["candidates"]) == ["chosen"] + \
                 ["dropped-slo"] * 4
-            assert len(app.session.phases) == 10  # type: ignore[union-attr]
+            # a round runs only the candidates still open: phases = runs, not rounds x 5
+            assert len(app.session.phases) == sum(  # type: ignore[union-attr]
+                c["runs"] for c in adv["candidates"])
             await wait_for(lambda: "Use native (no sharing mechanism)" in panel.plain, pilot)
             await app.action_quit()
     finally:

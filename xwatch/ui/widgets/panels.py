@@ -374,7 +374,8 @@ class XschedPanel(QuietStatic):
             return
         t = Text()
         poll = f"  poll {xs['poll_ms']} ms" if xs.get("poll_ms") else ""
-        t.append(f"{xsched_version(xs)}  xserver {' '.join(xs.get('xserver_cmd') or [])}  "
+        ver = f"{xsched_version(xs)}  " if "version" in xs else ""  # older snapshots: none
+        t.append(f"{ver}xserver {' '.join(xs.get('xserver_cmd') or [])}  "
                  f"policy {policy_label(xs)}{poll}\n", style="bold")
         if xs.get("xserver_exit"):
             t.append(f"✖ {xs['xserver_exit'].get('reason')}\n", style="bold red")
