@@ -152,6 +152,13 @@ def test_what_the_budget_left_open_around_a_likely_choice() -> None:
     assert "native" not in op.waits or op.waits["native"][1] is not None
     assert "the likely choice is likely (the cheapest whose estimate meets high P99 < 10 " \
         "ms)" in race.undecided_note(cs, OBJ)
+    # a candidate recommended at the budget (it meets with confidence) is the advice;
+    # the note no longer names another "likely choice" beside it (H100, 2026-11-24: the
+    # advice said "Use th=1" and the note "the likely choice is th=16")
+    note = race.undecided_note(cs, OBJ, chosen=cs[0])
+    assert note.startswith("Not decided on price at the budget: native meets high P99 < 10 "
+                           "ms with confidence and is the advice; likely may be cheaper")
+    assert "the likely choice" not in note
 
 
 def test_sentence_toml_and_reasons() -> None:

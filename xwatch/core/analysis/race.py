@@ -300,14 +300,22 @@ def more_rounds(k: int) -> str:
 
 
 def undecided_note(cands: Sequence[Candidate], obj: Objective,
-                   run_s: float | None = None) -> str:
+                   run_s: float | None = None, chosen: Candidate | None = None) -> str:
     """What the budget left open, and about how many more rounds (and runs: each open
-    candidate runs until its own decision; minutes at ``run_s`` a run) would settle it."""
+    candidate runs until its own decision; minutes at ``run_s`` a run) would settle it.
+    ``chosen``: the candidate recommended at the budget (it meets the SLO with
+    confidence); another whose estimate meets may still turn out cheaper."""
     op = still_open(cands, obj)
     if not op.waits:
         return ""
     goal = f"{obj.workload} {obj.metric} < {obj.latency_ms:g} ms"
-    if op.likely is None:
+    if chosen is not None:
+        cheaper = op.likely if op.likely is not None and op.likely is not chosen else None
+        head = (f"{chosen.label} meets {goal} with confidence and is the advice; "
+                + (f"{cheaper.label} may be cheaper (its estimate meets {goal}, not yet "
+                   "with confidence)" if cheaper is not None else
+                   "a cheaper candidate is still open"))
+    elif op.likely is None:
         head = (f"no open candidate's estimate meets {goal}; the race would end with each "
                 "dropped for the SLO")
     else:
@@ -322,7 +330,9 @@ def undecided_note(cands: Sequence[Candidate], obj: Objective,
                                       else "the runs so far cannot tell")
              for label, (words, k) in slow[:3] if k != 0]
     more = f" (the longest: {'; '.join(parts)})" if parts else ""
-    return f"Undecided at the budget: {head}; {total}{more}."
+    lead = "Not decided on price at the budget" if chosen is not None else \
+        "Undecided at the budget"
+    return f"{lead}: {head}; {total}{more}."
 
 
 def short_label(mode: str, settings: Mapping[str, Any]) -> str:

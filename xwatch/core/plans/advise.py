@@ -293,7 +293,8 @@ class Race:
             "rounds": self.rounds, "grid_runs": self.rounds * len(self.cands),
             "seconds": round(used, 1), "budget_s": self.budget_s, "seed": self.seed,
             "skipped": self.skipped,
-            "undecided": race.undecided_note(self.cands, obj, run_s=used / max(1, runs))
+            "undecided": race.undecided_note(self.cands, obj, run_s=used / max(1, runs),
+                                             chosen=winner)
             if final and not decided else "",
             "more_rounds": op.rounds if op is not None else None,
             "likely": op.likely.label if op is not None and op.likely is not None else None,
