@@ -116,6 +116,7 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
     assert c is not None and c.few == 40 and c.pooled
     assert "P99 of 40 requests is their maximum (needs 100); runs pooled" in c.text()
     assert c.base.hi is None and c.diff.lo is None  # 120 requests bound no P99 from above
+    assert "no verdict: the interval is open" in c.text() and "within noise" not in c.text()
     p95 = change("high", "P95", a, b)
     assert p95 is not None and not p95.few and not p95.pooled and "maximum" not in p95.text()
     one = change("high", "P99", a[:1], b[:1])
