@@ -60,6 +60,20 @@ STALL_FIRST_S = 10.0  # before the first request completes
 PROGRESS_LAG_S = 5.0
 
 LOG_TAIL = 40
+
+#: The stages of a workload's start and stop, in the order they happen (``stages``):
+#: the mode's backend ready (phase-wide: MPS daemon, XSched's xserver, their
+#: preflights), the process asked for and there (xwatch), the worker's own stages
+#: (``worker.loop.Stages``: interpreter up, torch and the model's library imported,
+#: device context, model built, first warm-up iteration, warm-up over), its ``warm``
+#: event read by xwatch, the start gate's SIGUSR2 sent and taken, its first measured
+#: request due (``ready``: the ready event's ``t0``), then the stop asked, the worker's
+#: ``bye`` (its loop left), the process gone (its exit seen) and the mode's backend torn
+#: down (phase-wide).
+STAGES = ("mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
+          "first", "warm", "warm_seen", "gate", "released", "ready", "stop", "bye", "exit",
+          "mode_left")
+MAX_STAGES = 64  # a workload's own stages beyond these are ignored
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
 
 
@@ -181,6 +195,9 @@ class WorkloadSnapshot:
     integral: bool = False
     #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
     metrics: dict[str, MetricSnapshot] = field(default_factory=dict)
+    #: when each stage of its start and stop was reached, in seconds after the phase's
+    #: start, in time order (``STAGES``; ``docs/snapshot.md``)
+    stages: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -273,6 +290,31 @@ class WorkloadRun:
         self.capture_grace_until = 0.0
         #: the event pipe's reader: delivers what it holds back (set by the supervisor)
         self.deliver_pending: Callable[[], None] | None = None
+        #: stage name -> monotonic time (``STAGES``): set by the supervisor, the gate
+        #: and the worker's hello/warm/ready events; never on the request path
+        self.stages: dict[str, float] = {}
+
+    def stage(self, name: str, t: float | None = None) -> None:
+        """Record that stage ``name`` was reached at ``t`` (now), the first time only."""
+        if name not in self.stages:
+            self.stages[name] = time.monotonic() if t is None else t
+
+    def _take_stages(self, e: dict[str, Any]) -> None:
+        """The worker's own stages (its events' ``stages``: monotonic seconds)."""
+        got = e.get("stages")
+        if type(got) is dict:
+            for k, v in got.items():
+                if len(self.stages) >= MAX_STAGES:
+                    break
+                if type(k) is str and type(v) in (int, float) and math.isfinite(v):
+                    self.stages.setdefault(k, float(v))
+
+    def stages_since_start(self) -> dict[str, float]:
+        """The stages (the phase-wide ones too) as seconds after the phase's start, in
+        time order."""
+        t0 = self.phase.t_start
+        both = {**self.phase.stages, **self.stages}
+        return {k: round(v - t0, 4) for k, v in sorted(both.items(), key=itemgetter(1))}
 
     # ------------------------------------------------------------ event intake
     def on_events(self, events: list[dict[str, Any]]) -> None:
@@ -357,23 +399,29 @@ class WorkloadRun:
         if self.state == STALLED:
             self._end_stall(t0)
         self.state = RUNNING
-        if self.ready_t0 is None:
+        if self.ready_t0 is None:  # a command workload: its first request
             self.ready_t0 = t0
             self.ready_wall = utc_now()
+            self.stage("ready", t0)
         self.phase.on_ready(self.ready_t0)
 
     def _on_control(self, kind: str, e: dict[str, Any], now: float) -> None:
         if kind == "hello":
-            self.hello = {k: v for k, v in e.items() if k != "type"}
+            self.hello = {k: v for k, v in e.items() if k not in ("type", "stages")}
+            self._take_stages(e)
             if self.state in (PENDING, STARTING):
                 self.state = WARMING
         elif kind == "warm":  # the start gate: warm, waiting for the others
             self.state = WAITING
             self.warm_t = now
+            self._take_stages(e)
+            self.stage("warm_seen", now)
             self.phase.release_gate(now)
         elif kind == "ready":
             t0 = e.get("t0")
             self.ready_t0 = float(t0) if isinstance(t0, (int, float)) else now
+            self._take_stages(e)
+            self.stage("ready", self.ready_t0)
             self.ready_wall = utc_now()
             self.state = RUNNING
             self.last_progress = now
@@ -383,6 +431,9 @@ class WorkloadRun:
             self.last_heartbeat = now
             inflight = e.get("inflight_s")
             self.inflight_s = float(inflight) if isinstance(inflight, (int, float)) else 0.0
+        elif kind == "bye":  # the worker's clean end: what follows is the process's exit
+            t = e.get("t")
+            self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
         elif kind == "trace":
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
@@ -407,6 +458,7 @@ class WorkloadRun:
 
     def on_exit(self, code: int | None, sig: int | None, planned_end: bool) -> None:
         self.end_t = time.monotonic()
+        self.stage("exit", self.end_t)
         if self.stop_requested:
             reason, ran = STOPPED, planned_end
         elif code == 0:
@@ -608,6 +660,7 @@ class WorkloadRun:
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
             hist=tuple(moments.hist.items()), integral=moments.integral,
             pipe_closed_at=self.pipe_closed_at, metrics=named,
+            stages=self.stages_since_start(),
         )
 
 
@@ -633,6 +686,9 @@ class Phase:
         self.extra: dict[str, Any] = {}  # xsched info, annotations
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
+        #: phase-wide stages (``mode``, ``mode_left``: monotonic), in every workload's
+        #: ``stages``
+        self.stages: dict[str, float] = {}
 
     def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
         """Ask every built-in workload that offers it (``hello.trace``) to record
@@ -715,6 +771,7 @@ class Phase:
             # the worker itself (its hello's pid): under a wrapper that does not exec,
             # the signal must not reach the wrapper, whose default action is to exit
             pid = r.hello.get("pid") if isinstance(r.hello.get("pid"), int) else r.pid
+            r.stage("gate")
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGUSR2)

@@ -337,6 +337,7 @@ class ManagedProcess:
             master, slave = os.openpty()
             tty.setraw(slave)  # no echo, no "\n" -> "\r\n"
             stdout = slave
+        run.stage("spawn")
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.argv, env=env, cwd=self.spec.cwd,
@@ -355,6 +356,7 @@ class ManagedProcess:
                 with contextlib.suppress(OSError):
                     if fd >= 0:
                         os.close(fd)
+        run.stage("spawned")
         self.pgid = self.proc.pid
         run.pid = self.proc.pid
         _LIVE_GROUPS.add(self)
@@ -444,6 +446,7 @@ class ManagedProcess:
         self.run.stop_requested = True
         if self.proc is None or self.done.is_set():
             return
+        self.run.stage("stop")
         for sig, wait in ((signal.SIGINT, grace[0]), (signal.SIGTERM, grace[1]),
                           (signal.SIGKILL, 5.0)):
             if self.proc.returncode is not None:

@@ -149,6 +149,7 @@ def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
         "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist],
                          "integral": w.integral},
         "metrics": {k: _metric_dict(m) for k, m in w.metrics.items()},
+        "stages": dict(w.stages),
         "latency_ci_ms": {k: {**percentile_interval(hist_of(w), q).as_dict(),
                               **({"few": True} if too_few(hist_of(w).n, q) else {})}
                           for k, q in CI_PERCENTILES},
@@ -350,6 +351,14 @@ def _unfinished_from(w: dict[str, Any]) -> dict[str, Any]:
             "unfinished_note": str(u.get("note") or "")}
 
 
+def _stages_from(d: Any) -> dict[str, float]:
+    """A workload's start and stop stages (none in snapshots before issue 41)."""
+    if not isinstance(d, dict):
+        return {}
+    return {str(k): float(v) for k, v in d.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
 def _hist_from(h: Any) -> tuple[tuple[int, int], ...]:
     """The fine histogram, if the snapshot has one of this xwatch's bucket width
     (older snapshots have none: their intervals are then unknown, not invented)."""
@@ -408,7 +417,8 @@ def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> Sessi
                     hist=_hist_from(w.get("latency_hist")),
                     integral=bool((w.get("latency_hist") or {}).get("integral")),
                     metrics={k: _metric_from(k, m) for k, m in (w.get("metrics") or {}).items()},
-                    pipe_closed_at=w.get("pipe_closed_at")))
+                    pipe_closed_at=w.get("pipe_closed_at"),
+                    stages=_stages_from(w.get("stages"))))
             extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
             if p.get("captures"):
                 extra["captures"] = [_capture_from(c, source) for c in p["captures"]]

@@ -125,6 +125,7 @@ class Runner:
                     phase.extra["error"] = str(e)
                     phase.finish("failed")
                     raise
+            phase.stages["mode"] = time.monotonic()  # MPS/XSched: daemon and preflight done
             trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
             top = max(w.priority_value for w in self.scenario.workloads)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
@@ -226,6 +227,7 @@ class Runner:
         if self._backend is not None:
             await self._backend.leave(p)
             self._backend = None
+        p.stages.setdefault("mode_left", time.monotonic())  # MPS/XSched: daemon stopped
         if p.t_end is None:
             p.finish()
 

@@ -1,7 +1,12 @@
 """Entry point: ``python -m xwatch.core.engine.worker`` (started by the supervisor)."""
 
-import sys
+import time
 
-from xwatch.core.engine.worker.loop import main
+#: the interpreter is up: the first stage of the worker's start (``docs/protocol.md``)
+STARTED = time.monotonic()
 
-sys.exit(main())
+import sys  # noqa: E402
+
+from xwatch.core.engine.worker.loop import main  # noqa: E402
+
+sys.exit(main(STARTED))

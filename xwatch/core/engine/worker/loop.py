@@ -6,6 +6,9 @@ Timing rules (the numbers must be true):
   shows up as latency and late starts, never as silently missing requests;
 - warm-up iterations are never reported as requests;
 - all times are ``time.monotonic()`` (CLOCK_MONOTONIC, shared with xwatch).
+
+The start is timed in stages (``Stages``): monotonic stamps taken between the steps
+of the start, never on the request path, sent in the hello, warm and ready events.
 """
 
 from __future__ import annotations
@@ -49,18 +52,34 @@ class _Heartbeat(threading.Thread):
                 f'"inflight_s":{(now - since) if since else 0.0:.3f}}}\n')
 
 
+class Stages(dict):  # type: ignore[type-arg]
+    """When each stage of the worker's start ended (name -> monotonic seconds), in the
+    order reached: ``python`` (the interpreter ran the worker's first line), ``torch``
+    (imported), ``imports`` (the model's library too), ``context`` (the device is usable:
+    on a GPU the first CUDA call created the context), ``model`` (built on the device,
+    with its inputs), ``first`` (the first warm-up iteration: cuDNN autotuning, lazy
+    kernel loading), ``warm`` (warm-up over), ``released`` (the start gate let it go).
+    Sent as the events' ``stages`` (``docs/protocol.md``)."""
+
+    def mark(self, name: str) -> None:
+        self[name] = round(time.monotonic(), 6)
+
+
 def _env_report() -> dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items()) if k.startswith(REPORTED_ENV_PREFIXES)}
 
 
-def run(cfg: WorkerConfig, writer: EventWriter) -> int:
+def run(cfg: WorkerConfig, writer: EventWriter, stages: Stages | None = None) -> int:
+    stages = Stages() if stages is None else stages
     import torch
 
+    stages.mark("torch")
     from xwatch.core.engine.worker.models import build, device_info
 
     hb = _Heartbeat(writer, cfg.heartbeat_s)
     hb.start()
-    forward, device, info = build(cfg)
+    forward, device, info = build(cfg, stages.mark)
+    stages.mark("model")
     on_gpu = device.type == "cuda"
     prio = 0
     if on_gpu and cfg.stream == "created" and cfg.stream_priority == "high":
@@ -90,13 +109,13 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
                             else "n/a (default stream)") if on_gpu else "n/a (cpu)",
         "threads": torch.get_num_threads(), "env": _env_report(),
         "trace": tc.dir is not None,
-        **info, **device_info(torch, device),
+        **info, **device_info(torch, device), "stages": dict(stages),
     }
     writer.emit(hello)
 
     ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
     try:
-        _loop(cfg, writer, hb, tc, forward, sync, ctx, torch)
+        _loop(cfg, writer, hb, tc, forward, sync, ctx, torch, stages)
     finally:
         tc.close()  # a capture cut short by a stop is still written
     writer.emit({"type": "bye", "count": hb.count, "t": time.monotonic()})
@@ -105,7 +124,7 @@ def run(cfg: WorkerConfig, writer: EventWriter) -> int:
 
 
 def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forward: Any,
-          sync: Any, ctx: Any, torch: Any) -> None:
+          sync: Any, ctx: Any, torch: Any, stages: Stages) -> None:
     from xwatch.core.engine.worker.models import TokenTimes, token_metrics
 
     monotonic = time.monotonic
@@ -114,23 +133,28 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
     grad = contextlib.nullcontext() if cfg.train else torch.inference_mode()
     with grad, ctx:
         t_w = monotonic()
-        for _ in range(cfg.warmup):
+        for i in range(cfg.warmup):
             forward()
             sync()
+            if i == 0:  # what the first request would pay (autotuning, lazy loading)
+                stages.mark("first")
+        stages.mark("warm")
         warm_ms = (monotonic() - t_w) * 1e3
         waited_ms = None
         if os.environ.get(GATE_ENV) == "1":  # the start gate: measure with the others
-            writer.emit({"type": WARM, "warmup": cfg.warmup, "warmup_ms": round(warm_ms, 3)})
+            writer.emit({"type": WARM, "warmup": cfg.warmup, "warmup_ms": round(warm_ms, 3),
+                         "stages": dict(stages)})
             t_g = monotonic()
             while signal.sigtimedwait((signal.SIGUSR2,), 1.0) is None:
                 pass
+            stages.mark("released")
             waited_ms = round((monotonic() - t_g) * 1e3, 3)
         rate = cfg.rate
         t0 = monotonic() + 0.001
         # xwatch recomputes this schedule from t0 to count due-but-unfinished requests
         schedule = Schedule(t0, rate, cfg.arrival, cfg.seed) if rate else None
         writer.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
-                     "warmup_ms": round(warm_ms, 3),
+                     "warmup_ms": round(warm_ms, 3), "stages": dict(stages),
                      **({} if waited_ms is None else {"gate_wait_ms": waited_ms})})
         seq = 0
         limit = cfg.requests
@@ -160,9 +184,11 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
                 tc.after(seq, start, end)
 
 
-def main() -> int:
+def main(started: float | None = None) -> int:
+    """The worker process; ``started``: when its interpreter ran its first line."""
     from xwatch.core.engine.worker import CONFIG_ENV
 
+    stages = Stages(python=round(time.monotonic() if started is None else started, 6))
     if os.environ.get(GATE_ENV) == "1":
         # before torch starts any thread: the gate's SIGUSR2 must wait for sigtimedwait
         # in every thread, never take its default action (termination)
@@ -174,7 +200,7 @@ def main() -> int:
         return 2
     try:
         cfg = WorkerConfig.from_json(os.environ[CONFIG_ENV])
-        return run(cfg, writer)
+        return run(cfg, writer, stages)
     except KeyboardInterrupt:  # SIGINT from the supervisor: a clean stop
         with contextlib.suppress(OSError):
             writer.flush()

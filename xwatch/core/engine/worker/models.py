@@ -35,14 +35,44 @@ def resolve_device(torch: Any, spec: str) -> Any:
     return dev
 
 
-def build(cfg: WorkerConfig) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
-    """Return (forward, device, info). ``forward()`` runs one request."""
+def import_library(model: str) -> None:
+    """Import what builds ``model`` (transformers or torchvision), so that the start's
+    ``imports`` stage holds the import and the model's stage only the build."""
+    if model.startswith("llama"):
+        from transformers import LlamaConfig, LlamaForCausalLM  # noqa: F401
+    elif model.startswith("bert"):
+        from transformers import BertConfig, BertModel  # noqa: F401
+    else:
+        import torchvision.models  # noqa: F401
+
+
+def open_device(torch: Any, device: Any) -> None:
+    """Make ``device`` usable now: on a CUDA GPU the first CUDA call creates the
+    context (under MPS, joins the daemon), which would otherwise happen inside the
+    model's first copy to the device; on the CPU there is nothing to open."""
+    if device.type == "cuda":
+        torch.empty(1, device=device)
+        torch.cuda.synchronize(device)
+
+
+def _no_mark(name: str) -> None:
+    return None
+
+
+def build(cfg: WorkerConfig, mark: Callable[[str], None] = _no_mark
+          ) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
+    """Return (forward, device, info). ``forward()`` runs one request. ``mark(stage)``
+    is called as the start's ``imports`` and ``context`` stages end (``loop.Stages``)."""
     import torch
 
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = resolve_device(torch, cfg.device)
+    import_library(cfg.model)
+    mark("imports")
+    open_device(torch, device)
+    mark("context")
     dtype = getattr(torch, DTYPES[cfg.dtype])
     info: dict[str, Any] = {}
     if cfg.model.startswith("llama"):

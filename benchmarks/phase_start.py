@@ -1,0 +1,256 @@
+"""Where a phase's start goes: from the phase's start to its first measured second,
+stage by stage, per mode (issue 41 goal 1: <= 5 s natively, <= 8 s under MPS, for
+``intensive`` on the H100).
+
+    python benchmarks/phase_start.py intensive --modes native,mps --repeat 3 --duration 5
+    python benchmarks/phase_start.py demo --modes native --repeat 3 --duration 2 --device cpu
+    python benchmarks/phase_start.py --from DIR [DIR ...]     # snapshots already taken
+    ... -- --no-preflight                                      # anything after -- goes to xwatch
+
+Runs ``xwatch compare SCENARIO --modes ... --repeat N --duration S --export DIR`` (with a
+single mode, which compare refuses: ``xwatch run --headless --mode M`` N times; every
+phase a fresh set of processes, as always), then reads each workload's ``stages``
+(seconds after its phase's start, recorded by the supervisor, the start gate and the
+worker's hello/warm/ready/bye events; ``docs/snapshot.md``) and prints, per mode, the
+median and range over phases of each step:
+
+- the summary: the workload the start gate waited for (the last one warm) from spawn to
+  its first measured request, then the gate, the phase's start to its first measured
+  second (``t_measure``), and the teardown;
+- every workload's own steps (interpreter, ``import torch``, the model's library, the
+  device context, the model, the first warm-up iteration, the rest of the warm-up, the
+  gate's parts: the warm event read by xwatch, the others, the signal), and the phase's
+  (the mode's daemon and preflight, the teardown, the gap to the next phase).
+
+``--markdown`` prints the tables as Markdown (for docs/benchmarks.md), ``--json FILE``
+writes every phase's intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: a workload's steps: (label, from stage, to stage); "start" is the phase's start
+STEPS: tuple[tuple[str, str, str], ...] = (
+    ("phase start -> mode ready (MPS daemon + preflight)", "start", "mode"),
+    ("mode ready -> spawn (start_delay_s)", "mode", "spawn"),
+    ("spawn -> spawned (fork + exec)", "spawn", "spawned"),
+    ("spawned -> python (interpreter up)", "spawned", "python"),
+    ("python -> torch (import torch)", "python", "torch"),
+    ("torch -> imports (torchvision/transformers)", "torch", "imports"),
+    ("imports -> context (first CUDA call)", "imports", "context"),
+    ("context -> model (built, on the device)", "context", "model"),
+    ("model -> first (1st warm-up iteration)", "model", "first"),
+    ("first -> warm (rest of the warm-up)", "first", "warm"),
+    ("warm -> released (start gate wait)", "warm", "released"),
+    ("  warm -> warm_seen (xwatch reads it)", "warm", "warm_seen"),
+    ("  warm_seen -> gate (the others)", "warm_seen", "gate"),
+    ("  gate -> released (SIGUSR2 taken)", "gate", "released"),
+    ("released -> ready (first request due)", "released", "ready"),
+    ("phase start -> ready", "start", "ready"),
+    ("stop -> bye (worker leaves its loop)", "stop", "bye"),
+    ("bye -> exit (interpreter + device teardown)", "bye", "exit"),
+    ("stop -> exit (teardown)", "stop", "exit"),
+)
+
+#: the summary's rows, on the workload the gate waited for: (label, from, to)
+SUMMARY: tuple[tuple[str, str, str], ...] = (
+    ("phase start -> spawn (mode, start delay)", "start", "spawn"),
+    ("spawn -> imports (process, interpreter, imports)", "spawn", "imports"),
+    ("imports -> context (device context)", "imports", "context"),
+    ("context -> model (model built)", "context", "model"),
+    ("model -> warm (warm-up, cuDNN autotuning)", "model", "warm"),
+    ("warm -> first measured (start gate, ready)", "warm", "ready"),
+)
+
+
+def workload_steps(stages: dict[str, float]) -> dict[str, float]:
+    """A workload's steps (seconds) from its ``stages``; a step whose ends are not both
+    there is left out (``first`` without warm-up, ``released`` without the gate)."""
+    s = {"start": 0.0, **stages}
+    out = {}
+    for label, a, b in STEPS:
+        if a in s and b in s:
+            out[label] = s[b] - s[a]
+    if "released" not in s and "warm" in s and "ready" in s:  # no start gate
+        out["released -> ready (first request due)"] = s["ready"] - s["warm"]
+    return out
+
+
+def phase_steps(p: dict[str, Any], next_start: float | None = None) -> dict[str, Any]:
+    """One phase: each workload's steps, the summary on the workload the start gate
+    waited for (the last warm), and the phase's own."""
+    wls = {n: w.get("stages") or {} for n, w in p.get("workloads", {}).items()}
+    wls = {n: s for n, s in wls.items() if s}
+    per = {n: workload_steps(s) for n, s in wls.items()}
+    warm = {n: s["warm"] for n, s in wls.items() if "warm" in s and "ready" in s}
+    last = max(warm, key=lambda n: warm[n]) if warm else None
+    summary: dict[str, float] = {}
+    phase: dict[str, float] = {}
+    if last is not None:
+        s = {"start": 0.0, **wls[last]}
+        for label, a, b in SUMMARY:
+            if a in s and b in s:
+                summary[label] = s[b] - s[a]
+        if "released" in s:
+            summary["  of which the start gate"] = s["released"] - s["warm"]
+    t_start, t_measure = p.get("t_start"), p.get("t_measure")
+    if isinstance(t_start, (int, float)) and isinstance(t_measure, (int, float)):
+        summary["phase start -> first measured second"] = t_measure - t_start
+    stops = [s["stop"] for s in wls.values() if "stop" in s]
+    exits = [s["exit"] for s in wls.values() if "exit" in s]
+    if stops and exits:
+        summary["teardown: stop -> last process gone"] = max(exits) - min(stops)
+    left = [s["mode_left"] for s in wls.values() if "mode_left" in s]
+    if exits and left:
+        phase["last process gone -> mode left (daemon stop)"] = max(left) - max(exits)
+    pre = (p.get("mps") or {}).get("preflight") or p.get("preflight") or {}
+    if isinstance(pre.get("seconds"), (int, float)):
+        phase["preflight (in mode ready)"] = float(pre["seconds"])
+    if next_start is not None and left and isinstance(t_start, (int, float)):
+        phase["mode left -> next phase's start"] = next_start - (t_start + max(left))
+    return {"name": p.get("name"), "mode": p.get("mode"), "status": p.get("status"),
+            "waited_for": last, "summary": summary, "phase": phase, "workloads": per}
+
+
+def breakdown(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every phase of a snapshot document, in order (``phase_steps``)."""
+    phases = doc.get("phases", [])
+    out = []
+    for i, p in enumerate(phases):
+        nxt = phases[i + 1].get("t_start") if i + 1 < len(phases) else None
+        out.append(phase_steps(p, nxt if isinstance(nxt, (int, float)) else None))
+    return out
+
+
+def _stat(xs: Sequence[float]) -> tuple[float, float, float]:
+    return statistics.median(xs), min(xs), max(xs)
+
+
+def _table(title: str, rows: dict[str, list[float]], order: Sequence[str], md: bool) -> str:
+    keys = [k for k in order if rows.get(k)] + [k for k in rows if k not in order and rows[k]]
+    if not keys:
+        return ""
+    w = max(len(k) for k in keys)
+    lines = []
+    if md:
+        lines += [f"| {title} | median s | range s | n |", "|---|---|---|---|"]
+        for k in keys:
+            med, lo, hi = _stat(rows[k])
+            lines.append(f"| {k.strip() if not k.startswith('  ') else '- ' + k.strip()} "
+                         f"| {med:.2f} | {lo:.2f}-{hi:.2f} | {len(rows[k])} |")
+    else:
+        lines.append(f"{title:<{w}}  {'median':>7}  {'min':>7}  {'max':>7}  n")
+        for k in keys:
+            med, lo, hi = _stat(rows[k])
+            lines.append(f"{k:<{w}}  {med:7.3f}  {lo:7.3f}  {hi:7.3f}  {len(rows[k])}")
+    return "\n".join(lines)
+
+
+def render(phases: list[dict[str, Any]], md: bool = False) -> str:
+    """The breakdown tables per mode (median and range over its phases)."""
+    out = []
+    for mode in dict.fromkeys(p["mode"] for p in phases):
+        mine = [p for p in phases if p["mode"] == mode]
+        names = ", ".join(f"{p['name']} ({p['status']})" for p in mine)
+        waited = ", ".join(sorted({str(p["waited_for"]) for p in mine}))
+        out.append(f"{'### ' if md else ''}{mode}: {len(mine)} phase(s): {names}")
+        summary: dict[str, list[float]] = {}
+        for p in mine:
+            for k, v in {**p["summary"], **p["phase"]}.items():
+                summary.setdefault(k, []).append(v)
+        order = [label for label, _, _ in SUMMARY] + ["  of which the start gate",
+                                                      "phase start -> first measured second"]
+        out.append(_table(f"summary (on {waited}, the last warm)", summary, order, md))
+        wnames = list(dict.fromkeys(n for p in mine for n in p["workloads"]))
+        for n in wnames:
+            rows: dict[str, list[float]] = {}
+            for p in mine:
+                for k, v in p["workloads"].get(n, {}).items():
+                    rows.setdefault(k, []).append(v)
+            out.append(_table(f"workload {n}", rows, [label for label, _, _ in STEPS], md))
+        out.append("")
+    return "\n\n".join(x for x in out if x) + "\n"
+
+
+def run_xwatch(scenario: str, modes: str, repeat: int, duration: float, export: Path,
+               device: str | None, extra: list[str]) -> tuple[int, list[Path]]:
+    """``xwatch compare`` into ``export``; with one mode (compare needs two), ``xwatch run
+    --headless --mode M`` ``repeat`` times into ``export/run-K``. The worst exit status
+    and the folders written."""
+    common = ["--duration", str(duration), *(["--device", device] if device else []), *extra]
+    if "," in modes:
+        cmds = [(["compare", scenario, "--modes", modes, "--repeat", str(repeat)], export)]
+    else:
+        cmds = [(["run", scenario, "--headless", "--mode", modes], export / f"run-{k + 1}")
+                for k in range(repeat)]
+    worst, dirs = 0, []
+    for args, d in cmds:
+        cmd = [sys.executable, "-m", "xwatch", *args, *common, "--export", str(d)]
+        print("running:", " ".join(cmd), file=sys.stderr, flush=True)
+        rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL).returncode
+        worst = worst or rc
+        if (d / "snapshot.json").exists():
+            dirs.append(d)
+        else:
+            print(f"xwatch exited {rc} without a snapshot in {d}", file=sys.stderr)
+    return worst, dirs
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario", nargs="?", default="intensive")
+    ap.add_argument("--modes", default="native,mps")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=5.0, help="measured seconds a phase")
+    ap.add_argument("--device", help="override every workload's device (cpu here)")
+    ap.add_argument("--export", type=Path, help="where xwatch writes the snapshot "
+                    "(default: a temporary folder, named at the end)")
+    ap.add_argument("--from", dest="snapshots", nargs="+", type=Path,
+                    help="read these snapshots (folders or snapshot.json) instead of running")
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", type=Path, help="write every phase's intervals here")
+    a = ap.parse_args(argv)
+    if a.snapshots:
+        paths = a.snapshots
+    else:
+        export = a.export or Path(tempfile.mkdtemp(prefix="xwatch-phase-start-"))
+        rc, paths = run_xwatch(a.scenario, a.modes, a.repeat, a.duration, export, a.device,
+                               extra)
+        if not paths:
+            return 1
+        if rc:
+            print(f"note: xwatch exited {rc} (a failed phase?); reading its snapshots",
+                  file=sys.stderr)
+        print("snapshots: " + ", ".join(str(d / "snapshot.json") for d in paths),
+              file=sys.stderr)
+    phases: list[dict[str, Any]] = []
+    for path in paths:
+        f = path / "snapshot.json" if path.is_dir() else path
+        phases += breakdown(json.loads(f.read_text()))
+    if not any(p["workloads"] for p in phases):
+        print("no workload recorded stages (a snapshot from before issue 41?)", file=sys.stderr)
+        return 1
+    print(render(phases, a.markdown), end="")
+    if a.json:
+        a.json.write_text(json.dumps(phases, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
