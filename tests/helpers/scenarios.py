@@ -1,5 +1,6 @@
-"""The scenario most process tests need: a HIGH and a LOW external workload speaking
-the event protocol (``tests/data/workloads/pipe_producer.py``), written to a file."""
+"""The scenarios most process tests need: a HIGH and a LOW external workload speaking
+the event protocol (``tests/data/workloads/pipe_producer.py``), written to a file; and
+two tiny built-in models on the CPU (``tiny_models``)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,31 @@ command = {command}
 {extra}
 """)
     return f
+
+
+def tiny_models(name: str, duration: float, top: str = "", low: str = "") -> str:
+    """Scenario text: HIGH a ResNet-18 on 32x32 images at 20 req/s and LOW the same model
+    back to back, both real torch workers on one CPU thread; ``top`` adds top-level
+    lines (``start_together = false``), ``low`` lines to LOW's table (its batch,
+    ``start_delay_s``, ``warmup``, ``requests``)."""
+    return f"""name = "{name}"
+duration_s = {duration}
+device = "cpu"
+{top}
+[[workload]]
+name = "high"
+priority = "high"
+model = "resnet18"
+input = [3, 32, 32]
+rate = 20
+warmup = 2
+threads = 1
+
+[[workload]]
+name = "low"
+priority = "low"
+model = "resnet18"
+input = [3, 32, 32]
+threads = 1
+{low}
+"""

@@ -12,30 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_xwatch
-
-SCEN = """name = "gate"
-duration_s = {dur}
-device = "cpu"
-{top}
-[[workload]]
-name = "high"
-priority = "high"
-model = "resnet18"
-input = [3, 32, 32]
-rate = 20
-warmup = 2
-threads = 1
-
-[[workload]]
-name = "low"
-priority = "low"
-model = "resnet18"
-input = [3, 32, 32]
-batch = 2
-start_delay_s = 2.5
-warmup = 2
-threads = 1
-"""
+from tests.helpers.scenarios import tiny_models
 
 BROKEN = """
 [[workload]]
@@ -49,8 +26,9 @@ python = "/bin/false"
 @pytest.mark.parametrize("together", [True, False])
 def test_built_in_workloads_start_measuring_together(tmp_path: Path, together: bool) -> None:
     f = tmp_path / "gate.toml"
-    text = SCEN.format(top="" if together else "start_together = false",
-                       dur=3 if together else 7)
+    text = tiny_models("gate", 3 if together else 7,
+                       top="" if together else "start_together = false",
+                       low="batch = 2\nstart_delay_s = 2.5\nwarmup = 2")
     f.write_text(text + (BROKEN if together else ""))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),

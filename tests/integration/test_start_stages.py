@@ -10,29 +10,10 @@ from pathlib import Path
 
 from benchmarks.phase_start import breakdown
 from tests.conftest import run_xwatch
+from tests.helpers.scenarios import tiny_models
 
-SCEN = """name = "stages"
-duration_s = 1
-device = "cpu"
-{top}
-[[workload]]
-name = "high"
-priority = "high"
-model = "resnet18"
-input = [3, 32, 32]
-rate = 20
-warmup = 2
-threads = 1
+LOW = "start_delay_s = 0.3\nwarmup = 1"
 
-[[workload]]
-name = "low"
-priority = "low"
-model = "resnet18"
-input = [3, 32, 32]
-start_delay_s = 0.3
-warmup = 1
-threads = 1
-"""
 
 #: every stage of a stopped, gated built-in workload, in the order it must happen
 GATED = ("mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
@@ -51,7 +32,7 @@ def _ordered(stages: dict[str, float], expected: tuple[str, ...]) -> None:
 
 def test_every_stage_of_a_start_is_recorded_in_order(tmp_path: Path) -> None:
     f = tmp_path / "s.toml"
-    f.write_text(SCEN.format(top=""))
+    f.write_text(tiny_models("stages", 1, low=LOW))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),
                    timeout=180)
@@ -76,8 +57,8 @@ def test_every_stage_of_a_start_is_recorded_in_order(tmp_path: Path) -> None:
 
 def test_without_the_gate_no_gate_stages(tmp_path: Path) -> None:
     f = tmp_path / "s.toml"
-    f.write_text(SCEN.format(top="start_together = false").replace(
-        'name = "low"', 'name = "low"\nrequests = 3'))
+    f.write_text(tiny_models("stages", 1, top="start_together = false",
+                             low=LOW + "\nrequests = 3"))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),
                    timeout=180)
