@@ -42,8 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: a workload's steps: (label, from stage, to stage); "start" is the phase's start
 STEPS: tuple[tuple[str, str, str], ...] = (
-    ("phase start -> mode ready (MPS daemon + preflight)", "start", "mode"),
-    ("mode ready -> spawn (start_delay_s)", "mode", "spawn"),
+    ("phase start -> daemon (MPS/XSched daemon; XSched preflight)", "start", "daemon"),
+    ("daemon -> spawn (start_delay_s)", "daemon", "spawn"),
+    ("daemon -> mode settled (MPS preflight, beside the load)", "daemon", "mode"),
+    ("(before: phase start -> mode, daemon + preflight)", "start", "mode"),
     ("spawn -> spawned (fork + exec)", "spawn", "spawned"),
     ("spawned -> python (interpreter up)", "spawned", "python"),
     ("python -> torch (import torch)", "python", "torch"),

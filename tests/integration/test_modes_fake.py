@@ -22,6 +22,7 @@ from tests.conftest import DATA, PY, run_xwatch
 from tests.helpers import scenarios
 from tests.helpers.fake_mps import commands, make_tool
 from tests.helpers.fake_xsched import have_cc, make_install
+from tests.helpers.scenarios import tiny_models
 
 FAKE_NVML = str(DATA / "fake_nvml")
 
@@ -232,3 +233,43 @@ def test_compare_three_ways_pools_repeats_and_gives_the_answer(
     assert "(2 runs each, paired)" in line and "high P99" in line and "low samples/s" in line
     report = (out / "report.md").read_text()
     assert report.index("## Answer") < report.index("## Scenario")
+
+
+def test_mps_preflight_runs_beside_the_load_and_holds_the_gate(
+        tmp_path: Path, mps_env: dict[str, str]) -> None:
+    """Issue 41 goal 1: the preflight probe no longer delays the workloads' spawn; it
+    is stopped once seen as a client, and no workload measures before it passed."""
+    f = tmp_path / "s.toml"
+    f.write_text(tiny_models("mps-probe", 2))
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--telemetry", "off",
+                   "--export", str(out), env=mps_env, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ph = snap(out)["phases"][0]
+    pre = ph["mps"]["preflight"]
+    assert pre["verdict"] == "in-mps", pre
+    assert pre["seconds"] < 5.0 + 30.0  # it did not wait out probe_s + 2 after being seen
+    for name in ("high", "low"):
+        st = ph["workloads"][name]["stages"]
+        assert st["daemon"] <= st["spawn"] < st["mode"], st  # spawned before it settled
+        assert st["gate"] >= st["mode"], st  # released only once it passed
+        assert ph["mps"]["workloads"][name]["status"] == "in-mps"
+    assert not leftovers(ph["mps"]["pipe_dir"])
+
+
+def test_a_failed_mps_preflight_stops_the_workloads_already_loading(
+        tmp_path: Path, mps_env: dict[str, str]) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(tiny_models("mps-probe", 2).replace(
+        'threads = 1\n', 'threads = 1\n[workload.mps]\nenv = { FAKE_MPS_OUTSIDE = "1" }\n', 1))
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--mode", "mps", "--telemetry", "off",
+                   "--export", str(out), env=mps_env, timeout=240)
+    assert r.returncode != 0
+    assert "MPS preflight not-in-mps" in r.stdout + r.stderr, r.stdout + r.stderr
+    ph = snap(out)["phases"][0]
+    assert ph["status"] == "failed" and ph["t_measure"] is None
+    assert ph["mps"]["preflight"]["verdict"] == "not-in-mps"
+    for w in ph["workloads"].values():
+        assert "spawn" in w["stages"] and "gate" not in w["stages"], w["stages"]
+    assert not leftovers(ph["mps"]["pipe_dir"])

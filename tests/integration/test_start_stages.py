@@ -16,7 +16,7 @@ LOW = "start_delay_s = 0.3\nwarmup = 1"
 
 
 #: every stage of a stopped, gated built-in workload, in the order it must happen
-GATED = ("mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
+GATED = ("daemon", "mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
          "first", "warm", "warm_seen", "gate", "released", "ready", "stop", "bye", "exit",
          "mode_left")
 
@@ -45,7 +45,7 @@ def test_every_stage_of_a_start_is_recorded_in_order(tmp_path: Path) -> None:
         assert list(st) == sorted(st, key=st.__getitem__)  # kept in time order
         assert "stages" not in p["workloads"][name]["hello"]
     lo = p["workloads"]["low"]["stages"]
-    assert lo["spawn"] - lo["mode"] >= 0.3 - 0.05  # its start_delay_s
+    assert lo["spawn"] - lo["daemon"] >= 0.3 - 0.05  # its start_delay_s
     # the phase measures from its first ready workload: the gate let both go together
     first = min(w["stages"]["ready"] for w in p["workloads"].values())
     assert abs(first - (p["t_measure"] - p["t_start"])) < 1e-3
@@ -69,7 +69,7 @@ def test_without_the_gate_no_gate_stages(tmp_path: Path) -> None:
     _ordered(w["high"]["stages"], tuple(k for k in GATED
                                         if k not in ("warm_seen", "gate", "released")))
     # LOW ran its 3 requests and ended by itself: its bye came before any stop
-    _ordered(w["low"]["stages"], ("mode", "spawn", "spawned", "python", "torch", "imports",
+    _ordered(w["low"]["stages"], ("daemon", "mode", "spawn", "spawned", "python", "torch", "imports",
                                   "context", "model", "first", "warm", "ready", "bye", "exit",
                                   "mode_left"))
     lo = w["low"]["stages"]

@@ -62,15 +62,17 @@ PROGRESS_LAG_S = 5.0
 LOG_TAIL = 40
 
 #: The stages of a workload's start and stop, in the order they happen (``stages``):
-#: the mode's backend ready (phase-wide: MPS daemon, XSched's xserver, their
-#: preflights), the process asked for and there (xwatch), the worker's own stages
+#: the mode's daemon answers (phase-wide: MPS's control daemon, XSched's xserver with
+#: its preflight), the mode settled (phase-wide: MPS's preflight, which runs beside the
+#: workloads' start, passed; it can come after any of the next), the process asked for
+#: and there (xwatch), the worker's own stages
 #: (``worker.loop.Stages``: interpreter up, torch and the model's library imported,
 #: device context, model built, first warm-up iteration, warm-up over), its ``warm``
 #: event read by xwatch, the start gate's SIGUSR2 sent and taken, its first measured
 #: request due (``ready``: the ready event's ``t0``), then the stop asked, the worker's
 #: ``bye`` (its loop left), the process gone (its exit seen) and the mode's backend torn
 #: down (phase-wide).
-STAGES = ("mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
+STAGES = ("daemon", "mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
           "first", "warm", "warm_seen", "gate", "released", "ready", "stop", "bye", "exit",
           "mode_left")
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
@@ -690,9 +692,12 @@ class Phase:
         self.extra: dict[str, Any] = {}  # xsched info, annotations
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
-        #: phase-wide stages (``mode``, ``mode_left``: monotonic), in every workload's
-        #: ``stages``
+        #: phase-wide stages (``daemon``, ``mode``, ``mode_left``: monotonic), in every
+        #: workload's ``stages``
         self.stages: dict[str, float] = {}
+        #: the mode is not settled yet (its preflight runs beside the workloads' start):
+        #: the start gate stays shut
+        self.gate_shut = False
 
     def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
         """Ask every built-in workload that offers it (``hello.trace``) to record
@@ -763,7 +768,7 @@ class Phase:
         ended), send each warm one SIGUSR2 so that all start measuring at once; after
         ``GATE_MAX_S`` from the first warm one, let the warm ones go without the rest."""
         waiting = [r for r in self.runs.values() if r.state == WAITING and not r.released]
-        if not waiting:
+        if not waiting or self.gate_shut:
             return
         loading = [r for r in self.runs.values() if r.spec.model is not None
                    and r.state in (PENDING, STARTING, WARMING)]

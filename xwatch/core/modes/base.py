@@ -31,6 +31,10 @@ class ModeBackend(Protocol):
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         """Prepare the mode; return extra environment per workload name."""
 
+    async def settle(self, phase: Phase) -> None:
+        """Wait for what ``enter`` left running beside the workloads' start (the MPS
+        preflight); raise its failure. The start gate stays shut until this returns."""
+
     async def leave(self, phase: Phase) -> None:
         """Undo ``enter`` (stop daemons); must be safe to call twice."""
 

@@ -4,8 +4,10 @@ environment, a preflight probe, and proof that every workload really joined.
 Lifecycle per phase: ``enter`` makes ``<session tmp>/mps-<phase>/{pipe,log}``, starts
 ``nvidia-cuda-mps-control -f`` there (its own process group, killed with xwatch
 through ``PR_SET_PDEATHSIG``), waits until it answers ``get_server_list``, runs the
-preflight (a few seconds of tiny CUDA work as a client; it must show up in
-``get_client_list``), and hands the runner every workload's client variables.
+preflight (tiny CUDA work as a client until it shows up in ``get_client_list``,
+at most a few seconds) in the background, and hands the runner every workload's
+client variables: the workloads load beside the preflight, and ``settle`` (awaited by
+the runner before the start gate may open) raises its failure.
 While the phase runs, a daemon that exits fails the phase. Each running workload
 is looked up in the servers' client lists (its process or a child); one that never
 shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -80,6 +83,7 @@ class MpsController:
         self._watch: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[WorkloadRun, float]] = {}
         self._hung = False  # it stopped answering: no quit, straight to SIGKILL
+        self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -108,12 +112,24 @@ class MpsController:
         }
         phase.extra["mps"] = info
         await self._start_daemon(info)
-        if self.preflight:
-            await self._preflight(phase, envs, info)
+        self._probe = asyncio.create_task(self._preflight(phase, envs, info)) \
+            if self.preflight else None
         self._watch = asyncio.create_task(self._watch_loop(phase))
         return envs
 
+    async def settle(self, phase: Phase) -> None:
+        """Wait for the preflight, which runs beside the workloads' start (they are
+        held by the start gate until it passed); raise its failure as ``enter`` would."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            await probe
+
     async def leave(self, phase: Phase) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:  # left before it settled: the probe is killed on its way out
+            probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await probe
         if self._watch is not None:
             self._watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -358,6 +374,8 @@ class MpsController:
                         break
                     if any(proc.pid in cl for cl in lists.values()):
                         seen.add(proc.pid)
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(proc.pid, signal.SIGUSR1)  # seen: end its work now
                         break
                     await asyncio.sleep(0.5)
             rc = await asyncio.wait_for(proc.wait(), 60.0)

@@ -125,7 +125,10 @@ class Runner:
                     phase.extra["error"] = str(e)
                     phase.finish("failed")
                     raise
-            phase.stages["mode"] = time.monotonic()  # MPS/XSched: daemon and preflight done
+            phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
+            if backend is None:
+                phase.stages["mode"] = phase.stages["daemon"]  # native: nothing to settle
+            phase.gate_shut = backend is not None  # until its preflight passed (settle)
             trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
             top = max(w.priority_value for w in self.scenario.workloads)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
@@ -134,6 +137,21 @@ class Runner:
                                   gate=self.scenario.start_together)
                      for w in self.scenario.workloads if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
+            if backend is not None:
+                try:
+                    await backend.settle(phase)  # the workloads load meanwhile
+                except Exception as e:
+                    self.session.log("xwatch", "error", f"{label(mode)} mode failed to "
+                                     f"start: {e}; stopping its workloads")
+                    phase.extra["error"] = str(e)
+                    await self.supervisor.stop(planned_end=False)
+                    await backend.leave(phase)
+                    self._backend = None
+                    phase.finish("failed")
+                    raise
+                phase.stages["mode"] = time.monotonic()  # the mode is settled
+                phase.gate_shut = False
+                phase.release_gate(phase.stages["mode"])  # those already warm were held
             self._watchdog = asyncio.create_task(self._watch(phase))
             return phase
 

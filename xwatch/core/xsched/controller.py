@@ -173,6 +173,10 @@ class XschedController:
         if reason:
             raise XschedError(reason, title="XSched preflight failed")
 
+    async def settle(self, phase: Phase) -> None:
+        """Nothing left to wait for: the preflight ran in ``enter``, before any workload
+        loaded under the shim (a shim that fails must fail before the real models load)."""
+
     async def leave(self, phase: Phase) -> None:
         if self._poller is not None:
             self._poller.cancel()

@@ -7,6 +7,8 @@ stream: what a graphed decoder does; on a CPU all three are one plain run).
 
 Prints two JSON lines on stdout (``start`` after torch and the device are up,
 ``done`` with the iteration count); a crash shows as the exit status and stderr.
+SIGUSR1 ends the work early, as if SECONDS had passed (after at least three
+iterations): the MPS preflight stops its probe once the probe was seen as a client.
 Small convolutions, a matrix product and a device synchronize per iteration: the
 same kinds of kernel launch the real workloads make.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 
@@ -25,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     device_name = args[0] if args else "cpu"
     stream_kind = args[1] if len(args) > 1 else "created"
     seconds = float(args[2]) if len(args) > 2 else 2.0
+    early: list[int] = []
+    signal.signal(signal.SIGUSR1, lambda *_: early.append(1))  # before torch's threads
     import torch
 
     if device_name == "auto":
@@ -62,13 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     times: list[float] = []
     end = time.monotonic() + seconds
     with torch.inference_mode(), ctx:
-        while time.monotonic() < end or len(times) < 3:
+        while (time.monotonic() < end and not early) or len(times) < 3:
             t = time.monotonic()
             step()
             sync()
             times.append((time.monotonic() - t) * 1e3)
     times.sort()
-    print(json.dumps({"type": "done", "iters": len(times),
+    print(json.dumps({"type": "done", "iters": len(times), "early": bool(early),
                       "median_ms": round(times[len(times) // 2], 4)}), flush=True)
     return 0
 
