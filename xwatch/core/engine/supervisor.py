@@ -32,6 +32,7 @@ from typing import Any
 from xwatch.core.engine.launch import LaunchSpec
 from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
 from xwatch.core.engine.session import FAILED, PENDING, STARTING, STOPPED, TERMINAL, Phase, WorkloadRun
+from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer
 
 MAX_LOG_LINE = 2000
 _PR_SET_PDEATHSIG = 1
@@ -312,10 +313,12 @@ async def _pty_reader(master: int) -> asyncio.StreamReader:
 class ManagedProcess:
     """One workload process and the tasks that read its pipes."""
 
-    def __init__(self, run: WorkloadRun, spec: LaunchSpec) -> None:
+    def __init__(self, run: WorkloadRun, spec: LaunchSpec,
+                 forkserver: ForkServer | None = None) -> None:
         self.run = run
         self.spec = spec
-        self.proc: asyncio.subprocess.Process | None = None
+        self.forkserver = forkserver
+        self.proc: asyncio.subprocess.Process | ForkedProcess | None = None
         self.pgid: int | None = None
         self.done = asyncio.Event()
         self._tasks: list[asyncio.Task[Any]] = []
@@ -338,6 +341,18 @@ class ManagedProcess:
             tty.setraw(slave)  # no echo, no "\n" -> "\r\n"
             stdout = slave
         run.stage("spawn")
+        fs = self.forkserver
+        why = fs.why_not(self.spec.argv, env) if fs is not None else None
+        if fs is not None and why is None and master is None:
+            forked = await fs.spawn(env, self.spec.cwd, w)
+            if forked is not None:
+                os.close(w)
+                run.launch["start"] = f"fork (fork server pid {fs.proc.pid if fs.proc else '?'})"
+                self.proc = forked
+                await self._started(r, capacity, None)
+                return
+            why = fs.failure
+        run.launch["start"] = "exec" + (f" ({why})" if fs is not None and why else "")
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.argv, env=env, cwd=self.spec.cwd,
@@ -356,6 +371,12 @@ class ManagedProcess:
                 with contextlib.suppress(OSError):
                     if fd >= 0:
                         os.close(fd)
+        await self._started(r, capacity, master)
+
+    async def _started(self, r: int, capacity: int, master: int | None) -> None:
+        """The process is there: read its event pipe (``r``), stdout and stderr."""
+        run = self.run
+        assert self.proc is not None
         run.stage("spawned")
         self.pgid = self.proc.pid
         run.pid = self.proc.pid
@@ -466,6 +487,8 @@ class Supervisor:
 
     def __init__(self, grace: tuple[float, float] = (3.0, 2.0)) -> None:
         self.grace = grace
+        #: started by ``warm_forkserver``; kept across phases, stopped by ``kill_now``
+        self.forkserver: ForkServer | None = None
         self.procs: dict[str, ManagedProcess] = {}
         self._starters: list[asyncio.Task[None]] = []
         self.phase: Phase | None = None
@@ -476,7 +499,7 @@ class Supervisor:
         self.procs = {}
         self._starters = []
         for spec in specs:
-            mp = ManagedProcess(phase.runs[spec.name], spec)
+            mp = ManagedProcess(phase.runs[spec.name], spec, self.forkserver)
             self.procs[spec.name] = mp
             if spec.delay_s > 0:
                 self._starters.append(asyncio.create_task(self._delayed(mp)))
@@ -513,9 +536,22 @@ class Supervisor:
             self.phase.session.log("xwatch", "warning", "killed process(es) a workload left "
                                    "behind outside its process group: " + "; ".join(strays))
 
+    def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str) -> None:
+        """Start the fork server (``worker.zygote``) in the background, once, with
+        ``spec``'s environment and the ``models``' libraries imported, if it is enabled
+        and ``spec`` is the built-in worker under xwatch's interpreter."""
+        if self.forkserver is not None or not models or not ForkServer.enabled():
+            return
+        fs = ForkServer(models, spec.env, log_path)
+        if fs.why_not(spec.argv, spec.env) is None:
+            fs.start()
+            self.forkserver = fs
+
     def kill_now(self) -> None:
         for mp in self.procs.values():
             mp.kill_now()
+        if self.forkserver is not None:
+            self.forkserver.close()
         kill_strays()
 
     @property

@@ -111,6 +111,7 @@ class Runner:
             phase = self.session.new_phase(mode, only, prefix)
             self.phase = phase
             base = self._clean_base(phase)
+            self._warm_forkserver(phase, base)
             mode_env: dict[str, dict[str, str]] = {}
             backend = self.backends.get(mode)
             if backend is not None:
@@ -154,6 +155,17 @@ class Runner:
                 phase.release_gate(phase.stages["mode"])  # those already warm were held
             self._watchdog = asyncio.create_task(self._watch(phase))
             return phase
+
+    def _warm_forkserver(self, phase: Phase, base: dict[str, str]) -> None:
+        """Start the fork server beside this phase's mode (its imports overlap the MPS
+        daemon and the preflights), for the built-in workers of this and later phases."""
+        models = [w.model for w in self.scenario.workloads if w.model is not None]
+        first = next((w for w in self.scenario.workloads
+                      if w.model is not None and w.name in phase.runs), None)
+        if first is not None:
+            self.supervisor.warm_forkserver(
+                build_launch(first, base_env=base, gate=self.scenario.start_together),
+                models, os.path.join(self.session.scratch_dir, "forkserver.log"))
 
     async def _watch(self, phase: Phase) -> None:
         """Stalls, the isolation proof and backend health, until the phase ends."""

@@ -1,0 +1,436 @@
+"""The fork server: one process per xwatch run that has imported torch and the
+models' libraries (and touched no GPU), forking a fresh worker process per workload
+and phase, so that a phase does not pay the imports again (issue 41 goal 1: they
+were 7-8 s of a 9.7 s phase start on the H100).
+
+Every run is still a fresh process: its own pid, process group, CUDA context,
+allocator and caches; only the imported Python modules are shared, copy-on-write.
+A worker is forked only where that is the same as starting it: the built-in
+worker, under xwatch's own interpreter, with an environment equal to the server's
+except the variables read after the imports (``LAZY_ENV``: the worker's own
+settings and pipes, MPS's client variables, ``CUDA_VISIBLE_DEVICES``, all read at
+CUDA's initialization). XSched's shim is preloaded at exec (``LD_PRELOAD``), so
+XSched phases, other interpreters and command workloads are started as before. The
+server refuses to fork at all (and everything is started as before) if its imports
+left it unsafe to fork: a second thread, or the CUDA driver already loaded.
+
+Two sides in one module:
+- the server process, ``python -m xwatch.core.engine.worker.zygote MODEL ...``
+  (``serve``): imports, says ``ready``, then forks on request and reports each
+  child's exit; a fork request carries the child's module, environment, working
+  folder and its stdout, stderr and event pipe (``SCM_RIGHTS``);
+- xwatch's side (``ForkServer``, asyncio): starts it, forks through it, and gives
+  each child as a ``ForkedProcess`` that the supervisor treats like a subprocess.
+
+``XWATCH_FORK_SERVER=0`` turns it off (every worker is started by exec, as before).
+Messages are JSON datagrams on a ``SOCK_SEQPACKET`` socket pair. A forked worker keeps
+the server's command line in ``ps`` (``... -m xwatch.core.engine.worker.zygote``); its
+name (``comm``, what ``top`` shows) is ``xwatch-worker``, and the snapshot names its pid
+and how it started (``launch.start``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
+from xwatch.core.engine.worker import CONFIG_ENV
+
+SOCKET_ENV = "XWATCH_ZYGOTE_FD"
+#: set in a forked worker's environment: the fork server's pid
+FORKED_ENV = "XWATCH_FORKED_FROM"
+#: "0": no fork server, every worker is exec'd
+ENABLE_ENV = "XWATCH_FORK_SERVER"
+WORKER_MODULE = "xwatch.core.engine.worker"
+#: read after the imports (at CUDA's initialization or by the worker itself), so a
+#: forked worker may differ from the server in them
+LAZY_ENV = frozenset({
+    CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER", FORKED_ENV,
+    "CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
+    "CUDA_MPS_CLIENT_PRIORITY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"})
+MAX_MSG = 1 << 20
+try:
+    _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # pragma: no cover
+    _PRCTL = None
+
+
+def fixed_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The part of an environment that must equal the server's for a fork."""
+    return {k: v for k, v in env.items() if k not in LAZY_ENV}
+
+
+# ------------------------------------------------------------------ the server
+def fork_hazard() -> str | None:
+    """Why forking this process now would not give a clean worker, else None: a Python
+    thread (it may hold a lock the child would inherit held), or a GPU runtime already
+    initialized (a CUDA/HIP context never survives a fork). Native thread pools that
+    the imports start (numpy's OpenBLAS, one per core) are fork-aware: they shut down
+    before a fork (``pthread_atfork``) and start again in the child when used, which
+    is what PyTorch's own forked DataLoader workers rely on."""
+    import threading
+
+    if threading.active_count() > 1:
+        return f"{threading.active_count()} Python threads after the imports"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "torch initialized CUDA during the imports"
+    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
+        for line in f:
+            if "libcuda.so" in line or "libamdhip64" in line or "libhsa-runtime" in line:
+                return f"the GPU driver is loaded after the imports ({line.split()[-1]})"
+    return None
+
+
+def native_threads() -> int:
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
+
+
+def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        sock.send(json.dumps(msg).encode())
+
+
+def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int]) -> None:
+    """In the forked child: become the worker process, run it, exit (never returns)."""
+    rc = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
+                  signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        os.setsid()  # its own session and process group, as an exec'd worker has
+        die_with_parent(server)
+        if _PRCTL is not None:  # ps shows the server's command line; top shows this
+            _PRCTL(15, ctypes.c_char_p(b"xwatch-worker"), 0, 0, 0)  # PR_SET_NAME
+        out, err, ev = fds
+        for fd in close:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
+        for fd in (null, out, err):
+            if fd > 2:
+                os.close(fd)
+        env = dict(req["env"])
+        env[EVENT_FD_ENV] = str(ev)
+        env[FORKED_ENV] = str(server)
+        os.environ.clear()
+        os.environ.update(env)
+        if req.get("cwd"):
+            os.chdir(req["cwd"])
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+        import runpy
+
+        sys.argv = [req["module"]]
+        try:
+            runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
+            rc = 0
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if not isinstance(e.code, int | None):
+                print(e.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        rc = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(rc)
+
+
+def die_with_parent(parent: int) -> None:
+    """PR_SET_PDEATHSIG(SIGKILL), then exit if ``parent`` already died: a forked worker
+    dies with the server, the server with xwatch."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(70)
+
+
+def serve(sock_fd: int, models: list[str]) -> int:
+    """The server's main loop (see the module)."""
+    import select
+
+    t0 = time.monotonic()
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        import torch  # noqa: F401
+
+        from xwatch.core.engine.worker.models import import_library
+
+        for m in dict.fromkeys(models):
+            import_library(m)
+    except BaseException as e:  # an import that fails here fails in the worker too
+        _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": f"imports failed: {e!r}"})
+        return 1
+    hazard = fork_hazard()
+    _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": hazard,
+                 "seconds": round(time.monotonic() - t0, 3), "threads": native_threads()})
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    os.set_blocking(wake_r, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    children: set[int] = set()
+    me = os.getpid()
+    try:
+        while True:
+            ready, _, _ = select.select([sock.fileno(), wake_r], [], [])
+            if wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+            while children:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                children.discard(pid)
+                _send(sock, {"op": "exit", "pid": pid, "rc": os.waitstatus_to_exitcode(status)})
+            if sock.fileno() not in ready:
+                continue
+            try:
+                data, fds, _, _ = socket.recv_fds(sock, MAX_MSG, 4)
+            except OSError:
+                return 0
+            if not data:
+                return 0  # xwatch closed its end: done
+            req = json.loads(data)
+            if hazard is not None or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                _send(sock, {"op": "error", "id": req.get("id"),
+                             "message": hazard or f"expected 3 descriptors, got {len(fds)}"})
+                continue
+            pid = os.fork()
+            if pid == 0:
+                _child(req, fds, me, [sock.fileno(), wake_r, wake_w])
+            for fd in fds:
+                os.close(fd)
+            children.add(pid)
+            _send(sock, {"op": "forked", "id": req.get("id"), "pid": pid})
+    finally:
+        for pid in children:  # xwatch is gone or closed us: nothing may outlive it
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------ xwatch's side
+class ForkedProcess:
+    """A worker forked by the server, with what the supervisor uses of an
+    ``asyncio.subprocess.Process``: ``pid``, ``returncode``, ``wait()``, ``stdout``
+    and ``stderr`` (stream readers)."""
+
+    def __init__(self, pid: int, stdout: asyncio.StreamReader,
+                 stderr: asyncio.StreamReader, exited: asyncio.Future[int]) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+        self._exited = exited
+
+    @property
+    def returncode(self) -> int | None:
+        f = self._exited
+        return f.result() if f.done() and not f.cancelled() else None
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exited)
+
+
+class ForkServer:
+    """xwatch's side of the fork server (see the module). ``start`` launches it in the
+    background; ``why_not(argv, env)`` says whether a launch can be forked;
+    ``spawn`` forks one (None: start it by exec instead, ``failure`` says why). Until
+    the server has imported, workers are started by exec (never later than before)."""
+
+    def __init__(self, models: list[str], env: Mapping[str, str], log_path: str) -> None:
+        self.models = models
+        self.env = fixed_env(env)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.failure: str | None = None  # why it cannot fork (then exec is used)
+        self.ready_s: float | None = None  # its imports' time
+        self._ready: asyncio.Future[None] | None = None
+        self._ids = 0
+        self._forks: dict[int, asyncio.Future[int]] = {}
+        self._exits: dict[int, asyncio.Future[int]] = {}
+
+    @staticmethod
+    def enabled() -> bool:
+        return os.environ.get(ENABLE_ENV, "1") != "0"
+
+    def why_not(self, argv: tuple[str, ...], env: Mapping[str, str]) -> str | None:
+        if self.failure is not None:
+            return self.failure
+        if self._ready is not None and not self._ready.done():
+            return "the fork server is still importing"
+        if tuple(argv[1:]) != ("-u", "-m", WORKER_MODULE) or argv[0] != sys.executable:
+            return "not the built-in worker under xwatch's interpreter"
+        if fixed_env(env) != self.env:
+            diff = sorted(k for k in set(self.env) ^ set(fixed_env(env))
+                          | {k for k in self.env if env.get(k) != self.env[k]})
+            return f"its environment differs from the fork server's in {', '.join(diff[:4])}"
+        return None
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**self.env, SOCKET_ENV: str(theirs.fileno())}
+        me = os.getpid()
+        try:
+            with open(self.log_path, "ab") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", __name__, *self.models], env=env,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    pass_fds=(theirs.fileno(),), start_new_session=True,
+                    preexec_fn=lambda: die_with_parent(me))
+        except OSError as e:
+            mine.close()
+            self.failure = f"the fork server did not start: {e}"
+            return
+        finally:
+            theirs.close()
+        self.sock = mine
+        mine.setblocking(False)
+        self._ready = loop.create_future()
+        loop.add_reader(mine.fileno(), self._on_readable)
+
+    def _on_readable(self) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                data = self.sock.recv(MAX_MSG)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._lost("the fork server exited")
+                return
+            msg = json.loads(data)
+            op = msg.get("op")
+            if op == "ready" and self._ready is not None and not self._ready.done():
+                self.ready_s = msg.get("seconds")
+                if msg.get("hazard"):
+                    self.failure = f"the fork server cannot fork: {msg['hazard']}"
+                self._ready.set_result(None)
+            elif op in ("forked", "error"):
+                f = self._forks.pop(int(msg.get("id") or 0), None)
+                if f is not None and not f.done():
+                    if op == "forked":
+                        f.set_result(int(msg["pid"]))
+                    else:
+                        f.set_exception(OSError(msg.get("message")))
+            elif op == "exit":
+                pid = int(msg["pid"])
+                f = self._exits.get(pid)
+                if f is None:
+                    f = self._exits[pid] = asyncio.get_running_loop().create_future()
+                if not f.done():
+                    f.set_result(int(msg["rc"]))
+
+    def _lost(self, why: str) -> None:
+        """The server is gone: its children died with it (PR_SET_PDEATHSIG)."""
+        if self.sock is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
+        self.failure = self.failure or why
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+        for f in self._forks.values():
+            if not f.done():
+                f.set_exception(OSError(why))
+        self._forks.clear()
+        for pid, f in self._exits.items():
+            if not f.done():
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+                f.set_result(-int(signal.SIGKILL))
+
+    async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int
+                    ) -> ForkedProcess | None:
+        """Fork the built-in worker with ``env`` (its event pipe's write end
+        ``event_w``); None if the server cannot (``failure`` says why)."""
+        if self._ready is None or not self._ready.done():
+            return None  # still importing: started by exec now (as fast as before)
+        if self.failure is not None or self.sock is None:
+            return None
+        loop = asyncio.get_running_loop()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        self._ids += 1
+        fid = self._ids
+        fut: asyncio.Future[int] = loop.create_future()
+        self._forks[fid] = fut
+        req = {"op": "fork", "id": fid, "module": WORKER_MODULE, "cwd": cwd,
+               "env": {k: v for k, v in env.items() if k != EVENT_FD_ENV}}
+        try:
+            socket.send_fds(self.sock, [json.dumps(req).encode()], [out_w, err_w, event_w])
+            pid = await fut
+        except OSError as e:
+            self._forks.pop(fid, None)
+            for fd in (out_r, err_r):
+                os.close(fd)
+            self.failure = f"the fork server could not fork: {e}"
+            return None
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        exited = self._exits.get(pid)
+        if exited is None:
+            exited = self._exits[pid] = loop.create_future()
+        return ForkedProcess(pid, await _reader(out_r), await _reader(err_r), exited)
+
+    def close(self) -> None:
+        """Stop the server (its children with it); safe to call twice, from anywhere."""
+        proc, self.proc = self.proc, None
+        if self.sock is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self.sock.fileno())
+            self.sock.close()
+            self.sock = None
+        self.failure = self.failure or "the fork server was stopped"
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5.0)
+
+
+async def _reader(fd: int) -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop),
+                                 os.fdopen(fd, "rb", 0))
+    return reader
+
+
+if __name__ == "__main__":
+    sys.exit(serve(int(os.environ[SOCKET_ENV]), sys.argv[1:]))
