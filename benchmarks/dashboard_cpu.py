@@ -48,11 +48,14 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   gpus: tuple[int, ...] | None = None,
                   size: tuple[int, int] = (150, 46)) -> dict[str, float]:
     scen = load_scenario(scenario_ref).with_overrides(device=device, gpus=gpus)
-    backend = None
+    backend = mps = None
     if xsched:
         from xwatch.core.xsched.controller import backend_from_args
         backend = backend_from_args(xsched, scen)
-    app = make_app(scen, telemetry=telemetry, xsched=backend, mode=mode)
+    if mode == "mps":
+        from xwatch.core.mps.controller import backend_from_args as mps_backend
+        mps, _ = mps_backend(scen, explicit=True)
+    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode)
     me = psutil.Process()
     async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has
@@ -168,7 +171,7 @@ def main() -> None:
     ap.add_argument("--scenario", help="measure this scenario instead (e.g. intensive)")
     ap.add_argument("--telemetry", default="host")
     ap.add_argument("--xsched", metavar="ROOT")
-    ap.add_argument("--mode", default="native", choices=("native", "xsched"))
+    ap.add_argument("--mode", default="native", choices=("native", "xsched", "mps"))
     ap.add_argument("--device")
     ap.add_argument("--fleet", metavar="N,N,...",
                     help="the cost curve over N paced workloads on N/2 fake NVML GPUs")

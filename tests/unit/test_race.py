@@ -250,6 +250,13 @@ def test_runs_too_short_to_bound_their_p99_cannot_meet_the_slo() -> None:
     assert judge(cs, OBJ) is None
     assert cs[0].slo.hi is None and not cs[0].meets(OBJ) and cs[0].alive
     assert cs[1].status == race.DROPPED_SLO  # a lower bound is still a bound
+    # no run of it can decide anything more: the next round leaves it out, unless it
+    # is all that is left (the safeguard), and the budget's words say why it is open
+    cs.append(_c("third", [7.0, 8.0, 7.5, 7.2], [150.0, 152.0, 149.0, 151.0]))
+    judge(cs, OBJ)
+    assert [c.label for c in race.to_run(cs, OBJ)] == ["third"]
+    assert race.rounds_to_tell(cs[0], OBJ.latency_ms, race.share(cs)) is None
+    assert [c.label for c in race.to_run(cs[:2], OBJ)] == ["chat"]
 
 
 def test_the_next_round_runs_only_what_can_still_decide() -> None:

@@ -203,8 +203,11 @@ def to_run(cands: Sequence[Candidate], obj: Objective) -> list[Candidate]:
     fewer than ``MIN_RUNS`` runs; else, leaving out those whose price is below the
     likely choice's with confidence (the likely choice meeting the SLO drops them),
     each whose SLO interval straddles the objective, and each meeting it whose price
-    interval overlaps another survivor's. Every survivor when that leaves none (a
-    safeguard: the race then ends by its judge or its budget)."""
+    interval overlaps another survivor's; never one whose runs are too short to bound
+    the SLO percentile from above while its estimate is under the objective (no number
+    of such runs can make it meet with confidence: ``still_open`` says so). Every
+    survivor when that leaves none (a safeguard: the race then ends by its judge or its
+    budget)."""
     live = [c for c in cands if c.alive]
     if any(c.runs < MIN_RUNS for c in live):
         return [c for c in live if c.runs < MIN_RUNS]
@@ -214,6 +217,8 @@ def to_run(cands: Sequence[Candidate], obj: Objective) -> list[Candidate]:
         if lk is not None and c is not lk and c.price.hi is not None and \
                 lk.price.lo is not None and c.price.hi < lk.price.lo:
             continue  # waits for the likely choice
+        if not c.bounded and c.slo.est == c.slo.est and c.slo.est < obj.latency_ms:
+            continue  # its runs cannot bound the percentile: no run can make it meet
         if not (c.meets(obj) or c.fails(obj)) or \
                 any(_overlap(c.price, o.price) for o in live if o is not c):
             out.append(c)
