@@ -7,7 +7,7 @@
 # MPS, 3 runs of 5 s (benchmarks/phase_start.py); compare intensive --modes native,mps
 # --repeat 6 --duration 10 (its wall time) and the A/A halves of each mode
 # (benchmarks/aa_check.py); the dashboard's CPU in each mode (benchmarks/dashboard_cpu.py);
-# the dashboard's m and x keys (benchmarks/restart.py).
+# the dashboard's m and x keys (benchmarks/restart.py). DASH=0 leaves the dashboard's CPU out.
 # PART 2: advise intensive --modes native,mps,xsched --duration 10 --budget 15, started
 # in its own session (it outlasts one device command); PART 3 waits for it.
 set -u
@@ -22,7 +22,7 @@ if [ "$PART" = 1 ]; then
   for m in native mps; do
     run "aa-$m.txt" python3 benchmarks/aa_check.py "$R/compare/snapshot.json" "$m"
   done
-  for m in native mps xsched; do  # the observer's CPU in each mode (goal 5)
+  [ "${DASH:-1}" = 1 ] && for m in native mps xsched; do  # the observer's CPU (goal 5)
     run "dash-$m.txt" python3 benchmarks/dashboard_cpu.py --scenario intensive --telemetry nvml \
       --device cuda:0 --seconds 20 --mode "$m" --xsched "$XS"
   done

@@ -41,3 +41,32 @@ def test_the_server_refuses_to_fork_with_a_python_thread_but_not_for_native_pool
     got = _hazard("import threading, time\n"
                   "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()")
     assert "2 Python threads" in got
+
+
+FAKE_CUDA = r"""
+#include <stdlib.h>
+static int inited = 0;
+int cuInit(unsigned flags) { inited = 1; return 0; }
+int cuDeviceGetCount(int *n) { if (!inited) return 3; *n = 1; return 0; }
+"""
+
+
+def test_a_loaded_but_uninitialized_cuda_driver_is_no_hazard(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What a CUDA build of torch does at import (seen on the H100: libcuda mapped, no
+    cuInit): a fork is safe until cuInit; after it, never."""
+    import shutil
+
+    import pytest
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "cuda.c"
+    src.write_text(FAKE_CUDA)
+    lib = tmp_path / "libcuda.so.1"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    load = f"import ctypes\nlib = ctypes.CDLL({str(lib)!r})"
+    assert _hazard(load) == "None"
+    got = _hazard(load + "\nlib.cuInit(0)")
+    assert got.startswith("the CUDA driver was initialized during the imports") and \
+        str(lib) in got

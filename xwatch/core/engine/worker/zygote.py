@@ -76,22 +76,42 @@ def fixed_env(env: Mapping[str, str]) -> dict[str, str]:
 def fork_hazard() -> str | None:
     """Why forking this process now would not give a clean worker, else None: a Python
     thread (it may hold a lock the child would inherit held), or a GPU runtime already
-    initialized (a CUDA/HIP context never survives a fork). Native thread pools that
-    the imports start (numpy's OpenBLAS, one per core) are fork-aware: they shut down
-    before a fork (``pthread_atfork``) and start again in the child when used, which
-    is what PyTorch's own forked DataLoader workers rely on."""
+    initialized (a CUDA context never survives a fork). A CUDA build of torch loads
+    ``libcuda`` at import without initializing it: that is asked of the driver itself
+    (``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED before ``cuInit``, and
+    initializes nothing). A ROCm build is judged by torch's own flag alone (HIP has no
+    such question; not run on an AMD GPU). Native thread pools that the imports start
+    (numpy's OpenBLAS, one per core) are fork-aware: they shut down before a fork
+    (``pthread_atfork``) and start again in the child when used, which is what
+    PyTorch's own forked DataLoader workers rely on."""
     import threading
 
     if threading.active_count() > 1:
         return f"{threading.active_count()} Python threads after the imports"
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        return "torch initialized CUDA during the imports"
+        return "torch initialized its GPU runtime during the imports"
     with contextlib.suppress(OSError), open("/proc/self/maps") as f:
         for line in f:
-            if "libcuda.so" in line or "libamdhip64" in line or "libhsa-runtime" in line:
-                return f"the GPU driver is loaded after the imports ({line.split()[-1]})"
+            path = line.split()[-1]
+            if "/libcuda.so" in path and cuda_initialized(path):
+                return f"the CUDA driver was initialized during the imports ({path})"
     return None
+
+
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def cuda_initialized(path: str) -> bool:
+    """Whether the CUDA driver loaded from ``path`` (already mapped) had ``cuInit``
+    called; True where that cannot be asked (a fork is then not risked)."""
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD)
+        count = ctypes.c_int(0)
+        rc = lib.cuDeviceGetCount(ctypes.byref(count))
+    except (OSError, AttributeError):
+        return True
+    return bool(rc != CUDA_ERROR_NOT_INITIALIZED)
 
 
 def native_threads() -> int:
