@@ -8,7 +8,8 @@
 # --repeat 6 --duration 10 (its wall time) and the A/A halves of each mode
 # (benchmarks/aa_check.py); the dashboard's CPU in each mode (benchmarks/dashboard_cpu.py);
 # the dashboard's m and x keys (benchmarks/restart.py). DASH=0 leaves the dashboard's CPU out.
-# PART 2: advise intensive --modes native,mps,xsched --duration 10 --budget 15, started
+# PART 2: advise intensive --modes native,mps,xsched --duration 20 --budget 15 (DUR and
+# BUDGET set them; 10 s runs cannot bound HIGH's P99: advise refuses them), started
 # in its own session (it outlasts one device command); PART 3 waits for it.
 set -u
 R=${1:?outdir}; XS=${2:?xsched root}; PART=${3:-1}
@@ -34,7 +35,7 @@ elif [ "$PART" = 2 ]; then
   # run it from a copy outside the repository: a later device call re-sends the tree
   rm -rf /tmp/xwatch-src && cp -r . /tmp/xwatch-src && cd /tmp/xwatch-src || exit 1
   setsid bash -c "R=$R; source benchmarks/device_lib.sh; run advise.log $X advise intensive \
-    --modes native,mps,xsched --duration 10 --budget 15 --device cuda:0 --telemetry nvml \
+    --modes native,mps,xsched --duration ${DUR:-20} --budget ${BUDGET:-15} --device cuda:0 --telemetry nvml \
     --xsched $XS --export $R/advise; touch $R/done" > /dev/null 2>&1 < /dev/null &
   echo "advise started in its own session; PART 3 waits for $R/done"
 else

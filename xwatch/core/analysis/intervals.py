@@ -206,6 +206,20 @@ class Interval:
 NAN_INTERVAL = Interval(math.nan, None, None)
 
 
+def requests_to_bound(q: float, confidence: float = CONFIDENCE) -> int:
+    """The fewest requests whose Pq has an upper order-statistic bound (``rank_bounds``'
+    upper rank exists: ``(q/100)^n <= (1 - confidence) / 2``): 368 for P99 at 95%."""
+    p = min(1.0, max(0.0, q / 100.0))
+    if p <= 0.0:
+        return 1
+    if p >= 1.0:
+        return 2 ** 62  # the maximum is never bounded from above
+    n = max(1, math.ceil(math.log((1.0 - confidence) / 2.0) / math.log(p)))
+    while rank_bounds(n, q, confidence)[1] is None:  # guard the float edge
+        n += 1
+    return n
+
+
 def percentile_interval(h: Hist, q: float, confidence: float = CONFIDENCE) -> Interval:
     """Pq of ``h`` with its distribution-free interval."""
     n = h.n

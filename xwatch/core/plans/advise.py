@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from xwatch.core.analysis import race
+from xwatch.core.analysis.intervals import requests_to_bound
 from xwatch.core.analysis.race import Candidate, Objective
 from xwatch.core.analysis.runs import percentile_of
 from xwatch.core.engine.session import Session
@@ -313,8 +314,29 @@ def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
     if not lows_of(scen, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
+    check_runs_can_bound(scen, obj)
     plan = plan_candidates(scen, obj, modes, sets, xsched, mps)
     return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say)
+
+
+def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
+    """A race whose runs cannot bound the SLO percentile from above can never say
+    "met": refuse it before it spends the budget (an open-loop SLO workload: its
+    requests a run are its rate times the run's seconds)."""
+    w = next((x for x in scen.workloads if x.name == obj.workload), None)
+    if w is None or not w.rate or ":" in obj.metric or not scen.duration_s:
+        return  # closed loop or a named metric: only the runs can tell
+    q = percentile_of(obj.metric)
+    need = requests_to_bound(q)
+    got = w.rate * scen.duration_s
+    if got >= need:
+        return
+    raise UsageError(
+        f"each run measures {scen.duration_s:g} s, so {w.name} at {w.rate:g} requests/s "
+        f"completes about {got:.0f} requests a run; its {obj.metric} has an upper bound "
+        f"(the 95% order statistic) only from {need} requests a run, so no candidate could "
+        f"meet {obj.metric} < {obj.latency_ms:g} ms with confidence. Give --duration "
+        f"{math.ceil(need / w.rate) + 1} or more", title="Runs too short to decide")
 
 
 async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
