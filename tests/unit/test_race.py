@@ -257,6 +257,8 @@ def test_runs_too_short_to_bound_their_p99_cannot_meet_the_slo() -> None:
     assert [c.label for c in race.to_run(cs, OBJ)] == ["third"]
     assert race.rounds_to_tell(cs[0], OBJ.latency_ms, race.share(cs)) is None
     assert [c.label for c in race.to_run(cs[:2], OBJ)] == ["chat"]
+    words, rounds = race.still_open(cs[:2], OBJ).waits["chat"]
+    assert rounds is None and "too short to bound P99 from above (that needs 368 " in words
 
 
 def test_the_next_round_runs_only_what_can_still_decide() -> None:

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xwatch.core.analysis import sequential as seq
-from xwatch.core.analysis.intervals import Interval
+from xwatch.core.analysis.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.noise import usable
-from xwatch.core.analysis.runs import RATE, run_value
+from xwatch.core.analysis.runs import RATE, percentile_of, run_value
 from xwatch.core.engine.session import PhaseSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
@@ -272,6 +272,10 @@ def still_open(cands: Sequence[Candidate], obj: Objective) -> Open:
         slo_k = 0 if c.meets(obj) or c.fails(obj) else \
             rounds_to_tell(c, obj.latency_ms, conf)
         slo_words = f"{goal} {c.slo.text()} ms, {side} {obj.latency_ms:g} ms by estimate"
+        if not c.bounded and side == "under" and ":" not in obj.metric:
+            slo_words += (f", but its runs are too short to bound {obj.metric} from above "
+                          f"(that needs {requests_to_bound(percentile_of(obj.metric))} "
+                          "requests a run): longer runs would")
         if likely is None or c is likely:
             if c is likely and c.meets(obj) and len(live) == 1:
                 continue
