@@ -542,7 +542,7 @@ class Supervisor:
         and ``spec`` is the built-in worker under xwatch's interpreter."""
         if self.forkserver is not None or not models or not ForkServer.enabled():
             return
-        fs = ForkServer(models, spec.env, log_path)
+        fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path)
         if fs.why_not(spec.argv, spec.env) is None:
             fs.start()
             self.forkserver = fs
