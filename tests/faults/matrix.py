@@ -65,6 +65,13 @@ ROWS: tuple[Row, ...] = (
         T + "test_xwatch_stopped_for_10_s_does_not_blame_the_workloads"),
     Row("observer", "xwatch SIGKILLed", "no workload left (own process groups, PDEATHSIG, the "
         "worker's parent watch)", "tests/integration/test_signals.py::test_sigkill_of_xwatch_still_leaves_no_workload"),
+    Row("observer", "xwatch SIGKILLed with forked workers running", "no fork server and no "
+        "forked worker left (PDEATHSIG: xwatch -> server -> workers)",
+        "tests/integration/test_forkserver.py::test_sigkill_of_xwatch_leaves_no_forked_worker_nor_server"),
+    Row("observer", "the fork server SIGKILLed while its forked workers measure",
+        "they die with it; their phase fails naming the server; the next phase's workers "
+        "start by exec; nothing left",
+        T + "test_a_killed_fork_server_fails_its_phase_and_the_next_starts_by_exec"),
     Row("observer", "xwatch SIGKILLed while a workload's daemonized child runs",
         "the next xwatch kills the dead one's strays", T + "test_stray_of_a_killed_xwatch_is_swept_by_the_next_one"),
     Row("observer", "terminal closed (SIGHUP) under the dashboard", "session kept, nothing left",

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import DATA, PY, ROOT, WORKLOADS, run_xwatch
 from tests.helpers.fake_mps import make_tool
 from tests.helpers.procs import wait_gone
-from tests.helpers.scenarios import one, two
+from tests.helpers.scenarios import one, tiny_models, two
 
 
 def marked(owner: int) -> list[int]:
@@ -295,3 +295,38 @@ def test_a_hung_xserver_fails_the_phase(tmp_path: Path) -> None:
     assert p.returncode == 1, out + err
     assert "has not answered" in err
     assert wait_gone([pid], 10) == []
+
+
+def test_a_killed_fork_server_fails_its_phase_and_the_next_starts_by_exec(
+        tmp_path: Path) -> None:
+    """The fork server SIGKILLed while its forked workers measure: they die with it
+    (PR_SET_PDEATHSIG), their phase fails naming the server, the run goes on and the
+    next phase's workers are started by exec; nothing is left running."""
+    f = tmp_path / "s.toml"
+    f.write_text(tiny_models("forks", 5))
+    out = tmp_path / "out"
+    p = subprocess.Popen([PY, "-m", "xwatch", "noise", str(f), "--repeat", "3", "--telemetry",
+                          "off", "--export", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    server = None
+    forked: list[int] = []
+    end = time.monotonic() + 240
+    while time.monotonic() < end and len(forked) < 2:
+        for c in psutil.Process(p.pid).children():
+            if "xwatch.core.engine.worker.zygote" in " ".join(c.cmdline()):
+                server, forked = c, [k.pid for k in c.children()]
+        time.sleep(0.2)
+    assert server is not None and len(forked) == 2, "no forked workers seen"
+    time.sleep(1.5)
+    server.kill()
+    text, _ = p.communicate(timeout=240)
+    assert wait_gone([server.pid, *forked], 10) == []
+    doc = json.loads((out / "snapshot.json").read_text())
+    ph = doc["phases"]
+    assert ph[1]["status"] == "failed", [x["status"] for x in ph]
+    assert any("the fork server exited" in m["text"] for m in doc["messages"]), text
+    assert ph[2]["status"] == "done"
+    assert {w["launch"]["start"] for w in ph[2]["workloads"].values()} == \
+        {"exec (the fork server exited)"}
+    assert p.returncode != 0

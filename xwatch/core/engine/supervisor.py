@@ -447,6 +447,9 @@ class ManagedProcess:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.gather(proto.closed, *self._tasks[:2]), timeout=2.0)
         code, sig = (None, -rc) if rc < 0 else (rc, None)
+        lost = self.proc.lost if isinstance(self.proc, ForkedProcess) else None
+        if lost:
+            self.run.phase.session.log("xwatch", "error", f"{self.spec.name}: {lost}")
         self.run.on_exit(code, sig, planned_end=self._planned_end)
         _LIVE_GROUPS.discard(self)
         # the group may still hold grandchildren of an external command

@@ -266,11 +266,18 @@ class ForkedProcess:
     and ``stderr`` (stream readers)."""
 
     def __init__(self, pid: int, stdout: asyncio.StreamReader,
-                 stderr: asyncio.StreamReader, exited: asyncio.Future[int]) -> None:
+                 stderr: asyncio.StreamReader, exited: asyncio.Future[int],
+                 server: ForkServer | None = None) -> None:
         self.pid = pid
         self.stdout = stdout
         self.stderr = stderr
         self._exited = exited
+        self.server = server
+
+    @property
+    def lost(self) -> str | None:
+        """Why it died with the fork server (the server exited under it), else None."""
+        return self.server.lost.get(self.pid) if self.server is not None else None
 
     @property
     def returncode(self) -> int | None:
@@ -299,6 +306,8 @@ class ForkServer:
         self._ids = 0
         self._forks: dict[int, asyncio.Future[int]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
+        #: workers that died with the server (pid -> why)
+        self.lost: dict[int, str] = {}
 
     @staticmethod
     def enabled() -> bool:
@@ -392,6 +401,8 @@ class ForkServer:
             if not f.done():
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
+                self.lost[pid] = (f"{why} (pid {self.proc.pid if self.proc else '?'}): the "
+                                  "workers forked from it died with it")
                 f.set_result(-int(signal.SIGKILL))
 
     async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int
@@ -426,7 +437,7 @@ class ForkServer:
         exited = self._exits.get(pid)
         if exited is None:
             exited = self._exits[pid] = loop.create_future()
-        return ForkedProcess(pid, await _reader(out_r), await _reader(err_r), exited)
+        return ForkedProcess(pid, await _reader(out_r), await _reader(err_r), exited, self)
 
     def close(self) -> None:
         """Stop the server (its children with it); safe to call twice, from anywhere."""
