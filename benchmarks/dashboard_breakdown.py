@@ -69,7 +69,7 @@ def wrap(owner: Any, name: str, key: str | None = None) -> None:
 def install() -> None:
     from textual.widget import Widget
 
-    from xwatch.core.engine.session import Session
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XserverClient
 
     wrap(Session, "snapshot")

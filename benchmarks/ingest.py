@@ -61,8 +61,8 @@ def bare(n: int) -> float:
 
 def xwatch_path(n: int) -> float:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.engine.protocol import LineParser
-    from xwatch.core.engine.session import Session
     from xwatch.scenario import parse_scenario
 
     scen = parse_scenario({"workload": [{"name": "w", "priority": "high",

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import time
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.runner import Runner
 from xwatch.core.xsched.controller import XschedController
 from xwatch.core.xsched.install import find_install

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.modes.base import MPS, XSCHED
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import load_scenario

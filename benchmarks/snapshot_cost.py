@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.scenario import parse_scenario
 
 

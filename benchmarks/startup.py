@@ -23,7 +23,7 @@ import time
 t_start = time.monotonic()
 import asyncio, sys
 sys.path.insert(0, sys.argv[1])
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import parse_scenario
 t_imported = time.monotonic()

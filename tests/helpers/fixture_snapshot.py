@@ -9,7 +9,7 @@ import json
 import random
 from pathlib import Path
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.export.snapshot import snapshot_to_dict
 from xwatch.scenario import load_scenario
 
@@ -113,7 +113,7 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
     """A minimal WorkloadSnapshot for pure analysis tests."""
     import math
 
-    from xwatch.core.engine.session import WorkloadSnapshot
+    from xwatch.core.engine.snapshot import WorkloadSnapshot
     from xwatch.core.engine.stats import EMPTY
 
     return WorkloadSnapshot(

@@ -11,7 +11,8 @@ import json
 import random
 from typing import Any
 
-from xwatch.core.engine.session import RUNNING, Session, SessionSnapshot
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import RUNNING, SessionSnapshot
 from xwatch.core.export.snapshot import snapshot_from_dict, snapshot_to_dict
 from xwatch.scenario import parse_scenario
 

@@ -125,7 +125,7 @@ def test_preflight_not_scheduled_fails_the_phase(tmp_path: Path, install: Path) 
 
 async def test_preflight_verdict_is_cached_for_the_session(tmp_path: Path,
                                                            install: Path) -> None:
-    from xwatch.core.engine.session import Session
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.install import XschedInstall
     from xwatch.core.xsched.preflight import clear_cache

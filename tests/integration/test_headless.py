@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import run_xwatch
-from xwatch.core.engine.session import load_trace
+from xwatch.core.engine.worker.trace import load_trace
 from xwatch.core.export.snapshot import SCHEMA_PATH
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

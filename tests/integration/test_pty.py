@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import parse_scenario
 

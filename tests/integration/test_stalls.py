@@ -20,7 +20,8 @@ from tests.conftest import PY, WORKLOADS, run_xwatch
 from tests.helpers.fake_xsched import have_cc, make_install, pid_alive, xserver_pid
 from tests.helpers.procs import wait_gone
 from tests.helpers.scenarios import one, producer
-from xwatch.core.engine.session import STALLED, Session
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import STALLED
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import parse_scenario
 

@@ -430,7 +430,7 @@ async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
     lane under the charts, its numbers, and ``z`` onto the slowest request."""
     import dataclasses
 
-    from xwatch.core.engine.session import load_trace
+    from xwatch.core.engine.worker.trace import load_trace
     from xwatch.ui.widgets.panels import KernelLane
 
     data = FIXTURE.parent / "kernel_trace_h100"

@@ -13,7 +13,7 @@ from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.engine.arrivals import Schedule, due_times
 from xwatch.core.engine.causes import best_cause, clip, strip_prefix
-from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.core.xsched.engagement import probe_verdict
 from xwatch.scenario import parse_scenario

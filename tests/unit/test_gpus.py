@@ -142,7 +142,7 @@ def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> Non
     the KeyboardInterrupt the stop caused; a failure keeps its cause and stderr, the
     cause not printed twice."""
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.engine.session import ExitInfo
+    from xwatch.core.engine.snapshot import ExitInfo
     from xwatch.core.plans.console import final_table
 
     p = fleet_snapshot().phases[0]

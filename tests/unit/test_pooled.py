@@ -97,7 +97,7 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
 
     from tests.helpers.fixture_snapshot import workload_snapshot
     from xwatch.core.analysis.verdict import change
-    from xwatch.core.engine.session import PhaseSnapshot, WorkloadSnapshot
+    from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
     rng = random.Random(9)
 

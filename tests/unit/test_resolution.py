@@ -25,7 +25,7 @@ from xwatch.core.analysis.resolution import (
 )
 from xwatch.core.analysis.runs import t95
 from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
-from xwatch.core.engine.session import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
 
 

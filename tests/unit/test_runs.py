@@ -26,7 +26,7 @@ from xwatch.core.analysis.verdict import (
     change,
     gate,
 )
-from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.scenario import parse_scenario
 
@@ -341,7 +341,8 @@ def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: o
     that silence is no stall (seen once in the suite: a bert-tiny run failed for it)."""
     import time
 
-    from xwatch.core.engine.session import RUNNING, Session
+    from xwatch.core.engine.live.session import Session
+    from xwatch.core.engine.snapshot import RUNNING
 
     scen = parse_scenario({"workload": [{"name": "qa", "priority": "high",
                                          "model": "bert-tiny", "requests": 5}]})

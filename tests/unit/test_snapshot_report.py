@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.export.charts import build_charts
 from xwatch.core.export.html import render_html
 from xwatch.core.export.markdown import render_markdown

@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 
 from benchmarks.phase_start import breakdown, render
-from xwatch.core.engine.session import STAGES, Session
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import STAGES
 from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot, write_snapshot
 from xwatch.scenario import load_scenario
 

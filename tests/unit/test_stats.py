@@ -142,7 +142,7 @@ def test_empty_and_nan() -> None:
 
 
 def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
-    from xwatch.core.engine.session import Session
+    from xwatch.core.engine.live.session import Session
     from xwatch.scenario import parse_scenario
 
     scen = parse_scenario({"window_s": 10, "workload": [

@@ -193,7 +193,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     """/xqueues rows -> evidence per workload (by pid); a poll in which a still-running
     process lists no queue (the real shim drops them while the process shuts down)
     keeps the last queue table and handles, while the queue count says 0."""
-    from xwatch.core.engine.session import Session
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow, decode_xqueues
     from xwatch.core.xsched.controller import XschedController, by_pid
     from xwatch.core.xsched.install import XschedInstall
@@ -242,7 +242,7 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     xserver fails the phase with its exit status, a malformed answer is only noted."""
     from collections import deque
 
-    from xwatch.core.engine.session import Session
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow
     from xwatch.core.xsched.controller import XschedController, _Fails, _Poll, by_pid
     from xwatch.core.xsched.engagement import QueueStats

@@ -26,7 +26,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
 from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
-from xwatch.core.engine.session import Phase, Session, SessionSnapshot
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.modes.base import label as mode_label
 from xwatch.core.plans.calibrate import calibrate_steps
 from xwatch.core.plans.runner import MPS, NATIVE, XSCHED, Runner

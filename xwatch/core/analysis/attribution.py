@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xwatch.core.analysis.phases import by_priority
-from xwatch.core.engine.session import PhaseSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot
 
 CATEGORIES = ("LOW running", "LOW suspended", "LOW idle", "HIGH suspended", "unknown")
 #: a poll this close to a request (when none fell inside it) still speaks for it

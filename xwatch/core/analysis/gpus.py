@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xwatch.core.engine.pci import bus_from_hello, format_bus, parse_bus_id
-from xwatch.core.engine.session import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 
 @dataclass(frozen=True)

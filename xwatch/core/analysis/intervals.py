@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from xwatch.core.engine.session import WorkloadSnapshot
+from xwatch.core.engine.snapshot import WorkloadSnapshot
 from xwatch.core.engine.stats import LogHistogram, bucket_value, nearest_rank
 
 CONFIDENCE = 0.95

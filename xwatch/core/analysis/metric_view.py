@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import EMPTY, LogHistogram
 
 LATENCY = "latency_ms"

@@ -21,7 +21,7 @@ from typing import Any
 from xwatch.core.analysis.intervals import Interval
 from xwatch.core.analysis.resolution import bucket_width, resolution_ms, widen
 from xwatch.core.analysis.runs import RATE, RunValue, Split, run_value, split, t95
-from xwatch.core.engine.session import PhaseSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot
 
 #: the metrics a floor records for every workload
 FLOOR_METRICS = ("P50", "P95", "P99", RATE)

@@ -3,7 +3,7 @@ workload, the baseline phase, a phase's label. Pure functions on snapshots."""
 
 from __future__ import annotations
 
-from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 
 
 def by_priority(p: PhaseSnapshot) -> tuple[WorkloadSnapshot | None, list[WorkloadSnapshot]]:

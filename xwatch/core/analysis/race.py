@@ -45,7 +45,7 @@ from xwatch.core.analysis import sequential as seq
 from xwatch.core.analysis.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.noise import usable
 from xwatch.core.analysis.runs import RATE, percentile_of, run_value
-from xwatch.core.engine.session import PhaseSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 UNDECIDED, FAILED, SURVIVING = "undecided", "failed", "surviving"

@@ -39,7 +39,7 @@ from xwatch.core.analysis.intervals import (
     percentile_interval,
 )
 from xwatch.core.analysis.resolution import resolved_sd, widen
-from xwatch.core.engine.session import WorkloadSnapshot
+from xwatch.core.engine.snapshot import WorkloadSnapshot
 
 Z95 = 1.959963984540054
 RATE = "samples/s"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xwatch.core.engine.session import PhaseSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot
 
 GAP_S = 2.0
 

@@ -50,7 +50,7 @@ from xwatch.core.analysis.runs import (
     percentile_of,
     run_value,
 )
-from xwatch.core.engine.session import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.modes.base import label as mode_label
 
 #: how a change's interval was made

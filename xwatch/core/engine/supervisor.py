@@ -30,8 +30,10 @@ from collections.abc import Callable
 from typing import Any
 
 from xwatch.core.engine.launch import LaunchSpec
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
-from xwatch.core.engine.session import FAILED, PENDING, STARTING, STOPPED, TERMINAL, Phase, WorkloadRun
+from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
 from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer
 
 MAX_LOG_LINE = 2000

@@ -9,7 +9,7 @@ from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpus import gpu_roles, rollup_series
 from xwatch.core.analysis.phases import by_priority, label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
-from xwatch.core.engine.session import SessionSnapshot
+from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.svgchart import line_chart
 
 #: HIGH and LOW this many times apart get a log latency axis (as on the dashboard)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
 from xwatch.errors import XwatchError
 

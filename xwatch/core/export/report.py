@@ -31,7 +31,7 @@ from xwatch.core.analysis.verdict import (
     rate_change,
     steps,
 )
-from xwatch.core.engine.session import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.charts import build_charts
 from xwatch.core.export.html import render_html
 from xwatch.core.export.markdown import render_markdown

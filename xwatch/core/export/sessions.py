@@ -24,7 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.engine.session import STOPPED, Phase, Session
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import STOPPED
 from xwatch.core.engine.spool import EventSpool, read_rows
 from xwatch.core.engine.stats import Recorder
 from xwatch.errors import UsageError

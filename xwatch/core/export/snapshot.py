@@ -29,15 +29,14 @@ from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percen
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.analysis.pooled import too_few
 from xwatch.core.analysis.verdict import answer_records
-from xwatch.core.engine.session import (
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import (
     ExitInfo,
     LogLine,
     MetricSnapshot,
     PhaseSnapshot,
-    Session,
     SessionSnapshot,
     WorkloadSnapshot,
-    load_trace,
 )
 from xwatch.core.engine.stats import (
     EMPTY,
@@ -46,6 +45,7 @@ from xwatch.core.engine.stats import (
     LatencySummary,
     SecondRow,
 )
+from xwatch.core.engine.worker.trace import load_trace
 from xwatch.errors import SnapshotError
 from xwatch.scenario import parse_scenario
 

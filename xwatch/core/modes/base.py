@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from xwatch.core.engine.session import Phase, WorkloadRun
+    from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.workload import WorkloadRun
 
 NATIVE, XSCHED, MPS = "native", "xsched", "mps"
 MODES = (NATIVE, XSCHED, MPS)

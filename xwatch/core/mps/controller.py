@@ -35,7 +35,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.engine.session import Phase, WorkloadRun
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import read_lines, stop_group

@@ -26,7 +26,7 @@ from xwatch.core.analysis import race
 from xwatch.core.analysis.intervals import requests_to_bound
 from xwatch.core.analysis.race import Candidate, Objective
 from xwatch.core.analysis.runs import percentile_of
-from xwatch.core.engine.session import Session
+from xwatch.core.engine.live.session import Session
 from xwatch.core.export.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan

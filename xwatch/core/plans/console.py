@@ -12,7 +12,7 @@ from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.kernels import analyze
 from xwatch.core.engine.causes import clip
-from xwatch.core.engine.session import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 
 
 def ms(v: float) -> str:

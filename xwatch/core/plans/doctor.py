@@ -133,7 +133,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
     ctl.meta = meta
 
     async def start_probe_stop() -> tuple[str, list[Any]]:
-        from xwatch.core.engine.session import Session
+        from xwatch.core.engine.live.session import Session
         from xwatch.core.xsched.env import xsched_env
         from xwatch.core.xsched.preflight import plan_probes, run_probes
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from xwatch.core.analysis.verdict import answer_lines
-from xwatch.core.engine.session import Phase, Session
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.console import (
     capture_lines,
     failure_reasons,

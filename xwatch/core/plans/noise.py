@@ -12,7 +12,8 @@ from typing import Any
 
 from xwatch.core.analysis.noise import Floor, floor_of, scenario_digest
 from xwatch.core.analysis.runs import RATE
-from xwatch.core.engine.session import Session, utc_now
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import utc_now
 from xwatch.core.export.floors import save, this_machine
 from xwatch.core.modes.base import label
 from xwatch.core.plans.headless import EXIT_FAILED, Step, run_plan

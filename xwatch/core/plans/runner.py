@@ -20,7 +20,10 @@ import time
 from typing import Any
 
 from xwatch.core.engine.launch import build_launch
-from xwatch.core.engine.session import ALIVE, Phase, Session, WorkloadRun
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.live.workload import WorkloadRun
+from xwatch.core.engine.snapshot import ALIVE
 from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation

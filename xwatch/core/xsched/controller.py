@@ -21,7 +21,8 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from xwatch.core.engine.session import Phase, WorkloadRun
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
@@ -289,7 +290,7 @@ class XschedController:
         info["scheduler"] = sched
         info["scheduler_line"] = line.strip()[:300]
 
-    def _wl_info(self, phase: Phase, name: str) -> dict[str, Any]:
+    def _wl_info(self, phase: PhaseLike, name: str) -> dict[str, Any]:
         info = phase.extra["xsched"]["workloads"]
         if name not in info:
             info[name] = {"scheduler": None, "scheduler_line": None, "status": "pending",

@@ -22,7 +22,7 @@ from textual.widget import Widget
 
 from xwatch.core.analysis.gpus import gpu_groups, gpu_roles, rollup_series
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
-from xwatch.core.engine.session import SessionSnapshot
+from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.ui.widgets.plot import Figure, render_figure
 
 COLORS = ("cyan", "red", "green", "orange", "magenta", "blue", "yellow", "white")

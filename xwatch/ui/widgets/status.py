@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from xwatch.core.engine.causes import clip
-from xwatch.core.engine.session import FAILED, STALLED, SessionSnapshot
+from xwatch.core.engine.snapshot import FAILED, STALLED, SessionSnapshot
 from xwatch.ui.widgets.format import text_key
 from xwatch.ui.widgets.quiet import QuietStatic
 

@@ -14,7 +14,7 @@ from xwatch.core.analysis.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.noise import Floor, floors_in
 from xwatch.core.analysis.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
-from xwatch.core.engine.session import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.snapshot import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, pct, rate
 from xwatch.ui.widgets.lines import ScrollLinePanel
 

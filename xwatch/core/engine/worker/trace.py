@@ -192,3 +192,18 @@ class TraceControl:
             with contextlib.suppress(Exception):
                 self._finish()
             self._prof = None
+
+
+def load_trace(path: str) -> dict[str, Any]:
+    """A worker's reduced trace (``trace-<pid>-<id>.json.gz``)."""
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    try:
+        import msgspec
+
+        data = msgspec.json.decode(raw)
+    except ImportError:
+        data = json.loads(raw)
+    if not isinstance(data, dict) or data.get("v") != 1:
+        raise ValueError(f"{path}: not an xwatch kernel trace")
+    return data

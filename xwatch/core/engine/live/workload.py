@@ -1,53 +1,42 @@
-"""A session: the phases of one xwatch run and everything measured in them.
+"""One workload in one phase, live: its events in, its statistics, its state (stalls,
+the start gate, unfinished requests) and its frozen ``WorkloadSnapshot`` out.
 
-The supervisor feeds it (``WorkloadRun.on_events`` and friends, all on the
-event loop's thread); readers call ``Session.snapshot()`` and get immutable
-``SessionSnapshot`` objects: the UI's timer, the headless progress line, the
-exporter and the tests all read the same thing. Raw request events are spooled
-(``engine.spool``) as they arrive (memory stays bounded) and copied on export.
+Fed by the supervisor on the event loop's thread. What it needs of its phase and
+session is named here (``PhaseLike``, ``SessionLike``), so that data flows one way:
+session -> phase -> workload run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import heapq
-import itertools
-import json
 import math
-import os
-import signal
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from xwatch.core.engine.arrivals import due_times
 from xwatch.core.engine.causes import best_cause
-from xwatch.core.engine.spool import EventSpool
-from xwatch.core.engine.stats import (
-    LatencySummary,
-    Moments,
-    Recorder,
-    SecondRow,
+from xwatch.core.engine.snapshot import (
+    ALIVE,
+    FAILED,
+    FINISHED,
+    PENDING,
+    RUNNING,
+    STALLED,
+    STARTING,
+    STOPPED,
+    WAITING,
+    WARMING,
+    ExitInfo,
+    MetricSnapshot,
+    WorkloadSnapshot,
+    utc_now,
 )
-from xwatch.core.engine.worker.trace import request_path
+from xwatch.core.engine.spool import EventSpool
+from xwatch.core.engine.stats import Moments, Recorder
 from xwatch.scenario import Scenario, Workload
-
-# Workload states, in the order they normally happen. STALLED: alive, but no
-# request completed (or no heartbeat) for longer than its stall bound.
-PENDING, STARTING, WARMING, RUNNING = "pending", "starting", "warming", "running"
-WAITING = "waiting"  # warm, held by the start gate until the others are warm
-#: the start gate lets the warm workloads go after this long even if another is still
-#: loading (a 7B model on a slow disk); the phase's log says so
-GATE_MAX_S = 600.0
-STALLED = "stalled"
-FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
-TERMINAL = frozenset({FINISHED, STOPPED, FAILED})
-ALIVE = frozenset({RUNNING, STALLED})
 
 #: A workload is stalled after max(STALL_MIN_S, STALL_P99_FACTOR x its recent service
 #: time (the slowest of its last 64 requests; latency P99 where it reports none),
@@ -61,188 +50,53 @@ PROGRESS_LAG_S = 5.0
 
 LOG_TAIL = 40
 
-#: The stages of a workload's start and stop, in the order they happen (``stages``):
-#: the mode's daemon answers (phase-wide: MPS's control daemon, XSched's xserver with
-#: its preflight), the mode settled (phase-wide: MPS's preflight, which runs beside the
-#: workloads' start, passed; it can come after any of the next), the process asked for
-#: and there (xwatch), the worker's own stages
-#: (``worker.loop.Stages``: interpreter up, torch and the model's library imported,
-#: device context, model built, first warm-up iteration, warm-up over), its ``warm``
-#: event read by xwatch, the start gate's SIGUSR2 sent and taken, its first measured
-#: request due (``ready``: the ready event's ``t0``), then the stop asked, the worker's
-#: ``bye`` (its loop left), the process gone (its exit seen) and the mode's backend torn
-#: down (phase-wide).
-STAGES = ("daemon", "mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
-          "first", "warm", "warm_seen", "gate", "released", "ready", "stop", "bye", "exit",
-          "mode_left")
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class LogLine:
-    seq: int
-    t: float  # wall clock (time.time())
-    source: str  # workload name or "xwatch"
-    stream: str  # "stdout" | "stderr" | "info" | "warning" | "error"
-    text: str
-
-
-@dataclass(frozen=True)
-class ExitInfo:
-    """How a workload process ended."""
-
-    code: int | None
-    signal: int | None
-    reason: str  # finished | stopped | failed
-    ran_to_end: bool
-    message: str = ""
-
-    def describe(self) -> str:
-        if self.signal:
-            import signal as _s
-            try:
-                name = _s.Signals(self.signal).name
-            except ValueError:
-                name = str(self.signal)
-            how = f"killed by {name}"
-        else:
-            how = f"exit code {self.code}"
-        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
-
-
-@dataclass(frozen=True)
-class MetricSnapshot:
-    """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
-    same statistics as its latency, without the unfinished requests' waits."""
-
-    name: str
-    count: int
-    phase: LatencySummary
-    window: LatencySummary
-    series: tuple[SecondRow, ...]
-    hist: tuple[tuple[int, int], ...]
-    integral: bool = False
-    goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
-
 
 #: the keys of a request event that are not named metrics
 REQUEST_KEYS = frozenset({"type", "seq", "t", "latency_ms", "service_ms", "sched_delay_ms",
                           "late", "batch", "ok"})
 
 
-@dataclass(frozen=True)
-class WorkloadSnapshot:
-    """Everything about one workload in one phase, frozen at snapshot time."""
 
-    name: str
-    priority: int
-    priority_label: str
-    description: str
-    state: str
-    pid: int | None
-    phase: LatencySummary
-    window: LatencySummary
-    service_mean_ms: float
-    count: int
-    errors: int
-    late: int
-    samples: int
-    malformed: int
-    target_rate: float | None
-    achieved_rate: float
-    samples_per_s: float
-    window_rate: float
-    window_samples_per_s: float
-    measured_s: float
-    goodput: float | None
-    series: tuple[SecondRow, ...]
-    cdf: tuple[tuple[float, float], ...]
-    exit: ExitInfo | None
-    error: str | None
-    stderr_tail: tuple[str, ...]
-    log_tail: tuple[str, ...]
-    hello: dict[str, Any]
-    launch: dict[str, Any]
-    inflight_s: float
-    annotations: tuple[dict[str, Any], ...] = ()
-    #: requests due (scheduled send time passed) but not completed when the phase's
-    #: measurement ended; None while it runs or where it cannot be known
-    unfinished: int | None = None
-    unfinished_max_wait_ms: float = math.nan
-    #: whether ``phase`` percentiles include the unfinished requests' waits (censored)
-    unfinished_in_percentiles: bool = False
-    unfinished_note: str = ""
-    after_end: int = 0  # requests that completed after the measured end (not counted)
-    stalled_since: float | None = None  # seconds after phase start; None if not stalled
-    stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
-    #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
-    slowest: tuple[tuple[float, float], ...] = ()
-    gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
-    #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
-    buckets: tuple[int, ...] = ()
-    latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
-    #: seconds into the phase at which it closed its event pipe while still running
-    pipe_closed_at: float | None = None
-    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
-    #: unfinished waits included): (bucket index, count), ascending; intervals and
-    #: pooled repeats are computed from it
-    hist: tuple[tuple[int, int], ...] = ()
-    #: every latency the workload reported was a whole number: its percentiles are
-    #: exact (counted per value), and interval bounds are shown as whole numbers
-    integral: bool = False
-    #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
-    metrics: dict[str, MetricSnapshot] = field(default_factory=dict)
-    #: when each stage of its start and stop was reached, in seconds after the phase's
-    #: start, in time order (``STAGES``; ``docs/snapshot.md``)
-    stages: dict[str, float] = field(default_factory=dict)
+class SessionLike(Protocol):
+    """What a workload run, its phase and the mode backends read of their session
+    (``live.session.Session``)."""
 
-
-@dataclass(frozen=True)
-class PhaseSnapshot:
-    index: int
-    name: str
-    mode: str
-    status: str  # running | done | failed | stopped
-    started_at: str
-    ended_at: str | None
-    elapsed_s: float
-    measuring: bool
-    workloads: tuple[WorkloadSnapshot, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
-    t_start: float = 0.0  # monotonic, for aligning telemetry and annotations
-    t_measure: float | None = None
-
-    def workload(self, name: str) -> WorkloadSnapshot | None:
-        return next((w for w in self.workloads if w.name == name), None)
-
-    @property
-    def failed_workloads(self) -> tuple[WorkloadSnapshot, ...]:
-        return tuple(w for w in self.workloads if w.state == FAILED)
-
-
-@dataclass(frozen=True)
-class SessionSnapshot:
     scenario: Scenario
-    phases: tuple[PhaseSnapshot, ...]
-    messages: tuple[LogLine, ...]
-    taken_at: float
     window_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    spool: EventSpool
 
     @property
-    def current(self) -> PhaseSnapshot | None:
-        return self.phases[-1] if self.phases else None
+    def scratch_dir(self) -> str: ...
+
+    def log(self, source: str, stream: str, text: str) -> None: ...
+
+
+class PhaseLike(Protocol):
+    """What a workload run (and a mode backend given a run) reads of its phase
+    (``live.phase.Phase``)."""
+
+    session: SessionLike
+    index: int
+    t_start: float
+    t_stop: float | None
+    t_end: float | None
+    stages: dict[str, float]
+    line_watchers: list[Callable[[WorkloadRun, str, str], None]]
+    extra: dict[str, Any]
+
+    def on_ready(self, t0: float) -> None: ...
+
+    def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None: ...
+
+    def release_gate(self, now: float) -> None: ...
 
 
 class WorkloadRun:
     """Mutable engine-side state of one workload in one phase."""
 
-    def __init__(self, phase: Phase, spec: Workload) -> None:
+    def __init__(self, phase: PhaseLike, spec: Workload) -> None:
         self.phase = phase
         self.spec = spec
         self.state = PENDING
@@ -669,311 +523,3 @@ class WorkloadRun:
             stages=self.stages_since_start(),
         )
 
-
-class Phase:
-    """One start of the workload set in one mode (native or xsched)."""
-
-    def __init__(self, session: Session, index: int, mode: str, name: str,
-                 only: tuple[str, ...] | None = None) -> None:
-        self.session = session
-        self.index = index
-        self.mode = mode
-        self.name = name
-        self.started_at = utc_now()
-        self.ended_at: str | None = None
-        self.t_start = time.monotonic()
-        self.t_measure: float | None = None  # first workload ready
-        self.t_stop: float | None = None  # measurement stopped (stop requested)
-        self.t_end: float | None = None
-        self.status = "running"
-        self.runs: dict[str, WorkloadRun] = {
-            w.name: WorkloadRun(self, w) for w in session.scenario.workloads
-            if only is None or w.name in only}
-        self.extra: dict[str, Any] = {}  # xsched info, annotations
-        #: called for every captured output line (mode backends read the shim's log)
-        self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
-        #: phase-wide stages (``daemon``, ``mode``, ``mode_left``: monotonic), in every
-        #: workload's ``stages``
-        self.stages: dict[str, float] = {}
-        #: the mode is not settled yet (its preflight runs beside the workloads' start):
-        #: the start gate stays shut
-        self.gate_shut = False
-
-    def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
-        """Ask every built-in workload that offers it (``hello.trace``) to record
-        ``seconds`` of kernel activity; the capture record, or None if none can."""
-        seconds = min(10.0, max(0.5, seconds))
-        captures = self.extra.setdefault("captures", [])
-        cid = len(captures) + 1
-        now = time.monotonic()
-        asked = []
-        for r in self.runs.values():
-            if r.state not in ALIVE or not r.hello.get("trace") or r.pid is None:
-                continue
-            with open(request_path(trace_dir, r.pid), "w") as f:
-                json.dump({"id": cid, "seconds": seconds}, f)
-            try:
-                os.kill(r.pid, signal.SIGUSR1)
-            except ProcessLookupError:
-                continue
-            r.capture_grace_until = now + seconds + CAPTURE_GRACE_S
-            asked.append(r.spec.name)
-        if not asked:
-            return None
-        cap: dict[str, Any] = {"id": cid, "t": round(now - self.t_start, 3),
-                               "seconds": seconds, "workloads": asked, "traces": {},
-                               "errors": {}}
-        captures.append(cap)
-        self.extra.setdefault("annotations", []).append(
-            {"t": cap["t"], "text": f"kernel capture {cid} ({seconds:g} s)", "kind": "capture"})
-        self.session.log("xwatch", "info", f"kernel capture {cid}: {seconds:g} s of "
-                         + ", ".join(asked))
-        return cap
-
-    def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None:
-        """A worker's trace file is ready (or its capture failed): keep it in memory."""
-        caps = {c["id"]: c for c in self.extra.get("captures", [])}
-        cap = caps.get(e.get("id"))
-        name = run.spec.name
-        if cap is None:  # e.g. the worker could not read the request: say it anyway
-            if e.get("error"):
-                self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
-                                 f"{e['error']}")
-            return
-        if e.get("error") or not e.get("path"):
-            cap["errors"][name] = str(e.get("error") or "no trace file")
-            self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
-                             f"{cap['errors'][name]}")
-            return
-        try:
-            cap["traces"][name] = load_trace(str(e["path"]))
-        except (OSError, ValueError) as err:
-            cap["errors"][name] = f"trace file unreadable: {err}"
-            return
-        self.session.log("xwatch", "info", f"{name}: kernel capture {cap['id']}: "
-                         f"{e.get('kernels')} kernels, {e.get('requests')} requests, "
-                         f"stopping the profiler took {e.get('cost_s')} s")
-
-    def stop_measuring(self) -> None:
-        """Requests that end after this moment are not counted."""
-        if self.t_stop is None:
-            self.t_stop = time.monotonic()
-
-    def on_ready(self, t0: float) -> None:
-        if self.t_measure is None or t0 < self.t_measure:
-            self.t_measure = t0
-
-    def release_gate(self, now: float) -> None:
-        """The start gate: once every built-in workload of the phase is warm (or has
-        ended), send each warm one SIGUSR2 so that all start measuring at once; after
-        ``GATE_MAX_S`` from the first warm one, let the warm ones go without the rest."""
-        waiting = [r for r in self.runs.values() if r.state == WAITING and not r.released]
-        if not waiting or self.gate_shut:
-            return
-        loading = [r for r in self.runs.values() if r.spec.model is not None
-                   and r.state in (PENDING, STARTING, WARMING)]
-        first = min(r.warm_t or now for r in waiting)
-        if loading and now - first < GATE_MAX_S:
-            return
-        for r in waiting:
-            r.released = True
-            # the worker itself (its hello's pid): under a wrapper that does not exec,
-            # the signal must not reach the wrapper, whose default action is to exit
-            pid = r.hello.get("pid") if isinstance(r.hello.get("pid"), int) else r.pid
-            r.stage("gate")
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGUSR2)
-        held = now - first
-        names = ", ".join(r.spec.name for r in waiting)
-        if loading:
-            self.session.log("xwatch", "warning", f"start gate: {names} start after "
-                             f"{held:.0f} s without {', '.join(r.spec.name for r in loading)}"
-                             " (still loading)")
-        elif len(waiting) > 1 or held > 0.5:
-            self.session.log("xwatch", "info", f"start gate: {names} start measuring "
-                             f"together (the first waited {held:.1f} s, warm)")
-
-    def excuse_pause(self, gap: float) -> None:
-        """xwatch itself did not run for ``gap`` seconds (SIGSTOP, a starved host): the
-        workloads' stall clocks move on by as much, so none is blamed for it."""
-        for r in self.runs.values():
-            if r.last_progress is not None:
-                r.last_progress += gap
-            if r.last_heartbeat is not None:
-                r.last_heartbeat += gap
-        self.extra.setdefault("annotations", []).append(
-            {"t": round(time.monotonic() - self.t_start, 3), "kind": "observer",
-             "text": f"xwatch itself did not run for {gap:.1f} s"})
-        self.session.log("xwatch", "warning", f"xwatch itself did not run for {gap:.1f} s "
-                         "(stopped or starved): no workload is called stalled for that time")
-
-    def check_stalls(self, now: float) -> list[tuple[WorkloadRun, str]]:
-        """Update every workload's stalled state; the ones that just stalled."""
-        out = []
-        for r in self.runs.values():
-            why = r.check_stall(now)
-            if why:
-                out.append((r, why))
-        return out
-
-    def finish(self, status: str | None = None) -> None:
-        if self.t_end is not None:
-            return
-        self.t_end = time.monotonic()
-        self.ended_at = utc_now()
-        cutoff = self.t_stop if self.t_stop is not None else self.t_end
-        for r in self.runs.values():
-            r.count_unfinished(cutoff)
-        stalled = [r for r in self.runs.values() if r.stalled_since is not None]
-        if status is None:
-            status = "failed" if any(r.state == FAILED for r in self.runs.values()) else "done"
-        if (stalled or self.extra.get("error")) and status == "done":
-            status = "failed"
-        if stalled and "error" not in self.extra:
-            self.extra["error"] = "; ".join(
-                f"{r.spec.name} stalled since {r.stalled_since - self.t_start:.1f} s"
-                for r in stalled if r.stalled_since is not None)
-        self.status = status
-
-    def elapsed_s(self, now: float) -> float:
-        """Seconds measured so far (from the start while loading), up to the stop."""
-        end = self.t_stop if self.t_stop is not None else self.t_end if self.t_end else now
-        return end - (self.t_measure or self.t_start)
-
-    def deliver_pending(self) -> None:
-        """Take what the workloads' event pipes hold now (their readers pause up to a
-        second between reads), so a snapshot of a running phase misses no request that
-        ended before it: window rates would otherwise count up to a second too few."""
-        if self.t_end is not None:
-            return
-        for r in self.runs.values():
-            if r.deliver_pending is not None:
-                r.deliver_pending()
-
-    def snapshot(self, now: float) -> PhaseSnapshot:
-        """The phase frozen at ``now`` (after taking what its pipes hold; ``now`` is
-        then read again, so it is not before the newest request)."""
-        if self.t_end is None and any(r.deliver_pending for r in self.runs.values()):
-            self.deliver_pending()
-            now = max(now, time.monotonic())
-        return PhaseSnapshot(
-            index=self.index, name=self.name, mode=self.mode, status=self.status,
-            started_at=self.started_at, ended_at=self.ended_at,
-            elapsed_s=self.elapsed_s(now),
-            measuring=self.t_measure is not None,
-            workloads=tuple(r.snapshot(now) for r in self.runs.values()),
-            extra=_freeze_extra(self.extra), t_start=self.t_start, t_measure=self.t_measure)
-
-
-CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture
-
-
-def load_trace(path: str) -> dict[str, Any]:
-    """A worker's reduced trace (``trace-<pid>-<id>.json.gz``)."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    try:
-        import msgspec
-
-        data = msgspec.json.decode(raw)
-    except ImportError:
-        data = json.loads(raw)
-    if not isinstance(data, dict) or data.get("v") != 1:
-        raise ValueError(f"{path}: not an xwatch kernel trace")
-    return data
-
-
-def _freeze_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, (list, deque)) else
-                dict(v) if isinstance(v, dict) else v) for k, v in extra.items()}
-
-
-class Session:
-    """All phases of one run of a scenario, plus xwatch's own messages."""
-
-    def __init__(self, scenario: Scenario, spool_dir: str | None = None,
-                 spool_max_mb: float | None = 1024) -> None:
-        self.scenario = scenario
-        self.window_s = scenario.window_s
-        self.phases: list[Phase] = []
-        self.logs: deque[LogLine] = deque(maxlen=5000)
-        self._seq = itertools.count(1)
-        self.spool = EventSpool(spool_dir, None if spool_max_mb is None
-                                else int(spool_max_mb * 2**20),
-                                on_full=lambda msg: self.log("xwatch", "warning", msg))
-        self.extra: dict[str, Any] = {}  # environment, xsched, ...
-        self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
-        self.created_at = utc_now()
-        #: called with every new phase (the dashboard notes it for recovery)
-        self.on_phase: Callable[[Phase], None] | None = None
-        self._scratch: str | None = None
-
-    @property
-    def scratch_dir(self) -> str:
-        """A short private temporary folder for this session's daemons (MPS pipe
-        directories hold sockets, whose paths must stay short); removed on close."""
-        if self._scratch is None:
-            import tempfile
-
-            self._scratch = tempfile.mkdtemp(prefix="xwatch-")
-        return self._scratch
-
-    @property
-    def trace_dir(self) -> str:
-        """Where workers write kernel traces (and read capture requests): next to the
-        event spool, so they go (or stay) with it."""
-        d = self.spool.dir / "traces"
-        d.mkdir(exist_ok=True)
-        return str(d)
-
-    def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
-                  prefix: str | None = None) -> Phase:
-        """A new phase in ``mode``; ``only`` runs a subset of the workloads."""
-        if self.phases and self.phases[-1].t_end is None:
-            self.phases[-1].finish()
-        base = f"{prefix}-{mode}" if prefix else mode
-        n = sum(1 for p in self.phases if p.name.startswith(base + "-")) + 1
-        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only)
-        self.phases.append(phase)
-        self.log("xwatch", "info", f"phase {phase.name} started")
-        if self.on_phase is not None:
-            self.on_phase(phase)
-        return phase
-
-    @property
-    def current(self) -> Phase | None:
-        return self.phases[-1] if self.phases else None
-
-    def log(self, source: str, stream: str, text: str) -> None:
-        self.logs.append(LogLine(next(self._seq), time.time(), source, stream, text))
-
-    def logs_since(self, seq: int) -> list[LogLine]:
-        return [ln for ln in self.logs if ln.seq > seq]
-
-    def snapshot(self, now: float | None = None, telemetry_last: int | None = 600
-                 ) -> SessionSnapshot:
-        """Freeze the session. ``telemetry_last`` bounds the telemetry samples
-        included: the newest that many of each device (None: all, for export)."""
-        now = time.monotonic() if now is None else now
-        extra = _freeze_extra(self.extra)
-        extra["created_at"] = self.created_at
-        sp = self.spool
-        extra["spool"] = {"rows_kept": sp.rows, "rows_dropped": sp.dropped, "failed": sp.failed,
-                          "compressed_bytes": sp.bytes_written, "max_bytes": sp.max_bytes}
-        if self.telemetry is not None:
-            extra["telemetry"] = self.telemetry.export(telemetry_last)
-            extra["telemetry"]["t_origin"] = self.phases[0].t_start if self.phases else now
-        return SessionSnapshot(
-            scenario=self.scenario,
-            phases=tuple(p.snapshot(now) for p in self.phases),
-            messages=tuple(ln for ln in self.logs if ln.source == "xwatch"),
-            taken_at=time.time(), window_s=self.window_s, extra=extra)
-
-    def close(self) -> None:
-        self.spool.close()
-        if self._scratch is not None:
-            import shutil
-
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None

@@ -1,0 +1,199 @@
+"""The snapshot types: what a session looks like, frozen, to every reader.
+
+``Session.snapshot()`` (``engine.live``) builds these; the dashboard's timer, the
+headless progress line, the exporter, replay and the tests all read the same
+objects. Also the workload states and the start/stop stages they name. Owns no
+behaviour beyond small read-only helpers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from xwatch.core.engine.stats import LatencySummary, SecondRow
+from xwatch.scenario import Scenario
+
+# Workload states, in the order they normally happen. STALLED: alive, but no
+# request completed (or no heartbeat) for longer than its stall bound.
+PENDING, STARTING, WARMING, RUNNING = "pending", "starting", "warming", "running"
+WAITING = "waiting"  # warm, held by the start gate until the others are warm
+STALLED = "stalled"
+FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
+TERMINAL = frozenset({FINISHED, STOPPED, FAILED})
+ALIVE = frozenset({RUNNING, STALLED})
+
+#: The stages of a workload's start and stop, in the order they happen (``stages``):
+#: the mode's daemon answers (phase-wide: MPS's control daemon, XSched's xserver with
+#: its preflight), the mode settled (phase-wide: MPS's preflight, which runs beside the
+#: workloads' start, passed; it can come after any of the next), the process asked for
+#: and there (xwatch), the worker's own stages
+#: (``worker.loop.Stages``: interpreter up, torch and the model's library imported,
+#: device context, model built, first warm-up iteration, warm-up over), its ``warm``
+#: event read by xwatch, the start gate's SIGUSR2 sent and taken, its first measured
+#: request due (``ready``: the ready event's ``t0``), then the stop asked, the worker's
+#: ``bye`` (its loop left), the process gone (its exit seen) and the mode's backend torn
+#: down (phase-wide).
+STAGES = ("daemon", "mode", "spawn", "spawned", "python", "torch", "imports", "context", "model",
+          "first", "warm", "warm_seen", "gate", "released", "ready", "stop", "bye", "exit",
+          "mode_left")
+
+
+def utc_now() -> str:
+    """The wall-clock time stamps of snapshots (``started_at``, ...): UTC, ISO 8601, ms."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    seq: int
+    t: float  # wall clock (time.time())
+    source: str  # workload name or "xwatch"
+    stream: str  # "stdout" | "stderr" | "info" | "warning" | "error"
+    text: str
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """How a workload process ended."""
+
+    code: int | None
+    signal: int | None
+    reason: str  # finished | stopped | failed
+    ran_to_end: bool
+    message: str = ""
+
+    def describe(self) -> str:
+        if self.signal:
+            import signal as _s
+            try:
+                name = _s.Signals(self.signal).name
+            except ValueError:
+                name = str(self.signal)
+            how = f"killed by {name}"
+        else:
+            how = f"exit code {self.code}"
+        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
+
+
+@dataclass(frozen=True)
+class MetricSnapshot:
+    """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
+    same statistics as its latency, without the unfinished requests' waits."""
+
+    name: str
+    count: int
+    phase: LatencySummary
+    window: LatencySummary
+    series: tuple[SecondRow, ...]
+    hist: tuple[tuple[int, int], ...]
+    integral: bool = False
+    goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
+
+
+
+
+@dataclass(frozen=True)
+class WorkloadSnapshot:
+    """Everything about one workload in one phase, frozen at snapshot time."""
+
+    name: str
+    priority: int
+    priority_label: str
+    description: str
+    state: str
+    pid: int | None
+    phase: LatencySummary
+    window: LatencySummary
+    service_mean_ms: float
+    count: int
+    errors: int
+    late: int
+    samples: int
+    malformed: int
+    target_rate: float | None
+    achieved_rate: float
+    samples_per_s: float
+    window_rate: float
+    window_samples_per_s: float
+    measured_s: float
+    goodput: float | None
+    series: tuple[SecondRow, ...]
+    cdf: tuple[tuple[float, float], ...]
+    exit: ExitInfo | None
+    error: str | None
+    stderr_tail: tuple[str, ...]
+    log_tail: tuple[str, ...]
+    hello: dict[str, Any]
+    launch: dict[str, Any]
+    inflight_s: float
+    annotations: tuple[dict[str, Any], ...] = ()
+    #: requests due (scheduled send time passed) but not completed when the phase's
+    #: measurement ended; None while it runs or where it cannot be known
+    unfinished: int | None = None
+    unfinished_max_wait_ms: float = math.nan
+    #: whether ``phase`` percentiles include the unfinished requests' waits (censored)
+    unfinished_in_percentiles: bool = False
+    unfinished_note: str = ""
+    after_end: int = 0  # requests that completed after the measured end (not counted)
+    stalled_since: float | None = None  # seconds after phase start; None if not stalled
+    stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
+    #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
+    slowest: tuple[tuple[float, float], ...] = ()
+    gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
+    #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
+    buckets: tuple[int, ...] = ()
+    latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
+    #: seconds into the phase at which it closed its event pipe while still running
+    pipe_closed_at: float | None = None
+    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
+    #: unfinished waits included): (bucket index, count), ascending; intervals and
+    #: pooled repeats are computed from it
+    hist: tuple[tuple[int, int], ...] = ()
+    #: every latency the workload reported was a whole number: its percentiles are
+    #: exact (counted per value), and interval bounds are shown as whole numbers
+    integral: bool = False
+    #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
+    metrics: dict[str, MetricSnapshot] = field(default_factory=dict)
+    #: when each stage of its start and stop was reached, in seconds after the phase's
+    #: start, in time order (``STAGES``; ``docs/snapshot.md``)
+    stages: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PhaseSnapshot:
+    index: int
+    name: str
+    mode: str
+    status: str  # running | done | failed | stopped
+    started_at: str
+    ended_at: str | None
+    elapsed_s: float
+    measuring: bool
+    workloads: tuple[WorkloadSnapshot, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+    t_start: float = 0.0  # monotonic, for aligning telemetry and annotations
+    t_measure: float | None = None
+
+    def workload(self, name: str) -> WorkloadSnapshot | None:
+        return next((w for w in self.workloads if w.name == name), None)
+
+    @property
+    def failed_workloads(self) -> tuple[WorkloadSnapshot, ...]:
+        return tuple(w for w in self.workloads if w.state == FAILED)
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    scenario: Scenario
+    phases: tuple[PhaseSnapshot, ...]
+    messages: tuple[LogLine, ...]
+    taken_at: float
+    window_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def current(self) -> PhaseSnapshot | None:
+        return self.phases[-1] if self.phases else None
