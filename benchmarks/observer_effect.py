@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from xwatch.core.analysis.intervals import Hist, diff_interval, merge, percentile_interval
+from xwatch.core.analysis.stats.intervals import Hist, diff_interval, merge, percentile_interval
 from xwatch.core.analysis.verdict import Change
 from xwatch.core.engine.stats import LogHistogram
 
@@ -30,7 +30,7 @@ def yard_hist(path: Path) -> Hist:
 
 
 def xwatch_hist(folder: Path, name: str = "high") -> Hist | None:
-    from xwatch.core.analysis.intervals import hist_of
+    from xwatch.core.analysis.stats.intervals import hist_of
     from xwatch.core.export.snapshot import load_snapshot
 
     try:

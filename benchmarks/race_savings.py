@@ -3,7 +3,7 @@
 Ten candidates with a known truth shaped like the H100's `intensive` (HIGH P99 and
 LOW samples/s per setting, run-to-run SDs of 0.8 ms and 60/s; MPS75 the cheapest
 that meets 10 ms). Each round runs every survivor once (racing) or every candidate
-(the grid) until ``analysis.race.judge`` names a winner; both stop at the same
+(the grid) until ``analysis.stats.race.judge`` names a winner; both stop at the same
 decision rule, so the grid is what the same confidence costs without dropping.
 
     python benchmarks/race_savings.py [TRIALS] [SD_MS]
@@ -15,7 +15,7 @@ import random
 import statistics
 import sys
 
-from xwatch.core.analysis.race import Candidate, Objective, judge
+from xwatch.core.analysis.stats.race import Candidate, Objective, judge
 
 TRUTH = [("native", 19.0, 6150), ("mps100", 12.0, 6300), ("mps75", 9.0, 5600),
          ("mps50", 8.0, 4400), ("mps25", 6.0, 2800), ("x1/1", 7.0, 3000),

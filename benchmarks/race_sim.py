@@ -12,7 +12,7 @@ the bottom up:
   price (1% SD);
 - within the run, the P99 is the order statistic of ``requests`` log-normal request
   latencies (drawn exactly: the rank's uniform order statistic is a Beta draw), and
-  its within-run standard error is what ``analysis.runs.run_value`` would give: the
+  its within-run standard error is what ``analysis.stats.runs.run_value`` would give: the
   order-statistic 95% ranks' values, half their distance over 1.96, NaN where there
   are too few requests for the upper rank;
 - ``whole``: values rounded to whole milliseconds;
@@ -20,7 +20,7 @@ the bottom up:
 
 "before" is the race as it was (Student's t over each candidate's own runs at a
 Bonferroni level 1 - 0.05/candidates, every survivor every round, no correction for
-the looks), "now" is ``analysis.race`` (``analysis.sequential``). Both stop at a
+the looks), "now" is ``analysis.stats.race`` (``analysis.stats.sequential``). Both stop at a
 decision, when no candidate is left, or before a round that would overrun the
 budget; at the budget both choose, as ``xwatch advise`` does, the cheapest candidate
 that meets the SLO with confidence. "wrong" counts races that chose anything but
@@ -43,10 +43,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from xwatch.core.analysis import race
-from xwatch.core.analysis.intervals import Interval, rank_bounds
-from xwatch.core.analysis.race import Candidate, Objective
-from xwatch.core.analysis.runs import mean_interval, t_ppf
+from xwatch.core.analysis.stats import race
+from xwatch.core.analysis.stats.intervals import Interval, rank_bounds
+from xwatch.core.analysis.stats.race import Candidate, Objective
+from xwatch.core.analysis.stats.runs import mean_interval, t_ppf
 
 OBJ = Objective("high", "P99", 10.0)
 # name, typical run's P99 (ms), price (samples/s), run-level SD of log P99 (unequal)
@@ -118,7 +118,7 @@ def _old_interval(xs: Sequence[float], confidence: float) -> Interval:
 
 
 def old_judge(cands: Sequence[Candidate], obj: Objective) -> Candidate | None:
-    """``analysis.race.judge`` as it was before issue 41's goal 2 (a copy)."""
+    """``analysis.stats.race.judge`` as it was before issue 41's goal 2 (a copy)."""
     live = [c for c in cands if c.alive]
     conf = 1.0 - 0.05 / max(1, len([c for c in cands if c.status != race.FAILED]))
     for c in cands:

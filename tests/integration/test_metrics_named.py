@@ -13,7 +13,7 @@ import jsonschema
 
 from tests.conftest import run_xwatch
 from tests.helpers import scenarios
-from xwatch.core.analysis.runs import run_value
+from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.export.prometheus import families
 from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot
 

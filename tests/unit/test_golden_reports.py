@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from xwatch.core.export.charts import build_charts
-from xwatch.core.export.html import render_html
-from xwatch.core.export.markdown import render_markdown
+from xwatch.core.export.render.charts import build_charts
+from xwatch.core.export.render.html import render_html
+from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.report import build_report
 from xwatch.core.export.snapshot import load_snapshot
 

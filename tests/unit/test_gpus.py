@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from xwatch.core.analysis.gpus import gpu_groups, rollup
+from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.export.snapshot import load_snapshot
 from xwatch.core.plans.console import progress_line
 
@@ -54,7 +54,7 @@ def test_eight_gpus_headless_lines_stay_readable() -> None:
     GPU's P99 in order, the failed copy named), the final table is grouped under a
     line per GPU with HIGH's P99 interval, and ends with the roll-up over all."""
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.analysis.intervals import hist_of, percentile_interval
+    from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
     from xwatch.core.plans.console import final_table
 
     snap = fleet_snapshot()
@@ -111,7 +111,7 @@ def test_rollup_series_against_the_copies_rows() -> None:
     import math
 
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.analysis.gpus import gpu_roles, rollup_series
+    from xwatch.core.analysis.gpu.gpus import gpu_roles, rollup_series
     from xwatch.core.analysis.timeline import phase_offsets
 
     snap = fleet_snapshot()
@@ -165,7 +165,7 @@ def test_the_report_rolls_eight_gpus_up_as_the_dashboard_does() -> None:
     import re
 
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.export.charts import build_charts
+    from xwatch.core.export.render.charts import build_charts
 
     charts = build_charts(fleet_snapshot(ended=True))
     text = "\n".join(charts)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xwatch.core.analysis.intervals import (
+from xwatch.core.analysis.stats.intervals import (
     Hist,
     binom_cdf,
     diff_interval,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xwatch.core.analysis.kernels import analyze, capture_cost, clip, intersect, occupancy, union
+from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, intersect, occupancy, union
 from xwatch.core.engine.worker.trace import load_trace
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "kernel_trace_h100"

@@ -140,3 +140,49 @@ def test_stages_import_only_downwards() -> None:
                     and dp[2] not in MAY_IMPORT[parts[2]]):
                 bad.append(f"{mod} -> {d}")
     assert bad == []
+
+
+# Inside a stage, the sub-folders go one way too: the snapshot types know nothing of
+# the live run, the live run nothing of process supervision; the statistics of runs
+# and races nothing of the other analyses; the renderings nothing of files.
+MAY_NOT_IMPORT = {
+    "xwatch.core.engine.snapshot": ("xwatch.core.engine.live", "xwatch.core.engine.supervisor"),
+    "xwatch.core.engine.live": ("xwatch.core.engine.supervisor",),
+    "xwatch.core.engine.live.workload": ("xwatch.core.engine.live.phase",
+                                         "xwatch.core.engine.live.session"),
+    "xwatch.core.engine.live.phase": ("xwatch.core.engine.live.session",),
+    "xwatch.core.analysis.stats": ("xwatch.core.analysis.gpu", "xwatch.core.analysis.verdict",
+                                   "xwatch.core.analysis.calibrate",
+                                   "xwatch.core.analysis.phases"),
+    "xwatch.core.analysis.gpu": ("xwatch.core.analysis.stats", "xwatch.core.analysis.verdict",
+                                 "xwatch.core.analysis.calibrate"),
+    "xwatch.core.export.render": ("xwatch.core.export.snapshot", "xwatch.core.export.report",
+                                  "xwatch.core.export.sections", "xwatch.core.export.sessions"),
+}
+
+
+def test_sub_folders_import_one_way() -> None:
+    bad = []
+    for mod, deps in import_graph().items():
+        for owner, banned in MAY_NOT_IMPORT.items():
+            if mod == owner or mod.startswith(owner + "."):
+                bad += [f"{mod} -> {d}" for d in deps
+                        if any(d == b or d.startswith(b + ".") for b in banned)]
+    assert bad == []
+
+
+def test_core_modules_and_folders_stay_small() -> None:
+    """No module of the core over 600 lines, no folder of it over 10 modules
+    (``__init__`` counted): split by what each owns before that."""
+    core = ROOT / "core"
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in core.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 600]
+    crowded = [f"{d.relative_to(ROOT)}: {n}" for d in [core, *core.rglob("*")]
+               if d.is_dir() and (n := len(list(d.glob("*.py")))) > 10]
+    assert long == [] and crowded == []
+
+
+def test_every_module_says_what_it_owns() -> None:
+    bare = [str(p.relative_to(ROOT)) for p in (ROOT / "core").rglob("*.py")
+            if p.stat().st_size and ast.get_docstring(ast.parse(p.read_text())) is None]
+    assert bare == []

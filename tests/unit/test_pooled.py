@@ -10,14 +10,8 @@ import random
 
 import pytest
 
-from xwatch.core.analysis.intervals import Hist
-from xwatch.core.analysis.pooled import (
-    few_note,
-    needed,
-    pooled_diff_interval,
-    pooled_interval,
-    too_few,
-)
+from xwatch.core.analysis.stats.intervals import Hist
+from xwatch.core.analysis.stats.pooled import few_note, needed, pooled_diff_interval, pooled_interval, too_few
 from xwatch.core.engine.stats import Moments, nearest_rank
 
 #: the standard normal's quantiles (tabulated)

@@ -11,10 +11,10 @@ import random
 
 import pytest
 
-from xwatch.core.analysis import race
-from xwatch.core.analysis import sequential as seq
-from xwatch.core.analysis.race import Candidate, Objective, judge
-from xwatch.core.analysis.runs import t_ppf
+from xwatch.core.analysis.stats import race
+from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.race import Candidate, Objective, judge
+from xwatch.core.analysis.stats.runs import t_ppf
 
 OBJ = Objective("high", "P99", 10.0)
 
@@ -228,7 +228,7 @@ def test_short_labels_and_a_budget_too_small_for_a_decision_says_so() -> None:
 def test_intervals_stay_positive_and_are_never_narrower_than_the_resolution() -> None:
     """Two runs in one histogram bucket (the field's 7.30 [7.30, 7.30]): the interval is
     at least the bucket's width, and never reaches 0 or below."""
-    from xwatch.core.analysis.resolution import resolution_ms
+    from xwatch.core.analysis.stats.resolution import resolution_ms
 
     cs = [_c("a", [7.30, 7.30], [100.0, 100.0]), _c("b", [8.0, 8.4], [90.0, 91.0]),
           _c("c", [9.0, 9.5], [80.0, 81.0]), _c("d", [1.0, 30.0], [70.0, 71.0])]

@@ -15,15 +15,15 @@ import statistics
 import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
-from xwatch.core.analysis.noise import Floor, floor_of
-from xwatch.core.analysis.resolution import (
+from xwatch.core.analysis.stats.noise import Floor, floor_of
+from xwatch.core.analysis.stats.resolution import (
     bucket_width,
     diff_resolution,
     resolution_ms,
     resolved_sd,
     widen,
 )
-from xwatch.core.analysis.runs import t95
+from xwatch.core.analysis.stats.runs import t95
 from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value

@@ -14,9 +14,9 @@ import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
 from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.intervals import Hist, diff_interval, merge
-from xwatch.core.analysis.noise import Floor, floor_of, one_run_interval
-from xwatch.core.analysis.runs import Split, mean_interval, run_value, t_ppf
+from xwatch.core.analysis.stats.intervals import Hist, diff_interval, merge
+from xwatch.core.analysis.stats.noise import Floor, floor_of, one_run_interval
+from xwatch.core.analysis.stats.runs import Split, mean_interval, run_value, t_ppf
 from xwatch.core.analysis.verdict import (
     FLOOR,
     RUNS,
@@ -226,7 +226,7 @@ def test_split_and_runs_needed_against_a_brute_force() -> None:
 
 
 def test_one_run_interval_scales_to_the_run_length_and_keeps_the_within_interval() -> None:
-    from xwatch.core.analysis.intervals import Interval
+    from xwatch.core.analysis.stats.intervals import Interval
 
     s = Split(runs=5, run_s=10.0, mean=5.0, total=0.02, within=0.01)
     iv = one_run_interval(0.3, Interval(0.3, 0.25, 0.35), s, None, 40.0)
@@ -294,7 +294,7 @@ def test_whole_milliseconds_are_shown_as_such_and_exactly() -> None:
     """A program printing "completed in 15 ms": its percentiles are the exact
     nearest-rank values (not 14.97, a bucket's centre), also past 200 ms where a
     0.5% bucket holds several whole numbers; one fraction turns that off."""
-    from xwatch.core.analysis.intervals import hist_of, percentile_interval
+    from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
     from xwatch.core.engine.stats import exact_percentile
 
     rng = random.Random(8)

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from xwatch.core.analysis import sequential as seq
+from xwatch.core.analysis.stats import sequential as seq
 
 SIMS, LOOKS = 300, 12
 

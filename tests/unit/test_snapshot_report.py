@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 
 from xwatch.core.engine.live.session import Session
-from xwatch.core.export.charts import build_charts
-from xwatch.core.export.html import render_html
-from xwatch.core.export.markdown import render_markdown
+from xwatch.core.export.render.charts import build_charts
+from xwatch.core.export.render.html import render_html
+from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.report import build_report, write_reports
 from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot, load_snapshot_dict, write_snapshot
 from xwatch.errors import SnapshotError

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xwatch.core.analysis.noise import floors_in
+from xwatch.core.analysis.stats.noise import floors_in
 from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import label as mode_label

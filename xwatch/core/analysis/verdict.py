@@ -5,11 +5,11 @@ session, and whether each change is beyond noise.
 
 A *step* is one planned configuration (native, XSched, MPS, a sweep setting, a
 calibrate role); with ``--repeat N`` each step has N runs (phases), interleaved.
-**The run is the unit** (``analysis.runs``): each run gives one estimate, runs
+**The run is the unit** (``analysis.stats.runs``): each run gives one estimate, runs
 are paired with their neighbour in the interleaved order, and the interval of a
 change is Student's t over the paired differences. With one run per step there
 is no run-level interval: the change is judged against the machine's recorded
-noise floor (``analysis.noise``) when the snapshot carries one, and otherwise
+noise floor (``analysis.stats.noise``) when the snapshot carries one, and otherwise
 gets no verdict, only its within-run interval and the words "run-to-run noise
 unmeasured". A change is beyond noise only when its interval excludes 0.
 Pure functions of snapshots.
@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xwatch.core.analysis.intervals import (
+from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.stats.intervals import (
     WITHIN_NOISE,
     Hist,
     Interval,
@@ -30,16 +31,10 @@ from xwatch.core.analysis.intervals import (
     direction,
     hist_of,
 )
-from xwatch.core.analysis.noise import Floor, floors_in, one_run_interval, run_length, usable
-from xwatch.core.analysis.phases import baseline, by_priority
-from xwatch.core.analysis.pooled import (
-    few_note,
-    pooled_diff_interval,
-    pooled_interval,
-    too_few,
-)
-from xwatch.core.analysis.resolution import resolution_ms, widen
-from xwatch.core.analysis.runs import (
+from xwatch.core.analysis.stats.noise import Floor, floors_in, one_run_interval, run_length, usable
+from xwatch.core.analysis.stats.pooled import few_note, pooled_diff_interval, pooled_interval, too_few
+from xwatch.core.analysis.stats.resolution import resolution_ms, widen
+from xwatch.core.analysis.stats.runs import (
     RATE,
     Z95,
     RunValue,
@@ -130,7 +125,7 @@ class Change:
     #: the variance of the paired differences split between and within runs
     noise: Split | None = None
     #: the fewest requests a run had, where fewer than the percentile needs
-    #: (``analysis.pooled``: it is their maximum); 0: enough
+    #: (``analysis.stats.pooled``: it is their maximum); 0: enough
     few: int = 0
     #: the runs' requests were pooled (``few`` with two or more runs each)
     pooled: bool = False
@@ -242,7 +237,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     pv = [(values[id(x)], values[id(y)]) for x, y in pairs]
     per = tuple(y.est - x.est for x, y in pv)
     unit = metric_unit(metric)
-    # a percentile's per-run values sit on a grid (analysis.resolution); samples/s do not
+    # a percentile's per-run values sit on a grid (analysis.stats.resolution); samples/s do not
     res_a = 0.0 if metric == RATE else resolution_ms([v.est for v in va])
     res_b = 0.0 if metric == RATE else resolution_ms([v.est for v in vb])
     few = 0

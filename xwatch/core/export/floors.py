@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.analysis.noise import Floor, floor_key, machine_of, scenario_digest
+from xwatch.core.analysis.stats.noise import Floor, floor_key, machine_of, scenario_digest
 
 
 def root() -> Path:

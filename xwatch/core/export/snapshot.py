@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import xwatch
-from xwatch.core.analysis.gpus import gpu_groups, rollup
-from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
-from xwatch.core.analysis.kernels import analyze
-from xwatch.core.analysis.pooled import too_few
+from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
+from xwatch.core.analysis.gpu.kernels import analyze
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
+from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (

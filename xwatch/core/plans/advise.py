@@ -1,6 +1,6 @@
 """``xwatch advise``: race native, MPS and XSched settings to the cheapest one that
 meets the SLO with confidence, on this box (a plan over the one runner; the
-statistics are ``analysis.race``).
+statistics are ``analysis.stats.race``).
 
 Candidates: native; MPS with the lower-priority workloads at client priority 1 and
 100/75/50/25% of the SMs; XSched with their threshold/batch at 1/1, 2/1, 4/2, 8/4,
@@ -22,12 +22,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from xwatch.core.analysis import race
-from xwatch.core.analysis.intervals import requests_to_bound
-from xwatch.core.analysis.race import Candidate, Objective
-from xwatch.core.analysis.runs import percentile_of
+from xwatch.core.analysis.stats import race
+from xwatch.core.analysis.stats.intervals import requests_to_bound
+from xwatch.core.analysis.stats.race import Candidate, Objective
+from xwatch.core.analysis.stats.runs import percentile_of
 from xwatch.core.engine.live.session import Session
-from xwatch.core.export.braille import scatter
+from xwatch.core.export.render.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
 from xwatch.core.plans.sweep import apply_setting, parse_settings, sweep_mode

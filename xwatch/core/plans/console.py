@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
-from xwatch.core.analysis.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
-from xwatch.core.analysis.kernels import analyze
+from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
+from xwatch.core.analysis.gpu.kernels import analyze
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 

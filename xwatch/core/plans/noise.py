@@ -10,8 +10,8 @@ import argparse
 import math
 from typing import Any
 
-from xwatch.core.analysis.noise import Floor, floor_of, scenario_digest
-from xwatch.core.analysis.runs import RATE
+from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
+from xwatch.core.analysis.stats.runs import RATE
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import utc_now
 from xwatch.core.export.floors import save, this_machine

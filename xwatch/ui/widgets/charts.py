@@ -20,7 +20,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from xwatch.core.analysis.gpus import gpu_groups, gpu_roles, rollup_series
+from xwatch.core.analysis.gpu.gpus import gpu_groups, gpu_roles, rollup_series
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.ui.widgets.plot import Figure, render_figure

@@ -11,13 +11,13 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from xwatch.core.analysis.attribution import attribute
 from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.gpus import gpu_roles, latest_samples
-from xwatch.core.analysis.kernels import analyze, capture_cost, occupancy
+from xwatch.core.analysis.gpu.attribution import attribute
+from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
+from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.export.report import policy_label, xsched_version
+from xwatch.core.export.sections import policy_label, xsched_version
 from xwatch.core.xsched.engagement import EXIT_CRASH
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel

@@ -9,10 +9,10 @@ from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from xwatch.core.analysis.gpus import GpuGroup, gpu_groups, rollup, rollup_text
-from xwatch.core.analysis.intervals import hist_of, percentile_interval
-from xwatch.core.analysis.noise import Floor, floors_in
-from xwatch.core.analysis.pooled import too_few
+from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
+from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
+from xwatch.core.analysis.stats.noise import Floor, floors_in
+from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.snapshot import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
 from xwatch.ui.widgets.format import delta, ms, pct, rate
@@ -27,7 +27,7 @@ Cell = Text | str
 
 def _pct(v: float, n: int, q: float) -> Cell:
     """A percentile's cell; ``*`` (dim) where its requests are fewer than it needs:
-    it is their maximum (``analysis.pooled``)."""
+    it is their maximum (``analysis.stats.pooled``)."""
     return Text(ms(v) + "*", style="dim") if too_few(n, q) else ms(v)
 
 

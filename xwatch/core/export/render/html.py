@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from xwatch.core.export.model import Report
+from xwatch.core.export.render.model import Report
 
 
 def _md_inline(text: str) -> str:

@@ -1,5 +1,5 @@
 """Anytime-valid intervals over runs for several settings at once: what the advise
-race (``analysis.race``) looks at after every round.
+race (``analysis.stats.race``) looks at after every round.
 
 A race looks at its data after every round and stops on the first look that
 decides, so an interval that holds at 95% for one fixed number of runs does not
@@ -17,7 +17,7 @@ sequence: it holds at every look at once. Three parts, each its own function:
   degrees of freedom borrowed only as far as it looks like the pool (scaled by the
   squared ratio of the variances); and no variance is taken below the runs'
   within-run variance (each run's percentile from order statistics) nor below what
-  rounding to the values' resolution adds (``analysis.resolution``). Simulated with
+  rounding to the values' resolution adds (``analysis.stats.resolution``). Simulated with
   spreads equal, 6x apart, one 6x noisier than four others, heavy tails and whole
   milliseconds, every interval of every look held together in 95-99.7% of 300
   trials (``tests/unit/test_sequential.py``). A fitted empirical-Bayes weight (Smyth
@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from xwatch.core.analysis.intervals import Interval
-from xwatch.core.analysis.resolution import resolution_ms, resolved_sd, widen
-from xwatch.core.analysis.runs import t_ppf
+from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.core.analysis.stats.resolution import resolution_ms, resolved_sd, widen
+from xwatch.core.analysis.stats.runs import t_ppf
 
 ALPHA = 0.05
 POWER = 2.0  # how fast a noisier setting stops borrowing the pool's degrees of freedom

@@ -16,7 +16,7 @@ of Kalibera and Jones (2013), and pyperf's "each worker process is a sample".
 With k >= 2 it keeps its 95% promise whenever the run estimates are roughly
 normal, whatever splits the variance between and within runs
 (``tests/unit/test_runs.py`` simulates both and counts). One run has no
-run-level interval: ``analysis.noise`` supplies the machine's recorded floor
+run-level interval: ``analysis.stats.noise`` supplies the machine's recorded floor
 or says it is unmeasured.
 
 Each run's own (within-run) standard error is kept as well, to split the
@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xwatch.core.analysis.intervals import (
+from xwatch.core.analysis.stats.intervals import (
     CONFIDENCE,
     Hist,
     Interval,
@@ -38,7 +38,7 @@ from xwatch.core.analysis.intervals import (
     hist_of,
     percentile_interval,
 )
-from xwatch.core.analysis.resolution import resolved_sd, widen
+from xwatch.core.analysis.stats.resolution import resolved_sd, widen
 from xwatch.core.engine.snapshot import WorkloadSnapshot
 
 Z95 = 1.959963984540054
@@ -153,7 +153,7 @@ def _t_interval(xs: Sequence[float], grids: Sequence[float]) -> Interval:
 
 def mean_interval(xs: Sequence[float], resolution: float = 0.0) -> Interval:
     """The mean of run estimates with its t interval (open with fewer than 2 runs),
-    never narrower than the values' ``resolution`` (``analysis.resolution``: the
+    never narrower than the values' ``resolution`` (``analysis.stats.resolution``: the
     spread taken as at least the grid's, and at least ``± resolution / 2``)."""
     return _t_interval(xs, (resolution,))
 
@@ -178,7 +178,7 @@ class Split:
     mean: float
     total: float
     within: float
-    #: the resolution of one run's estimate (``analysis.resolution``; for a paired
+    #: the resolution of one run's estimate (``analysis.stats.resolution``; for a paired
     #: difference the root sum of both sides' squares): ``var_at`` adds the variance
     #: rounding to that grid may hide, ``resolution² / 12`` (runs in one bucket show
     #: none; as ``resolution.resolved_sd``). 0: continuous (samples/s).

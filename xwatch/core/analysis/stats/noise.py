@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xwatch.core.analysis.intervals import Interval
-from xwatch.core.analysis.resolution import bucket_width, resolution_ms, widen
-from xwatch.core.analysis.runs import RATE, RunValue, Split, run_value, split, t95
+from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.core.analysis.stats.resolution import bucket_width, resolution_ms, widen
+from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, run_value, split, t95
 from xwatch.core.engine.snapshot import PhaseSnapshot
 
 #: the metrics a floor records for every workload
@@ -141,7 +141,7 @@ def one_run_interval(d_est: float, within: Interval, base: Split, other: Split |
     baseline's), scaled to this run's length, with the floor's degrees of freedom
     (each side's variance with what its resolution may hide, ``Split.var_at``);
     never narrower than the runs' own (within-run) interval, nor than the
-    difference's ``resolution`` (``analysis.resolution.widen``)."""
+    difference's ``resolution`` (``analysis.stats.resolution.widen``)."""
     var = base.var_at(run_s) + (other or base).var_at(run_s)
     df = min(base.runs, (other or base).runs) - 1
     if df < 1 or var != var:

@@ -4,7 +4,7 @@ Each candidate (a mode and its settings) has runs; each run gives one value of t
 SLO metric (the SLO workload's percentile, with its within-run standard error from
 order statistics) and one price (the summed samples/s of the workloads below the
 SLO's priority: what sharing leaves the background work). Over its runs a candidate
-gets, for each of the two, an anytime-valid interval (``analysis.sequential``): the
+gets, for each of the two, an anytime-valid interval (``analysis.stats.sequential``): the
 geometric mean of its runs' values (the typical run's), its between-run variance on
 the log scale moderated toward the variance pooled over all the candidates, and the
 error rate 5% split over the candidates and the two metrics (80% to the SLO) and spent over each
@@ -41,10 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xwatch.core.analysis import sequential as seq
-from xwatch.core.analysis.intervals import Interval, requests_to_bound
-from xwatch.core.analysis.noise import usable
-from xwatch.core.analysis.runs import RATE, percentile_of, run_value
+from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
+from xwatch.core.analysis.stats.noise import usable
+from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
@@ -144,7 +144,7 @@ def share(cands: Sequence[Candidate], price: bool = False) -> float:
 
 
 def fit(cands: Sequence[Candidate]) -> None:
-    """Every candidate's SLO and price intervals at this look (``analysis.sequential``)."""
+    """Every candidate's SLO and price intervals at this look (``analysis.stats.sequential``)."""
     live = [c for c in cands if c.status != FAILED]
     slo = {c.label: seq.log_runs(c.slo_values, c.slo_ses, bounded=c.bounded) for c in live}
     price = {c.label: seq.log_runs(c.prices, c.price_ses, histogram=False) for c in live}

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 from xwatch.core.analysis.frontier import frontier, sweep_points
-from xwatch.core.analysis.gpus import gpu_roles, rollup_series
+from xwatch.core.analysis.gpu.gpus import gpu_roles, rollup_series
 from xwatch.core.analysis.phases import by_priority, label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.export.svgchart import line_chart
+from xwatch.core.export.render.svgchart import line_chart
 
 #: HIGH and LOW this many times apart get a log latency axis (as on the dashboard)
 LOG_RATIO = 20.0

@@ -14,8 +14,8 @@ run's n requests with replacement from its histogram, pool, take the percentile;
 ``DRAWS`` times with a fixed seed. With few runs the bootstrap's spread understates
 the between-run part (a resample of 3 runs has only 10 distinct run sets), so the
 interval is ``estimate ± t(k-1) sd* sqrt(k / (k-1))`` from the draws' standard
-deviation ``sd*`` (the t of ``analysis.runs`` for k runs), never narrower than the
-resolution (``analysis.resolution``); a side stays **open** where the pooled count
+deviation ``sd*`` (the t of ``analysis.stats.runs`` for k runs), never narrower than the
+resolution (``analysis.stats.resolution``); a side stays **open** where the pooled count
 is too small for a distribution-free bound on it (an upper bound for P99 needs 299
 requests: no resampling can bound what was never observed). A difference of two
 settings draws pairs of runs (repeat r of A with repeat r of B) the same way.
@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
 
-from xwatch.core.analysis.intervals import Hist, Interval, merge, percentile_interval, rank_bounds
-from xwatch.core.analysis.resolution import resolution_ms, widen
-from xwatch.core.analysis.runs import Z95, t95
+from xwatch.core.analysis.stats.intervals import Hist, Interval, merge, percentile_interval, rank_bounds
+from xwatch.core.analysis.stats.resolution import resolution_ms, widen
+from xwatch.core.analysis.stats.runs import Z95, t95
 from xwatch.core.engine.stats import nearest_rank
 
 DRAWS = 1000

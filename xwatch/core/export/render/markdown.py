@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xwatch.core.export.model import Report
+from xwatch.core.export.render.model import Report
 
 
 def render_markdown(rep: Report) -> str:

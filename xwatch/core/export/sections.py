@@ -1,0 +1,430 @@
+"""The report's sections beyond the phases table: per GPU, kernel captures, isolation,
+MPS, preflight, calibrate, attribution, sweep (and its frontier rows), the advice and
+the answer; each a function of the snapshot that gives a ``Section`` or None when the
+snapshot has nothing for it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from xwatch.core.analysis.calibrate import calibrate
+from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.gpu.attribution import attribute
+from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
+from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, union
+from xwatch.core.analysis.phases import by_priority, label
+from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
+from xwatch.core.analysis.verdict import (
+    UNMEASURED,
+    answer,
+    answer_lines,
+    latency_change,
+    rate_change,
+    steps,
+)
+from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.export.render.model import Section, Table, change, num
+from xwatch.core.export.render.svgchart import lane_chart
+
+
+def gpu_section(snap: SessionSnapshot) -> Section | None:
+    """Per GPU, per phase: HIGH P50/P99, LOW samples/s, utilization; and the roll-up."""
+    tel = snap.extra.get("telemetry")
+    rows, roll_rows = [], []
+    for p in snap.phases:
+        groups = gpu_groups(p, tel)
+        for g in groups:
+            rows.append([label(p), str(g.gpu), g.bus_id or "?", g.name or "?",
+                         g.high.name if g.high else "-", num(g.high_p50), num(g.high_p99),
+                         num(g.low_samples_per_s, 1),
+                         "-" if g.util_pct is None else f"{g.util_pct:.0f}%",
+                         g.matched_by or "none"])
+        if groups:
+            r = rollup(groups)
+            roll_rows.append([label(p), ", ".join(map(str, r["gpus"])),
+                              f"{num(r['worst_high_p99_ms'])} (GPU {r['worst_gpu']})",
+                              num(r["best_high_p99_ms"]), num(r["low_samples_per_s"], 1),
+                              str(r["high_requests"])])
+    if not rows:
+        return None
+    s = Section("Per GPU")
+    s.paragraphs.append(
+        f"Every workload ran as one copy per GPU ({', '.join(map(str, snap.scenario.gpus))}), "
+        "named NAME@GPU, pinned with CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES. Telemetry "
+        "is matched by the PCI address each worker reported (`pci`), else by index.")
+    s.tables.append(("", Table(
+        ["phase", "GPU", "PCI bus", "device", "HIGH", "HIGH P50 ms", "HIGH P99 ms",
+         "LOW samples/s", "util (mean)", "telemetry match"], rows)))
+    s.tables.append(("Roll-up (percentiles are not averaged across GPUs)", Table(
+        ["phase", "GPUs", "worst HIGH P99 ms", "best HIGH P99 ms", "LOW samples/s (sum)",
+         "HIGH requests"], roll_rows)))
+    return s
+
+
+def capture_sections(snap: SessionSnapshot) -> list[Section]:
+    """Per kernel capture: what HIGH's kernels waited behind, its 10 slowest requests
+    broken down, the capture's own cost, and (HTML) the kernel lane."""
+    out = []
+    for p in snap.phases:
+        prio = {w.name: w.priority for w in p.workloads}
+        for cap in p.extra.get("captures") or []:
+            a = analyze(cap, prio) if cap.get("traces") else None
+            rec = (cap.get("analysis") or {}) if a is None else a.as_dict()
+            if not rec:
+                continue
+            s = Section(f"Kernel capture {rec['capture']} in {label(p)} "
+                        f"({cap.get('seconds', 0):g} s, {cap.get('t', 0):.1f} s after the "
+                        "phase started)")
+            low = ", ".join(rec["lows"]) or "nothing of lower priority"
+            s.paragraphs.append(
+                f"{rec['high']}'s kernels took {num(rec['high_kernel_ms'])} ms where the same "
+                f"kernels take {num(rec['high_alone_ms'])} ms without {low} running (stretch "
+                f"{num(rec['stretch'])}x); {_share(rec['overlap_share'])} of its kernel time "
+                f"overlapped {low}'s kernels. Per request: {num(rec['queue_ms_mean'])} ms from "
+                f"its start to its first kernel, {num(rec['gap_ms_mean'])} ms with no kernel of "
+                f"it running (launches, queueing, synchronization); {low} ran nothing during "
+                f"{_share(rec['low_quiet_share'])} of the time a request was open. Clock check: "
+                f"{_share(rec['aligned'])} of {rec['high']}'s kernels fall inside its requests. "
+                "Kernels: " + ", ".join(f"{n} {k}" for n, k in rec["kernels"].items()) + ".")
+            hi = p.workload(rec["high"])
+            if hi is not None:
+                c = capture_cost(hi.series, cap)
+                s.paragraphs.append(
+                    f"The capture's own cost on {rec['high']}: per-second P50 "
+                    f"{num(c['before_p50_ms'])} ms before, {num(c['during_p50_ms'])} ms during; "
+                    f"the worst request {num(c['before_max_ms'])} ms before, "
+                    f"{num(c['during_max_ms'])} ms during (the profiler's teardown after the "
+                    "window lands on the next requests). This phase's statistics include it.")
+            s.tables.append((f"{rec['high']}'s 10 slowest requests in the capture", Table(
+                ["seq", "at (ms)", "span ms", "queue ms", "kernels ms", "stretch",
+                 f"alongside {low} ms", "no kernel ms", "LOW quiet ms"],
+                [[str(b["seq"]), num(b["start"] * 1000, 1), num(b["span_ms"]),
+                  num(b["queue_ms"]), num(b["kernel_ms"]), num(b["stretch"]),
+                  num(b["overlap_ms"]), num(b["gap_ms"]), num(b["low_quiet_ms"])]
+                 for b in rec["slowest"]])))
+            if a is not None:
+                s.charts.append(_lane_svg(cap, a))
+            for note in rec.get("notes") or []:
+                s.paragraphs.append(f"Note: {note}.")
+            out.append(s)
+    return out
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:.0f}%"
+
+
+def _lane_svg(cap: dict[str, Any], a: Any) -> str:
+    """The capture's busiest second around HIGH's slowest request, as SVG lanes."""
+    slow = a.slowest[0] if a.slowest else None
+    mid = a.t0 + (slow.start + slow.span_ms / 2000) if slow else (a.t0 + a.t1) / 2
+    lo = max(a.t0, mid - 0.05)
+    hi = min(a.t1, lo + 0.1)
+    traces = cap["traces"]
+    rows = [(n, clip(union([(k[2], k[3]) for k in traces[n]["kernels"]]), lo, hi))
+            for n in (a.high, *a.lows)]
+    cut = {b.seq for b in a.slowest[:3]}
+    brackets = [(max(lo, q[1]), min(hi, q[2]), q[0] in cut)
+                for q in traces[a.high].get("requests") or [] if q[2] > lo and q[1] < hi]
+    return lane_chart(f"kernels around {a.high}'s slowest request (100 ms; red: the 3 "
+                      "slowest requests)", rows, brackets, (lo, hi))
+
+
+def xsched_version(xs: dict[str, Any]) -> str:
+    """"XSched 1.2.0" as the install said (a snapshot from before versions were read:
+    "XSched version not recorded")."""
+    if "version" not in xs:
+        return "XSched version not recorded"
+    return f"XSched {xs['version']}" if xs.get("version") else \
+        f"XSched version unknown ({xs.get('version_source') or 'no XSchedConfig.cmake'})"
+
+
+def policy_label(xs: dict[str, Any]) -> str:
+    """"HPF (1)": the policy with the install's own number for it, when recorded."""
+    num = xs.get("policy_number")
+    return f"{xs.get('policy')}" + (f" ({num})" if num is not None else "")
+
+
+def preflight_section(snap: SessionSnapshot) -> Section | None:
+    rows = []
+    for p in snap.phases:
+        pf = p.extra.get("preflight") or {}
+        for v in pf.get("verdicts") or []:
+            rows.append([p.name, f"{v.get('device')} / {v.get('stream')}",
+                         ", ".join(v.get("workloads") or []), str(v.get("status")),
+                         str(v.get("detail")) + (" (cached)" if v.get("cached") else "")])
+    if not rows:
+        return None
+    s = Section("XSched preflight")
+    s.paragraphs.append("Before each XSched phase, a few seconds of tiny GPU work ran under the "
+                        "shim with each workload's XSched environment, on a created and on the "
+                        "default stream (stream 'graph': the same work captured once as a CUDA "
+                        "graph and replayed, for workloads that capture graphs). A crash, hang "
+                        "or 'not-scheduled' on the stream kind a workload uses fails the phase "
+                        "before its model loads; 'crashed-at-exit' (the probe ran engaged to its "
+                        "end, then died while exiting) lets it go on, warned.")
+    s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
+    return s
+
+
+def calibrate_section(snap: SessionSnapshot) -> Section | None:
+    cal = calibrate(snap)
+    if cal is None:
+        return None
+    s = Section(f"Calibration: where {cal.workload}'s latency goes")
+    s.paragraphs.append(f"**{cal.verdict}**")
+    s.paragraphs.append("shim overhead = alone under XSched - alone native; contention = "
+                        "together native - alone native; XSched recovers = together native - "
+                        "together under XSched (positive = XSched helps). All in ms.")
+    s.tables.append(("", Table(
+        ["percentile", "alone native", "alone XSched", "together native", "together XSched",
+         "shim overhead", "contention", "XSched recovers"],
+        [[r.pct, num(r.alone_native), num(r.alone_xsched), num(r.together_native),
+          num(r.together_xsched), num(r.shim_overhead), num(r.contention), num(r.recovered)]
+         for r in cal.rows])))
+    s.paragraphs.append(f"Low-priority throughput together: {num(cal.low_native_sps, 1)} "
+                        f"samples/s native, {num(cal.low_xsched_sps, 1)} under XSched "
+                        f"({num(cal.low_price_pct, 1)}%).")
+    return s
+
+
+def attribution_section(snap: SessionSnapshot) -> Section | None:
+    slo = snap.scenario.slo
+    rows = []
+    for p in snap.phases:
+        a = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None)
+        if a is None:
+            continue
+        rows.append([p.name, a.workload, f"> {a.threshold_ms:.2f} ms ({a.threshold_kind})"]
+                    + [str(a.counts[c]) for c in a.counts] + [a.sentence()])
+    if not rows:
+        return None
+    from xwatch.core.analysis.gpu.attribution import CATEGORIES
+
+    s = Section("Tail attribution under XSched")
+    s.paragraphs.append("For each high-priority request slower than the SLO (else the phase "
+                        "P99): what the /xqueues polls taken while it was open showed (the "
+                        "nearest poll within 0.15 s when none fell inside it).")
+    s.tables.append(("", Table(["phase", "workload", "slow =", *[f"while {c}" if c != "unknown"
+                                                              else c for c in CATEGORIES],
+                                "summary"], rows)))
+    return s
+
+
+def sweep_section(snap: SessionSnapshot) -> Section | None:
+    rows, note = frontier_rows(snap)
+    if not rows:
+        return None
+    mode = next((p.mode for p in snap.phases if p.extra.get("setting")), "xsched")
+    s = Section(f"Sweep: {'MPS' if mode == 'mps' else 'XSched'} settings against native")
+    s.paragraphs.append(note)
+    s.tables.append(("", Table(["phase", "setting", "status", "HIGH P50 (ms)", "HIGH P99 (ms)",
+                                "LOW samples/s", "P99 vs native", "LOW vs native", "frontier"],
+                               rows)))
+    return s
+
+
+def state_text(w: WorkloadSnapshot) -> str:
+    if w.exit is None:
+        return w.state
+    if w.exit.reason == "stopped" and w.exit.ran_to_end:
+        return "ran to end"
+    if w.exit.reason == "finished":
+        return "finished (exit 0)"
+    stalled = " after a stall" if w.stalls else ""
+    return w.exit.describe() + stalled
+
+
+def percentile_of(w: WorkloadSnapshot, q: float) -> float:
+    if w.hist:  # exact nearest rank on the phase's histogram
+        return percentile_interval(hist_of(w), q).est
+    table = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}
+    if q in table:
+        return w.phase.get(table[q])
+    # a snapshot without its histogram (older xwatch): the recorded CDF (1% steps)
+    for v, f in w.cdf:
+        if f * 100 >= q - 1e-9:
+            return v
+    return math.nan
+
+
+def advice_section(snap: SessionSnapshot) -> Section | None:
+    """``xwatch advise``: the answer, the scenario lines, every candidate with its
+    intervals and status, the frontier (braille here, SVG in the HTML charts)."""
+    from xwatch.core.analysis.stats import race
+    from xwatch.core.export.render.braille import scatter
+
+    adv = snap.extra.get("advice")
+    if not isinstance(adv, dict):
+        return None
+    s = Section("Advice")
+    s.paragraphs.append(f"**{race.sentence(adv)}**")
+    toml = race.toml_for(adv)
+    if toml:
+        s.code = "\n".join(toml)
+
+    def iv(d: dict[str, Any], fmt: str) -> str:
+        if d.get("estimate") is None:
+            return "-"
+        lo = "?" if d.get("lo") is None else fmt.format(d["lo"])
+        hi = "?" if d.get("hi") is None else fmt.format(d["hi"])
+        return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
+
+    slo = adv["slo"]
+    rows = [[c.get("label", c["mode"]), str(c["runs"]), iv(c["slo_metric"], "{:.2f}"),
+             iv(c["price"], "{:,.0f}"), c["status"], c.get("reason") or ""]
+            for c in sorted(adv["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))]
+    s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "
+                     f"{len(rows)} candidates)", Table(
+                         ["candidate", "runs", f"{slo['workload']} {slo['metric']} (ms)",
+                          "price (samples/s)", "status", "why"], rows)))
+    pts = [(chr(ord("a") + i), c["price"]["estimate"], c["slo_metric"]["estimate"],
+            c["price"]["lo"], c["price"]["hi"], c["slo_metric"]["lo"], c["slo_metric"]["hi"])
+           for i, c in enumerate(sorted(adv["candidates"],
+                                        key=lambda c: -(c["price"]["estimate"] or 0.0)))
+           if c["price"]["estimate"] is not None and c["slo_metric"]["estimate"] is not None]
+    plot = scatter(pts, hline=slo["latency_ms"], xlabel="price (samples/s)",
+                   ylabel=f"{slo['workload']} {slo['metric']} ms; dots: the SLO")
+    if plot:
+        s.paragraphs.append("Frontier (marks a, b, ... in the table's order):\n\n```\n"
+                            + "\n".join(plot) + "\n```")
+    notes = [f"Runs: {adv['runs']} in {adv['seconds'] / 60:.1f} min over {adv.get('rounds', '?')} "
+             f"rounds; the full grid of those rounds: {adv.get('grid_runs', '?')} runs."]
+    if adv.get("undecided"):
+        notes.append(adv["undecided"])
+    notes += [f"Skipped {m}: {why}" for m, why in (adv.get("skipped") or {}).items()]
+    s.paragraphs.append("  \n".join(notes))
+    return s
+
+
+def answer_section(snap: SessionSnapshot) -> Section | None:
+    """The verdict box: what changed, with intervals, pooled over repeats; then each
+    repeat, so a reader sees the spread."""
+    ans = answer(snap)
+    if not ans:
+        return None
+    s = Section("Answer")
+    lines = answer_lines(snap)
+    s.paragraphs.append("  \n".join(f"**{ln}**" if i < len(ans) else ln
+                                     for i, ln in enumerate(lines)))
+    groups = steps(snap)
+    rows = []
+    hi = by_priority(snap.phases[0])[0] if snap.phases else None
+    for key, ps in groups.items():
+        p99s = []
+        for p in ps:
+            w = p.workload(hi.name) if hi else None
+            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.hist else None
+            if iv is not None:
+                p99s.append(iv.est)
+            lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]
+            rows.append([key, str(p.extra.get("repeat", 1)), p.status,
+                         percentile_interval(hist_of(w), 50.0).text()
+                         if iv is not None and w is not None else "-",
+                         iv.text() if iv else "-",
+                         "; ".join(f"{x.name} {num(x.samples_per_s, 1)}" for x in lows) or "-"])
+        if len(ps) > 1 and p99s:
+            rows.append([key, "spread of P99", "", "", f"{min(p99s):.2f} to {max(p99s):.2f}", ""])
+    hn = hi.name if hi else "high"
+    s.tables.append(("Each phase (95% intervals)", Table(
+        ["step", "repeat", "status", f"{hn} P50 (ms)", f"{hn} P99 (ms)", "samples/s"], rows)))
+    return s
+
+
+def isolation_section(snap: SessionSnapshot) -> Section | None:
+    """What was removed from each phase's environment, and what the maps showed."""
+    rows = []
+    removed = []
+    for p in snap.phases:
+        iso = p.extra.get("isolation") or {}
+        for r in iso.get("removed") or []:
+            removed.append([p.name, f"`{r.get('name')}`", str(r.get("why"))])
+        for name, w in (iso.get("workloads") or {}).items():
+            rows.append([p.name, name, str(w.get("verdict")),
+                         ", ".join(w.get("libraries") or []) or "none",
+                         str(w.get("origin") or "-")])
+    if not rows and not removed:
+        return None
+    s = Section("Isolation: each mode's environment, proven")
+    s.paragraphs.append("Each phase starts from the user's environment minus the other modes' "
+                        "traces; once each workload ran, its /proc/PID/maps (and its "
+                        "children's) was read for XSched libraries. 'clean' = read and none "
+                        "found; 'unverified' = could not be read.")
+    if removed:
+        s.tables.append(("Removed", Table(["phase", "variable", "why"], removed)))
+    if rows:
+        s.tables.append(("Proof", Table(["phase", "workload", "verdict", "XSched libraries "
+                                         "mapped", "came from"], rows)))
+    return s
+
+
+def mps_section(snap: SessionSnapshot) -> Section | None:
+    rows = []
+    notes = []
+    for p in snap.phases:
+        m = p.extra.get("mps")
+        if not m:
+            continue
+        pf = m.get("preflight") or {}
+        notes.append(f"**{p.name}**: daemon `{' '.join(m.get('daemon_cmd') or [])}` (pid "
+                     f"{m.get('daemon_pid')}), pipe directory `{m.get('pipe_dir')}`, servers "
+                     f"{m.get('servers') or '-'}; preflight {pf.get('verdict', '-')}"
+                     + (f" ({pf.get('detail')})" if pf.get("detail") else "")
+                     + (f"; daemon exit {m['daemon_exit']}" if m.get("daemon_exit") else ""))
+        for name, w in (m.get("workloads") or {}).items():
+            env = (m.get("env") or {}).get(name) or {}
+            rows.append([p.name, name, str(w.get("status")), str(w.get("server") or "-"),
+                         ", ".join(f"`{k}={v}`" for k, v in sorted(env.items())
+                                   if k.startswith("CUDA_MPS_") and "DIRECTORY" not in k),
+                         "; ".join(w.get("warnings") or []) or "-"])
+    if not notes:
+        return None
+    s = Section("MPS engagement (evidence, not settings)")
+    s.paragraphs += notes
+    s.tables.append(("", Table(["phase", "workload", "status", "server", "client settings",
+                                "warnings"], rows)))
+    return s
+
+
+def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
+    _native, pts = sweep_points(snap)
+    if not pts:
+        return [], ""
+    front = frontier(pts)
+    nat = next((p for p in pts if p["native"]), None)
+    natives = [p["phase"] for p in pts if p["native"] and p["ok"]]
+    hi = by_priority(natives[0])[0] if natives else None
+    lows = by_priority(natives[0])[1] if natives else []
+    rows = []
+    same: set[str] = set()
+    for p in pts:
+        runs = [q["phase"] for q in pts if q["label"] == p["label"] and q["ok"]]  # repeats
+        p99c = latency_change(hi.name, 99.0, natives, runs) \
+            if hi is not None and p["ok"] and not p["native"] else None
+        lowc = [c for lw in lows for c in [rate_change(lw.name, natives, runs)] if c] \
+            if p["ok"] and not p["native"] else []
+        if p99c is not None and p99c.basis != UNMEASURED and p99c.way == 0 \
+                and all(c.way == 0 for c in lowc):
+            same.add(p["label"])  # indistinguishable from native: never called better
+        rows.append([
+            p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
+            num(p["p50"]), num(p["p99"]), num(p["low_sps"], 1),
+            p99c.text() if p99c is not None else
+            (change(nat["p99"], p["p99"]) if nat and not p["native"] else "-"),
+            change(nat["low_sps"], p["low_sps"], 1) if nat and not p["native"] else "-",
+            "same as native (within noise)" if p["label"] in same else
+            "yes" if p["label"] in front else ""])
+    best = sorted(front - {"native"} - same)
+    note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
+            "higher LOW throughput, leaving out settings whose P99 and LOW throughput are both "
+            "within noise of native (95% intervals). On the frontier: "
+            + (", ".join(best) if best else "no setting (native dominates, or none differs "
+               "from it beyond noise)")
+            + ". Failed settings are listed with their status and are not points."
+            + (" With one run per setting and no recorded noise floor, no setting can be "
+               "told from native's run-to-run noise: `xwatch noise` records it, --repeat 3 "
+               "measures it." if any(r[6].endswith("unmeasured") for r in rows) else ""))
+    return rows, note
+
+
