@@ -10,7 +10,7 @@ import random
 from pathlib import Path
 
 from xwatch.core.engine.live.session import Session
-from xwatch.core.export.snapshot import snapshot_to_dict
+from xwatch.core.export.snapshot import encode_document, snapshot_document
 from xwatch.scenario import load_scenario
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -83,7 +83,7 @@ def build() -> dict:  # type: ignore[type-arg]
         ph.t_end = t0 + 30.5
         ph.ended_at = ph.started_at[:14] + "00:31.000+00:00"
     snap = s.snapshot(now=1200.0, telemetry_last=None)
-    doc = snapshot_to_dict(snap)
+    doc = json.loads(encode_document(snapshot_document(snap)))
     doc["created_at"] = "2026-11-21T10:00:00.000+00:00"
     doc["environment"] = {"host": "mi308x-box", "os": "Linux 6.8", "machine": "x86_64",
                           "cpus": 128, "python": "3.11.7", "xwatch": "0.1.0",

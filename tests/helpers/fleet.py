@@ -13,7 +13,7 @@ from typing import Any
 
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import RUNNING, SessionSnapshot
-from xwatch.core.export.snapshot import snapshot_from_dict, snapshot_to_dict
+from xwatch.core.export.snapshot import encode_document, snapshot_document, snapshot_from_dict
 from xwatch.scenario import parse_scenario
 
 T0 = 1000.0  # the phase's start on the fake monotonic clock
@@ -78,7 +78,8 @@ def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
                                     "allocate 2.00 GiB")
             run.on_exit(1, None, planned_end=False)
     if xsched:
-        p.extra["xsched"] = {"policy": "HPF", "xserver_cmd": ["xserver", "HPF", "50000"],
+        p.extra["xsched"] = {"root": "/opt/xsched", "policy": "HPF",
+                             "xserver_cmd": ["xserver", "HPF", "50000"],
                              "workloads": {
             name: {"status": "engaged", "scheduler": "GLB",
                    "stats": {"queues": 2, "polls": 40, "ready": 30, "suspended": 10},
@@ -97,7 +98,7 @@ def fleet_snapshot(gpus: int = 8, seconds: int = 30, ended: bool = False,
     s = fleet_session(gpus, seconds, ended, xsched)
     try:
         snap = s.snapshot(now=T0 + seconds)
-        doc = json.loads(json.dumps(snapshot_to_dict(snap)))
+        doc = json.loads(encode_document(snapshot_document(snap)))
     finally:
         s.close()
     doc["created_at"] = "2026-11-23T12:00:00+00:00"

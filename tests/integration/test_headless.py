@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import run_xwatch
 from xwatch.core.engine.worker.trace import load_trace
-from xwatch.core.export.snapshot import SCHEMA_PATH
+from xwatch.core.export.document.schema import SCHEMA_PATH
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 

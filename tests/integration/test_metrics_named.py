@@ -14,8 +14,9 @@ import jsonschema
 from tests.conftest import run_xwatch
 from tests.helpers import scenarios
 from xwatch.core.analysis.stats.runs import run_value
+from xwatch.core.export.document.schema import SCHEMA_PATH
 from xwatch.core.export.prometheus import families
-from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot
+from xwatch.core.export.snapshot import load_snapshot
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 

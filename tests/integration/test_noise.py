@@ -15,7 +15,7 @@ import jsonschema
 from tests.conftest import DATA, run_xwatch
 from tests.helpers import scenarios
 from tests.helpers.fake_mps import make_tool
-from xwatch.core.export.snapshot import SCHEMA_PATH
+from xwatch.core.export.document.schema import SCHEMA_PATH
 
 FAKE_NVML = str(DATA / "fake_nvml")
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -144,7 +144,8 @@ def test_stages_import_only_downwards() -> None:
 
 # Inside a stage, the sub-folders go one way too: the snapshot types know nothing of
 # the live run, the live run nothing of process supervision; the statistics of runs
-# and races nothing of the other analyses; the renderings nothing of files.
+# and races nothing of the other analyses; the renderings nothing of files; the
+# snapshot document nothing but itself.
 MAY_NOT_IMPORT = {
     "xwatch.core.engine.snapshot": ("xwatch.core.engine.live", "xwatch.core.engine.supervisor"),
     "xwatch.core.engine.live": ("xwatch.core.engine.supervisor",),
@@ -158,6 +159,13 @@ MAY_NOT_IMPORT = {
                                  "xwatch.core.analysis.calibrate"),
     "xwatch.core.export.render": ("xwatch.core.export.snapshot", "xwatch.core.export.report",
                                   "xwatch.core.export.sections", "xwatch.core.export.sessions"),
+    # the snapshot document is data only: it knows nothing of what fills or reads it
+    "xwatch.core.export.document": ("xwatch.core.engine", "xwatch.core.analysis",
+                                    "xwatch.core.modes", "xwatch.core.xsched",
+                                    "xwatch.core.mps", "xwatch.core.telemetry",
+                                    "xwatch.core.export.snapshot", "xwatch.core.export.report",
+                                    "xwatch.core.export.sections", "xwatch.core.export.sessions",
+                                    "xwatch.core.export.render", "xwatch.scenario"),
 }
 
 

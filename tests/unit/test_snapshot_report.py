@@ -11,11 +11,13 @@ import jsonschema
 import pytest
 
 from xwatch.core.engine.live.session import Session
+from xwatch.core.export.document.schema import SCHEMA_PATH
+from xwatch.core.export.document.upgrade import upgrade
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.report import build_report, write_reports
-from xwatch.core.export.snapshot import SCHEMA_PATH, load_snapshot, load_snapshot_dict, write_snapshot
+from xwatch.core.export.snapshot import load_snapshot, load_snapshot_dict, write_snapshot
 from xwatch.errors import SnapshotError
 from xwatch.scenario import load_scenario
 
@@ -25,7 +27,10 @@ SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 
 def test_fixture_and_fresh_snapshots_validate(tmp_path: Path) -> None:
-    jsonschema.validate(json.loads(FIXTURE.read_text()), SCHEMA)
+    # the fixture is of the first era (a workload's ``service_ms``): valid once upgraded
+    with pytest.raises(jsonschema.ValidationError, match="service_ms"):
+        jsonschema.validate(json.loads(FIXTURE.read_text()), SCHEMA)
+    jsonschema.validate(upgrade(json.loads(FIXTURE.read_text())), SCHEMA)
     s = Session(load_scenario("demo"))
     ph = s.new_phase("native")
     ph.runs["high"].on_events([{"type": "ready", "t0": ph.t_start},
@@ -173,7 +178,7 @@ def test_html_is_self_contained_and_has_the_charts(tmp_path: Path) -> None:
 
 def test_sweep_report_names_the_frontier(tmp_path: Path) -> None:
     """A fixed sweep snapshot: native + three settings, one of them crashed."""
-    doc = json.loads(FIXTURE.read_text())
+    doc = upgrade(json.loads(FIXTURE.read_text()))
     native, xs = doc["phases"]
     xs["workloads"]["low"] = json.loads(json.dumps(native["workloads"]["low"]))
     xs["status"] = "done"

@@ -39,7 +39,7 @@ from xwatch.core.export.sections import (
     sweep_section,
     xsched_version,
 )
-from xwatch.core.export.snapshot import _atomic_write, load_snapshot, load_snapshot_dict, snapshot_from_dict
+from xwatch.core.export.snapshot import _atomic_write, load_snapshot
 
 LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p50", "P50 (ms)"),
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
@@ -320,8 +320,7 @@ def build_report(snap: SessionSnapshot) -> Report:
 def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:
     """Write report.md and report.html next to a snapshot."""
     p = Path(snapshot_path)
-    doc = load_snapshot_dict(p)
-    snap = snapshot_from_dict(doc, str(p))
+    snap = load_snapshot(p)
     rep = build_report(snap)
     d = p.parent if p.is_file() else p
     md, hp = d / "report.md", d / "report.html"

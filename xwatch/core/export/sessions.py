@@ -208,7 +208,7 @@ def recover(d: Path) -> Path:
     from xwatch.core.export.snapshot import (
         PreparedExport,
         scenario_from_dict,
-        snapshot_to_dict,
+        snapshot_document,
         write_export,
     )
 
@@ -256,7 +256,7 @@ def recover(d: Path) -> Path:
         p.extra["error"] = ("xwatch was killed during this phase; recovered from the raw "
                             "events spooled before the kill (the last 2 s may be missing)")
     snap = session.snapshot(now=max(last.values(), default=time.monotonic()))
-    doc = snapshot_to_dict(snap)
+    doc = snapshot_document(snap)
     if not events.exists():
         events.write_bytes(b"")
     size = events.stat().st_size

@@ -1,18 +1,20 @@
 """Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv.gz``).
 
-Schema id ``xwatch.snapshot/1`` (JSON Schema in ``snapshot.schema.json`` beside
-this file, prose in ``docs/snapshot.md``). Writing is atomic: a temporary file
-in the target folder, fsync, then ``os.replace``, so a crash mid-write never
-leaves a half snapshot. ``load_snapshot`` checks the schema id and rebuilds a
-``SessionSnapshot`` so that replay and reports read exactly what the live
-dashboard read.
+The document is the struct tree of ``export.document`` (schema id
+``xwatch.snapshot/1``; its JSON Schema, generated from the structs, in
+``snapshot.schema.json`` beside this file; prose in ``docs/snapshot.md``): msgspec
+encodes it and decodes it, naming the field and why when a file does not fit.
+Snapshots of earlier xwatch versions are brought to the current shape first
+(``export.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
+target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
+snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
+reports read exactly what the live dashboard read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import math
 import os
 import platform
@@ -21,7 +23,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import UNSET
 
 import xwatch
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
@@ -46,17 +51,23 @@ from xwatch.core.engine.stats import (
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
+from xwatch.core.export import document as D
+from xwatch.core.export.document.upgrade import upgrade
 from xwatch.errors import SnapshotError
-from xwatch.scenario import parse_scenario
+from xwatch.scenario import Scenario, parse_scenario
 
-SCHEMA_ID = "xwatch.snapshot/1"
+SCHEMA_ID = D.SCHEMA_ID
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
-SCHEMA_PATH = Path(__file__).with_name("snapshot.schema.json")
-#: per-phase facts kept in snapshots besides the workloads
-PHASE_EXTRAS = ("xsched", "mps", "setting", "setting_values", "error", "preflight", "calibrate",
-                "captures", "isolation", "repeat", "step", "cut_short", "candidate")
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
+#: per-phase facts kept in snapshots besides the workloads: ``PhaseSnapshot.extra``
+#: key -> its type in the document
+PHASE_EXTRAS: dict[str, Any] = {
+    "xsched": D.Xsched, "mps": D.Mps, "setting": str,
+    "setting_values": dict[str, dict[str, D.SettingValue]], "error": str,
+    "preflight": D.Preflight, "calibrate": str, "isolation": D.Isolation, "repeat": int,
+    "step": str, "cut_short": str, "candidate": str}
+T = TypeVar("T")
 
 
 def _num(v: float | None) -> float | None:
@@ -65,95 +76,94 @@ def _num(v: float | None) -> float | None:
     return round(float(v), 6)
 
 
-def host_environment() -> dict[str, Any]:
+def _typed(value: object, kind: type[T], what: str) -> T:
+    """A part the live session keeps as plain data, as the document's type."""
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError as e:  # a field xwatch writes but never named
+        raise SnapshotError(f"snapshot {what}: {e}", title="Snapshot not written") from e
+
+
+def host_environment() -> D.Environment:
     """What can be said about the host without importing torch."""
-    return {
-        "host": socket.gethostname(),
-        "os": f"{platform.system()} {platform.release()}",
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "python": sys.version.split()[0],
-        "xwatch": xwatch.__version__,
-        "argv": sys.argv[:],
-        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
-    }
+    return D.Environment(
+        host=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
+        machine=platform.machine(), cpus=os.cpu_count(), python=sys.version.split()[0],
+        xwatch=xwatch.__version__, argv=sys.argv[:],
+        env={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)})
 
 
-def _summary(s: LatencySummary) -> dict[str, Any]:
-    return s.as_dict()
+def _summary(s: LatencySummary) -> D.Summary:
+    f = _num
+    return D.Summary(mean=f(s.mean), std=f(s.std), min=f(s.min), p50=f(s.p50), p90=f(s.p90),
+                     p95=f(s.p95), p99=f(s.p99), p999=f(s.p999), max=f(s.max))
 
 
-def _metric_dict(m: MetricSnapshot) -> dict[str, Any]:
-    return {"count": m.count, "summary": _summary(m.phase), "window": _summary(m.window),
-            "ci": {k: percentile_interval(Hist(m.hist, m.phase.min, m.phase.max, m.integral),
-                                          q).as_dict() for k, q in CI_PERCENTILES}
-            if m.hist else {},
-            "series": [[r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean)]
-                       for r in m.series],
-            "hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in m.hist],
-                     "integral": m.integral},
-            "goodput": _num(m.goodput) if m.goodput is not None else None}
+def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
+    iv = percentile_interval(h, q)
+    return D.Interval(est=_num(iv.est), lo=_num(iv.lo), hi=_num(iv.hi),
+                      few=True if few else UNSET)
 
 
-def _metric_from(name: str, d: dict[str, Any]) -> MetricSnapshot:
-    n = int(d.get("count") or 0)
-    return MetricSnapshot(
-        name, n, _summary_from(d.get("summary"), n), _summary_from(d.get("window"), n),
-        tuple(SecondRow(int(r[0]), int(r[1]), 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
-              for r in d.get("series") or ()),
-        _hist_from(d.get("hist")), bool((d.get("hist") or {}).get("integral")),
-        d.get("goodput"))
+def _metric_doc(m: MetricSnapshot) -> D.Metric:
+    return D.Metric(
+        count=m.count, summary=_summary(m.phase), window=_summary(m.window),
+        ci={k: _interval(Hist(m.hist, m.phase.min, m.phase.max, m.integral), q)
+            for k, q in CI_PERCENTILES} if m.hist else {},
+        series=[(r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean))
+                for r in m.series],
+        hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(m.hist), integral=m.integral),
+        goodput=_num(m.goodput) if m.goodput is not None else None)
 
 
-def _workload_dict(w: WorkloadSnapshot) -> dict[str, Any]:
-    return {
-        "priority": w.priority, "priority_label": w.priority_label,
-        "description": w.description, "state": w.state, "pid": w.pid,
-        "count": w.count, "errors": w.errors, "late": w.late, "samples": w.samples,
-        "malformed": w.malformed,
-        "latency_ms": _summary(w.phase),
-        "window_latency_ms": _summary(w.window),
-        "service_mean_ms": _num(w.service_mean_ms),
-        "throughput": {"requests_per_s": _num(w.achieved_rate),
-                       "samples_per_s": _num(w.samples_per_s),
-                       "window_requests_per_s": _num(w.window_rate),
-                       "window_samples_per_s": _num(w.window_samples_per_s)},
-        "target_rate": w.target_rate, "achieved_rate": _num(w.achieved_rate),
-        "measured_s": _num(w.measured_s),
-        "goodput": _num(w.goodput) if w.goodput is not None else None,
-        "exit": None if w.exit is None else {
-            "code": w.exit.code, "signal": w.exit.signal, "reason": w.exit.reason,
-            "ran_to_end": w.exit.ran_to_end, "message": w.exit.message},
-        "error": w.error,
-        "log_tail": list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
-        "stderr_tail": list(w.stderr_tail),
-        "stdout_tail": list(w.log_tail),
-        "hello": w.hello,
-        "launch": w.launch,
-        "series": [[r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
-                    _num(r.max), _num(r.mean)] for r in w.series],
-        "cdf": [[_num(v), round(f, 4)] for v, f in w.cdf],
-        "annotations": list(w.annotations),
-        "unfinished": None if w.unfinished is None else {
-            "count": w.unfinished, "max_wait_ms": _num(w.unfinished_max_wait_ms),
-            "in_percentiles": w.unfinished_in_percentiles, "note": w.unfinished_note},
-        "unfinished_note": w.unfinished_note,
-        "after_end": w.after_end,
-        "stalled_since": w.stalled_since,
-        "stalls": list(w.stalls),
-        "slowest": [[_num(t), _num(v)] for t, v in w.slowest],
-        "gpu": w.gpu,
-        "latency_buckets_ms": [[le, n] for le, n in zip(LATENCY_BUCKETS_MS, w.buckets)],
-        "latency_sum_ms": _num(w.latency_sum_ms),
-        "pipe_closed_at": w.pipe_closed_at,
-        "latency_hist": {"relative_width": RELATIVE_WIDTH, "buckets": [list(b) for b in w.hist],
-                         "integral": w.integral},
-        "metrics": {k: _metric_dict(m) for k, m in w.metrics.items()},
-        "stages": dict(w.stages),
-        "latency_ci_ms": {k: {**percentile_interval(hist_of(w), q).as_dict(),
-                              **({"few": True} if too_few(hist_of(w).n, q) else {})}
-                          for k, q in CI_PERCENTILES},
-    }
+def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
+    h = hist_of(w)
+    return D.Workload(
+        priority=w.priority, priority_label=w.priority_label,
+        description=w.description, state=w.state, pid=w.pid,
+        count=w.count, errors=w.errors, late=w.late, samples=w.samples,
+        malformed=w.malformed,
+        latency_ms=_summary(w.phase),
+        window_latency_ms=_summary(w.window),
+        service_mean_ms=_num(w.service_mean_ms),
+        throughput=D.Throughput(requests_per_s=_num(w.achieved_rate),
+                                samples_per_s=_num(w.samples_per_s),
+                                window_requests_per_s=_num(w.window_rate),
+                                window_samples_per_s=_num(w.window_samples_per_s)),
+        target_rate=w.target_rate, achieved_rate=_num(w.achieved_rate),
+        measured_s=_num(w.measured_s),
+        goodput=_num(w.goodput) if w.goodput is not None else None,
+        exit=None if w.exit is None else D.Exit(
+            code=w.exit.code, signal=w.exit.signal, reason=w.exit.reason,
+            ran_to_end=w.exit.ran_to_end, message=w.exit.message),
+        error=w.error,
+        log_tail=list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
+        stderr_tail=list(w.stderr_tail),
+        stdout_tail=list(w.log_tail),
+        hello=w.hello,
+        launch=_typed(w.launch, D.Launch, f"workload {w.name}: launch"),
+        series=[(r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
+                 _num(r.max), _num(r.mean)) for r in w.series],
+        cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
+        annotations=_typed(w.annotations, list[D.Annotation], f"workload {w.name}: annotations"),
+        unfinished=None if w.unfinished is None else D.Unfinished(
+            count=w.unfinished, max_wait_ms=_num(w.unfinished_max_wait_ms),
+            in_percentiles=w.unfinished_in_percentiles, note=w.unfinished_note),
+        unfinished_note=w.unfinished_note,
+        after_end=w.after_end,
+        stalled_since=w.stalled_since,
+        stalls=_typed(w.stalls, list[D.Stall], f"workload {w.name}: stalls"),
+        slowest=[(_num(t), _num(v)) for t, v in w.slowest],
+        gpu=w.gpu,
+        latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
+        latency_sum_ms=_num(w.latency_sum_ms),
+        pipe_closed_at=w.pipe_closed_at,
+        latency_hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(w.hist),
+                            integral=w.integral),
+        metrics={k: _metric_doc(m) for k, m in w.metrics.items()},
+        stages=dict(w.stages),
+        latency_ci_ms={k: _interval(h, q, too_few(h.n, q)) for k, q in CI_PERCENTILES},
+    )
 
 
 def trace_file(phase: PhaseSnapshot | dict[str, Any], cap_id: int, name: str) -> str:
@@ -162,67 +172,80 @@ def trace_file(phase: PhaseSnapshot | dict[str, Any], cap_id: int, name: str) ->
     return f"traces/phase{idx}-capture{cap_id}-{name}.json.gz"
 
 
-def _captures(p: PhaseSnapshot) -> dict[str, Any]:
+def _captures(p: PhaseSnapshot) -> list[D.Capture] | msgspec.UnsetType:
     """Kernel captures: the analysis inline, each worker's trace in its own gzip file."""
     caps = p.extra.get("captures")
     if not caps:
-        return {}
+        return UNSET
     prio = {w.name: w.priority for w in p.workloads}
     out = []
     for c in caps:
         a = analyze(c, prio) if c.get("traces") else None
-        out.append({**{k: v for k, v in c.items() if k != "traces"},
-                    "trace_files": {n: trace_file(p, int(c.get("id", 0)), n)
-                                    for n in c.get("traces") or {}},
-                    "analysis": a.as_dict() if a else None})
-    return {"captures": out}
+        out.append(_typed({**{k: v for k, v in c.items() if k != "traces"},
+                           "trace_files": {n: trace_file(p, int(c.get("id", 0)), n)
+                                           for n in c.get("traces") or {}},
+                           "analysis": a.as_dict() if a else None},
+                          D.Capture, f"phase {p.name}: capture"))
+    return out
 
 
-def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"gpus": {groups, rollup}}`` for a multi-GPU phase, else nothing."""
+def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msgspec.UnsetType:
+    """The per-GPU groups and their roll-up for a multi-GPU phase, else nothing."""
     groups = gpu_groups(p, telemetry)
     if not groups:
-        return {}
-    return {"gpus": {"groups": [g.as_dict() for g in groups], "rollup": rollup(groups)}}
+        return UNSET
+    return _typed({"groups": [g.as_dict() for g in groups], "rollup": rollup(groups)},
+                  D.Gpus, f"phase {p.name}: gpus")
+
+
+def _phase_doc(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Phase:
+    extras = {k: _typed(p.extra[k], kind, f"phase {p.name}: {k}")
+              for k, kind in PHASE_EXTRAS.items() if k in p.extra}
+    return D.Phase(
+        index=p.index, name=p.name, mode=p.mode, status=p.status,
+        started_at=p.started_at, ended_at=p.ended_at,
+        duration_s=_num(p.elapsed_s), measuring=p.measuring,
+        t_start=p.t_start, t_measure=p.t_measure,
+        workloads={w.name: _workload_doc(w) for w in p.workloads},
+        captures=_captures(p),
+        annotations=_typed(p.extra.get("annotations", []), list[D.Annotation],
+                           f"phase {p.name}: annotations"),
+        gpus=_per_gpu(p, telemetry), **extras)
 
 
 EVENTS_FILE = "events.csv.gz"
 
 
-def snapshot_to_dict(snap: SessionSnapshot, events_file: str | None = EVENTS_FILE
-                     ) -> dict[str, Any]:
+def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FILE
+                      ) -> D.Snapshot:
+    """The session frozen as the snapshot document."""
     extra = dict(snap.extra)
-    env = {**host_environment(), **extra.pop("environment", {})}
+    env = msgspec.structs.replace(host_environment(), **extra.pop("environment", {}))
     telemetry = extra.pop("telemetry", None)
     advice = extra.pop("advice", None)
-    return {
-        "schema": SCHEMA_ID,
-        "created_at": extra.pop("created_at", None),
-        "window_s": snap.window_s,
-        "scenario": snap.scenario.to_dict(),
-        "environment": env,
-        "phases": [{
-            "index": p.index, "name": p.name, "mode": p.mode, "status": p.status,
-            "started_at": p.started_at, "ended_at": p.ended_at,
-            "duration_s": _num(p.elapsed_s), "measuring": p.measuring,
-            "t_start": p.t_start, "t_measure": p.t_measure,
-            "workloads": {w.name: _workload_dict(w) for w in p.workloads},
-            **{k: p.extra[k] for k in PHASE_EXTRAS if k in p.extra and k != "captures"},
-            **_captures(p),
-            "annotations": list(p.extra.get("annotations", [])),
-            **_per_gpu(p, telemetry),
-        } for p in snap.phases],
-        "messages": [{"t": m.t, "level": m.stream, "text": m.text} for m in snap.messages[-200:]],
-        "telemetry": telemetry,
-        "events_file": events_file,
-        "events_kept": (extra.get("spool") or {}).get("rows_kept"),
-        "events_dropped": (extra.get("spool") or {}).get("rows_dropped"),
-        "events_columns": ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
-                           "sched_delay_ms", "late", "batch", "ok"],
-        "extra": {k: v for k, v in extra.items() if not k.startswith("_")},
-        "answer": answer_records(snap),
-        "advice": advice,
-    }
+    spool = extra.get("spool") or {}
+    return D.Snapshot(
+        schema=D.SCHEMA_ID,
+        created_at=extra.pop("created_at", None),
+        window_s=snap.window_s,
+        scenario=snap.scenario.to_dict(),
+        environment=env,
+        phases=[_phase_doc(p, telemetry) for p in snap.phases],
+        messages=[D.Message(t=m.t, level=m.stream, text=m.text) for m in snap.messages[-200:]],
+        telemetry=None if telemetry is None else _typed(telemetry, D.Telemetry, "telemetry"),
+        events_file=events_file,
+        events_kept=spool.get("rows_kept"),
+        events_dropped=spool.get("rows_dropped"),
+        extra=_typed({k: v for k, v in extra.items() if not k.startswith("_")}, D.Extra,
+                     "extra"),
+        answer=_typed(answer_records(snap), list[D.Answer], "answer"),
+        advice=None if advice is None else _typed(advice, D.Advice, "advice"),
+    )
+
+
+def encode_document(doc: D.Snapshot) -> bytes:
+    """``snapshot.json``'s bytes: the document, one space of indent per level."""
+    return msgspec.json.format(msgspec.json.encode(doc), indent=1)
 
 
 def _umask() -> int:
@@ -250,10 +273,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 class PreparedExport:
     """A snapshot document plus how much of the event spool belongs to it."""
 
-    doc: dict[str, Any]
+    doc: D.Snapshot
     events_path: Path
     events_bytes: int
-    traces: tuple[tuple[str, dict[str, Any]], ...] = ()  # (relative path, trace)
+    #: (relative path, trace): a worker's reduced kernel trace, as it wrote it
+    traces: tuple[tuple[str, dict[str, Any]], ...] = ()
 
 
 def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> PreparedExport:
@@ -263,7 +287,7 @@ def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> Pre
     size = session.spool.path.stat().st_size
     traces = tuple((trace_file(p, int(c.get("id", 0)), n), t) for p in snap.phases
                    for c in p.extra.get("captures") or [] for n, t in (c.get("traces") or {}).items())
-    return PreparedExport(snapshot_to_dict(snap), session.spool.path, size, traces)
+    return PreparedExport(snapshot_document(snap), session.spool.path, size, traces)
 
 
 def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Path:
@@ -290,10 +314,10 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
         raise
     for rel, trace in prep.traces:  # kernel captures, compressed, before the snapshot
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(d / rel, gzip.compress(json.dumps(trace, separators=(",", ":")).encode(),
-                                             compresslevel=6, mtime=0))
+        _atomic_write(d / rel, gzip.compress(msgspec.json.encode(trace), compresslevel=6,
+                                             mtime=0))
     path = d / "snapshot.json"
-    _atomic_write(path, json.dumps(prep.doc, indent=1, default=str, allow_nan=False).encode())
+    _atomic_write(path, encode_document(prep.doc))
     return path
 
 
@@ -304,142 +328,147 @@ def write_snapshot(session: Session, directory: str | os.PathLike[str],
 
 
 # ---------------------------------------------------------------- reading back
-def load_snapshot_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+def _read(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
+    """A snapshot file's raw JSON, checked to be an xwatch snapshot of a schema this
+    xwatch reads, brought to the current shape (``upgrade``); not yet validated."""
     p = Path(path)
     if p.is_dir():
         p = p / "snapshot.json"
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as e:
         raise SnapshotError(f"{p}: cannot read: {e.strerror or e}", title="Snapshot not found")
     try:
-        doc = json.loads(text)
-    except ValueError as e:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
         raise SnapshotError(f"{p}: not valid JSON ({e}); the file is corrupt or truncated")
-    if not isinstance(doc, dict) or "schema" not in doc:
+    if not isinstance(raw, dict) or "schema" not in raw:
         raise SnapshotError(f"{p}: not an xwatch snapshot (no 'schema' field)")
-    if doc["schema"] not in SUPPORTED_SCHEMAS:
+    if raw["schema"] not in SUPPORTED_SCHEMAS:
         raise SnapshotError(
-            f"{p}: unknown snapshot schema {doc['schema']!r}; this xwatch "
+            f"{p}: unknown snapshot schema {raw['schema']!r}; this xwatch "
             f"({xwatch.__version__}) reads {', '.join(SUPPORTED_SCHEMAS)}",
             title="Unknown snapshot schema")
     for key in ("scenario", "phases"):
-        if key not in doc:
+        if key not in raw:
             raise SnapshotError(f"{p}: snapshot is missing {key!r}")
-    return doc
+    return p, upgrade(raw)
 
 
-def _f(v: Any) -> float:
+def validate(raw: dict[str, Any], source: str = "<snapshot>") -> D.Snapshot:
+    """The document, typed; a ``SnapshotError`` naming the source, the field and why."""
+    try:
+        return msgspec.convert(raw, D.Snapshot)
+    except msgspec.ValidationError as e:
+        raise SnapshotError(f"{source}: snapshot is malformed: {e}",
+                            title="Snapshot not valid") from e
+
+
+def load_snapshot_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A snapshot file's JSON in the current shape, validated (for scripts)."""
+    p, raw = _read(path)
+    validate(raw, str(p))
+    return raw
+
+
+def _f(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _summary_from(d: dict[str, Any] | None, count: int) -> LatencySummary:
-    if not d or count == 0:
+def _summary_from(d: D.Summary | None, count: int) -> LatencySummary:
+    if d is None or count == 0:
         return EMPTY
-    return LatencySummary(count, *(_f(d.get(k)) for k in
-                                   ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999",
-                                    "max")))
+    return LatencySummary(count, _f(d.mean), _f(d.std), _f(d.min), _f(d.p50), _f(d.p90),
+                          _f(d.p95), _f(d.p99), _f(d.p999), _f(d.max))
 
 
-def _unfinished_from(w: dict[str, Any]) -> dict[str, Any]:
-    u = w.get("unfinished")
-    if not isinstance(u, dict):
-        return {"unfinished": None, "unfinished_note": str(w.get("unfinished_note") or "")}
-    return {"unfinished": int(u.get("count") or 0),
-            "unfinished_max_wait_ms": _f(u.get("max_wait_ms")),
-            "unfinished_in_percentiles": bool(u.get("in_percentiles")),
-            "unfinished_note": str(u.get("note") or "")}
-
-
-def _stages_from(d: Any) -> dict[str, float]:
-    """A workload's start and stop stages (none in snapshots before issue 41)."""
-    if not isinstance(d, dict):
-        return {}
-    return {str(k): float(v) for k, v in d.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-def _hist_from(h: Any) -> tuple[tuple[int, int], ...]:
+def _hist_from(h: D.Hist | None) -> tuple[tuple[int, int], ...]:
     """The fine histogram, if the snapshot has one of this xwatch's bucket width
     (older snapshots have none: their intervals are then unknown, not invented)."""
-    if not isinstance(h, dict) or h.get("relative_width") != RELATIVE_WIDTH:
+    if h is None or h.relative_width != RELATIVE_WIDTH:
         return ()
-    return tuple((int(i), int(k)) for i, k in h.get("buckets") or ())
+    return tuple(h.buckets)
 
 
-def snapshot_from_dict(doc: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
-    """Rebuild a ``SessionSnapshot`` from a snapshot document (for replay/report)."""
-    try:
-        scen = scenario_from_dict(doc["scenario"], source)
-        phases: list[PhaseSnapshot] = []
-        for p in doc["phases"]:
-            wls = []
-            for name, w in p["workloads"].items():
-                ex = w.get("exit")
-                tp = w.get("throughput") or {}
-                wls.append(WorkloadSnapshot(
-                    name=name, priority=w.get("priority", 0),
-                    priority_label=str(w.get("priority_label", w.get("priority", ""))),
-                    description=w.get("description", ""), state=w.get("state", "?"),
-                    pid=w.get("pid"),
-                    phase=_summary_from(w.get("latency_ms"), w.get("count", 0)),
-                    window=_summary_from(w.get("window_latency_ms"), w.get("count", 0)),
-                    service_mean_ms=_f(w.get("service_mean_ms")),
-                    count=w.get("count", 0), errors=w.get("errors", 0), late=w.get("late", 0),
-                    samples=w.get("samples", 0), malformed=w.get("malformed", 0),
-                    target_rate=w.get("target_rate"),
-                    achieved_rate=_f(tp.get("requests_per_s")) if tp else 0.0,
-                    samples_per_s=_f(tp.get("samples_per_s")) if tp else 0.0,
-                    window_rate=_f(tp.get("window_requests_per_s")),
-                    window_samples_per_s=_f(tp.get("window_samples_per_s")),
-                    measured_s=_f(w.get("measured_s")),
-                    goodput=w.get("goodput"),
-                    series=tuple(SecondRow(int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]),
-                                           _f(r[5]), _f(r[6]), _f(r[7]), _f(r[8]))
-                                 for r in w.get("series", [])),
-                    cdf=tuple((_f(v), float(fr)) for v, fr in w.get("cdf", [])),
-                    exit=None if not ex else ExitInfo(ex.get("code"), ex.get("signal"),
-                                                      ex.get("reason", "?"),
-                                                      bool(ex.get("ran_to_end")),
-                                                      ex.get("message", "")),
-                    error=w.get("error"), stderr_tail=tuple(w.get("stderr_tail", [])),
-                    log_tail=tuple(w.get("stdout_tail", [])), hello=w.get("hello") or {},
-                    launch=w.get("launch") or {}, inflight_s=0.0,
-                    annotations=tuple(w.get("annotations", [])),
-                    **_unfinished_from(w),
-                    after_end=int(w.get("after_end") or 0),
-                    stalled_since=w.get("stalled_since"),
-                    stalls=tuple(w.get("stalls") or ()),
-                    slowest=tuple((_f(t), _f(v)) for t, v in w.get("slowest") or ()),
-                    gpu=w.get("gpu"),
-                    buckets=tuple(int(n) for _, n in w.get("latency_buckets_ms") or ()),
-                    latency_sum_ms=_f(w.get("latency_sum_ms") or 0.0),
-                    hist=_hist_from(w.get("latency_hist")),
-                    integral=bool((w.get("latency_hist") or {}).get("integral")),
-                    metrics={k: _metric_from(k, m) for k, m in (w.get("metrics") or {}).items()},
-                    pipe_closed_at=w.get("pipe_closed_at"),
-                    stages=_stages_from(w.get("stages"))))
-            extra = {k: p[k] for k in PHASE_EXTRAS if k in p}
-            if p.get("captures"):
-                extra["captures"] = [_capture_from(c, source) for c in p["captures"]]
-            extra["annotations"] = p.get("annotations", [])
-            phases.append(PhaseSnapshot(
-                index=p.get("index", len(phases)), name=p["name"], mode=p["mode"],
-                status=p.get("status", "?"), started_at=p.get("started_at", ""),
-                ended_at=p.get("ended_at"), elapsed_s=_f(p.get("duration_s")),
-                measuring=bool(p.get("measuring", True)), workloads=tuple(wls), extra=extra,
-                t_start=float(p.get("t_start") or 0.0), t_measure=p.get("t_measure")))
-        msgs = tuple(LogLine(i, m.get("t", 0.0), "xwatch", m.get("level", "info"), m["text"])
-                     for i, m in enumerate(doc.get("messages", [])))
-        extra = {"environment": doc.get("environment", {}), "telemetry": doc.get("telemetry"),
-                 "created_at": doc.get("created_at"), **(doc.get("extra") or {})}
-        if doc.get("advice"):
-            extra["advice"] = doc["advice"]
-        return SessionSnapshot(scenario=scen, phases=tuple(phases), messages=msgs,
-                               taken_at=0.0, window_s=float(doc.get("window_s", 10.0)),
-                               extra=extra)
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise SnapshotError(f"{source}: snapshot is malformed ({type(e).__name__}: {e})")
+def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
+    n = m.count
+    return MetricSnapshot(
+        name, n, _summary_from(m.summary, n), _summary_from(m.window, n),
+        tuple(SecondRow(r[0], r[1], 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
+              for r in m.series),
+        _hist_from(m.hist), m.hist is not None and m.hist.integral, m.goodput)
+
+
+def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSnapshot:
+    """One workload; the parts that stay plain data in memory (its hello, launch,
+    annotations and stalls) as the file has them."""
+    tp, ex, u = w.throughput, w.exit, w.unfinished
+    return WorkloadSnapshot(
+        name=name, priority=w.priority,
+        priority_label=str(w.priority if w.priority_label is UNSET else w.priority_label),
+        description=w.description, state=w.state, pid=w.pid,
+        phase=_summary_from(w.latency_ms, w.count),
+        window=_summary_from(w.window_latency_ms, w.count),
+        service_mean_ms=_f(w.service_mean_ms),
+        count=w.count, errors=w.errors, late=w.late, samples=w.samples,
+        malformed=w.malformed, target_rate=w.target_rate,
+        achieved_rate=_f(tp.requests_per_s) if tp else 0.0,
+        samples_per_s=_f(tp.samples_per_s) if tp else 0.0,
+        window_rate=_f(tp.window_requests_per_s) if tp else math.nan,
+        window_samples_per_s=_f(tp.window_samples_per_s) if tp else math.nan,
+        measured_s=_f(w.measured_s), goodput=w.goodput,
+        series=tuple(SecondRow(r[0], r[1], r[2], r[3], r[4], _f(r[5]), _f(r[6]), _f(r[7]),
+                               _f(r[8])) for r in w.series),
+        cdf=tuple((_f(v), fr) for v, fr in w.cdf),
+        exit=None if ex is None else ExitInfo(ex.code, ex.signal, ex.reason, ex.ran_to_end,
+                                              ex.message),
+        error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
+        hello=w.hello, launch=raw.get("launch") or {}, inflight_s=0.0,
+        annotations=tuple(raw.get("annotations") or ()),
+        unfinished=None if u is None else u.count,
+        unfinished_max_wait_ms=math.nan if u is None else _f(u.max_wait_ms),
+        unfinished_in_percentiles=u is not None and u.in_percentiles,
+        unfinished_note=w.unfinished_note if u is None else u.note,
+        after_end=w.after_end, stalled_since=w.stalled_since,
+        stalls=tuple(raw.get("stalls") or ()),
+        slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
+        gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
+        latency_sum_ms=_f(w.latency_sum_ms or 0.0),
+        hist=_hist_from(w.latency_hist),
+        integral=w.latency_hist is not None and w.latency_hist.integral,
+        metrics={k: _metric_from(k, m) for k, m in w.metrics.items()},
+        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
+
+
+def _phase_from(i: int, p: D.Phase, raw: dict[str, Any], source: str) -> PhaseSnapshot:
+    extra = {k: raw[k] for k in PHASE_EXTRAS if k in raw}
+    if raw.get("captures"):
+        extra["captures"] = [_capture_from(c, source) for c in raw["captures"]]
+    extra["annotations"] = raw.get("annotations", [])
+    return PhaseSnapshot(
+        index=i if p.index is UNSET else p.index, name=p.name, mode=p.mode,
+        status=p.status, started_at=p.started_at, ended_at=p.ended_at,
+        elapsed_s=_f(p.duration_s), measuring=p.measuring,
+        workloads=tuple(_workload_from(n, w, raw["workloads"][n])
+                        for n, w in p.workloads.items()),
+        extra=extra, t_start=p.t_start, t_measure=p.t_measure)
+
+
+def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
+    """Rebuild a ``SessionSnapshot`` from a snapshot's JSON in the current shape (for
+    replay and reports); the session-wide and per-phase facts that stay plain data in
+    memory are taken as the file has them, once validated."""
+    doc = validate(raw, source)
+    phases = tuple(_phase_from(i, p, r, source)
+                   for i, (p, r) in enumerate(zip(doc.phases, raw["phases"])))
+    msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
+                 for i, m in enumerate(doc.messages))
+    extra = {"environment": raw.get("environment", {}), "telemetry": raw.get("telemetry"),
+             "created_at": doc.created_at, **(raw.get("extra") or {})}
+    if raw.get("advice"):
+        extra["advice"] = raw["advice"]
+    return SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
+                           messages=msgs, taken_at=0.0, window_s=doc.window_s, extra=extra)
 
 
 def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
@@ -453,7 +482,7 @@ def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
     return {**c, "traces": traces}
 
 
-def scenario_from_dict(d: dict[str, Any], source: str) -> Any:
+def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:
     """Re-validate the recorded scenario (drop defaults that are None)."""
     def clean(x: Any) -> Any:
         if isinstance(x, dict):
@@ -499,4 +528,6 @@ def scenario_from_dict(d: dict[str, Any], source: str) -> Any:
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> SessionSnapshot:
-    return snapshot_from_dict(load_snapshot_dict(path), str(path))
+    """A snapshot file (or its folder) as the ``SessionSnapshot`` it was written from."""
+    p, raw = _read(path)
+    return snapshot_from_dict(raw, str(p))

@@ -1,0 +1,229 @@
+"""What the scheduling modes record in a phase of the snapshot document: XSched's
+install, xserver, queues and preflight verdicts; MPS's daemon, clients and proof;
+each mode's environment isolation and ``/proc/PID/maps`` proof."""
+
+from __future__ import annotations
+
+from msgspec import UNSET, UnsetType
+
+from xwatch.core.export.document.base import Annotation, Doc, Num
+
+
+# ------------------------------------------------------------------ XSched
+class XschedPolicy(Doc, frozen=True, kw_only=True):
+    name: str
+    number: int
+    creatable: bool
+
+
+class QueueParams(Doc, frozen=True, kw_only=True):
+    priority: int | None = None
+    level: int | None = None
+    threshold: int | None = None
+    batch_size: int | None = None
+
+
+class QueueRow(Doc, frozen=True, kw_only=True):
+    """One XQueue as ``/xqueues`` showed it last."""
+
+    handle: int
+    level: int | None = None
+    threshold: int | None = None
+    batch_size: int | None = None
+    ready: bool = False
+    suspended: bool = False
+    device: int | UnsetType | None = UNSET
+    pid: int | UnsetType = UNSET
+
+
+class QueueStats(Doc, frozen=True, kw_only=True):
+    """What ``/xqueues`` showed for one workload over the phase."""
+
+    samples: int = 0
+    active_polls: int = 0
+    polls: int = 0
+    ready: int = 0
+    suspended: int = 0
+    queues: int = 0
+    max_queues: int = 0
+    handles: list[int] = []
+
+
+class XschedWorkload(Doc, frozen=True, kw_only=True):
+    """XSched's evidence about one workload: the shim's scheduler line, the engagement
+    verdict and its warnings, its queues, the lane (``[t, states]``)."""
+
+    scheduler: str | None = None
+    scheduler_line: str | None = None
+    status: str = "pending"
+    warnings: list[str] = []
+    stats: QueueStats = QueueStats()
+    queues: list[QueueRow] = []
+    lane: list[tuple[float, str]] = []
+    shim_mapped: bool | UnsetType | None = UNSET
+    libraries: list[str] | UnsetType = UNSET
+
+
+class QueueCounts(Doc, frozen=True, kw_only=True):
+    queues: int = 0
+    ready: int = 0
+    suspended: int = 0
+
+
+class XschedSample(Doc, frozen=True, kw_only=True):
+    t: float
+    workloads: dict[str, QueueCounts] = {}
+
+
+class XserverExit(Doc, frozen=True, kw_only=True):
+    t: float
+    returncode: int | None = None
+    reason: str = ""
+
+
+class Xsched(Doc, frozen=True, kw_only=True):
+    """The XSched phase: the install, its version and policies, each workload's
+    environment and queue settings, the xserver and what ``/xqueues`` showed."""
+
+    root: str
+    source: str = ""
+    policy: str = ""
+    platforms: dict[str, str] = {}
+    env: dict[str, dict[str, str]] = {}
+    version: str | UnsetType | None = UNSET
+    version_source: str | UnsetType = UNSET
+    policy_number: int | UnsetType | None = UNSET
+    policies: list[XschedPolicy] | UnsetType = UNSET
+    policy_source: str | UnsetType = UNSET
+    install_notes: list[str] | UnsetType = UNSET
+    params: dict[str, QueueParams] = {}
+    xserver_cmd: list[str] | None = None
+    port: int | None = None
+    log_tail: list[str] = []
+    samples: list[XschedSample] = []
+    workloads: dict[str, XschedWorkload] = {}
+    changes: list[Annotation] = []
+    poll_ms: int | UnsetType = UNSET
+    listen: str | UnsetType = UNSET
+    xserver_exit: XserverExit | UnsetType | None = UNSET
+    policy_running: int | UnsetType | None = UNSET
+
+
+class Verdict(Doc, frozen=True, kw_only=True):
+    """One XSched preflight probe under the shim and its verdict."""
+
+    status: str
+    detail: str = ""
+    python: str = ""
+    platform: str = ""
+    device: str = ""
+    stream: str = ""
+    workloads: list[str] = []
+    returncode: int | None = None
+    cause: str = ""
+    scheduler: str | None = None
+    queues_max: int = 0
+    ready_polls: int = 0
+    polls: int = 0
+    iters: int = 0
+    median_ms: Num = None
+    seconds: float = 0.0
+    torch: str | None = None
+    device_name: str | None = None
+    stderr_tail: list[str] = []
+    cached: bool = False
+    poll_errors: int | UnsetType = UNSET
+    poll_error: str | UnsetType = UNSET
+    finished: bool | UnsetType = UNSET
+
+
+class Preflight(Doc, frozen=True, kw_only=True):
+    """The XSched preflight: each probe's verdict, how long it took, why it failed
+    the phase (null: it did not)."""
+
+    verdicts: list[Verdict] = []
+    seconds: float | UnsetType = UNSET
+    failure: str | UnsetType | None = UNSET
+    note: str | UnsetType = UNSET
+
+
+# ------------------------------------------------------------------ MPS
+class MpsParams(Doc, frozen=True, kw_only=True):
+    priority: int | None = None
+    active_thread_percentage: int | None = None
+    pinned_mem_limit: str | None = None
+
+
+class MpsWorkload(Doc, frozen=True, kw_only=True):
+    status: str = "pending"
+    server: int | None = None
+    client_pids: list[int] = []
+    warnings: list[str] = []
+
+
+class MpsPreflight(Doc, frozen=True, kw_only=True):
+    verdict: str
+    detail: str = ""
+    workload: str | UnsetType = UNSET
+    device: str | UnsetType = UNSET
+    seconds: float | UnsetType = UNSET
+
+
+class DaemonExit(Doc, frozen=True, kw_only=True):
+    t: float
+    returncode: int | None = None
+
+
+class MpsServerExit(Doc, frozen=True, kw_only=True):
+    t: float
+    servers: list[int] = []
+
+
+class Mps(Doc, frozen=True, kw_only=True):
+    """The MPS phase: the private control daemon, each client's environment and
+    settings, the servers, the client-list proof per workload, the logs."""
+
+    tool: str
+    pipe_dir: str
+    log_dir: str
+    daemon_cmd: list[str] = []
+    daemon_pid: int | None = None
+    servers: list[int] = []
+    env: dict[str, dict[str, str]] = {}
+    params: dict[str, MpsParams] = {}
+    workloads: dict[str, MpsWorkload] = {}
+    preflight: MpsPreflight | None = None
+    control_log: list[str] = []
+    server_log: list[str] = []
+    daemon_exit: DaemonExit | None = None
+    server_exit: MpsServerExit | UnsetType = UNSET
+    changes: list[Annotation] = []
+    topology: str | UnsetType = UNSET
+
+
+# ------------------------------------------------------------------ isolation
+class Removed(Doc, frozen=True, kw_only=True):
+    name: str
+    value: str = ""
+    why: str = ""
+
+
+class Proof(Doc, frozen=True, kw_only=True):
+    """Which scheduler libraries a running workload had mapped (``/proc/PID/maps``)."""
+
+    pid: int
+    verdict: str
+    libraries: list[str] = []
+    t: float = 0.0
+    #: where a shim mapped against the mode came from (``modes.isolation.shim_origin``)
+    origin: str | UnsetType = UNSET
+
+
+class Isolation(Doc, frozen=True, kw_only=True):
+    """What was removed from the environment for this mode, and the maps proof."""
+
+    mode: str
+    removed: list[Removed] = []
+    mps_pipe: str | None = None
+    workloads: dict[str, Proof] = {}
+

@@ -1,0 +1,191 @@
+"""One phase of the snapshot document: its workloads (statistics, exit, tails,
+per-second rows, named metrics), kernel captures and per-GPU groups, and what its
+mode recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET, UnsetType
+
+from xwatch.core.export.document.base import (
+    Annotation,
+    Doc,
+    Exit,
+    Hist,
+    Interval,
+    Launch,
+    Metric,
+    Num,
+    SettingValue,
+    Stall,
+    Summary,
+    Throughput,
+    Unfinished,
+)
+from xwatch.core.export.document.modes import Isolation, Mps, Preflight, Xsched
+
+
+class Workload(Doc, frozen=True, kw_only=True):
+    """One workload in one phase. ``series`` rows: ``[sec, count, errors, late,
+    samples, p50, p99, max, mean]``; ``cdf``: ``[latency ms, fraction]``;
+    ``slowest``: ``[seconds after the phase start, latency ms]``."""
+
+    priority: int = 0
+    priority_label: str | UnsetType = UNSET
+    description: str = ""
+    state: str = "?"
+    pid: int | None = None
+    count: int = 0
+    errors: int = 0
+    late: int = 0
+    samples: int = 0
+    malformed: int = 0
+    latency_ms: Summary | None = None
+    window_latency_ms: Summary | None = None
+    service_mean_ms: Num = None
+    throughput: Throughput | None = None
+    target_rate: float | None = None
+    achieved_rate: Num = None
+    measured_s: Num = None
+    goodput: Num = None
+    exit: Exit | None = None
+    error: str | None = None
+    log_tail: list[str] = []
+    stderr_tail: list[str] = []
+    stdout_tail: list[str] = []
+    #: the workload's hello event: raw JSON from the workload (an edge)
+    hello: dict[str, Any] = {}
+    launch: Launch = Launch()
+    series: list[tuple[int, int, int, int, int, Num, Num, Num, Num]] = []
+    cdf: list[tuple[Num, float]] = []
+    annotations: list[Annotation] = []
+    unfinished: Unfinished | None = None
+    unfinished_note: str = ""
+    after_end: int = 0
+    stalled_since: float | None = None
+    stalls: list[Stall] = []
+    slowest: list[tuple[Num, Num]] = []
+    gpu: int | None = None
+    latency_buckets_ms: list[tuple[float, int]] = []
+    latency_sum_ms: Num = None
+    pipe_closed_at: float | None = None
+    latency_hist: Hist | None = None
+    metrics: dict[str, Metric] = {}
+    stages: dict[str, float] = {}
+    latency_ci_ms: dict[str, Interval] = {}
+
+
+# ------------------------------------------------------------------ captures
+class SlowRequest(Doc, frozen=True, kw_only=True):
+    seq: int
+    start: float
+    span_ms: Num = None
+    kernel_ms: Num = None
+    overlap_ms: Num = None
+    queue_ms: Num = None
+    gap_ms: Num = None
+    low_quiet_ms: Num = None
+    stretch: Num = None
+
+
+class CaptureAnalysis(Doc, frozen=True, kw_only=True):
+    """A kernel capture explained (``analysis.gpu.kernels``)."""
+
+    capture: int
+    high: str
+    lows: list[str] = []
+    t0: float = 0.0
+    t1: float = 0.0
+    kernels: dict[str, int] = {}
+    high_kernel_ms: Num = None
+    high_alone_ms: Num = None
+    stretch: Num = None
+    overlap_share: Num = None
+    gap_ms_mean: Num = None
+    queue_ms_mean: Num = None
+    low_quiet_share: Num = None
+    aligned: Num = None
+    requests: int = 0
+    notes: list[str] = []
+    slowest: list[SlowRequest] = []
+
+
+class Capture(Doc, frozen=True, kw_only=True):
+    """A kernel capture: when, how long, of which workloads; each trace in its own
+    gzip file beside the snapshot (``trace_files``)."""
+
+    id: int
+    t: float
+    seconds: float
+    workloads: list[str] = []
+    errors: dict[str, str] = {}
+    trace_files: dict[str, str] = {}
+    analysis: CaptureAnalysis | None = None
+
+
+# ------------------------------------------------------------------ per GPU
+class GpuGroup(Doc, frozen=True, kw_only=True):
+    gpu: int
+    bus_id: str | None = None
+    name: str | None = None
+    workloads: list[str] = []
+    high: str | None = None
+    high_p50_ms: Num = None
+    high_p99_ms: Num = None
+    high_window_p99_ms: Num = None
+    low_samples_per_s: Num = None
+    util_pct: Num = None
+    mem_used_mib: Num = None
+    telemetry_device: str | None = None
+    matched_by: str | None = None
+
+
+class Rollup(Doc, frozen=True, kw_only=True):
+    gpus: list[int] = []
+    worst_high_p99_ms: Num = None
+    worst_gpu: int | None = None
+    best_high_p99_ms: Num = None
+    best_gpu: int | UnsetType | None = UNSET
+    low_samples_per_s: Num = None
+    high_requests: int = 0
+
+
+class Gpus(Doc, frozen=True, kw_only=True):
+    """A multi-GPU phase: the copies grouped per GPU and the roll-up over GPUs."""
+
+    groups: list[GpuGroup] = []
+    rollup: Rollup = Rollup()
+
+
+# ------------------------------------------------------------------ phase
+class Phase(Doc, frozen=True, kw_only=True):
+    """One start of the workload set in one mode."""
+
+    index: int | UnsetType = UNSET
+    name: str
+    mode: str
+    status: str = "?"
+    started_at: str = ""
+    ended_at: str | None = None
+    duration_s: Num = None
+    measuring: bool = True
+    t_start: float = 0.0
+    t_measure: float | None = None
+    workloads: dict[str, Workload]
+    xsched: Xsched | UnsetType = UNSET
+    mps: Mps | UnsetType = UNSET
+    setting: str | UnsetType = UNSET
+    setting_values: dict[str, dict[str, SettingValue]] | UnsetType = UNSET
+    error: str | UnsetType = UNSET
+    preflight: Preflight | UnsetType = UNSET
+    calibrate: str | UnsetType = UNSET
+    isolation: Isolation | UnsetType = UNSET
+    repeat: int | UnsetType = UNSET
+    step: str | UnsetType = UNSET
+    cut_short: str | UnsetType = UNSET
+    candidate: str | UnsetType = UNSET
+    captures: list[Capture] | UnsetType = UNSET
+    annotations: list[Annotation] = []
+    gpus: Gpus | UnsetType = UNSET
+

@@ -1,0 +1,231 @@
+"""The snapshot document as a whole (``Snapshot``): the session-wide parts besides
+the phases: environment, xwatch's messages, telemetry, the spool, noise floors, the
+comparison's answer and advise's advice."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from xwatch.core.export.document.base import Doc, Num, SettingValue
+from xwatch.core.export.document.phase import Phase
+
+
+# ------------------------------------------------------------------ session-wide
+class Environment(Doc, frozen=True, kw_only=True):
+    """The host, as far as it can be told without torch, and xwatch's own variables."""
+
+    host: str = ""
+    os: str = ""
+    machine: str = ""
+    cpus: int | None = None
+    python: str = ""
+    xwatch: str = ""
+    argv: list[str] = []
+    env: dict[str, str] = {}
+
+
+class Message(Doc, frozen=True, kw_only=True):
+    t: float = 0.0
+    level: str = "info"
+    text: str
+
+
+class PollCost(Doc, frozen=True, kw_only=True):
+    polls: int = 0
+    median: Num = None
+    p99: Num = None
+    max: Num = None
+
+
+class TelemetryDevice(Doc, frozen=True, kw_only=True):
+    device: str
+    name: str = ""
+    bus_id: str | UnsetType | None = UNSET
+
+
+class TelemetryInfo(Doc, frozen=True, kw_only=True):
+    driver: str | UnsetType | None = UNSET
+    devices: list[TelemetryDevice] = []
+
+
+class Sample(Doc, frozen=True, kw_only=True):
+    """One telemetry sample of one device: ``metrics`` by name (util_pct, mem_used_mib,
+    power_w, ... as the backend has them; null: not supported), ``procs`` per process
+    id (mem_mib, sm_pct; gfx_busy, cu_occupancy; cpu_pct, rss_mib)."""
+
+    t: float
+    device: str
+    name: str = ""
+    bus_id: str | None = None
+    ours: bool = False
+    metrics: dict[str, Num] = {}
+    procs: dict[str, dict[str, Num]] = {}
+    procs_t: float | UnsetType | None = UNSET
+
+
+class Telemetry(Doc, frozen=True, kw_only=True):
+    """GPU and host sampling: the backend chosen and why, its cost, the samples."""
+
+    backend: str
+    reason: str = ""
+    rejected: dict[str, str] = {}
+    interval_s: float = 0.0
+    proc_interval_s: float | UnsetType = UNSET
+    utilization_meaning: str | UnsetType = UNSET
+    info: TelemetryInfo = TelemetryInfo()
+    poll_cost_ms: PollCost = PollCost()
+    proc_poll_cost_ms: PollCost | UnsetType = UNSET
+    errors: int | UnsetType = UNSET
+    last_error: str | UnsetType | None = UNSET
+    samples: list[Sample] = []
+    t_origin: float | UnsetType = UNSET
+
+
+class Spool(Doc, frozen=True, kw_only=True):
+    """The raw-event spool: rows kept and dropped, its size and bound."""
+
+    rows_kept: int = 0
+    rows_dropped: int = 0
+    failed: str | None = None
+    compressed_bytes: int = 0
+    max_bytes: int | None = None
+
+
+class Split(Doc, frozen=True, kw_only=True):
+    runs: int
+    run_s: float
+    mean: Num = None
+    total_var: Num = None
+    within_var: Num = None
+    resolution: Num = None
+
+
+class Machine(Doc, frozen=True, kw_only=True):
+    """The machine a noise floor belongs to: host, its GPUs' names, the driver."""
+
+    host: str
+    gpus: list[str] = []
+    driver: str | None = None
+
+
+class NoiseFloor(Doc, frozen=True, kw_only=True):
+    """A machine's recorded run-to-run noise for one mode (``analysis.stats.noise``)."""
+
+    mode: str
+    created_at: str = ""
+    runs: int = 0
+    run_s: float = 0.0
+    scenario: str = ""
+    digest: str = ""
+    machine: Machine
+    splits: dict[str, Split] = {}
+
+
+class Extra(Doc, frozen=True, kw_only=True):
+    """Session-wide facts besides the phases."""
+
+    spool: Spool | UnsetType = UNSET
+    noise_floor: NoiseFloor | UnsetType = UNSET
+    noise_floors: dict[str, NoiseFloor] | UnsetType = UNSET
+
+
+class Answer(Doc, frozen=True, kw_only=True):
+    """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
+
+    step: str
+    baseline: str
+    workload: str
+    metric: str
+    unit: str = ""
+    estimate: Num = None
+    lo: Num = None
+    hi: Num = None
+    way: Literal["faster", "slower", "higher", "lower", "within"]
+    runs: int
+    basis: Literal["runs", "floor", "unmeasured"]
+    base: Num = None
+    value: Num = None
+    floor: str | UnsetType = UNSET
+    few_requests: int | UnsetType = UNSET
+    pooled: bool | UnsetType = UNSET
+
+
+class Slo(Doc, frozen=True, kw_only=True):
+    workload: str
+    metric: str | None = None
+    percentile: float
+    latency_ms: float
+
+
+class Choice(Doc, frozen=True, kw_only=True):
+    label: str = ""
+    mode: str
+    settings: dict[str, SettingValue] = {}
+
+
+class Estimate(Doc, frozen=True, kw_only=True):
+    estimate: Num = None
+    lo: Num = None
+    hi: Num = None
+
+
+class Candidate(Doc, frozen=True, kw_only=True):
+    label: str
+    mode: str
+    settings: dict[str, SettingValue] = {}
+    runs: int = 0
+    slo_metric: Estimate = Estimate()
+    price: Estimate = Estimate()
+    status: str = ""
+    reason: str = ""
+
+
+class Advice(Doc, frozen=True, kw_only=True):
+    """``xwatch advise``: the race and its answer (``plans.advise``)."""
+
+    slo: Slo
+    choice: Choice | None = None
+    met: bool = False
+    decided: bool | UnsetType = UNSET
+    final: bool | UnsetType = UNSET
+    closest: str | None = None
+    candidates: list[Candidate] = []
+    runs: int = 0
+    rounds: int | UnsetType = UNSET
+    grid_runs: int | UnsetType = UNSET
+    seconds: float = 0.0
+    budget_s: float | UnsetType | None = UNSET
+    seed: int | UnsetType | None = UNSET
+    skipped: dict[str, str] = {}
+    undecided: str | UnsetType = UNSET
+    more_rounds: int | UnsetType | None = UNSET
+    likely: str | UnsetType | None = UNSET
+
+
+EVENTS_COLUMNS = ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
+                  "sched_delay_ms", "late", "batch", "ok"]
+
+
+class Snapshot(Doc, frozen=True, kw_only=True):
+    """An xwatch session, frozen: ``snapshot.json``."""
+
+    schema: Literal["xwatch.snapshot/1"]
+    created_at: str | None = None
+    window_s: float = 10.0
+    #: the resolved scenario; validated again by the scenario loader on load (an edge)
+    scenario: dict[str, Any]
+    environment: Environment = Environment()
+    phases: list[Phase]
+    messages: list[Message] = []
+    telemetry: Telemetry | None = None
+    events_file: str | None = None
+    events_kept: int | None = None
+    events_dropped: int | None = None
+    events_columns: list[str] = msgspec.field(default_factory=lambda: list(EVENTS_COLUMNS))
+    extra: Extra = Extra()
+    answer: list[Answer] = []
+    advice: Advice | None = None
+
