@@ -111,6 +111,9 @@ class Launch(Doc, frozen=True, kw_only=True):
     cwd: str | None = None
     start_delay_s: float = 0.0
     stdout: str | None = None
+    #: how it started: "exec", or "fork (fork server pid N)" (absent before the fork
+    #: server)
+    start: str | UnsetType = UNSET
 
 
 # ------------------------------------------------------------------ annotations
