@@ -11,10 +11,10 @@ import pytest
 from tests.helpers.fixture_snapshot import workload_snapshot
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.analysis.gpu.attribution import attribute
-from xwatch.core.engine.arrivals import Schedule, due_times
 from xwatch.core.engine.causes import best_cause, clip, strip_prefix
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import Moments
+from xwatch.core.engine.worker.arrivals import Schedule, due_times
 from xwatch.core.xsched.engagement import probe_verdict
 from xwatch.scenario import parse_scenario
 

@@ -34,6 +34,7 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
 from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
+from xwatch.core.engine.strays import kill_strays
 from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer
 
 MAX_LOG_LINE = 2000
@@ -562,45 +563,3 @@ class Supervisor:
     @property
     def failed(self) -> list[WorkloadRun]:
         return [mp.run for mp in self.procs.values() if mp.run.state == FAILED]
-
-
-def _xwatch_alive(pid_text: str) -> bool:
-    """Whether the process that marked one (``XWATCH_OWNER``) still runs (any process
-    of that pid: a live owner's workloads are never touched)."""
-    import psutil
-
-    try:
-        return bool(psutil.pid_exists(int(pid_text)))
-    except ValueError:
-        return True
-
-
-def kill_strays(owner: int | None = None) -> list[str]:
-    """SIGKILL every process marked as started under this xwatch (``XWATCH_OWNER`` in
-    its environment: workloads and everything they started, daemonized children that
-    left the group included); 'pid command' of each."""
-    from xwatch.core.engine.launch import OWNER_ENV
-
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover
-        return []
-    mark = str(owner or os.getpid())
-    me = os.getpid()
-    out = []
-    for p in psutil.process_iter(["pid"]):
-        if p.pid == me:
-            continue
-        try:
-            got = p.environ().get(OWNER_ENV)
-            if got is None:
-                continue
-            if got != mark and (owner is not None or _xwatch_alive(got)):
-                continue  # another xwatch's, still running (a dead one's strays go too)
-            cmd = " ".join(p.cmdline())[:120]
-            p.kill()
-            out.append(f"{p.pid} {cmd}")
-        except (psutil.Error, OSError):
-            continue
-    return out
-

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Protocol
 
-from xwatch.core.engine.arrivals import due_times
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.snapshot import (
     ALIVE,
@@ -36,6 +35,7 @@ from xwatch.core.engine.snapshot import (
 )
 from xwatch.core.engine.spool import EventSpool
 from xwatch.core.engine.stats import Moments, Recorder
+from xwatch.core.engine.worker.arrivals import due_times
 from xwatch.scenario import Scenario, Workload
 
 #: A workload is stalled after max(STALL_MIN_S, STALL_P99_FACTOR x its recent service

@@ -22,9 +22,9 @@ import time
 import traceback
 from typing import Any
 
-from xwatch.core.engine.arrivals import Schedule
 from xwatch.core.engine.protocol import GATE_ENV, PROTOCOL_VERSION, WARM, EventWriter
 from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
+from xwatch.core.engine.worker.arrivals import Schedule
 from xwatch.core.engine.worker.config import WorkerConfig
 
 
