@@ -13,6 +13,8 @@ import dataclasses
 import math
 import sys
 
+import msgspec
+
 from xwatch.core.analysis.verdict import latency_change, rate_change
 from xwatch.core.engine.stats import RELATIVE_WIDTH
 from xwatch.core.export.snapshot import load_snapshot
@@ -21,11 +23,11 @@ SHIFT_2X = round(math.log(2.0) / math.log1p(RELATIVE_WIDTH))  # buckets per doub
 
 
 def doubled(p):  # type: ignore[no-untyped-def]
-    ws = tuple(dataclasses.replace(
+    ws = tuple(msgspec.structs.replace(
         w, hist=tuple((i + SHIFT_2X, k) for i, k in w.hist),
         phase=dataclasses.replace(w.phase, min=w.phase.min * 2, max=w.phase.max * 2))
         for w in p.workloads)
-    return dataclasses.replace(p, workloads=ws)
+    return msgspec.structs.replace(p, workloads=ws)
 
 
 def main() -> int:

@@ -428,7 +428,7 @@ async def test_multi_gpu_replay_groups_and_charts_one_gpu() -> None:
 async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
     """A real H100 capture (tests/data/kernel_trace_h100) attached to a replay: the
     lane under the charts, its numbers, and ``z`` onto the slowest request."""
-    import dataclasses
+    import msgspec
 
     from xwatch.core.engine.worker.trace import load_trace
     from xwatch.ui.widgets.panels import KernelLane
@@ -439,8 +439,8 @@ async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
                      for n in ("high", "low")}
     snap = load_snapshot(FIXTURE)
     last = snap.phases[-1]
-    last = dataclasses.replace(last, extra={**last.extra, "captures": [cap]})
-    app = make_app(replay=dataclasses.replace(snap, phases=(*snap.phases[:-1], last)),
+    last = msgspec.structs.replace(last, extra={**last.extra, "captures": [cap]})
+    app = make_app(replay=msgspec.structs.replace(snap, phases=(*snap.phases[:-1], last)),
                    replay_source="capture")
     async with app.run_test(size=(130, 50)) as pilot:
         await pilot.pause(0.3)

@@ -3,8 +3,9 @@ fallback by index, the roll-up, and the compact progress line for 3+ GPUs."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
+
+import msgspec
 
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.export.snapshot import load_snapshot
@@ -31,20 +32,20 @@ def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
 
 def test_without_pci_in_hello_the_index_is_used_and_said() -> None:
     p = SNAP.phases[0]
-    bare = tuple(dataclasses.replace(w, hello={}) for w in p.workloads)
-    groups = gpu_groups(dataclasses.replace(p, workloads=bare), SNAP.extra["telemetry"])
+    bare = tuple(msgspec.structs.replace(w, hello={}) for w in p.workloads)
+    groups = gpu_groups(msgspec.structs.replace(p, workloads=bare), SNAP.extra["telemetry"])
     assert [(g.telemetry_device, g.matched_by) for g in groups] == [("gpu0", "index"),
                                                                     ("gpu1", "index")]
-    single = tuple(dataclasses.replace(w, gpu=None) for w in p.workloads)
-    assert gpu_groups(dataclasses.replace(p, workloads=single), None) == []
+    single = tuple(msgspec.structs.replace(w, gpu=None) for w in p.workloads)
+    assert gpu_groups(msgspec.structs.replace(p, workloads=single), None) == []
 
 
 def test_progress_line_is_per_gpu_from_three_gpus() -> None:
     p = SNAP.phases[0]
     assert "high@1 stopped n=" in progress_line(p)  # two GPUs: every copy
-    more = tuple(dataclasses.replace(w, name=w.name.replace("@1", "@2"), gpu=2)
+    more = tuple(msgspec.structs.replace(w, name=w.name.replace("@1", "@2"), gpu=2)
                  for w in p.workloads if w.gpu == 1)
-    line = progress_line(dataclasses.replace(p, workloads=p.workloads + more))
+    line = progress_line(msgspec.structs.replace(p, workloads=p.workloads + more))
     assert line.count(" | ") == 2 and "3 GPUs: HIGH P99 worst" in line
     assert "high@2 stopped" in line
 
@@ -89,7 +90,7 @@ def test_many_workloads_on_one_gpu_make_a_short_progress_line() -> None:
     from tests.helpers.fleet import fleet_snapshot
 
     p = fleet_snapshot().phases[0]
-    flat = dataclasses.replace(p, workloads=tuple(dataclasses.replace(w, gpu=None)
+    flat = msgspec.structs.replace(p, workloads=tuple(msgspec.structs.replace(w, gpu=None)
                                                   for w in p.workloads))
     line = progress_line(flat).splitlines()[0]
     highs = [w for w in flat.workloads if w.name.startswith("high")]
@@ -98,8 +99,8 @@ def test_many_workloads_on_one_gpu_make_a_short_progress_line() -> None:
     assert f"8 HIGH: P99 worst {worst.window.p99:.2f}ms ({worst.name}), " \
            f"best {best.window.p99:.2f}ms ({best.name})" in line
     assert "8 LOW: " in line and "low@6 failed" in line and len(line) < 200
-    loading = dataclasses.replace(flat, measuring=False, workloads=tuple(
-        dataclasses.replace(w, state="starting" if i % 4 else "warming")
+    loading = msgspec.structs.replace(flat, measuring=False, workloads=tuple(
+        msgspec.structs.replace(w, state="starting" if i % 4 else "warming")
         for i, w in enumerate(flat.workloads)))
     assert progress_line(loading).endswith("16 workloads: 4 warming, 12 starting")
 
@@ -146,11 +147,11 @@ def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> Non
     from xwatch.core.plans.console import final_table
 
     p = fleet_snapshot().phases[0]
-    ws = tuple(w if w.name == "low@6" else dataclasses.replace(
+    ws = tuple(w if w.name == "low@6" else msgspec.structs.replace(
         w, state="stopped", exit=ExitInfo(None, 2, "stopped", False, ""),
         stderr_tail=("Traceback (most recent call last):", "KeyboardInterrupt"))
         for w in p.workloads)
-    lines = final_table(dataclasses.replace(p, workloads=ws)).splitlines()
+    lines = final_table(msgspec.structs.replace(p, workloads=ws)).splitlines()
     early = [ln for ln in lines if "stopped before the planned end" in ln]
     assert len(early) == 1 and early[0].count("@") == 15 and "low@6" not in early[0]
     assert not any("KeyboardInterrupt" in ln for ln in lines)

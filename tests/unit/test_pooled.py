@@ -87,7 +87,7 @@ def test_pooled_difference_covers_the_truth_and_opens_without_data() -> None:
 
 
 def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
-    import dataclasses
+    import msgspec
 
     from tests.helpers.fixture_snapshot import workload_snapshot
     from xwatch.core.analysis.verdict import change
@@ -99,7 +99,7 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
         m = Moments()
         for _ in range(40):
             m.add(5.0 * math.exp(rng.gauss(0.0, 0.3)) * effect)
-        w: WorkloadSnapshot = dataclasses.replace(  # type: ignore[type-var,assignment]
+        w: WorkloadSnapshot = msgspec.structs.replace(  # type: ignore[type-var,assignment]
             workload_snapshot("high", 1, m.summary(), 40, 0.0), hist=tuple(m.hist.items()))
         return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, (w,),
                              {"repeat": r, "step": mode})

@@ -59,12 +59,12 @@ def test_every_workload_number_matches_the_snapshot() -> None:
 def test_histogram_buckets_count_and_sum() -> None:
     snap = load_snapshot(FIXTURE)
     w = snap.phases[0].workloads[0]
-    import dataclasses
+    import msgspec
 
     counts = tuple(min(w.count, i * 50) for i in range(len(LATENCY_BUCKETS_MS)))
-    w2 = dataclasses.replace(w, buckets=counts, latency_sum_ms=w.phase.mean * w.count)
-    p2 = dataclasses.replace(snap.phases[0], workloads=(w2,))
-    m = _scrape(dataclasses.replace(snap, phases=(p2,)))
+    w2 = msgspec.structs.replace(w, buckets=counts, latency_sum_ms=w.phase.mean * w.count)
+    p2 = msgspec.structs.replace(snap.phases[0], workloads=(w2,))
+    m = _scrape(msgspec.structs.replace(snap, phases=(p2,)))
     lab = {"workload": w.name, "phase": p2.name}
     for le, n in zip(LATENCY_BUCKETS_MS, counts):
         assert _one(m["xwatch_request_latency_seconds_bucket"], le=f"{le / 1000:g}", **lab) == n

@@ -7,11 +7,11 @@ shown to fail the same simulation (so the test can fail)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import statistics
 
+import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
@@ -125,7 +125,7 @@ def _wl(values: list[float], name: str = "high") -> WorkloadSnapshot:
     for v in values:
         m.add(v)
     w = workload_snapshot(name, 1, m.summary(), len(values), 0.0)
-    return dataclasses.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var,return-value]
+    return msgspec.structs.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var,return-value]
                                integral=m.integral)
 
 

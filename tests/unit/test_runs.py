@@ -6,10 +6,10 @@ fail); the noise floor's split and one-run intervals; the gate."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 
+import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
@@ -52,7 +52,7 @@ def _run(rng: random.Random, n: int, scale: float, shift: float, sigma: float = 
     for _ in range(n):
         m.add(5.0 * math.exp(rng.gauss(0.0, sigma)) * scale + shift)
     w = workload_snapshot(name, prio, m.summary(), n, 0.0)
-    return dataclasses.replace(w, hist=tuple(m.hist.items()))  # type: ignore[type-var]
+    return msgspec.structs.replace(w, hist=tuple(m.hist.items()))  # type: ignore[type-var]
 
 
 def _rate_run(rng: random.Random, n: int, scale: float, name: str = "low") -> WorkloadSnapshot:
@@ -250,8 +250,8 @@ def test_answer_records_and_the_gate() -> None:
     a, b = _pair_sets(rng, 4, 0.02, 3.0)  # a 3 ms slowdown, far beyond noise
     lows_a = [_rate_run(rng, 100, 1.0) for _ in a]
     lows_b = [_rate_run(rng, 100, 1.0) for _ in b]
-    a = [dataclasses.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(a, lows_a)]
-    b = [dataclasses.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(b, lows_b)]
+    a = [msgspec.structs.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(a, lows_a)]
+    b = [msgspec.structs.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(b, lows_b)]
     phases = tuple(x for pair in zip(a, b) for x in pair)
     snap = SessionSnapshot(SCEN, phases, (), 0.0, 10.0)
     recs = answer_records(snap)
@@ -270,7 +270,7 @@ def test_to_tell_names_the_step_when_there_are_several() -> None:
     rng = random.Random(8)
     a, b = _pair_sets(rng, 3, 0.3, 0.0)  # wide run-to-run noise: within noise
     _, c = _pair_sets(rng, 3, 0.3, 0.0)
-    c = [dataclasses.replace(p, mode="xsched", name=f"xsched-{p.index}",
+    c = [msgspec.structs.replace(p, mode="xsched", name=f"xsched-{p.index}",
                              extra={**p.extra, "step": "xsched"}) for p in c]
     phases = tuple(x for trio in zip(a, b, c) for x in trio)
     lines = answer_lines(SessionSnapshot(SCEN, phases, (), 0.0, 10.0))
@@ -284,7 +284,7 @@ def test_to_tell_names_the_step_when_there_are_several() -> None:
 def test_a_phase_cut_short_or_empty_is_not_a_run() -> None:
     rng = random.Random(4)
     a, b = _pair_sets(rng, 3, 0.05, 0.0)
-    b[2] = dataclasses.replace(b[2], status="stopped")
+    b[2] = msgspec.structs.replace(b[2], status="stopped")
     c = change("high", "P50", a, b)
     assert c is not None and c.repeats == 2
 
@@ -306,7 +306,7 @@ def test_whole_milliseconds_are_shown_as_such_and_exactly() -> None:
     assert m.integral
     for q, got in ((50.0, s.p50), (90.0, s.p90), (99.0, s.p99), (99.9, s.p999)):
         assert got == exact_percentile(vals, q)
-    w = dataclasses.replace(workload_snapshot("high", 1, s, len(vals), 0.0),  # type: ignore[type-var]
+    w = msgspec.structs.replace(workload_snapshot("high", 1, s, len(vals), 0.0),  # type: ignore[type-var]
                             hist=tuple(m.hist.items()), integral=True)
     iv = percentile_interval(hist_of(w), 50.0)
     assert iv.est == round(iv.est) and iv.lo == round(iv.lo)  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ the metric shows no values (never its latency under the metric's name). Pure.
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec
 
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import EMPTY, LogHistogram
@@ -35,18 +35,18 @@ def _cdf(w: WorkloadSnapshot, points: int = 100) -> tuple[tuple[float, float], .
 def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
     m = w.metrics.get(name)
     if m is None:
-        return dataclasses.replace(w, phase=EMPTY, window=EMPTY, series=(), hist=(), cdf=(),
+        return msgspec.structs.replace(w, phase=EMPTY, window=EMPTY, series=(), hist=(), cdf=(),
                                    slowest=(), goodput=None, count=0)
-    v = dataclasses.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
+    v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
                             integral=m.integral, slowest=(), goodput=m.goodput,
                             count=m.count, unfinished_in_percentiles=False)
-    return dataclasses.replace(v, cdf=_cdf(v))
+    return msgspec.structs.replace(v, cdf=_cdf(v))
 
 
 def metric_view(snap: SessionSnapshot, name: str) -> SessionSnapshot:
     """``snap`` as seen through the named metric ``name`` (``latency_ms``: unchanged)."""
     if name == LATENCY:
         return snap
-    phases = tuple(dataclasses.replace(p, workloads=tuple(_as(w, name) for w in p.workloads))
+    phases = tuple(msgspec.structs.replace(p, workloads=tuple(_as(w, name) for w in p.workloads))
                    for p in snap.phases)
-    return dataclasses.replace(snap, phases=phases, extra={**snap.extra, "metric": name})
+    return msgspec.structs.replace(snap, phases=phases, extra={**snap.extra, "metric": name})

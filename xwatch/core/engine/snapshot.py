@@ -9,9 +9,10 @@ behaviour beyond small read-only helpers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+import msgspec
 
 from xwatch.core.engine.stats import LatencySummary, SecondRow
 from xwatch.scenario import Scenario
@@ -46,8 +47,7 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(msgspec.Struct, frozen=True):
     seq: int
     t: float  # wall clock (time.time())
     source: str  # workload name or "xwatch"
@@ -55,8 +55,7 @@ class LogLine:
     text: str
 
 
-@dataclass(frozen=True)
-class ExitInfo:
+class ExitInfo(msgspec.Struct, frozen=True):
     """How a workload process ended."""
 
     code: int | None
@@ -78,8 +77,7 @@ class ExitInfo:
         return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
 
 
-@dataclass(frozen=True)
-class MetricSnapshot:
+class MetricSnapshot(msgspec.Struct, frozen=True):
     """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
     same statistics as its latency, without the unfinished requests' waits."""
 
@@ -95,8 +93,7 @@ class MetricSnapshot:
 
 
 
-@dataclass(frozen=True)
-class WorkloadSnapshot:
+class WorkloadSnapshot(msgspec.Struct, frozen=True):
     """Everything about one workload in one phase, frozen at snapshot time."""
 
     name: str
@@ -156,14 +153,13 @@ class WorkloadSnapshot:
     #: exact (counted per value), and interval bounds are shown as whole numbers
     integral: bool = False
     #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
-    metrics: dict[str, MetricSnapshot] = field(default_factory=dict)
+    metrics: dict[str, MetricSnapshot] = msgspec.field(default_factory=dict)
     #: when each stage of its start and stop was reached, in seconds after the phase's
     #: start, in time order (``STAGES``; ``docs/snapshot.md``)
-    stages: dict[str, float] = field(default_factory=dict)
+    stages: dict[str, float] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class PhaseSnapshot:
+class PhaseSnapshot(msgspec.Struct, frozen=True):
     index: int
     name: str
     mode: str
@@ -173,7 +169,7 @@ class PhaseSnapshot:
     elapsed_s: float
     measuring: bool
     workloads: tuple[WorkloadSnapshot, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     t_start: float = 0.0  # monotonic, for aligning telemetry and annotations
     t_measure: float | None = None
 
@@ -185,14 +181,13 @@ class PhaseSnapshot:
         return tuple(w for w in self.workloads if w.state == FAILED)
 
 
-@dataclass(frozen=True)
-class SessionSnapshot:
+class SessionSnapshot(msgspec.Struct, frozen=True):
     scenario: Scenario
     phases: tuple[PhaseSnapshot, ...]
     messages: tuple[LogLine, ...]
     taken_at: float
     window_s: float
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def current(self) -> PhaseSnapshot | None:
