@@ -31,8 +31,10 @@ def test_built_in_workloads_start_measuring_together(tmp_path: Path, together: b
                        low="batch = 2\nstart_delay_s = 2.5\nwarmup = 2")
     f.write_text(text + (BROKEN if together else ""))
     out = tmp_path / "out"
+    # exec'd workers, as the load order here assumes: with the fork server ready before
+    # LOW's start_delay_s ends, LOW would be forked and warm before HIGH had imported
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),
-                   timeout=180)
+                   timeout=180, env={"XWATCH_FORK_SERVER": "0"})
     doc = json.loads((out / "snapshot.json").read_text())
     w = doc["phases"][0]["workloads"]
     hi, lo = w["high"]["measured_s"], w["low"]["measured_s"]
