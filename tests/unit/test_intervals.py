@@ -179,3 +179,24 @@ def test_this_process_maps_are_read() -> None:
 
     assert isolation.scheduler_libraries(os.getpid()) == []
     assert isolation.scheduler_libraries(2 ** 22 + 12345) is None  # no such process
+
+
+def test_requests_to_bound_is_the_fewest_that_give_an_upper_bound_that_covers() -> None:
+    """``requests_to_bound(q)``: the smallest n whose Pq interval has an upper end, found
+    here by brute force over ``rank_bounds``; and at that n the upper end (the largest
+    request when it is the only one) lies above the true Pq in at least 97.5% of
+    simulated runs (uniform requests: the true Pq is q/100)."""
+    from xwatch.core.analysis.stats.intervals import rank_bounds, requests_to_bound
+
+    for q in (50.0, 90.0, 95.0, 99.0, 99.5):
+        n = requests_to_bound(q)
+        assert rank_bounds(n, q)[1] is not None
+        assert all(rank_bounds(m, q)[1] is None for m in range(1, n))
+    assert requests_to_bound(99.0) == 368
+    rng = random.Random(7)
+    n = requests_to_bound(99.0)
+    up = rank_bounds(n, 99.0)[1]
+    assert up is not None
+    trials = 4000
+    covered = sum(sorted(rng.random() for _ in range(n))[up - 1] >= 0.99 for _ in range(trials))
+    assert covered / trials >= 0.975 - 3 * (0.975 * 0.025 / trials) ** 0.5
