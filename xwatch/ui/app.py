@@ -50,10 +50,10 @@ from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
-TICK_S = 1.0  # the header's clock, the logs, and a look for failures and stalls: 1 Hz
-#: a snapshot (every workload's statistics), the alerts, the table, per-GPU lines, lane,
-#: GPU panel: every 2 s (as nvitop), and at once when a state changed; every widget
-#: repaints only if its content changed
+TICK_S = 1.0  # the logs, and a look for failures and stalls: 1 Hz
+#: a snapshot (every workload's statistics), the header and its clock, the alerts, the
+#: table, per-GPU lines, lane, GPU panel: every 2 s (as nvitop), and at once when a
+#: state changed; every widget repaints only if its content changed
 TABLE_EVERY = 2
 CHART_EVERY = 4  # latency and throughput charts: every 4 s (they gain 4 rows), if changed
 SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: every 8 s
@@ -506,15 +506,11 @@ class XwatchApp(App[int]):
         self._tick += 1
         states = self._states()
         if self._tick % TABLE_EVERY and states == self._alerted:
-            # between snapshots, nothing failed or stalled: the clock and the logs
+            # between snapshots, nothing failed or stalled: the logs only. The header's
+            # clock moves with the snapshot, so the screen repaints once per 2 s: a
+            # repaint of the clock alone cost as much as a tenth of the dashboard's CPU
+            # (docs/benchmarks.md, issue 41 goal 5)
             self._logs()
-            phase = self.runner.phase if self.runner is not None else None
-            if self.snap is not None and phase is not None and self.snap.current is not None \
-                    and self.snap.current.index == phase.index:
-                elapsed = phase.elapsed_s(time.monotonic())
-                self._safe("status", lambda: self.query_one(StatusLine).show(
-                    self.snap, self.phase_s, self.replay_source, self.paused,  # type: ignore[arg-type]
-                    elapsed=elapsed, metric=None if self.metric == LATENCY else self.metric))
             return
         self._alerted = states
         self.refresh_view(force_charts=self._tick % CHART_EVERY == 0)

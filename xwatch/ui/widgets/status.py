@@ -14,9 +14,9 @@ class StatusLine(QuietStatic):
     """Scenario, mode, phase and its clock, devices, telemetry backend."""
 
     def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
-             paused: bool, elapsed: float | None = None, metric: str | None = None) -> None:
-        """``elapsed``: the current phase's clock now, between snapshots; ``metric``: the
-        named per-request metric the widgets show (``M``), None for the latency."""
+             paused: bool, metric: str | None = None) -> None:
+        """``metric``: the named per-request metric the widgets show (``M``), None for
+        the latency."""
         p = snap.current
         t = Text()
         t.append(" xwatch ", style="bold reverse")
@@ -29,7 +29,7 @@ class StatusLine(QuietStatic):
             style = "bold white on dark_green" if p.mode == "native" else "bold white on blue"
             t.append(f" {p.mode.upper()} ", style=style)
             planned = f"{duration_s:.0f}s" if duration_s != float("inf") else "∞"
-            secs = p.elapsed_s if elapsed is None else elapsed
+            secs = p.elapsed_s
             clock = f"{secs:5.0f}/{planned}" if p.measuring else "loading"
             t.append(f" phase {p.index + 1} {p.name} {clock} [{p.status}] ")
             devs = sorted({str(w.hello.get("device_name")) for w in p.workloads
