@@ -44,11 +44,19 @@ INTERVALS = ("geometric means over runs, intervals that hold together at 95% ove
 
 
 def objective(scen: Scenario, text: str | None) -> Objective:
-    """The scenario's ``[slo]``, or ``--slo [WORKLOAD.]PNN=MS`` (e.g. high.P99=10)."""
+    """The scenario's ``[slo]``, or ``--slo [WORKLOAD.][METRIC:]PNN=MS``: e.g. high.P99=10
+    (the request latency), or chat.itl_ms:P99=6 (a named metric the workload reports
+    with each request)."""
     slo = scen.slo
     if text:
+        form = "expected [WORKLOAD.][METRIC:]PNN=MS, e.g. high.P99=10 or chat.itl_ms:P99=6"
         lhs, sep, rhs = text.partition("=")
-        wl, _, metric = lhs.rpartition(".")
+        named, colon, metric = lhs.rpartition(":")
+        if colon:  # WORKLOAD.METRIC:PNN or METRIC:PNN
+            wl, _, name = named.rpartition(".")
+        else:  # WORKLOAD.PNN or PNN
+            wl, _, metric = lhs.rpartition(".")
+            name = ""
         names = [w.name for w in scen.workloads]
         if not wl:
             wl = slo.workload if slo else _top(scen)
@@ -56,12 +64,15 @@ def objective(scen: Scenario, text: str | None) -> Objective:
             ms = float(rhs)
             q = float(metric.upper().removeprefix("P"))
         except ValueError:
-            raise UsageError(f"--slo {text!r}: expected [WORKLOAD.]PNN=MS, e.g. high.P99=10")
-        if not sep or not metric.upper().startswith("P") or not 0 < q < 100 or ms <= 0:
-            raise UsageError(f"--slo {text!r}: expected [WORKLOAD.]PNN=MS, e.g. high.P99=10")
+            raise UsageError(f"--slo {text!r}: {form}") from None
+        if not sep or not metric.upper().startswith("P") or not 0 < q < 100 or ms <= 0 \
+                or (colon and not name.isidentifier()):
+            raise UsageError(f"--slo {text!r}: {form}")
         if wl not in names:
             raise UsageError(f"--slo {text!r}: no workload {wl!r}; workloads: {', '.join(names)}")
-        return Objective(wl, f"P{q:g}", ms)
+        if name == "latency_ms":
+            name = ""
+        return Objective(wl, f"{name}:P{q:g}" if name else f"P{q:g}", ms)
     if slo is None:
         raise UsageError(f"advise needs an objective: the scenario {scen.name} has no [slo] "
                          "table; give one with --slo high.P99=10 (workload.percentile=ms)",
