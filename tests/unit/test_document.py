@@ -5,6 +5,7 @@ upgrade of old snapshots is a pure function."""
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from pathlib import Path
 
@@ -23,10 +24,14 @@ DATA = ROOT / "tests" / "data"
 
 
 def recorded() -> list[Path]:
-    """Every snapshot file in the repository (docs/results and the test data)."""
+    """Every snapshot file in the repository (docs/results, kept gzipped there too, and
+    the test data)."""
     out = []
-    for p in sorted([*(ROOT / "docs" / "results").rglob("*.json"), *DATA.rglob("*.json")]):
-        head = p.read_bytes()[:200]
+    results = ROOT / "docs" / "results"
+    for p in sorted([*results.rglob("*.json"), *results.rglob("*.json.gz"),
+                     *DATA.rglob("*.json")]):
+        with (gzip.open(p) if p.suffix == ".gz" else p.open("rb")) as f:
+            head = f.read(200)
         if b'"schema"' in head and b"xwatch.snapshot/" in head:
             out.append(p)
     return out
@@ -48,6 +53,15 @@ def test_every_recorded_snapshot_loads_and_fits_the_schema() -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     for f in sorted(files, key=lambda p: p.stat().st_size)[:6]:
         jsonschema.validate(load_snapshot_dict(f), schema)
+
+
+def test_a_gzipped_snapshot_reads_as_the_file_and_a_broken_one_says_so(tmp_path: Path) -> None:
+    raw = (DATA / "snapshot_two_gpus.json").read_bytes()
+    (tmp_path / "snapshot.json.gz").write_bytes(gzip.compress(raw))
+    assert load_snapshot(tmp_path / "snapshot.json.gz") == load_snapshot(DATA / "snapshot_two_gpus.json")
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(raw)[:300])
+    with pytest.raises(SnapshotError, match=r"cut\.json\.gz: a gzip file that does not decompress"):
+        load_snapshot(tmp_path / "cut.json.gz")
 
 
 def test_a_bad_field_names_the_file_the_field_and_why(tmp_path: Path) -> None:

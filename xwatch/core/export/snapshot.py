@@ -21,6 +21,7 @@ import platform
 import socket
 import sys
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -338,6 +339,12 @@ def _read(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
         data = p.read_bytes()
     except OSError as e:
         raise SnapshotError(f"{p}: cannot read: {e.strerror or e}", title="Snapshot not found")
+    if data[:2] == b"\x1f\x8b":  # gzipped (as results are kept): read through
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise SnapshotError(f"{p}: a gzip file that does not decompress ({e}); the file "
+                                "is corrupt or truncated") from None
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as e:
