@@ -51,7 +51,7 @@ from xwatch.core.engine.stats import (
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
-from xwatch.core.export import document as D
+from xwatch.core import model as D
 from xwatch.core.export.document.upgrade import upgrade
 from xwatch.errors import SnapshotError
 from xwatch.scenario import Scenario, parse_scenario

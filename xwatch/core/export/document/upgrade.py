@@ -1,7 +1,7 @@
 """Snapshots of earlier xwatch versions, brought to the current document's shape.
 
 A pure function on the raw JSON, before it is validated against the structs of
-``export.document``: one of the edges where a snapshot is still plain data. Every
+``core.model``: one of the edges where a snapshot is still plain data. Every
 snapshot xwatch ever wrote has the schema id ``xwatch.snapshot/1``; what changed
 within it over time:
 

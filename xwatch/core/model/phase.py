@@ -8,7 +8,7 @@ from typing import Any
 
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.export.document.base import (
+from xwatch.core.model.base import (
     Annotation,
     Doc,
     Exit,
@@ -23,7 +23,7 @@ from xwatch.core.export.document.base import (
     Throughput,
     Unfinished,
 )
-from xwatch.core.export.document.modes import Isolation, Mps, Preflight, Xsched
+from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
 
 
 class Workload(Doc, frozen=True, kw_only=True):

@@ -9,8 +9,8 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.export.document.base import Doc, Num, SettingValue
-from xwatch.core.export.document.phase import Phase
+from xwatch.core.model.base import Doc, Num, SettingValue
+from xwatch.core.model.phase import Phase
 
 
 # ------------------------------------------------------------------ session-wide
