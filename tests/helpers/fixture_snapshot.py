@@ -9,6 +9,9 @@ import json
 import random
 from pathlib import Path
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.snapshot import encode_document, snapshot_document
 from xwatch.scenario import load_scenario
@@ -57,7 +60,7 @@ def build() -> dict:  # type: ignore[type-arg]
             hi.stop_requested = True
             hi.on_exit(0, None, planned_end=True)
             hi.end_t = t0 + 30.2
-            ph.extra["xsched"] = {
+            ph.xsched = msgspec.convert({
                 "root": "/opt/xsched", "policy": "HPF", "xserver_cmd": ["/opt/xsched/bin/xserver",
                                                                         "HPF", "50000"],
                 "env": {"high": {"XSCHED_SCHEDULER": "GLB", "XSCHED_AUTO_XQUEUE_PRIORITY": "1"},
@@ -73,7 +76,7 @@ def build() -> dict:  # type: ignore[type-arg]
                             "queues": [], "lane": [[i, "suspended" if i % 3 == 0 else "running"]
                                                    for i in range(10)]}},
                 "samples": [], "changes": [], "port": 50000,
-                "log_tail": ["[INFO @ T1 @ 10:01:40.000000] xserver started"]}
+                "log_tail": ["[INFO @ T1 @ 10:01:40.000000] xserver started"]}, M.Xsched)
         else:
             for r in (hi, lo):
                 r.stop_requested = True

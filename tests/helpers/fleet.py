@@ -11,6 +11,9 @@ import json
 import random
 from typing import Any
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import RUNNING, SessionSnapshot
 from xwatch.core.export.snapshot import encode_document, snapshot_document, snapshot_from_dict
@@ -78,14 +81,14 @@ def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
                                     "allocate 2.00 GiB")
             run.on_exit(1, None, planned_end=False)
     if xsched:
-        p.extra["xsched"] = {"root": "/opt/xsched", "policy": "HPF",
+        p.xsched = msgspec.convert({"root": "/opt/xsched", "policy": "HPF",
                              "xserver_cmd": ["xserver", "HPF", "50000"],
                              "workloads": {
             name: {"status": "engaged", "scheduler": "GLB",
                    "stats": {"queues": 2, "polls": 40, "ready": 30, "suspended": 10},
                    "lane": [(T0 + i * 0.5, "running" if run.spec.priority_value > 0 or i % 3
                              else "suspended") for i in range(2 * seconds)]}
-            for name, run in p.runs.items()}}
+            for name, run in p.runs.items()}}, M.Xsched)
     if ended:
         p.t_stop = T0 + seconds
         p.finish()

@@ -72,7 +72,7 @@ async def test_sigstop_worker_stalls_recovers_and_unfinished_is_exact(tmp_path: 
     snap = phase.snapshot(time.monotonic())
     w = snap.workload("hi")
     assert w is not None
-    assert phase.status == "failed" and "hi stalled since" in phase.extra["error"]
+    assert phase.status == "failed" and "hi stalled since" in (phase.error or "")
     assert w.stalled_since is not None and len(w.stalls) == 2
     # exact: every request due by the measured end that was not completed
     session.spool.flush()

@@ -56,11 +56,11 @@ TARGET = 0.10
 
 def step_key(p: PhaseSnapshot) -> str:
     """Which planned configuration a phase ran (repeats share it)."""
-    k = p.extra.get("step")
+    k = p.step
     if k:
         return str(k)
-    role = p.extra.get("calibrate")
-    setting = p.extra.get("setting")
+    role = p.calibrate
+    setting = p.setting
     base = f"{role}-{p.mode}" if role else p.mode
     return f"{base} [{setting}]" if setting else base
 
@@ -89,7 +89,7 @@ def _runs(ps: Sequence[PhaseSnapshot], name: str) -> list[tuple[Any, WorkloadSna
     for i, p in enumerate(ps):
         w = p.workload(name)
         if w is not None and w.count and usable(p):
-            out.append((p.extra.get("repeat", f"#{i}"), w))
+            out.append((f"#{i}" if p.repeat is None else p.repeat, w))
     return out
 
 
@@ -337,7 +337,7 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
     base_p = baseline(snap)
     if base_p is None:
         return []
-    floors = floors_in(snap.extra) if floors is None else floors
+    floors = floors_in(snap.noise_floors) if floors is None else floors
     groups = steps(snap)
     hi, lows = by_priority(base_p)
     slo_wl, slo_m = slo_metric(snap)
@@ -345,7 +345,7 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
     for key, bkey in _pairs_of_steps(groups, step_key(base_p)):
         ps, base = groups[key], groups[bkey]
         # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
-        fl = {} if ps and ps[0].extra.get("calibrate") == "alone" else floors
+        fl = {} if ps and ps[0].calibrate == "alone" else floors
         ch: list[Change] = []
         if hi is not None:
             metrics = ["P50", "P99"]
@@ -370,16 +370,16 @@ def _pairs_of_steps(groups: Mapping[str, Sequence[PhaseSnapshot]], bkey: str
     calibration, each role's mode step against the same role's native step (HIGH alone
     under the mode against HIGH alone natively: the mode's own cost; together under the
     mode against together natively: what the mode changes under contention)."""
-    roles = {str(ps[0].extra.get("calibrate")) for ps in groups.values()
-             if ps and ps[0].extra.get("calibrate")}
+    roles = {str(ps[0].calibrate) for ps in groups.values()
+             if ps and ps[0].calibrate}
     if not roles:
         return [(k, bkey) for k in groups if k != bkey]
     out = []
     for key, ps in groups.items():
-        role = ps[0].extra.get("calibrate") if ps else None
+        role = ps[0].calibrate if ps else None
         if role and ps[0].mode != "native":
             base = next((k for k, q in groups.items() if q and q[0].mode == "native"
-                         and q[0].extra.get("calibrate") == role), None)
+                         and q[0].calibrate == role), None)
             if base is not None:
                 out.append((key, base))
     return out

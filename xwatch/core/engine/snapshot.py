@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from xwatch.core import model as M
 from xwatch.core.engine.stats import LatencySummary, SecondRow
 from xwatch.scenario import Scenario
 
@@ -159,6 +160,26 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     stages: dict[str, float] = msgspec.field(default_factory=dict)
 
 
+#: a worker's reduced kernel trace (``worker.trace.load_trace``): raw JSON from a
+#: workload, read by ``analysis.gpu.kernels`` (an edge: it never goes into the snapshot
+#: document, only into its own gzip file)
+Trace = dict[str, Any]
+
+
+class CaptureSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A kernel capture of a phase: when, how long, of which workloads, and the traces
+    that arrived (the document's ``Capture`` keeps their file names instead)."""
+
+    id: int
+    t: float  # seconds after the phase start
+    seconds: float
+    workloads: tuple[str, ...] = ()
+    errors: dict[str, str] = {}
+    traces: dict[str, Trace] = {}
+    #: the analysis as a snapshot file recorded it (used where its traces are missing)
+    analysis: M.CaptureAnalysis | None = None
+
+
 class PhaseSnapshot(msgspec.Struct, frozen=True):
     index: int
     name: str
@@ -169,9 +190,24 @@ class PhaseSnapshot(msgspec.Struct, frozen=True):
     elapsed_s: float
     measuring: bool
     workloads: tuple[WorkloadSnapshot, ...]
-    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     t_start: float = 0.0  # monotonic, for aligning telemetry and annotations
     t_measure: float | None = None
+    # what the phase's mode, its plan and xwatch recorded about it (None: nothing)
+    xsched: M.Xsched | None = None  # the XSched mode: install, xserver, queues
+    mps: M.Mps | None = None  # the MPS mode: daemon, clients, proof
+    preflight: M.Preflight | None = None  # XSched's preflight verdicts
+    isolation: M.Isolation | None = None  # the environment removed, the maps proof
+    captures: tuple[CaptureSnapshot, ...] = ()
+    #: moments marked on the phase's charts (failures, captures, pauses, live changes)
+    annotations: tuple[M.Annotation, ...] = ()
+    error: str | None = None  # why it failed
+    setting: str | None = None  # a sweep's setting (its label)
+    setting_values: dict[str, dict[str, M.SettingValue]] | None = None
+    calibrate: str | None = None  # a calibrate phase's role: "alone" | "together"
+    repeat: int | None = None  # the round of a repeated step
+    step: str | None = None  # the step's key (advise, noise, runs)
+    candidate: str | None = None  # advise's candidate (its label)
+    cut_short: str | None = None  # why the plan ended it before its time
 
     def workload(self, name: str) -> WorkloadSnapshot | None:
         return next((w for w in self.workloads if w.name == name), None)
@@ -187,7 +223,17 @@ class SessionSnapshot(msgspec.Struct, frozen=True):
     messages: tuple[LogLine, ...]
     taken_at: float
     window_s: float
+    created_at: str | None = None  # when the session started (``utc_now``)
+    environment: M.Environment | None = None  # the host (None: this one, at export)
+    spool: M.Spool | None = None  # the raw-event spool's rows and size
+    #: the machine's recorded noise floors, by mode (``analysis.stats.noise``)
+    noise_floors: dict[str, M.NoiseFloor] | None = None
+    noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
+    #: not yet typed: "telemetry" (the sampler's export), "advice" (``xwatch advise``)
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the named per-request metric the snapshot is seen through (the dashboard's
+    #: ``M``; ``analysis.metric_view``), None: latency
+    metric: str | None = None
 
     @property
     def current(self) -> PhaseSnapshot | None:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
 from xwatch.errors import XwatchError
@@ -129,13 +130,12 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                       ("metric",))
 
     for p in snap.phases:
-        setting = str(p.extra.get("setting") or "")
+        setting = str(p.setting or "")
         phase_info.add_metric([host, p.name, p.mode, p.status, setting], 1)
         phase_running.add_metric([host, p.name, p.mode], 1 if p.status == "running" else 0)
         phase_measured.add_metric([host, p.name, p.mode],
                                   p.elapsed_s if p.measuring and p.elapsed_s == p.elapsed_s else 0)
-        xs_wl = ((p.extra.get("xsched") or {}).get("workloads") or {}) if p.mode == "xsched" \
-            else {}
+        xs_wl = p.xsched.workloads if p.mode == "xsched" and p.xsched is not None else {}
         for w in p.workloads:
             lab = [host, workload_gpu(w), w.name, w.priority_label, p.mode, p.name]
             _latency(hist, summ, lab, w)
@@ -162,20 +162,20 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                 goodput.add_metric(lab, _f(w.goodput))
             ev = xs_wl.get(w.name)
             if ev:
-                engaged.add_metric([*lab, str(ev.get("status", "?"))], 1)
-                st = ev.get("stats") or {}
-                queues.add_metric(lab, float(st.get("max_queues", st.get("queues", 0)) or 0))
-                ready.add_metric(lab, float(st.get("ready", 0) or 0))
-                susp.add_metric(lab, float(st.get("suspended", 0) or 0))
+                engaged.add_metric([*lab, str(ev.status)], 1)
+                st = ev.stats
+                queues.add_metric(lab, float(st.max_queues))
+                ready.add_metric(lab, float(st.ready))
+                susp.add_metric(lab, float(st.suspended))
     out += _telemetry(snap.extra.get("telemetry"), host)
-    spool = snap.extra.get("spool") or {}
+    spool = snap.spool or M.Spool()
     kept = CounterMetricFamily("xwatch_events_spooled", "raw events written to the spool",
                                labels=["host"])
-    kept.add_metric([host], spool.get("rows_kept", 0) or 0)
+    kept.add_metric([host], spool.rows_kept)
     dropped = CounterMetricFamily("xwatch_events_dropped",
                                   "raw events not spooled past --spool-max-mb (statistics "
                                   "still count them)", labels=["host"])
-    dropped.add_metric([host], spool.get("rows_dropped", 0) or 0)
+    dropped.add_metric([host], spool.rows_dropped)
     age = GaugeMetricFamily("xwatch_snapshot_age_seconds",
                             "seconds since the snapshot these metrics come from was taken",
                             labels=["host"])

@@ -29,6 +29,7 @@ import msgspec
 from msgspec import UNSET
 
 import xwatch
+from xwatch.core import model as D
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
@@ -36,6 +37,7 @@ from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
+    CaptureSnapshot,
     ExitInfo,
     LogLine,
     MetricSnapshot,
@@ -51,7 +53,6 @@ from xwatch.core.engine.stats import (
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
-from xwatch.core import model as D
 from xwatch.core.export.document.upgrade import upgrade
 from xwatch.errors import SnapshotError
 from xwatch.scenario import Scenario, parse_scenario
@@ -60,13 +61,6 @@ SCHEMA_ID = D.SCHEMA_ID
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
-#: per-phase facts kept in snapshots besides the workloads: ``PhaseSnapshot.extra``
-#: key -> its type in the document
-PHASE_EXTRAS: dict[str, Any] = {
-    "xsched": D.Xsched, "mps": D.Mps, "setting": str,
-    "setting_values": dict[str, dict[str, D.SettingValue]], "error": str,
-    "preflight": D.Preflight, "calibrate": str, "isolation": D.Isolation, "repeat": int,
-    "step": str, "cut_short": str, "candidate": str}
 T = TypeVar("T")
 
 
@@ -166,27 +160,29 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
     )
 
 
-def trace_file(phase: PhaseSnapshot | dict[str, Any], cap_id: int, name: str) -> str:
+def trace_file(phase: PhaseSnapshot, cap_id: int, name: str) -> str:
     """Where a capture's trace of one workload lives, relative to the snapshot."""
-    idx = phase.index if isinstance(phase, PhaseSnapshot) else phase.get("index", 0)
-    return f"traces/phase{idx}-capture{cap_id}-{name}.json.gz"
+    return f"traces/phase{phase.index}-capture{cap_id}-{name}.json.gz"
 
 
 def _captures(p: PhaseSnapshot) -> list[D.Capture] | msgspec.UnsetType:
     """Kernel captures: the analysis inline, each worker's trace in its own gzip file."""
-    caps = p.extra.get("captures")
-    if not caps:
+    if not p.captures:
         return UNSET
     prio = {w.name: w.priority for w in p.workloads}
     out = []
-    for c in caps:
-        a = analyze(c, prio) if c.get("traces") else None
-        out.append(_typed({**{k: v for k, v in c.items() if k != "traces"},
-                           "trace_files": {n: trace_file(p, int(c.get("id", 0)), n)
-                                           for n in c.get("traces") or {}},
-                           "analysis": a.as_dict() if a else None},
-                          D.Capture, f"phase {p.name}: capture"))
+    for c in p.captures:
+        a = analyze(c, prio) if c.traces else None
+        out.append(D.Capture(id=c.id, t=c.t, seconds=c.seconds, workloads=list(c.workloads),
+                             errors=c.errors,
+                             trace_files={n: trace_file(p, c.id, n) for n in c.traces},
+                             analysis=a.as_model() if a else None))
     return out
+
+
+def _opt(v: T | None) -> T | msgspec.UnsetType:
+    """A fact some phases or sessions have: absent (``UNSET``) where it is None."""
+    return UNSET if v is None else v
 
 
 def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msgspec.UnsetType:
@@ -199,18 +195,18 @@ def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msg
 
 
 def _phase_doc(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Phase:
-    extras = {k: _typed(p.extra[k], kind, f"phase {p.name}: {k}")
-              for k, kind in PHASE_EXTRAS.items() if k in p.extra}
     return D.Phase(
         index=p.index, name=p.name, mode=p.mode, status=p.status,
         started_at=p.started_at, ended_at=p.ended_at,
         duration_s=_num(p.elapsed_s), measuring=p.measuring,
         t_start=p.t_start, t_measure=p.t_measure,
         workloads={w.name: _workload_doc(w) for w in p.workloads},
-        captures=_captures(p),
-        annotations=_typed(p.extra.get("annotations", []), list[D.Annotation],
-                           f"phase {p.name}: annotations"),
-        gpus=_per_gpu(p, telemetry), **extras)
+        xsched=_opt(p.xsched), mps=_opt(p.mps), setting=_opt(p.setting),
+        setting_values=_opt(p.setting_values), error=_opt(p.error),
+        preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
+        repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
+        candidate=_opt(p.candidate), captures=_captures(p), annotations=list(p.annotations),
+        gpus=_per_gpu(p, telemetry))
 
 
 EVENTS_FILE = "events.csv.gz"
@@ -220,13 +216,13 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
                       ) -> D.Snapshot:
     """The session frozen as the snapshot document."""
     extra = dict(snap.extra)
-    env = msgspec.structs.replace(host_environment(), **extra.pop("environment", {}))
+    env = snap.environment or host_environment()
     telemetry = extra.pop("telemetry", None)
     advice = extra.pop("advice", None)
-    spool = extra.get("spool") or {}
+    spool = snap.spool
     return D.Snapshot(
         schema=D.SCHEMA_ID,
-        created_at=extra.pop("created_at", None),
+        created_at=snap.created_at,
         window_s=snap.window_s,
         scenario=snap.scenario.to_dict(),
         environment=env,
@@ -234,10 +230,10 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         messages=[D.Message(t=m.t, level=m.stream, text=m.text) for m in snap.messages[-200:]],
         telemetry=None if telemetry is None else _typed(telemetry, D.Telemetry, "telemetry"),
         events_file=events_file,
-        events_kept=spool.get("rows_kept"),
-        events_dropped=spool.get("rows_dropped"),
-        extra=_typed({k: v for k, v in extra.items() if not k.startswith("_")}, D.Extra,
-                     "extra"),
+        events_kept=spool.rows_kept if spool else None,
+        events_dropped=spool.rows_dropped if spool else None,
+        extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
+                      noise_floors=_opt(snap.noise_floors)),
         answer=_typed(answer_records(snap), list[D.Answer], "answer"),
         advice=None if advice is None else _typed(advice, D.Advice, "advice"),
     )
@@ -285,8 +281,8 @@ def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> Pre
     session.spool.flush()
     snap = snap or session.snapshot(telemetry_last=None)
     size = session.spool.path.stat().st_size
-    traces = tuple((trace_file(p, int(c.get("id", 0)), n), t) for p in snap.phases
-                   for c in p.extra.get("captures") or [] for n, t in (c.get("traces") or {}).items())
+    traces = tuple((trace_file(p, c.id, n), t) for p in snap.phases
+                   for c in p.captures for n, t in c.traces.items())
     return PreparedExport(snapshot_document(snap), session.spool.path, size, traces)
 
 
@@ -440,18 +436,25 @@ def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSna
         pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
 
 
+def _unset(v: T | msgspec.UnsetType) -> T | None:
+    return None if v is UNSET else v
+
+
 def _phase_from(i: int, p: D.Phase, raw: dict[str, Any], source: str) -> PhaseSnapshot:
-    extra = {k: raw[k] for k in PHASE_EXTRAS if k in raw}
-    if raw.get("captures"):
-        extra["captures"] = [_capture_from(c, source) for c in raw["captures"]]
-    extra["annotations"] = raw.get("annotations", [])
     return PhaseSnapshot(
         index=i if p.index is UNSET else p.index, name=p.name, mode=p.mode,
         status=p.status, started_at=p.started_at, ended_at=p.ended_at,
         elapsed_s=_f(p.duration_s), measuring=p.measuring,
         workloads=tuple(_workload_from(n, w, raw["workloads"][n])
                         for n, w in p.workloads.items()),
-        extra=extra, t_start=p.t_start, t_measure=p.t_measure)
+        t_start=p.t_start, t_measure=p.t_measure,
+        xsched=_unset(p.xsched), mps=_unset(p.mps), preflight=_unset(p.preflight),
+        isolation=_unset(p.isolation),
+        captures=tuple(_capture_from(c, source) for c in p.captures or ()),
+        annotations=tuple(p.annotations), error=_unset(p.error), setting=_unset(p.setting),
+        setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
+        repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
+        cut_short=_unset(p.cut_short))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
@@ -463,23 +466,28 @@ def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> Sessi
                    for i, (p, r) in enumerate(zip(doc.phases, raw["phases"])))
     msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
                  for i, m in enumerate(doc.messages))
-    extra = {"environment": raw.get("environment", {}), "telemetry": raw.get("telemetry"),
-             "created_at": doc.created_at, **(raw.get("extra") or {})}
+    extra: dict[str, Any] = {"telemetry": raw.get("telemetry")}
     if raw.get("advice"):
         extra["advice"] = raw["advice"]
+    x = doc.extra
     return SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
-                           messages=msgs, taken_at=0.0, window_s=doc.window_s, extra=extra)
+                           messages=msgs, taken_at=0.0, window_s=doc.window_s,
+                           created_at=doc.created_at,
+                           environment=doc.environment if "environment" in raw else None,
+                           spool=_unset(x.spool), noise_floors=_unset(x.noise_floors),
+                           noise_floor=_unset(x.noise_floor), extra=extra)
 
 
-def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
+def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:
     """A recorded capture with its traces read back (those whose files are there)."""
     base = Path(source)
     base = base if base.is_dir() else base.parent
     traces = {}
-    for name, rel in (c.get("trace_files") or {}).items():
+    for name, rel in c.trace_files.items():
         with contextlib.suppress(OSError, ValueError):
             traces[name] = load_trace(str(base / rel))
-    return {**c, "traces": traces}
+    return CaptureSnapshot(id=c.id, t=c.t, seconds=c.seconds, workloads=tuple(c.workloads),
+                           errors=c.errors, traces=traces, analysis=c.analysis)
 
 
 def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:

@@ -104,8 +104,8 @@ def progress_line(p: PhaseSnapshot) -> str:
     for w in p.workloads:
         if w.state == FAILED and w.exit:
             line += f"\n    ! {w.name}: {clip(w.exit.describe(), 200)}"
-    if p.extra.get("error"):
-        line += f"\n    ! phase: {clip(str(p.extra['error']), 300)}"
+    if p.error:
+        line += f"\n    ! phase: {clip(str(p.error), 300)}"
     return line
 
 
@@ -152,8 +152,8 @@ def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> st
     if len(groups) > 1:
         lines.append(_gpus_tail(groups))
     lines += extra
-    if p.extra.get("error"):
-        lines.append(f"  ! phase {p.status}: {p.extra['error']}")
+    if p.error:
+        lines.append(f"  ! phase {p.status}: {p.error}")
     early = []
     for w in p.workloads:
         if w.state == FAILED or (w.exit and w.exit.reason == FAILED):
@@ -242,15 +242,15 @@ def capture_lines(p: PhaseSnapshot) -> list[str]:
     """What each kernel capture of the phase showed, in a few lines."""
     prio = {w.name: w.priority for w in p.workloads}
     out = []
-    for cap in p.extra.get("captures") or []:
+    for cap in p.captures:
         a = analyze(cap, prio)
-        errs = "; ".join(f"{n}: {e}" for n, e in (cap.get("errors") or {}).items())
+        errs = "; ".join(f"{n}: {e}" for n, e in cap.errors.items())
         if a is None:
-            out.append(f"kernel capture {cap['id']}: no trace arrived" + (f" ({errs})" if errs else ""))
+            out.append(f"kernel capture {cap.id}: no trace arrived" + (f" ({errs})" if errs else ""))
             continue
         low = ", ".join(a.lows) or "no lower-priority workload"
         out.append(
-            f"kernel capture {a.capture} ({cap.get('seconds', 0):g} s at {cap.get('t', 0):.1f} s, "
+            f"kernel capture {a.capture} ({cap.seconds:g} s at {cap.t:.1f} s, "
             f"kernels: " + ", ".join(f"{n} {k}" for n, k in a.kernels.items()) + "): "
             f"{a.high}'s kernels ran {_x(a.stretch)} as long as alone "
             f"({a.high_kernel_ms:.1f} vs {a.high_alone_ms:.1f} ms), {_pct(a.overlap_share)} of "

@@ -110,8 +110,8 @@ class _Chart(Widget):
                      x_from: float) -> None:
         """Live XSched changes (priority, policy, config) as yellow marks."""
         for o, p in zip(offsets, snap.phases):
-            for a in p.extra.get("annotations") or []:
-                x = o + float(a.get("t", 0.0))  # seconds after the phase start
+            for a in p.annotations:
+                x = o + a.t  # seconds after the phase start
                 if x >= x_from:
                     self.plt.vline(x, "yellow")
 
@@ -139,7 +139,7 @@ class LatencyChart(_Chart):
         slo = snap.scenario.slo
         roles = gpu_roles(snap.scenario.workloads)
         rolled = len(roles.gpus) > 1 and self.gpu is None
-        what = snap.extra.get("metric") or "latency ms"  # M: a named per-request metric
+        what = snap.metric or "latency ms"  # M: a named per-request metric
         if rolled:
             title = f"HIGH {what}, per second · {len(roles.gpus)} GPUs · g: one GPU"
         else:
@@ -247,7 +247,7 @@ class CdfChart(_Chart):
                     name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
         shown = phases[-2:]
-        what = snap.extra.get("metric") or "latency"
+        what = snap.metric or "latency"
         if not shown:
             return self.show_message(f"{name} {what} CDF", "no requests yet")
         self._begin(f"{name}{why} {what} CDF: " + " vs ".join(p.name for p in shown))

@@ -52,8 +52,8 @@ class AlertBar(QuietStatic):
         p = snap.current
         lines: list[Text] = []
         if p is not None:
-            if p.extra.get("error"):
-                lines.append(Text(clip(f"✖ phase {p.name} failed: {p.extra['error']}", 400),
+            if p.error:
+                lines.append(Text(clip(f"✖ phase {p.name} failed: {p.error}", 400),
                                   style="bold red"))
             for w in p.workloads:
                 if w.state == STALLED:
@@ -70,9 +70,8 @@ class AlertBar(QuietStatic):
                 elif w.malformed:
                     lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",
                                       style="yellow"))
-            xs = p.extra.get("xsched") or {}
-            for name, info in (xs.get("workloads") or {}).items():
-                for warn in info.get("warnings") or []:
+            for name, info in (p.xsched.workloads if p.xsched is not None else {}).items():
+                for warn in info.warnings:
                     lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))
         self.set_display(bool(lines))
         if lines:

@@ -248,7 +248,7 @@ class CompareTable(DataTable[str]):
 
     def show(self, snap: SessionSnapshot) -> None:
         phases = snap.phases
-        floors = floors_in(snap.extra)
+        floors = floors_in(snap.noise_floors)
         if set(floors) != set(self._floors):
             self._floors = floors
             self._diffs.clear()

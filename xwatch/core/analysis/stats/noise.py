@@ -4,7 +4,7 @@ workload and metric, split into the part within a run and the part between runs.
 ``xwatch noise`` runs one configuration N times and turns the phases into a
 ``Floor`` (``floor_of``); the floor is stored per host, GPU, driver, scenario
 content and mode (``export.floors``) and carried in the snapshots that use it
-(``snapshot.extra["noise_floors"]``), so an answer from one run per step can say
+(``SessionSnapshot.noise_floors``), so an answer from one run per step can say
 whether its difference lies beyond this machine's run-to-run noise
 (``one_run_interval``), naming the record's date and run count. Pure.
 """
@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.resolution import bucket_width, resolution_ms, widen
 from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, run_value, split, t95
@@ -83,6 +86,10 @@ class Floor:
                                "total_var": r(s.total), "within_var": r(s.within),
                                "resolution": r(s.resolution)}
                            for k, s in self.splits.items()}}
+
+    def as_model(self) -> M.NoiseFloor:
+        """The floor as a snapshot records it (``SessionSnapshot.noise_floors``)."""
+        return msgspec.convert(self.as_dict(), M.NoiseFloor)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Floor:
@@ -155,12 +162,12 @@ def one_run_interval(d_est: float, within: Interval, base: Split, other: Split |
     return Interval(d_est, lo, hi)
 
 
-def floors_in(extra: Mapping[str, Any]) -> dict[str, Floor]:
-    """The floors a snapshot carries, by mode."""
+def floors_in(floors: Mapping[str, M.NoiseFloor] | None) -> dict[str, Floor]:
+    """The floors a snapshot carries (``SessionSnapshot.noise_floors``), by mode."""
     out: dict[str, Floor] = {}
-    for mode, d in (extra.get("noise_floors") or {}).items():
+    for mode, nf in (floors or {}).items():
         try:
-            out[str(mode)] = Floor.from_dict(d)
+            out[str(mode)] = Floor.from_dict(msgspec.to_builtins(nf))
         except (KeyError, TypeError, ValueError):
             continue
     return out

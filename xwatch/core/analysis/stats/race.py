@@ -117,7 +117,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate)."""
     w = p.workload(obj.workload)
     if p.status == "failed" or w is None or not w.count:
-        c.status, c.reason = FAILED, str(p.extra.get("error") or f"phase {p.name} {p.status}")
+        c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
     if not usable(p):
         return  # stopped before its end: not a run

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Protocol
 
+from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.snapshot import (
     ALIVE,
@@ -84,7 +85,10 @@ class PhaseLike(Protocol):
     t_end: float | None
     stages: dict[str, float]
     line_watchers: list[Callable[[WorkloadRun, str, str], None]]
-    extra: dict[str, Any]
+    xsched: M.Xsched | None  # the mode backends' records of the phase
+    mps: M.Mps | None
+    isolation: M.Isolation | None
+    annotations: list[M.Annotation]
 
     def on_ready(self, t0: float) -> None: ...
 
