@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
 import msgspec
 
@@ -37,13 +36,13 @@ class _Telemetry:
                                 "power_w": 400.0 + g, "temp_c": 50.0 + g, "clock_mhz": 1980.0},
                     "procs": {}, "procs_t": None})
 
-    def export(self, last: int | None = None) -> dict[str, Any]:
-        return {"backend": "nvml", "reason": "asked for nvml", "rejected": {},
+    def export(self, last: int | None = None) -> M.Telemetry:
+        return msgspec.convert({"backend": "nvml", "reason": "asked for nvml", "rejected": {},
                 "interval_s": 0.5, "proc_interval_s": 2.0, "info": {},
                 "poll_cost_ms": {"polls": 60, "median": 0.21, "p99": 0.4, "max": 0.5},
                 "proc_poll_cost_ms": {"polls": 15, "median": 3.1, "p99": 4.0, "max": 4.2},
                 "errors": 0, "last_error": None,
-                "samples": self.samples[-last:] if last else list(self.samples)}
+                "samples": self.samples[-last:] if last else list(self.samples)}, M.Telemetry)
 
 
 def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,

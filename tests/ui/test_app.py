@@ -333,15 +333,16 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
             await wait_for(lambda: app.session is not None, pilot)
             await pilot.press("A")
             panel = app.query_one(AnswerPanel)
-            await wait_for(lambda: (app.session.extra.get("advice") or {}).get(  # type: ignore[union-attr]
-                "final") is True, pilot, timeout=120)
-            adv = app.session.extra["advice"]  # type: ignore[union-attr]
-            assert adv["choice"]["mode"] == "native" and 2 <= adv["rounds"] <= 6
-            assert sorted(c["status"] for c in adv["candidates"]) == ["chosen"] + \
+            await wait_for(lambda: app.session.advice is not None  # type: ignore[union-attr]
+                           and app.session.advice.final is True, pilot, timeout=120)
+            adv = app.session.advice  # type: ignore[union-attr]
+            assert adv is not None and adv.choice is not None
+            assert adv.choice.mode == "native" and 2 <= adv.rounds <= 6  # type: ignore[operator]
+            assert sorted(c.status for c in adv.candidates) == ["chosen"] + \
                 ["dropped-slo"] * 4
             # a round runs only the candidates still open: phases = runs, not rounds x 5
             assert len(app.session.phases) == sum(  # type: ignore[union-attr]
-                c["runs"] for c in adv["candidates"])
+                c.runs for c in adv.candidates)
             await wait_for(lambda: "Use native (no sharing mechanism)" in panel.plain, pilot)
             await app.action_quit()
     finally:

@@ -62,12 +62,11 @@ SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: ev
 def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
     """Changes whenever a chart would draw something different: a new per-second row,
     a new phase or state, a new telemetry sample."""
-    tel = snap.extra.get("telemetry") or {}
-    samples = tel.get("samples") or []
+    samples = snap.telemetry.samples if snap.telemetry is not None else []
     phases = tuple((p.index, p.status, tuple(w.state for w in p.workloads))
                    for p in snap.phases)
     return (phases, tuple(len(w.series) for p in snap.phases for w in p.workloads),
-            samples[-1].get("t") if samples else None)
+            samples[-1].t if samples else None)
 
 
 class XwatchApp(App[int]):
@@ -474,13 +473,13 @@ class XwatchApp(App[int]):
                     phase.step, phase.repeat = step.key, rc.rounds
                     await self._watch_phase(phase)
                     if runner.phase is not phase:  # the user started something else
-                        session.extra["advice"] = rc.advice()
+                        session.advice = rc.advice()
                         return
                     rc.record(c, phase.snapshot(time.monotonic()))
-                    session.extra["advice"] = rc.advice(final=False)
+                    session.advice = rc.advice(final=False)
                 if not rc.after_round():
                     break
-            session.extra["advice"] = rc.advice()
+            session.advice = rc.advice()
             self.action_tab("compare")
         finally:
             runner.backends.update(saved)

@@ -6,7 +6,7 @@
 - LOW's price    = LOW samples/s together under XSched vs together native
 
 and one plain sentence saying what that means. Pure: works on any snapshot whose
-phases carry ``extra["calibrate"]`` ("alone" | "together")."""
+phases carry ``PhaseSnapshot.calibrate`` ("alone" | "together")."""
 
 from __future__ import annotations
 

@@ -225,12 +225,12 @@ class SessionSnapshot(msgspec.Struct, frozen=True):
     window_s: float
     created_at: str | None = None  # when the session started (``utc_now``)
     environment: M.Environment | None = None  # the host (None: this one, at export)
+    telemetry: M.Telemetry | None = None  # GPU and host sampling (None: off)
     spool: M.Spool | None = None  # the raw-event spool's rows and size
     #: the machine's recorded noise floors, by mode (``analysis.stats.noise``)
     noise_floors: dict[str, M.NoiseFloor] | None = None
     noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
-    #: not yet typed: "telemetry" (the sampler's export), "advice" (``xwatch advise``)
-    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    advice: M.Advice | None = None  # ``xwatch advise``'s race and its answer
     #: the named per-request metric the snapshot is seen through (the dashboard's
     #: ``M``; ``analysis.metric_view``), None: latency
     metric: str | None = None

@@ -167,7 +167,7 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                 queues.add_metric(lab, float(st.max_queues))
                 ready.add_metric(lab, float(st.ready))
                 susp.add_metric(lab, float(st.suspended))
-    out += _telemetry(snap.extra.get("telemetry"), host)
+    out += _telemetry(snap.telemetry, host)
     spool = snap.spool or M.Spool()
     kept = CounterMetricFamily("xwatch_events_spooled", "raw events written to the spool",
                                labels=["host"])
@@ -202,14 +202,14 @@ def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
     summ.add_sample(name + "_sum", d, total)
 
 
-def _telemetry(tel: dict[str, Any] | None, host: str) -> list[Any]:
+def _telemetry(tel: M.Telemetry | None, host: str) -> list[Any]:
     from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 
-    if not tel:
+    if tel is None:
         return []
-    latest: dict[str, dict[str, Any]] = {}
-    for s in tel.get("samples") or []:
-        latest[s["device"]] = s
+    latest: dict[str, M.Sample] = {}
+    for s in tel.samples:
+        latest[s.device] = s
     info = InfoMetricFamily("xwatch_gpu", "each telemetry device", labels=["host", "gpu"])
     specs = (  # metric, key in the sample, scale, doc
         ("xwatch_gpu_utilization_ratio", "util_pct", 0.01,
@@ -230,23 +230,21 @@ def _telemetry(tel: dict[str, Any] | None, host: str) -> list[Any]:
     now = time.monotonic()
     for dev, s in latest.items():
         gpu = dev[3:] if dev.startswith("gpu") else dev
-        info.add_metric([host, gpu], {"device": dev, "name": str(s.get("name") or ""),
-                                      "bus_id": str(s.get("bus_id") or ""),
-                                      "ours": "true" if s.get("ours", True) else "false",
-                                      "backend": str(tel.get("backend") or "")})
-        for key, val in (s.get("metrics") or {}).items():
-            if key in gauges and isinstance(val, (int, float)):
+        info.add_metric([host, gpu], {"device": dev, "name": s.name, "bus_id": s.bus_id or "",
+                                      "ours": "true" if s.ours else "false",
+                                      "backend": tel.backend})
+        for key, val in s.metrics.items():
+            if key in gauges and val is not None:
                 gauges[key][0].add_metric([host, gpu], float(val) * gauges[key][1])
-        if isinstance(s.get("t"), (int, float)):
-            age.add_metric([host, gpu], max(0.0, now - float(s["t"])))
+        age.add_metric([host, gpu], max(0.0, now - s.t))
     cost = GaugeMetricFamily("xwatch_telemetry_poll_seconds",
                              "xwatch's own cost of one telemetry poll", labels=["host", "kind",
                                                                                  "quantile"])
-    for kind, key in (("counters", "poll_cost_ms"), ("per_process", "proc_poll_cost_ms")):
-        c = tel.get(key) or {}
-        for q, k in (("0.5", "median"), ("0.99", "p99")):
-            if isinstance(c.get(k), (int, float)):
-                cost.add_metric([host, kind, q], float(c[k]) / 1000.0)
+    for kind, c in (("counters", tel.poll_cost_ms),
+                    ("per_process", tel.proc_poll_cost_ms or M.PollCost())):
+        for q, v in (("0.5", c.median), ("0.99", c.p99)):
+            if v is not None:
+                cost.add_metric([host, kind, q], v / 1000.0)
     return [info, *(g for g, _ in gauges.values()), age, cost]
 
 

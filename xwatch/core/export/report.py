@@ -51,7 +51,7 @@ LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p
 def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
     env = snap.environment
-    tel = snap.extra.get("telemetry") or {}
+    tel = snap.telemetry
     secs: list[Section] = []
     adv = advice_section(snap)
     if adv is not None:
@@ -85,8 +85,8 @@ def build_report(snap: SessionSnapshot) -> Report:
             ["python (xwatch)", env.python if env else "?"],
             ["device(s) used", ", ".join(gpus) or "-"],
             ["torch", ", ".join(torch_v) or "-"],
-            ["driver", str((tel.get("info") or {}).get("driver") or "-")],
-            ["telemetry", f"{tel.get('backend', 'off')} ({tel.get('reason', '')})" if tel else "off"]]
+            ["driver", str(tel.info.driver or "-") if tel is not None else "-"],
+            ["telemetry", f"{tel.backend} ({tel.reason})" if tel is not None else "off"]]
     for p in snap.phases:
         xs = p.xsched
         if xs:

@@ -34,7 +34,7 @@ from xwatch.core.export.render.svgchart import lane_chart
 
 def gpu_section(snap: SessionSnapshot) -> Section | None:
     """Per GPU, per phase: HIGH P50/P99, LOW samples/s, utilization; and the roll-up."""
-    tel = snap.extra.get("telemetry")
+    tel = snap.telemetry
     rows, roll_rows = [], []
     for p in snap.phases:
         groups = gpu_groups(p, tel)
@@ -257,8 +257,8 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     from xwatch.core.analysis.stats import race
     from xwatch.core.export.render.braille import scatter
 
-    adv = snap.extra.get("advice")
-    if not isinstance(adv, dict):
+    adv = snap.advice
+    if adv is None:
         return None
     s = Section("Advice")
     s.paragraphs.append(f"**{race.sentence(adv)}**")
@@ -266,36 +266,37 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     if toml:
         s.code = "\n".join(toml)
 
-    def iv(d: dict[str, Any], fmt: str) -> str:
-        if d.get("estimate") is None:
+    def iv(d: M.Estimate, fmt: str) -> str:
+        if d.estimate is None:
             return "-"
-        lo = "?" if d.get("lo") is None else fmt.format(d["lo"])
-        hi = "?" if d.get("hi") is None else fmt.format(d["hi"])
-        return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
+        lo = "?" if d.lo is None else fmt.format(d.lo)
+        hi = "?" if d.hi is None else fmt.format(d.hi)
+        return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
 
-    slo = adv["slo"]
-    rows = [[c.get("label", c["mode"]), str(c["runs"]), iv(c["slo_metric"], "{:.2f}"),
-             iv(c["price"], "{:,.0f}"), c["status"], c.get("reason") or ""]
-            for c in sorted(adv["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))]
+    slo = adv.slo
+    by_price = sorted(adv.candidates, key=lambda c: -(c.price.estimate or 0.0))
+    rows = [[c.label, str(c.runs), iv(c.slo_metric, "{:.2f}"), iv(c.price, "{:,.0f}"),
+             c.status, c.reason] for c in by_price]
     s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "
                      f"{len(rows)} candidates)", Table(
-                         ["candidate", "runs", f"{slo['workload']} {slo['metric']} (ms)",
+                         ["candidate", "runs", f"{slo.workload} {slo.metric} (ms)",
                           "price (samples/s)", "status", "why"], rows)))
-    pts = [(chr(ord("a") + i), c["price"]["estimate"], c["slo_metric"]["estimate"],
-            c["price"]["lo"], c["price"]["hi"], c["slo_metric"]["lo"], c["slo_metric"]["hi"])
-           for i, c in enumerate(sorted(adv["candidates"],
-                                        key=lambda c: -(c["price"]["estimate"] or 0.0)))
-           if c["price"]["estimate"] is not None and c["slo_metric"]["estimate"] is not None]
-    plot = scatter(pts, hline=slo["latency_ms"], xlabel="price (samples/s)",
-                   ylabel=f"{slo['workload']} {slo['metric']} ms; dots: the SLO")
+    pts = [(chr(ord("a") + i), c.price.estimate, c.slo_metric.estimate,
+            c.price.lo, c.price.hi, c.slo_metric.lo, c.slo_metric.hi)
+           for i, c in enumerate(by_price)
+           if c.price.estimate is not None and c.slo_metric.estimate is not None]
+    plot = scatter(pts, hline=slo.latency_ms, xlabel="price (samples/s)",
+                   ylabel=f"{slo.workload} {slo.metric} ms; dots: the SLO")
     if plot:
         s.paragraphs.append("Frontier (marks a, b, ... in the table's order):\n\n```\n"
                             + "\n".join(plot) + "\n```")
-    notes = [f"Runs: {adv['runs']} in {adv['seconds'] / 60:.1f} min over {adv.get('rounds', '?')} "
-             f"rounds; the full grid of those rounds: {adv.get('grid_runs', '?')} runs."]
-    if adv.get("undecided"):
-        notes.append(adv["undecided"])
-    notes += [f"Skipped {m}: {why}" for m, why in (adv.get("skipped") or {}).items()]
+    rounds = "?" if adv.rounds is UNSET else adv.rounds  # older records: not recorded
+    grid = "?" if adv.grid_runs is UNSET else adv.grid_runs
+    notes = [f"Runs: {adv.runs} in {adv.seconds / 60:.1f} min over {rounds} "
+             f"rounds; the full grid of those rounds: {grid} runs."]
+    if adv.undecided:
+        notes.append(adv.undecided)
+    notes += [f"Skipped {m}: {why}" for m, why in adv.skipped.items()]
     s.paragraphs.append("  \n".join(notes))
     return s
 

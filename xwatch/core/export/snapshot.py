@@ -185,7 +185,7 @@ def _opt(v: T | None) -> T | msgspec.UnsetType:
     return UNSET if v is None else v
 
 
-def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msgspec.UnsetType:
+def _per_gpu(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Gpus | msgspec.UnsetType:
     """The per-GPU groups and their roll-up for a multi-GPU phase, else nothing."""
     groups = gpu_groups(p, telemetry)
     if not groups:
@@ -194,7 +194,7 @@ def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msg
                   D.Gpus, f"phase {p.name}: gpus")
 
 
-def _phase_doc(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Phase:
+def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
     return D.Phase(
         index=p.index, name=p.name, mode=p.mode, status=p.status,
         started_at=p.started_at, ended_at=p.ended_at,
@@ -215,10 +215,8 @@ EVENTS_FILE = "events.csv.gz"
 def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FILE
                       ) -> D.Snapshot:
     """The session frozen as the snapshot document."""
-    extra = dict(snap.extra)
     env = snap.environment or host_environment()
-    telemetry = extra.pop("telemetry", None)
-    advice = extra.pop("advice", None)
+    telemetry = snap.telemetry
     spool = snap.spool
     return D.Snapshot(
         schema=D.SCHEMA_ID,
@@ -228,14 +226,14 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         environment=env,
         phases=[_phase_doc(p, telemetry) for p in snap.phases],
         messages=[D.Message(t=m.t, level=m.stream, text=m.text) for m in snap.messages[-200:]],
-        telemetry=None if telemetry is None else _typed(telemetry, D.Telemetry, "telemetry"),
+        telemetry=telemetry,
         events_file=events_file,
         events_kept=spool.rows_kept if spool else None,
         events_dropped=spool.rows_dropped if spool else None,
         extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
                       noise_floors=_opt(snap.noise_floors)),
         answer=_typed(answer_records(snap), list[D.Answer], "answer"),
-        advice=None if advice is None else _typed(advice, D.Advice, "advice"),
+        advice=snap.advice,
     )
 
 
@@ -466,16 +464,15 @@ def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> Sessi
                    for i, (p, r) in enumerate(zip(doc.phases, raw["phases"])))
     msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
                  for i, m in enumerate(doc.messages))
-    extra: dict[str, Any] = {"telemetry": raw.get("telemetry")}
-    if raw.get("advice"):
-        extra["advice"] = raw["advice"]
     x = doc.extra
     return SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
                            messages=msgs, taken_at=0.0, window_s=doc.window_s,
                            created_at=doc.created_at,
                            environment=doc.environment if "environment" in raw else None,
-                           spool=_unset(x.spool), noise_floors=_unset(x.noise_floors),
-                           noise_floor=_unset(x.noise_floor), extra=extra)
+                           spool=_unset(x.spool), telemetry=doc.telemetry,
+                           noise_floors=_unset(x.noise_floors),
+                           noise_floor=_unset(x.noise_floor),
+                           advice=doc.advice if raw.get("advice") else None)
 
 
 def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:

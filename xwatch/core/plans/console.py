@@ -6,8 +6,8 @@ Pure functions of snapshots, so tests can check them without running anything.
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
@@ -113,7 +113,7 @@ HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s
           "mean", "p50", "p95", "p99", "p99.9", "max")
 
 
-def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> str:
+def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     """Every workload's whole-phase numbers; on several GPUs grouped under a line per
     GPU (HIGH's P99 with its interval, LOW's samples/s, utilization) and rolled up."""
     rows = [HEADER]

@@ -73,7 +73,8 @@ async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str
 #: an adaptive plan: given the session so far, the (round, step) pairs to run, lazily
 Schedule = Callable[[Session], Iterator[tuple[int, Step]]]
 #: what a plan does with the finished session before the answer is printed: its own
-#: lines, records in ``session.extra``; an exit status to use instead of 0, or None
+#: lines, records on the session (``session.advice``, ...); an exit status to use
+#: instead of 0, or None
 Finish = Callable[[Session], int | None]
 
 

@@ -272,25 +272,26 @@ class UtilChart(_Chart):
     gpu: int | None = None
 
     def show(self, snap: SessionSnapshot) -> None:
-        tel = snap.extra.get("telemetry") or {}
-        samples = tel.get("samples") or []
-        if not samples or not snap.phases:
-            return self.show_message("utilization", f"telemetry: {tel.get('backend', 'off')}")
+        tel = snap.telemetry
+        samples = tel.samples if tel is not None else []
+        if tel is None or not samples or not snap.phases:
+            return self.show_message("utilization",
+                                     f"telemetry: {tel.backend if tel is not None else 'off'}")
         offsets = phase_offsets(snap.phases)
-        gpu = tel.get("backend") in ("nvml", "amdsmi")
+        gpu = tel.backend in ("nvml", "amdsmi")
         metric = "util_pct" if gpu else "cpu_pct"
         by_dev: dict[str, list[tuple[float, float]]] = {}
         clock = SessionClock(snap.phases, offsets)
         for s in samples:
-            if not s.get("ours", True):
+            if not s.ours:
                 continue
-            x = clock(s["t"])
-            v = (s.get("metrics") or {}).get(metric)
+            x = clock(s.t)
+            v = s.metrics.get(metric)
             if x is not None:
-                by_dev.setdefault(s["device"], []).append(
+                by_dev.setdefault(s.device, []).append(
                     (x, float(v) if v is not None else math.nan))
         label = {"nvml": "GPU util % (a kernel ran)", "amdsmi": "GPU gfx activity %"}.get(
-            tel.get("backend", ""), "host CPU % (no GPU telemetry)")
+            tel.backend, "host CPU % (no GPU telemetry)")
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         series = sorted(by_dev.items())
         if self.gpu is not None and snap.current is not None:

@@ -36,31 +36,35 @@ def _v(v: float | None, unit: str, digits: int = 0) -> str:
 class GpuPanel(QuietStatic):
     grow_only = True  # per-process lines come and go with the 2 s cadence
     def show(self, snap: SessionSnapshot) -> None:
-        tel = snap.extra.get("telemetry") or {}
+        tel = snap.telemetry
         t = Text()
-        backend = tel.get("backend", "off")
+        backend = tel.backend if tel is not None else "off"
         t.append(f"telemetry: {backend}", style="bold magenta")
-        if tel.get("reason"):
-            t.append(f"  ({tel['reason']})", style="dim")
-        for name, why in (tel.get("rejected") or {}).items():
+        if tel is not None and tel.reason:
+            t.append(f"  ({tel.reason})", style="dim")
+        for name, why in (tel.rejected if tel is not None else {}).items():
             t.append(f"\n  not {name}: {why[:70]}", style="dim")
-        cost = tel.get("poll_cost_ms") or {}
-        pcost = tel.get("proc_poll_cost_ms") or {}
+        cost = tel.poll_cost_ms if tel is not None else M.PollCost()
+        pcost = tel.proc_poll_cost_ms if tel is not None and tel.proc_poll_cost_ms \
+            else M.PollCost()
+        every = tel.interval_s if tel is not None else 0.5
+        # older snapshots: no proc_interval_s (the default then)
+        proc_every = tel.proc_interval_s if tel is not None and \
+            tel.proc_interval_s is not UNSET else 2
         latest = latest_samples(tel)
-        if len(latest) > 2 and cost.get("median") is not None:  # one line for the costs
-            t.append(f"  poll {cost['median']:.2f} ms/{tel.get('interval_s', 0.5):g} s"
-                     + (f", per-process {pcost['median']:.1f} ms/"
-                        f"{tel.get('proc_interval_s', 2):g} s"
-                        if pcost.get("median") is not None else ""), style="dim")
-        elif cost.get("median") is not None:
-            t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms "
-                     f"every {tel.get('interval_s', 0.5):g} s", style="dim")
-        if len(latest) <= 2 and pcost.get("median") is not None:
-            t.append(f"\n  + per-process {pcost['median']:.2f} ms median every "
-                     f"{tel.get('proc_interval_s', 2):g} s", style="dim")
+        if len(latest) > 2 and cost.median is not None:  # one line for the costs
+            t.append(f"  poll {cost.median:.2f} ms/{every:g} s"
+                     + (f", per-process {pcost.median:.1f} ms/{proc_every:g} s"
+                        if pcost.median is not None else ""), style="dim")
+        elif cost.median is not None:
+            t.append(f"\n  poll {cost.median:.2f} ms median, p99 {cost.p99:.2f} ms "
+                     f"every {every:g} s", style="dim")
+        if len(latest) <= 2 and pcost.median is not None:
+            t.append(f"\n  + per-process {pcost.median:.2f} ms median every "
+                     f"{proc_every:g} s", style="dim")
         pids = {w.pid: w.name for p in snap.phases[-1:] for w in p.workloads if w.pid}
         # ages: against the clock while live, against the newest sample in a replay
-        newest = max((float(x.get("t", 0.0)) for x in latest.values()), default=0.0)
+        newest = max((x.t for x in latest.values()), default=0.0)
         now = time.monotonic() if snap.taken_at > 0 else newest
 
         def age(ts: object) -> str:
@@ -68,17 +72,17 @@ class GpuPanel(QuietStatic):
 
         if len(latest) > 2:  # eight GPUs: a line each, so the charts keep their room
             for dev, s in latest.items():
-                t.append("\n" + _device_line(dev, s, age(s.get("t"))))
-            if tel.get("backend") == "nvml":
+                t.append("\n" + _device_line(dev, s, age(s.t)))
+            if backend == "nvml":
                 t.append("\n  util = a kernel ran; per-process figures: in the snapshot",
                          style="dim italic")
             self.set_content(t, text_key(t), t.plain)
             return
         for dev, s in latest.items():
-            m = s.get("metrics") or {}
-            mark = "" if s.get("ours", True) else " (not ours)"
-            t.append(f"\n{dev} {s.get('name', '')}{mark}", style="bold")
-            t.append(f"  {age(s.get('t'))}", style="dim")
+            m = s.metrics
+            mark = "" if s.ours else " (not ours)"
+            t.append(f"\n{dev} {s.name}{mark}", style="bold")
+            t.append(f"  {age(s.t)}", style="dim")
             if "util_pct" in m:
                 t.append(f"\n  util {pct(m.get('util_pct'))}  mem-bw {pct(m.get('mem_util_pct'))}"
                          f"  mem {_v(m.get('mem_used_mib'), '')}/{_v(m.get('mem_total_mib'), ' MiB')}"
@@ -87,23 +91,23 @@ class GpuPanel(QuietStatic):
             else:
                 t.append(f"\n  cpu {pct(m.get('cpu_pct'))}  mem {_v(m.get('mem_used_mib'), '')}"
                          f"/{_v(m.get('mem_total_mib'), ' MiB')}")
-            if s.get("procs"):
-                t.append(f"\n  per process ({age(s.get('procs_t'))}):", style="dim")
-            for pid, pm in (s.get("procs") or {}).items():
+            if s.procs:
+                t.append(f"\n  per process ({age(s.procs_t)}):", style="dim")
+            for pid, pm in s.procs.items():
                 who = pids.get(int(pid), pid)
                 parts = [f"{k.replace('_', ' ')} {_v(v, '', 0)}" for k, v in pm.items()]
                 t.append(f"\n  {who}: " + ", ".join(parts), style="cyan")
-        if tel.get("backend") == "nvml":
+        if backend == "nvml":
             t.append("\n  util = share of time a kernel ran, not how full the GPU is",
                      style="dim italic")
         self.set_content(t, text_key(t), t.plain)
 
 
-def _device_line(dev: str, s: dict[str, Any], age: str) -> str:
+def _device_line(dev: str, s: M.Sample, age: str) -> str:
     """One device in one line (many devices): util, memory bandwidth, memory, power,
     temperature, clock, age of the sample."""
-    m = s.get("metrics") or {}
-    mark = "" if s.get("ours", True) else " (not ours)"
+    m = s.metrics
+    mark = "" if s.ours else " (not ours)"
     used, total = m.get("mem_used_mib"), m.get("mem_total_mib")
     mem = "n/a" if used is None or total is None else f"{used / 1024:.1f}/{total / 1024:.0f}G"
     if "util_pct" in m:
@@ -154,16 +158,15 @@ class AnswerPanel(QuietStatic):
     _key: tuple[object, ...] = ()
 
     def show(self, snap: SessionSnapshot) -> None:
-        adv = snap.extra.get("advice")
+        adv = snap.advice
         key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
-               adv.get("runs") if isinstance(adv, dict) else None,
-               adv.get("final") if isinstance(adv, dict) else None)
+               adv.runs if adv is not None else None, adv.final if adv is not None else None)
         if key == self._key:
             return
         self._key = key
-        lines = answer_lines(snap) if not isinstance(adv, dict) else []
-        self.set_display(bool(lines) or isinstance(adv, dict))
-        if isinstance(adv, dict):  # an advise session: its answer, table and frontier
+        lines = answer_lines(snap) if adv is None else []
+        self.set_display(bool(lines) or adv is not None)
+        if adv is not None:  # an advise session: its answer, table and frontier
             from xwatch.core.plans.advise import advice_lines
 
             t = Text("\n".join(advice_lines(adv)))

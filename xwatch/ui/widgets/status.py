@@ -36,8 +36,8 @@ class StatusLine(QuietStatic):
                            if w.hello.get("device_name")})
             if devs:
                 t.append(" · " + ", ".join(devs)[:48], style="cyan")
-        tel = snap.extra.get("telemetry") or {}
-        t.append(f" · telemetry {tel.get('backend', 'off')}", style="magenta")
+        tel = snap.telemetry
+        t.append(f" · telemetry {tel.backend if tel is not None else 'off'}", style="magenta")
         if metric:  # M: a named per-request metric instead of the latency
             t.append(f" · metric {metric}", style="bold yellow")
         if paused:

@@ -102,7 +102,7 @@ class WorkloadTable(ScrollLinePanel):
                 rate(w.target_rate) if w.target_rate else "loop",
                 rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
                 str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
-        groups = gpu_groups(p, snap.extra.get("telemetry"), snap.window_s if live else None) \
+        groups = gpu_groups(p, snap.telemetry, snap.window_s if live else None) \
             if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
         folded = bool(groups) and (self.fold if self.fold is not None else
                                    2 + len(groups) + len(p.workloads) > self.fit_rows)

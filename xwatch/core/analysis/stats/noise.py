@@ -43,11 +43,12 @@ def scenario_digest(scenario_dict: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def machine_of(host: str, telemetry_info: Mapping[str, Any] | None) -> dict[str, Any]:
+def machine_of(host: str, telemetry_info: M.TelemetryInfo | None) -> dict[str, Any]:
     """The machine a floor belongs to: host, the devices' names, the driver."""
-    info = telemetry_info or {}
-    names = sorted(str(d.get("name")) for d in info.get("devices") or [])
-    return {"host": host, "gpus": names or ["(no telemetry)"], "driver": info.get("driver")}
+    info = telemetry_info or M.TelemetryInfo()
+    names = sorted(d.name for d in info.devices)
+    return {"host": host, "gpus": names or ["(no telemetry)"],
+            "driver": None if info.driver is msgspec.UNSET else info.driver}
 
 
 def floor_key(machine: Mapping[str, Any], digest: str, mode: str) -> str:

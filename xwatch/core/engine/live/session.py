@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import LogLine, SessionSnapshot, utc_now
@@ -38,8 +40,7 @@ class Session:
         #: the machine's recorded noise floors, by mode (the plans load them)
         self.noise_floors: dict[str, M.NoiseFloor] | None = None
         self.noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
-        #: not yet typed: "advice" (``xwatch advise``)
-        self.extra: dict[str, Any] = {}
+        self.advice: M.Advice | None = None  # ``xwatch advise``'s race, live, then final
         self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
         self.created_at = utc_now()
         #: called with every new phase (the dashboard notes it for recovery)
@@ -93,20 +94,21 @@ class Session:
         """Freeze the session. ``telemetry_last`` bounds the telemetry samples
         included: the newest that many of each device (None: all, for export)."""
         now = time.monotonic() if now is None else now
-        extra = dict(self.extra)
         sp = self.spool
         spool = M.Spool(rows_kept=sp.rows, rows_dropped=sp.dropped, failed=sp.failed,
                         compressed_bytes=sp.bytes_written, max_bytes=sp.max_bytes)
+        telemetry = None
         if self.telemetry is not None:
-            extra["telemetry"] = self.telemetry.export(telemetry_last)
-            extra["telemetry"]["t_origin"] = self.phases[0].t_start if self.phases else now
+            telemetry = msgspec.structs.replace(
+                self.telemetry.export(telemetry_last),
+                t_origin=self.phases[0].t_start if self.phases else now)
         return SessionSnapshot(
             scenario=self.scenario,
             phases=tuple(p.snapshot(now) for p in self.phases),
             messages=tuple(ln for ln in self.logs if ln.source == "xwatch"),
             taken_at=time.time(), window_s=self.window_s, created_at=self.created_at,
-            spool=spool, noise_floors=self.noise_floors, noise_floor=self.noise_floor,
-            extra=extra)
+            spool=spool, telemetry=telemetry, noise_floors=self.noise_floors,
+            noise_floor=self.noise_floor, advice=self.advice)
 
     def close(self) -> None:
         self.spool.close()
