@@ -52,9 +52,9 @@ def build() -> dict:  # type: ignore[type-arg]
             lo.stderr.extend(["MIOpen Error: Failed to launch kernel: invalid device ordinal",
                               "RuntimeError: miopenStatusUnknownError"])
             lo.error = "RuntimeError: miopenStatusUnknownError"
-            lo.launch = {"argv": ["python", "-m", "xwatch.core.engine.worker"], "env": {
+            lo.launch = M.Launch(argv=["python", "-m", "xwatch.core.engine.worker"], env={
                 "XSCHED_SCHEDULER": "GLB", "XSCHED_AUTO_XQUEUE": "ON",
-                "LD_PRELOAD": "/opt/xsched/lib/libshimhip.so"}}
+                "LD_PRELOAD": "/opt/xsched/lib/libshimhip.so"})
             lo.on_exit(1, None, planned_end=False)
             lo.end_t = t0 + 11.0
             hi.stop_requested = True
@@ -125,5 +125,5 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
         service_mean_ms=math.nan, count=count, errors=0, late=0, samples=count, malformed=0,
         target_rate=None, achieved_rate=0.0, samples_per_s=sps, window_rate=0.0,
         window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
-        error=None, stderr_tail=(), log_tail=(), hello={}, launch={}, inflight_s=0.0,
+        error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)

@@ -25,9 +25,9 @@ def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
     assert groups[1].low_samples_per_s == p.workload("low@1").samples_per_s  # type: ignore[union-attr]
     r = rollup(groups)
     worst = max(groups, key=lambda g: g.high_p99)
-    assert r["worst_gpu"] == worst.gpu and r["worst_high_p99_ms"] == round(worst.high_p99, 6)
-    assert r["high_requests"] == sum(g.high.count for g in groups if g.high)
-    assert r["low_samples_per_s"] == round(sum(g.low_samples_per_s for g in groups), 3)
+    assert r.worst_gpu == worst.gpu and r.worst_high_p99_ms == round(worst.high_p99, 6)
+    assert r.high_requests == sum(g.high.count for g in groups if g.high)
+    assert r.low_samples_per_s == round(sum(g.low_samples_per_s for g in groups), 3)
 
 
 def test_without_pci_in_hello_the_index_is_used_and_said() -> None:

@@ -255,9 +255,9 @@ def test_answer_records_and_the_gate() -> None:
     phases = tuple(x for pair in zip(a, b) for x in pair)
     snap = SessionSnapshot(SCEN, phases, (), 0.0, 10.0)
     recs = answer_records(snap)
-    p99 = next(r for r in recs if r["metric"] == "P99")
-    assert p99["way"] == "slower" and p99["runs"] == 4 and p99["basis"] == "runs"
-    assert p99["lo"] > 0 and p99["step"] == "mps" and p99["baseline"] == "native"
+    p99 = next(r for r in recs if r.metric == "P99")
+    assert p99.way == "slower" and p99.runs == 4 and p99.basis == "runs"
+    assert p99.lo is not None and p99.lo > 0 and p99.step == "mps" and p99.baseline == "native"
     assert gate(snap, "slower") and "high P99" in gate(snap, "slower")[0]
     a_a = SessionSnapshot(SCEN, tuple(x for pair in zip(*_pair_sets(rng, 4, 0.02, 0.0))
                                       for x in pair), (), 0.0, 10.0)
@@ -328,11 +328,11 @@ def test_a_calibration_answers_each_role_against_its_own_native_step() -> None:
                                         None, 10.0, True, (w,),
                                         calibrate=role, repeat=r, step=f"{role}-{mode}"))
     snap = SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0)
-    pairs = {(r["step"], r["baseline"]) for r in answer_records(snap)}
+    pairs = {(r.step, r.baseline) for r in answer_records(snap)}
     assert pairs == {("alone-xsched", "alone-native"), ("together-xsched", "together-native")}
     together = next(r for r in answer_records(snap)
-                    if r["step"] == "together-xsched" and r["metric"] == "P50")
-    assert together["estimate"] == pytest.approx(-4.0, abs=0.3)
+                    if r.step == "together-xsched" and r.metric == "P50")
+    assert together.estimate == pytest.approx(-4.0, abs=0.3)
 
 
 def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: object) -> None:

@@ -20,8 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from msgspec import UNSET
+
+from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority
 from xwatch.core.analysis.stats.intervals import (
     WITHIN_NOISE,
@@ -49,7 +52,9 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, Workload
 from xwatch.core.modes.base import label as mode_label
 
 #: how a change's interval was made
-RUNS, FLOOR, UNMEASURED = "runs", "floor", "unmeasured"
+RUNS: Final = "runs"
+FLOOR: Final = "floor"
+UNMEASURED: Final = "unmeasured"
 #: the precision "To tell" aims at: a 95% interval of +-10% of the baseline
 TARGET = 0.10
 
@@ -120,7 +125,7 @@ class Change:
     diff: Interval
     per_repeat: tuple[float, ...]  # the difference in each pair of runs
     repeats: int  # pairs of runs
-    basis: str = RUNS
+    basis: M.Basis = RUNS
     floor: str = ""  # the floor used (its date, mode and runs), basis "floor"
     #: the variance of the paired differences split between and within runs
     noise: Split | None = None
@@ -147,7 +152,7 @@ class Change:
         b = self.base.est
         return self.diff.est / b if b and b == b else math.nan
 
-    def way_word(self) -> str:
+    def way_word(self) -> M.Way:
         """faster | slower | within (what the snapshot's answer records)."""
         if self.way == 0:
             return "within"
@@ -385,17 +390,18 @@ def _pairs_of_steps(groups: Mapping[str, Sequence[PhaseSnapshot]], bkey: str
     return out
 
 
-def answer_records(snap: SessionSnapshot) -> list[dict[str, Any]]:
+def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
     """The answer as the snapshot carries it, for scripts: one record per change."""
     def r(v: float | None) -> float | None:
         return None if v is None or v != v else round(v, 6)
 
-    return [{"step": a.step, "baseline": a.base_step, "workload": c.workload,
-             "metric": c.metric, "unit": c.unit, "estimate": r(c.diff.est),
-             "lo": r(c.diff.lo), "hi": r(c.diff.hi), "way": c.way_word(), "runs": c.repeats,
-             "basis": c.basis, "base": r(c.base.est), "value": r(c.other.est),
-             **({"floor": c.floor} if c.floor else {}),
-             **({"few_requests": c.few, "pooled": c.pooled} if c.few else {})}
+    return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
+                     metric=c.metric, unit=c.unit, estimate=r(c.diff.est),
+                     lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
+                     basis=c.basis, base=r(c.base.est), value=r(c.other.est),
+                     floor=c.floor if c.floor else UNSET,
+                     few_requests=c.few if c.few else UNSET,
+                     pooled=c.pooled if c.few else UNSET)
             for a in answer(snap) for c in a.changes]
 
 

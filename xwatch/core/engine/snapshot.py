@@ -125,9 +125,9 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     stderr_tail: tuple[str, ...]
     log_tail: tuple[str, ...]
     hello: dict[str, Any]
-    launch: dict[str, Any]
+    launch: M.Launch
     inflight_s: float
-    annotations: tuple[dict[str, Any], ...] = ()
+    annotations: tuple[M.Annotation, ...] = ()
     #: requests due (scheduled send time passed) but not completed when the phase's
     #: measurement ended; None while it runs or where it cannot be known
     unfinished: int | None = None
@@ -137,7 +137,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     unfinished_note: str = ""
     after_end: int = 0  # requests that completed after the measured end (not counted)
     stalled_since: float | None = None  # seconds after phase start; None if not stalled
-    stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
+    stalls: tuple[M.Stall, ...] = ()  # since, until (None: still), why, bound_s
     #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
     slowest: tuple[tuple[float, float], ...] = ()
     gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)

@@ -158,8 +158,8 @@ def build_report(snap: SessionSnapshot) -> Report:
             else math.nan, 0)
         row("longest unfinished wait (ms)", lambda w: w.unfinished_max_wait_ms)
         row("stalls", lambda w: "; ".join(
-            f"{x['since']:.1f}-" + (f"{x['until']:.1f}" if x.get("until") is not None else "end")
-            + f" s ({x.get('why', '')})" for x in w.stalls) or "none")
+            f"{x.since:.1f}-" + (f"{x.until:.1f}" if x.until is not None else "end")
+            + f" s ({x.why})" for x in w.stalls) or "none")
         named = list(dict.fromkeys(k for p in snap.phases if (w := p.workload(wspec.name))
                                    for k in w.metrics))
         for mname in named:  # named per-request metrics: ttft_ms, tpot_ms, ...
@@ -295,7 +295,7 @@ def build_report(snap: SessionSnapshot) -> Report:
                     lines.append(f"error: `{w.error}`")
                 fails.append("  \n".join(lines))
                 tail = "\n".join(w.stderr_tail[-12:])
-                env_in_force = (w.launch or {}).get("env") or {}
+                env_in_force = w.launch.env
                 shown = {k: v for k, v in env_in_force.items()
                          if k.startswith(("XSCHED_", "LD_", "HIP_", "CUDA_"))}
                 if tail:

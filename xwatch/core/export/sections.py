@@ -46,10 +46,10 @@ def gpu_section(snap: SessionSnapshot) -> Section | None:
                          g.matched_by or "none"])
         if groups:
             r = rollup(groups)
-            roll_rows.append([label(p), ", ".join(map(str, r["gpus"])),
-                              f"{num(r['worst_high_p99_ms'])} (GPU {r['worst_gpu']})",
-                              num(r["best_high_p99_ms"]), num(r["low_samples_per_s"], 1),
-                              str(r["high_requests"])])
+            roll_rows.append([label(p), ", ".join(map(str, r.gpus)),
+                              f"{num(r.worst_high_p99_ms)} (GPU {r.worst_gpu})",
+                              num(r.best_high_p99_ms), num(r.low_samples_per_s, 1),
+                              str(r.high_requests)])
     if not rows:
         return None
     s = Section("Per GPU")

@@ -1,11 +1,13 @@
 """Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv.gz``).
 
-The document is the struct tree of ``export.document`` (schema id
-``xwatch.snapshot/1``; its JSON Schema, generated from the structs, in
-``snapshot.schema.json`` beside this file; prose in ``docs/snapshot.md``): msgspec
-encodes it and decodes it, naming the field and why when a file does not fit.
-Snapshots of earlier xwatch versions are brought to the current shape first
-(``export.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
+The document is the struct tree of ``core.model`` (schema id ``xwatch.snapshot/1``;
+its JSON Schema, generated from the structs, in ``snapshot.schema.json`` beside this
+file; prose in ``docs/snapshot.md``): msgspec encodes it and decodes it, naming the
+field and why when a file does not fit. What a phase or a session recorded (XSched,
+MPS, telemetry, advice, ...) is the same struct in memory and in the document, so
+only the statistics are converted here (NaN <-> null, rounding, the histograms'
+intervals). Snapshots of earlier xwatch versions are brought to the current shape
+first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.
@@ -43,6 +45,7 @@ from xwatch.core.engine.snapshot import (
     MetricSnapshot,
     PhaseSnapshot,
     SessionSnapshot,
+    Trace,
     WorkloadSnapshot,
 )
 from xwatch.core.engine.stats import (
@@ -68,14 +71,6 @@ def _num(v: float | None) -> float | None:
     if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
         return None
     return round(float(v), 6)
-
-
-def _typed(value: object, kind: type[T], what: str) -> T:
-    """A part the live session keeps as plain data, as the document's type."""
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as e:  # a field xwatch writes but never named
-        raise SnapshotError(f"snapshot {what}: {e}", title="Snapshot not written") from e
 
 
 def host_environment() -> D.Environment:
@@ -135,18 +130,18 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         stderr_tail=list(w.stderr_tail),
         stdout_tail=list(w.log_tail),
         hello=w.hello,
-        launch=_typed(w.launch, D.Launch, f"workload {w.name}: launch"),
+        launch=w.launch,
         series=[(r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
                  _num(r.max), _num(r.mean)) for r in w.series],
         cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
-        annotations=_typed(w.annotations, list[D.Annotation], f"workload {w.name}: annotations"),
+        annotations=list(w.annotations),
         unfinished=None if w.unfinished is None else D.Unfinished(
             count=w.unfinished, max_wait_ms=_num(w.unfinished_max_wait_ms),
             in_percentiles=w.unfinished_in_percentiles, note=w.unfinished_note),
         unfinished_note=w.unfinished_note,
         after_end=w.after_end,
         stalled_since=w.stalled_since,
-        stalls=_typed(w.stalls, list[D.Stall], f"workload {w.name}: stalls"),
+        stalls=list(w.stalls),
         slowest=[(_num(t), _num(v)) for t, v in w.slowest],
         gpu=w.gpu,
         latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
@@ -190,8 +185,7 @@ def _per_gpu(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Gpus | msgspe
     groups = gpu_groups(p, telemetry)
     if not groups:
         return UNSET
-    return _typed({"groups": [g.as_dict() for g in groups], "rollup": rollup(groups)},
-                  D.Gpus, f"phase {p.name}: gpus")
+    return D.Gpus(groups=[g.as_model() for g in groups], rollup=rollup(groups))
 
 
 def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
@@ -232,7 +226,7 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         events_dropped=spool.rows_dropped if spool else None,
         extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
                       noise_floors=_opt(snap.noise_floors)),
-        answer=_typed(answer_records(snap), list[D.Answer], "answer"),
+        answer=answer_records(snap),
         advice=snap.advice,
     )
 
@@ -271,7 +265,7 @@ class PreparedExport:
     events_path: Path
     events_bytes: int
     #: (relative path, trace): a worker's reduced kernel trace, as it wrote it
-    traces: tuple[tuple[str, dict[str, Any]], ...] = ()
+    traces: tuple[tuple[str, Trace], ...] = ()
 
 
 def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> PreparedExport:
@@ -393,9 +387,8 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
         _hist_from(m.hist), m.hist is not None and m.hist.integral, m.goodput)
 
 
-def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSnapshot:
-    """One workload; the parts that stay plain data in memory (its hello, launch,
-    annotations and stalls) as the file has them."""
+def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
+    """One workload (its hello, raw JSON from the workload, as the file has it)."""
     tp, ex, u = w.throughput, w.exit, w.unfinished
     return WorkloadSnapshot(
         name=name, priority=w.priority,
@@ -417,14 +410,14 @@ def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSna
         exit=None if ex is None else ExitInfo(ex.code, ex.signal, ex.reason, ex.ran_to_end,
                                               ex.message),
         error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
-        hello=w.hello, launch=raw.get("launch") or {}, inflight_s=0.0,
-        annotations=tuple(raw.get("annotations") or ()),
+        hello=w.hello, launch=w.launch, inflight_s=0.0,
+        annotations=tuple(w.annotations),
         unfinished=None if u is None else u.count,
         unfinished_max_wait_ms=math.nan if u is None else _f(u.max_wait_ms),
         unfinished_in_percentiles=u is not None and u.in_percentiles,
         unfinished_note=w.unfinished_note if u is None else u.note,
         after_end=w.after_end, stalled_since=w.stalled_since,
-        stalls=tuple(raw.get("stalls") or ()),
+        stalls=tuple(w.stalls),
         slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
         gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
         latency_sum_ms=_f(w.latency_sum_ms or 0.0),
@@ -438,13 +431,12 @@ def _unset(v: T | msgspec.UnsetType) -> T | None:
     return None if v is UNSET else v
 
 
-def _phase_from(i: int, p: D.Phase, raw: dict[str, Any], source: str) -> PhaseSnapshot:
+def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
     return PhaseSnapshot(
         index=i if p.index is UNSET else p.index, name=p.name, mode=p.mode,
         status=p.status, started_at=p.started_at, ended_at=p.ended_at,
         elapsed_s=_f(p.duration_s), measuring=p.measuring,
-        workloads=tuple(_workload_from(n, w, raw["workloads"][n])
-                        for n, w in p.workloads.items()),
+        workloads=tuple(_workload_from(n, w) for n, w in p.workloads.items()),
         t_start=p.t_start, t_measure=p.t_measure,
         xsched=_unset(p.xsched), mps=_unset(p.mps), preflight=_unset(p.preflight),
         isolation=_unset(p.isolation),
@@ -457,11 +449,10 @@ def _phase_from(i: int, p: D.Phase, raw: dict[str, Any], source: str) -> PhaseSn
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
     """Rebuild a ``SessionSnapshot`` from a snapshot's JSON in the current shape (for
-    replay and reports); the session-wide and per-phase facts that stay plain data in
-    memory are taken as the file has them, once validated."""
+    replay and reports): the validated document's structs are the snapshot's own
+    (XSched, MPS, telemetry, advice, ...); only the statistics are rebuilt."""
     doc = validate(raw, source)
-    phases = tuple(_phase_from(i, p, r, source)
-                   for i, (p, r) in enumerate(zip(doc.phases, raw["phases"])))
+    phases = tuple(_phase_from(i, p, source) for i, p in enumerate(doc.phases))
     msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
                  for i, m in enumerate(doc.messages))
     x = doc.extra
@@ -472,7 +463,7 @@ def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> Sessi
                            spool=_unset(x.spool), telemetry=doc.telemetry,
                            noise_floors=_unset(x.noise_floors),
                            noise_floor=_unset(x.noise_floor),
-                           advice=doc.advice if raw.get("advice") else None)
+                           advice=doc.advice)
 
 
 def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:

@@ -75,6 +75,7 @@ from xwatch.core.model.session import (
     EVENTS_COLUMNS,
     Advice,
     Answer,
+    Basis,
     Candidate,
     Choice,
     Environment,
@@ -92,6 +93,7 @@ from xwatch.core.model.session import (
     Telemetry,
     TelemetryDevice,
     TelemetryInfo,
+    Way,
 )
 
 __all__ = [
@@ -100,6 +102,7 @@ __all__ = [
     "Advice",
     "Annotation",
     "Answer",
+    "Basis",
     "Candidate",
     "Capture",
     "CaptureAnalysis",
@@ -151,6 +154,7 @@ __all__ = [
     "Throughput",
     "Unfinished",
     "Verdict",
+    "Way",
     "Workload",
     "Xsched",
     "XschedPolicy",

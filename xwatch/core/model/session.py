@@ -132,6 +132,13 @@ class Extra(Doc, frozen=True, kw_only=True):
     noise_floors: dict[str, NoiseFloor] | UnsetType = UNSET
 
 
+#: which way a change of the answer went
+Way = Literal["faster", "slower", "higher", "lower", "within"]
+#: where a change's interval comes from: runs (2+ each), a recorded noise floor, or
+#: nowhere (one run each, no floor: the within-run interval only)
+Basis = Literal["runs", "floor", "unmeasured"]
+
+
 class Answer(Doc, frozen=True, kw_only=True):
     """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
 
@@ -143,9 +150,9 @@ class Answer(Doc, frozen=True, kw_only=True):
     estimate: Num = None
     lo: Num = None
     hi: Num = None
-    way: Literal["faster", "slower", "higher", "lower", "within"]
+    way: Way
     runs: int
-    basis: Literal["runs", "floor", "unmeasured"]
+    basis: Basis
     base: Num = None
     value: Num = None
     floor: str | UnsetType = UNSET

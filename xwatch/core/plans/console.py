@@ -36,10 +36,10 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
         return None
     r = rollup(groups, window=True)
     head = f"{len(groups)} GPUs: {rollup_text(r, ms)}"
-    if r["worst_high_p99_ms"] is not None:
+    if r.worst_high_p99_ms is not None:
         head += "; by GPU " + " ".join(ms(g.high_window_p99) for g in groups)
     high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
-    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r['low_samples_per_s'])} smp/s in all"]
+    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r.low_samples_per_s)} smp/s in all"]
     odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
     if odd:
         parts.append(", ".join(odd))
@@ -139,9 +139,8 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
                          "end (not counted)")
         for st in w.stalls:
-            until = f"{st['until']:.1f} s" if st.get("until") is not None else "the end"
-            extra.append(f"  {w.name}: stalled from {st['since']:.1f} s to {until}: "
-                         f"{st.get('why', '')}")
+            until = f"{st.until:.1f} s" if st.until is not None else "the end"
+            extra.append(f"  {w.name}: stalled from {st.since:.1f} s to {until}: {st.why}")
     lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
              "latency in ms over the whole phase, warm-up excluded)"]
     for r in rows:
@@ -186,7 +185,7 @@ def _gpus_tail(groups: list[GpuGroup]) -> str:
     """The roll-up over every GPU (percentiles compared, never averaged)."""
     r = rollup(groups)
     return (f"-- all {len(groups)} GPUs: {rollup_text(r, ms)} · "
-            f"LOW {rate(r['low_samples_per_s'])} smp/s in all")
+            f"LOW {rate(r.low_samples_per_s)} smp/s in all")
 
 
 def interval_lines(p: PhaseSnapshot) -> list[str]:

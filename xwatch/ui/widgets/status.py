@@ -57,7 +57,7 @@ class AlertBar(QuietStatic):
                                   style="bold red"))
             for w in p.workloads:
                 if w.state == STALLED:
-                    why = w.stalls[-1].get("why", "") if w.stalls else ""
+                    why = w.stalls[-1].why if w.stalls else ""
                     lines.append(Text(f"⏸ {w.name} STALLED since {w.stalled_since or 0:.1f} s: "
                                       f"{why}", style="bold black on yellow"))
                 elif w.state == FAILED and w.exit is not None:

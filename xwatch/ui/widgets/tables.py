@@ -205,7 +205,7 @@ def _all_line(groups: list[GpuGroup], live: bool, window_s: float, folded: bool)
     r = rollup(groups, window=live)
     t = Text(f" all {len(groups)} GPUs: ", style="bold")
     t.append(rollup_text(r, ms), style="bold cyan")
-    t.append(f" · LOW {rate(r['low_samples_per_s'])} smp/s in all")
+    t.append(f" · LOW {rate(r.low_samples_per_s)} smp/s in all")
     t.append(f" · {'window: last ' + format(window_s, 'g') + ' s' if live else 'whole phase'}"
              f" · e: {'expand' if folded else 'fold'} · g: chart one GPU", style="dim")
     return t

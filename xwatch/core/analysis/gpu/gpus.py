@@ -41,19 +41,21 @@ class GpuGroup:
     telemetry_device: str  # 'gpu1': the telemetry device matched, '' if none
     matched_by: str  # 'pci' | 'index' | ''
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_model(self) -> M.GpuGroup:
+        """The group as the snapshot records it (``Phase.gpus.groups``)."""
         def num(v: float | None) -> float | None:
             return None if v is None or v != v else round(v, 6)
 
-        return {"gpu": self.gpu, "bus_id": self.bus_id or None, "name": self.name or None,
-                "workloads": [w.name for w in self.workloads],
-                "high": self.high.name if self.high else None,
-                "high_p50_ms": num(self.high_p50), "high_p99_ms": num(self.high_p99),
-                "high_window_p99_ms": num(self.high_window_p99),
-                "low_samples_per_s": num(self.low_samples_per_s),
-                "util_pct": num(self.util_pct), "mem_used_mib": num(self.mem_used_mib),
-                "telemetry_device": self.telemetry_device or None,
-                "matched_by": self.matched_by or None}
+        return M.GpuGroup(
+            gpu=self.gpu, bus_id=self.bus_id or None, name=self.name or None,
+            workloads=[w.name for w in self.workloads],
+            high=self.high.name if self.high else None,
+            high_p50_ms=num(self.high_p50), high_p99_ms=num(self.high_p99),
+            high_window_p99_ms=num(self.high_window_p99),
+            low_samples_per_s=num(self.low_samples_per_s),
+            util_pct=num(self.util_pct), mem_used_mib=num(self.mem_used_mib),
+            telemetry_device=self.telemetry_device or None,
+            matched_by=self.matched_by or None)
 
 
 def latest_samples(telemetry: M.Telemetry | None) -> dict[str, M.Sample]:
@@ -133,7 +135,7 @@ def _device_spans(telemetry: M.Telemetry | None, p: PhaseSnapshot,
             for d in set(utils) | set(mem)}
 
 
-def rollup(groups: list[GpuGroup], window: bool = False) -> dict[str, Any]:
+def rollup(groups: list[GpuGroup], window: bool = False) -> M.Rollup:
     """Over every GPU: the worst and the best HIGH P99 (and which GPU), the summed
     LOW throughput; over the whole phase, or (``window``) the live window. Percentiles
     are not averaged across GPUs: each GPU's HIGH is its own process with its own
@@ -143,22 +145,22 @@ def rollup(groups: list[GpuGroup], window: bool = False) -> dict[str, Any]:
     worst = max(p99s) if p99s else (math.nan, None)
     best = min(p99s) if p99s else (math.nan, None)
     low = sum(g.low_window_samples_per_s if window else g.low_samples_per_s for g in groups)
-    return {"gpus": [g.gpu for g in groups],
-            "worst_high_p99_ms": None if worst[0] != worst[0] else round(worst[0], 6),
-            "worst_gpu": worst[1],
-            "best_high_p99_ms": None if best[0] != best[0] else round(best[0], 6),
-            "best_gpu": best[1],
-            "low_samples_per_s": round(low, 3),
-            "high_requests": sum(g.high.count for g in groups if g.high)}
+    return M.Rollup(gpus=[g.gpu for g in groups],
+                    worst_high_p99_ms=None if worst[0] != worst[0] else round(worst[0], 6),
+                    worst_gpu=worst[1],
+                    best_high_p99_ms=None if best[0] != best[0] else round(best[0], 6),
+                    best_gpu=best[1],
+                    low_samples_per_s=round(low, 3),
+                    high_requests=sum(g.high.count for g in groups if g.high))
 
 
-def rollup_text(r: dict[str, Any], fmt: Any) -> str:
+def rollup_text(r: M.Rollup, fmt: Any) -> str:
     """``HIGH P99 worst 21.32 ms (GPU 5), best 6.41 ms (GPU 1)`` from ``rollup``
     (``fmt``: how a number of ms is written), or ``HIGH P99 -``."""
-    if r["worst_high_p99_ms"] is None:
+    if r.worst_high_p99_ms is None:
         return "HIGH P99 -"
-    return (f"HIGH P99 worst {fmt(r['worst_high_p99_ms'])} ms (GPU {r['worst_gpu']}), "
-            f"best {fmt(r['best_high_p99_ms'])} ms (GPU {r['best_gpu']})")
+    return (f"HIGH P99 worst {fmt(r.worst_high_p99_ms)} ms (GPU {r.worst_gpu}), "
+            f"best {fmt(r.best_high_p99_ms)} ms (GPU {r.best_gpu})")
 
 
 @dataclass(frozen=True)
