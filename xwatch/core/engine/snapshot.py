@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
 
 import msgspec
 
@@ -124,7 +123,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     error: str | None
     stderr_tail: tuple[str, ...]
     log_tail: tuple[str, ...]
-    hello: dict[str, Any]
+    hello: M.RawJSON  # the workload's hello event, as it sent it
     launch: M.Launch
     inflight_s: float
     annotations: tuple[M.Annotation, ...] = ()
@@ -163,7 +162,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
 #: a worker's reduced kernel trace (``worker.trace.load_trace``): raw JSON from a
 #: workload, read by ``analysis.gpu.kernels`` (an edge: it never goes into the snapshot
 #: document, only into its own gzip file)
-Trace = dict[str, Any]
+Trace = M.RawJSON
 
 
 class CaptureSnapshot(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,8 +4,6 @@ mode recorded."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import UNSET, UnsetType
 
 from xwatch.core.model.base import (
@@ -17,6 +15,7 @@ from xwatch.core.model.base import (
     Launch,
     Metric,
     Num,
+    RawJSON,
     SettingValue,
     Stall,
     Summary,
@@ -55,7 +54,7 @@ class Workload(Doc, frozen=True, kw_only=True):
     stderr_tail: list[str] = []
     stdout_tail: list[str] = []
     #: the workload's hello event: raw JSON from the workload (an edge)
-    hello: dict[str, Any] = {}
+    hello: RawJSON = {}
     launch: Launch = Launch()
     series: list[tuple[int, int, int, int, int, Num, Num, Num, Num]] = []
     cdf: list[tuple[Num, float]] = []

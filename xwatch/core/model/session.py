@@ -4,12 +4,12 @@ comparison's answer and advise's advice."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.model.base import Doc, Num, SettingValue
+from xwatch.core.model.base import Doc, Num, RawJSON, SettingValue
 from xwatch.core.model.phase import Phase
 
 
@@ -223,7 +223,7 @@ class Snapshot(Doc, frozen=True, kw_only=True):
     created_at: str | None = None
     window_s: float = 10.0
     #: the resolved scenario; validated again by the scenario loader on load (an edge)
-    scenario: dict[str, Any]
+    scenario: RawJSON
     environment: Environment = Environment()
     phases: list[Phase]
     messages: list[Message] = []

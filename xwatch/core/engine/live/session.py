@@ -13,7 +13,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 import msgspec
 
@@ -22,6 +22,14 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import LogLine, SessionSnapshot, utc_now
 from xwatch.core.engine.spool import EventSpool
 from xwatch.scenario import Scenario
+
+
+class TelemetrySource(Protocol):
+    """What a session reads of its telemetry sampler (``telemetry.TelemetrySampler``)."""
+
+    info: M.TelemetryInfo
+
+    def export(self, last: int | None = None) -> M.Telemetry: ...
 
 
 class Session:
@@ -41,7 +49,8 @@ class Session:
         self.noise_floors: dict[str, M.NoiseFloor] | None = None
         self.noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
         self.advice: M.Advice | None = None  # ``xwatch advise``'s race, live, then final
-        self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
+        #: the sampler, attached by ``telemetry.start_telemetry`` (None: off)
+        self.telemetry: TelemetrySource | None = None
         self.created_at = utc_now()
         #: called with every new phase (the dashboard notes it for recovery)
         self.on_phase: Callable[[Phase], None] | None = None
