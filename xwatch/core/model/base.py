@@ -21,8 +21,11 @@ SettingValue = int | float | str | bool
 RawJSON = dict[str, Any]  # type: ignore[explicit-any]
 
 
-class Doc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A part of the snapshot document (unknown fields are errors)."""
+class Doc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """A part of the snapshot document (unknown fields are errors). Not tracked by the
+    garbage collector (``gc=False``): a snapshot holds tens of thousands of these, and
+    none can be part of a reference cycle (they hold only numbers, strings, other
+    parts, and lists and dicts of those)."""
 
 
 # ------------------------------------------------------------------ statistics
