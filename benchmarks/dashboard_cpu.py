@@ -73,7 +73,7 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   "(--settle): this measurement is not of a running scenario", flush=True)
             ph = app.session.current
             if ph is not None:
-                print(f"  phase {ph.name}: {ph.status} {ph.extra.get('error') or ''}")
+                print(f"  phase {ph.name}: {ph.status} {ph.error or ''}")
                 for name, run in ph.runs.items():
                     print(f"  {name}: {run.state} n={run.rec.count}")
             for ln in app.session.logs_since(0)[-25:]:

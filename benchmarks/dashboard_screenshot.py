@@ -59,8 +59,9 @@ async def main() -> None:
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     print(f"dashboard CPU {100 * cpu / (t1 - t0):.1f}% of one core over {t1 - t0:.0f} s")
     assert snap is not None and snap.current is not None
-    tel = snap.extra.get("telemetry") or {}
-    print(f"telemetry {tel.get('backend')}: {tel.get('reason')}; poll {tel.get('poll_cost_ms')}")
+    tel = snap.telemetry
+    if tel is not None:
+        print(f"telemetry {tel.backend}: {tel.reason}; poll {tel.poll_cost_ms}")
     for wl in snap.current.workloads:
         print(f"{wl.name}: {wl.state} n={wl.count} window p50={wl.window.p50:.2f} "
               f"p99={wl.window.p99:.2f} phase p99={wl.phase.p99:.2f} ms "

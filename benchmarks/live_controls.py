@@ -82,8 +82,8 @@ async def main() -> int:
         await runner.stop_phase()
         runner.kill_now()
     snap = phase.snapshot(time.monotonic())
-    for note in snap.extra.get("annotations", []):
-        print(f"annotation t={note['t']:.2f}s {note['text']}")
+    for note in snap.annotations:
+        print(f"annotation t={note.t:.2f}s {note.text}")
     for w in snap.workloads:
         print(f"{w.name}: n={w.count} p50={w.phase.p50:.2f} p99={w.phase.p99:.2f} ms "
               f"{w.samples_per_s:.0f} samples/s")

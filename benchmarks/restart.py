@@ -41,7 +41,7 @@ async def _measuring(runner: Runner, timeout: float = 600.0) -> float:
             return p.t_measure
         if p is not None and p.t_end is not None:
             raise RuntimeError(f"phase {p.name} ended ({p.status}) before it measured: "
-                               f"{p.extra.get('error')}")
+                               f"{p.error}")
         await asyncio.sleep(0.02)
     raise RuntimeError("no measured second within the timeout")
 

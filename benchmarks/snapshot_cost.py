@@ -123,15 +123,29 @@ class FakeTelemetry:
              "procs_t": round(t0 + i / 2, 4)}
             for i in range(seconds * 2) for d in range(2)]
 
-    def export(self, last: int | None = None) -> dict[str, Any]:
-        return {"backend": "nvml", "reason": "benchmark", "rejected": {}, "interval_s": 0.5,
-                "proc_interval_s": 2.0, "utilization_meaning": "", "info": {
-                    "driver": "580", "devices": [{"device": f"gpu{d}", "name": "NVIDIA H100",
-                                                  "bus_id": f"0000:{0x19 + d:02x}:00.0"}
-                                                 for d in range(2)]},
-                "poll_cost_ms": {"polls": 1, "median": 1.0, "p99": 1.0, "max": 1.0},
-                "proc_poll_cost_ms": {"polls": 1, "median": 1.0, "p99": 1.0, "max": 1.0},
-                "errors": 0, "last_error": None, "samples": list(self.samples)}
+        try:  # a checkout with the typed model: samples as the sampler keeps them
+            from xwatch.core import model
+        except ImportError:  # before it: plain data
+            self.model = None
+        else:
+            self.model = model
+            self.samples = [model.Sample(**x) for x in self.samples]  # type: ignore[arg-type]
+
+    def export(self, last: int | None = None) -> Any:
+        d = {"backend": "nvml", "reason": "benchmark", "rejected": {}, "interval_s": 0.5,
+             "proc_interval_s": 2.0, "utilization_meaning": "", "info": {
+                 "driver": "580", "devices": [{"device": f"gpu{d}", "name": "NVIDIA H100",
+                                               "bus_id": f"0000:{0x19 + d:02x}:00.0"}
+                                              for d in range(2)]},
+             "poll_cost_ms": {"polls": 1, "median": 1.0, "p99": 1.0, "max": 1.0},
+             "proc_poll_cost_ms": {"polls": 1, "median": 1.0, "p99": 1.0, "max": 1.0},
+             "errors": 0, "last_error": None, "samples": []}
+        if self.model is None:
+            return {**d, "samples": list(self.samples)}
+        import msgspec
+
+        return msgspec.structs.replace(msgspec.convert(d, self.model.Telemetry),
+                                       samples=list(self.samples))
 
 
 def measure_io(n: int, seconds: int, reps: int) -> dict[str, float]:

@@ -11,12 +11,13 @@ sample shows a working GPU and our per-process numbers.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import time
+
+import msgspec
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -43,7 +44,7 @@ def main() -> None:
     backend, why, rejected = select_backend(a.backend)
     assert backend is not None
     print(f"backend: {backend.name} ({why}); rejected: {rejected}")
-    print("describe:", json.dumps(backend.describe()))
+    print("describe:", msgspec.json.encode(backend.describe()).decode())
     sample = None
     for procs, label in ((False, "device counters only (every interval)"),
                          (True, "with per-process queries (every proc interval)")):
@@ -56,7 +57,8 @@ def main() -> None:
         costs.sort()
         print(f"{label}: {len(costs)} polls, median {statistics.median(costs):.3f} ms, "
               f"p99 {costs[int(0.99 * len(costs)) - 1]:.3f} ms, max {costs[-1]:.3f} ms")
-    print("one sample:", json.dumps([s.to_json() for s in sample or []], indent=1))
+    one = msgspec.json.encode([s.to_model() for s in sample or []])
+    print("one sample:", msgspec.json.format(one, indent=1).decode())
     backend.close()
     if load is not None:
         load.kill()

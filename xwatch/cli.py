@@ -482,7 +482,7 @@ def _print_end(app: Any) -> None:
         return
     for p in snap.phases:
         if p.measuring:
-            print(final_table(p, snap.extra.get("telemetry")))
+            print(final_table(p, snap.telemetry))
             for line in interval_lines(p):
                 print(line)
     for line in answer_lines(snap):

@@ -9,6 +9,9 @@ import json
 import random
 from pathlib import Path
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.snapshot import encode_document, snapshot_document
 from xwatch.scenario import load_scenario
@@ -49,15 +52,15 @@ def build() -> dict:  # type: ignore[type-arg]
             lo.stderr.extend(["MIOpen Error: Failed to launch kernel: invalid device ordinal",
                               "RuntimeError: miopenStatusUnknownError"])
             lo.error = "RuntimeError: miopenStatusUnknownError"
-            lo.launch = {"argv": ["python", "-m", "xwatch.core.engine.worker"], "env": {
+            lo.launch = M.Launch(argv=["python", "-m", "xwatch.core.engine.worker"], env={
                 "XSCHED_SCHEDULER": "GLB", "XSCHED_AUTO_XQUEUE": "ON",
-                "LD_PRELOAD": "/opt/xsched/lib/libshimhip.so"}}
+                "LD_PRELOAD": "/opt/xsched/lib/libshimhip.so"})
             lo.on_exit(1, None, planned_end=False)
             lo.end_t = t0 + 11.0
             hi.stop_requested = True
             hi.on_exit(0, None, planned_end=True)
             hi.end_t = t0 + 30.2
-            ph.extra["xsched"] = {
+            ph.xsched = msgspec.convert({
                 "root": "/opt/xsched", "policy": "HPF", "xserver_cmd": ["/opt/xsched/bin/xserver",
                                                                         "HPF", "50000"],
                 "env": {"high": {"XSCHED_SCHEDULER": "GLB", "XSCHED_AUTO_XQUEUE_PRIORITY": "1"},
@@ -73,7 +76,7 @@ def build() -> dict:  # type: ignore[type-arg]
                             "queues": [], "lane": [[i, "suspended" if i % 3 == 0 else "running"]
                                                    for i in range(10)]}},
                 "samples": [], "changes": [], "port": 50000,
-                "log_tail": ["[INFO @ T1 @ 10:01:40.000000] xserver started"]}
+                "log_tail": ["[INFO @ T1 @ 10:01:40.000000] xserver started"]}, M.Xsched)
         else:
             for r in (hi, lo):
                 r.stop_requested = True
@@ -122,5 +125,5 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
         service_mean_ms=math.nan, count=count, errors=0, late=0, samples=count, malformed=0,
         target_rate=None, achieved_rate=0.0, samples_per_s=sps, window_rate=0.0,
         window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
-        error=None, stderr_tail=(), log_tail=(), hello={}, launch={}, inflight_s=0.0,
+        error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import random
-from typing import Any
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import RUNNING, SessionSnapshot
 from xwatch.core.export.snapshot import encode_document, snapshot_document, snapshot_from_dict
@@ -34,13 +36,13 @@ class _Telemetry:
                                 "power_w": 400.0 + g, "temp_c": 50.0 + g, "clock_mhz": 1980.0},
                     "procs": {}, "procs_t": None})
 
-    def export(self, last: int | None = None) -> dict[str, Any]:
-        return {"backend": "nvml", "reason": "asked for nvml", "rejected": {},
+    def export(self, last: int | None = None) -> M.Telemetry:
+        return msgspec.convert({"backend": "nvml", "reason": "asked for nvml", "rejected": {},
                 "interval_s": 0.5, "proc_interval_s": 2.0, "info": {},
                 "poll_cost_ms": {"polls": 60, "median": 0.21, "p99": 0.4, "max": 0.5},
                 "proc_poll_cost_ms": {"polls": 15, "median": 3.1, "p99": 4.0, "max": 4.2},
                 "errors": 0, "last_error": None,
-                "samples": self.samples[-last:] if last else list(self.samples)}
+                "samples": self.samples[-last:] if last else list(self.samples)}, M.Telemetry)
 
 
 def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
@@ -78,14 +80,14 @@ def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
                                     "allocate 2.00 GiB")
             run.on_exit(1, None, planned_end=False)
     if xsched:
-        p.extra["xsched"] = {"root": "/opt/xsched", "policy": "HPF",
+        p.xsched = msgspec.convert({"root": "/opt/xsched", "policy": "HPF",
                              "xserver_cmd": ["xserver", "HPF", "50000"],
                              "workloads": {
             name: {"status": "engaged", "scheduler": "GLB",
                    "stats": {"queues": 2, "polls": 40, "ready": 30, "suspended": 10},
                    "lane": [(T0 + i * 0.5, "running" if run.spec.priority_value > 0 or i % 3
                              else "suspended") for i in range(2 * seconds)]}
-            for name, run in p.runs.items()}}
+            for name, run in p.runs.items()}}, M.Xsched)
     if ended:
         p.t_stop = T0 + seconds
         p.finish()

@@ -73,7 +73,8 @@ def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) ->
     assert report.index("## Advice") < report.index("## Scenario")
     assert "<svg" in (out / "report.html").read_text()
     snap = load_snapshot(out / "snapshot.json")
-    assert snap.extra["advice"]["choice"]["mode"] == "mps"  # replay reads it back
+    assert snap.advice is not None and snap.advice.choice is not None
+    assert snap.advice.choice.mode == "mps"  # replay reads it back
 
 
 def test_a_mechanism_that_breaks_the_slo_is_dropped_and_none_meeting_exits_3(

@@ -143,8 +143,10 @@ async def test_preflight_verdict_is_cached_for_the_session(tmp_path: Path,
         took.append(time.monotonic() - t0)
         await ctl.leave(ph)
         ph.finish()
-        assert {v["status"] for v in ph.extra["preflight"]["verdicts"]} == {"engaged"}
-    assert all(v["cached"] for v in session.phases[1].extra["preflight"]["verdicts"])
+        assert ph.preflight is not None
+        assert {v.status for v in ph.preflight.verdicts} == {"engaged"}
+    pf = session.phases[1].preflight
+    assert pf is not None and all(v.cached for v in pf.verdicts)
     assert took[1] < took[0] / 2
     session.close()
 

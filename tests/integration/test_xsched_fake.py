@@ -220,8 +220,9 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
             low_pid = phase.runs["low"].pid
             assert await ctl.set_priority("low", 5) == 2
             await ctl.set_policy("CFS")
-            assert phase.extra["xsched"]["policy_running"] == cfs
-            assert phase.extra["xsched"]["version"] == version
+            assert phase.xsched is not None
+            assert phase.xsched.policy_running == cfs
+            assert phase.xsched.version == version
             with pytest.raises(XschedError, match="SPUP" if version == "1.2.0" else
                                "no policy 'SPUP'") as e:
                 await ctl.set_policy("SPUP")
@@ -234,7 +235,7 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
             assert await ctl.configure("high", threshold=8, batch_size=2) == 2
             await asyncio.sleep(0.3)
             return {"low_pid": low_pid, "high_pid": phase.runs["high"].pid,
-                    "annotations": list(phase.extra["annotations"])}
+                    "annotations": list(phase.annotations)}
         finally:
             await runner.stop_phase()
             runner.session.close()
@@ -249,7 +250,7 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
     hp = res["high_pid"]
     assert sorted(c["hex"] for c in cfg) == sorted(f"{hp * 16 + k:x}" for k in (0, 1))  # type: ignore[operator]
     assert all(c["threshold"] == 8 and c["batch_size"] == 2 for c in cfg)
-    texts = [a["text"] for a in res["annotations"]]  # type: ignore[union-attr]
+    texts = [a.text for a in res["annotations"]]  # type: ignore[union-attr]
     assert texts == ["low: priority -> 5", f"policy -> CFS ({cfs}, read back)",
                      "high: threshold=8, batch_size=2"]
 

@@ -201,8 +201,8 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
                        ctl._handles("high") and ctl._handles("low"), pilot)
         xs_pid = xserver_pid(inst)
         assert xs_pid and pid_alive(xs_pid)
-        await wait_for(lambda: app.session.current.extra["xsched"]["workloads"]["high"]  # type: ignore[union-attr]
-                       ["status"] == "engaged", pilot)
+        await wait_for(lambda: app.session.current.xsched.workloads["high"]  # type: ignore[union-attr]
+                       .status == "engaged", pilot)
         await pilot.press("3")
         await pilot.pause(0.6)
         from xwatch.ui.widgets.panels import XschedPanel
@@ -245,10 +245,10 @@ async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
                 r.rec.count > 3 for r in app.session.current.runs.values()), pilot)
             await pilot.press("m")
             await wait_for(lambda: app.session.current.mode == "mps" and all(  # type: ignore[union-attr]
-                w["status"] == "in-mps" for w in
-                app.session.current.extra["mps"]["workloads"].values()) and len(  # type: ignore[union-attr]
-                app.session.current.extra["mps"]["workloads"]) == 2, pilot, timeout=30)  # type: ignore[union-attr]
-            daemon = app.session.current.extra["mps"]["daemon_pid"]  # type: ignore[union-attr]
+                w.status == "in-mps" for w in
+                app.session.current.mps.workloads.values()) and len(  # type: ignore[union-attr]
+                app.session.current.mps.workloads) == 2, pilot, timeout=30)  # type: ignore[union-attr]
+            daemon = app.session.current.mps.daemon_pid  # type: ignore[union-attr]
             assert pid_alive(daemon)
             await pilot.press("k")
             await wait_for(lambda: isinstance(app.screen, MpsControlScreen), pilot)
@@ -333,15 +333,16 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
             await wait_for(lambda: app.session is not None, pilot)
             await pilot.press("A")
             panel = app.query_one(AnswerPanel)
-            await wait_for(lambda: (app.session.extra.get("advice") or {}).get(  # type: ignore[union-attr]
-                "final") is True, pilot, timeout=120)
-            adv = app.session.extra["advice"]  # type: ignore[union-attr]
-            assert adv["choice"]["mode"] == "native" and 2 <= adv["rounds"] <= 6
-            assert sorted(c["status"] for c in adv["candidates"]) == ["chosen"] + \
+            await wait_for(lambda: app.session.advice is not None  # type: ignore[union-attr]
+                           and app.session.advice.final is True, pilot, timeout=120)
+            adv = app.session.advice  # type: ignore[union-attr]
+            assert adv is not None and adv.choice is not None
+            assert adv.choice.mode == "native" and 2 <= adv.rounds <= 6  # type: ignore[operator]
+            assert sorted(c.status for c in adv.candidates) == ["chosen"] + \
                 ["dropped-slo"] * 4
             # a round runs only the candidates still open: phases = runs, not rounds x 5
             assert len(app.session.phases) == sum(  # type: ignore[union-attr]
-                c["runs"] for c in adv["candidates"])
+                c.runs for c in adv.candidates)
             await wait_for(lambda: "Use native (no sharing mechanism)" in panel.plain, pilot)
             await app.action_quit()
     finally:
@@ -430,16 +431,19 @@ async def test_kernel_lane_shows_a_capture_and_zooms() -> None:
     lane under the charts, its numbers, and ``z`` onto the slowest request."""
     import msgspec
 
+    from xwatch.core.engine.snapshot import CaptureSnapshot
     from xwatch.core.engine.worker.trace import load_trace
     from xwatch.ui.widgets.panels import KernelLane
 
     data = FIXTURE.parent / "kernel_trace_h100"
-    cap = dict(json.loads((data / "capture.json").read_text())["capture"])
-    cap["traces"] = {n: load_trace(str(data / f"phase0-capture1-{n}.json.gz"))
-                     for n in ("high", "low")}
+    rec = json.loads((data / "capture.json").read_text())["capture"]
+    cap = CaptureSnapshot(id=rec["id"], t=rec["t"], seconds=rec["seconds"],
+                          workloads=tuple(rec["workloads"]), errors=rec["errors"],
+                          traces={n: load_trace(str(data / f"phase0-capture1-{n}.json.gz"))
+                                  for n in ("high", "low")})
     snap = load_snapshot(FIXTURE)
     last = snap.phases[-1]
-    last = msgspec.structs.replace(last, extra={**last.extra, "captures": [cap]})
+    last = msgspec.structs.replace(last, captures=(cap,))
     app = make_app(replay=msgspec.structs.replace(snap, phases=(*snap.phases[:-1], last)),
                    replay_source="capture")
     async with app.run_test(size=(130, 50)) as pilot:

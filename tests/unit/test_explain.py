@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
+import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import workload_snapshot
+from xwatch.core import model as M
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.engine.causes import best_cause, clip, strip_prefix
@@ -140,8 +143,11 @@ def _phase(index: int, mode: str, role: str, hi_ms: list[float] | None, low_sps:
                                      slowest=slowest))
     if low_sps is not None:
         wls.append(workload_snapshot("low", 0, _summary([100.0]), 10, low_sps))
+    kw: dict[str, Any] = dict(extra or {})
+    if "xsched" in kw:
+        kw["xsched"] = msgspec.convert({"root": "", **kw["xsched"]}, M.Xsched)
     return PhaseSnapshot(index, f"{role}-{mode}-1", mode, status, "", None, 10.0, True,
-                         tuple(wls), {"calibrate": role, **(extra or {})})
+                         tuple(wls), calibrate=role, **kw)
 
 
 def test_calibrate_decomposition_and_verdict() -> None:

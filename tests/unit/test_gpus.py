@@ -16,7 +16,7 @@ SNAP = load_snapshot(Path(__file__).resolve().parent.parent / "data" / "snapshot
 
 def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
     p = SNAP.phases[0]
-    tel = SNAP.extra["telemetry"]
+    tel = SNAP.telemetry
     groups = gpu_groups(p, tel)
     assert [g.gpu for g in groups] == [0, 1]
     assert [w.name for w in groups[1].workloads] == ["high@1", "low@1"]
@@ -25,15 +25,15 @@ def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
     assert groups[1].low_samples_per_s == p.workload("low@1").samples_per_s  # type: ignore[union-attr]
     r = rollup(groups)
     worst = max(groups, key=lambda g: g.high_p99)
-    assert r["worst_gpu"] == worst.gpu and r["worst_high_p99_ms"] == round(worst.high_p99, 6)
-    assert r["high_requests"] == sum(g.high.count for g in groups if g.high)
-    assert r["low_samples_per_s"] == round(sum(g.low_samples_per_s for g in groups), 3)
+    assert r.worst_gpu == worst.gpu and r.worst_high_p99_ms == round(worst.high_p99, 6)
+    assert r.high_requests == sum(g.high.count for g in groups if g.high)
+    assert r.low_samples_per_s == round(sum(g.low_samples_per_s for g in groups), 3)
 
 
 def test_without_pci_in_hello_the_index_is_used_and_said() -> None:
     p = SNAP.phases[0]
     bare = tuple(msgspec.structs.replace(w, hello={}) for w in p.workloads)
-    groups = gpu_groups(msgspec.structs.replace(p, workloads=bare), SNAP.extra["telemetry"])
+    groups = gpu_groups(msgspec.structs.replace(p, workloads=bare), SNAP.telemetry)
     assert [(g.telemetry_device, g.matched_by) for g in groups] == [("gpu0", "index"),
                                                                     ("gpu1", "index")]
     single = tuple(msgspec.structs.replace(w, gpu=None) for w in p.workloads)
@@ -68,7 +68,7 @@ def test_eight_gpus_headless_lines_stay_readable() -> None:
     assert worst == 5 and f"worst {p99[5]:.2f} ms (GPU 5)" in line
     assert "by GPU " + " ".join(f"{v:.2f}" for v in p99) in line
     assert "low@6 failed" in line and "! low@6: failed (exit code 1)" in line
-    table = final_table(p, snap.extra["telemetry"]).splitlines()
+    table = final_table(p, snap.telemetry).splitlines()
     heads = [i for i, ln in enumerate(table) if ln.startswith("-- GPU ")]
     assert len(heads) == 8
     for g, i in enumerate(heads):  # each head, then its two copies

@@ -9,19 +9,23 @@ import json
 import math
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, intersect, occupancy, union
+from xwatch.core.engine.snapshot import CaptureSnapshot
 from xwatch.core.engine.worker.trace import load_trace
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "kernel_trace_h100"
 
 
-def _capture() -> tuple[dict, dict[str, int], list]:  # type: ignore[type-arg]
+def _capture() -> tuple[CaptureSnapshot, dict[str, int], list]:  # type: ignore[type-arg]
     d = json.loads((DATA / "capture.json").read_text())
-    cap = dict(d["capture"])
-    cap["traces"] = {n: load_trace(str(DATA / f"phase0-capture1-{n}.json.gz"))
-                     for n in ("high", "low")}
+    rec = d["capture"]
+    cap = CaptureSnapshot(id=rec["id"], t=rec["t"], seconds=rec["seconds"],
+                          workloads=tuple(rec["workloads"]), errors=rec["errors"], traces={
+                              n: load_trace(str(DATA / f"phase0-capture1-{n}.json.gz"))
+                              for n in ("high", "low")})
     return cap, d["priorities"], d["series_high"]
 
 
@@ -47,7 +51,7 @@ def test_real_capture_against_a_time_grid() -> None:
     cap, prio, _ = _capture()
     a = analyze(cap, prio)
     assert a is not None and a.high == "high" and a.lows == ("low",)
-    hi, lo = cap["traces"]["high"], cap["traces"]["low"]
+    hi, lo = cap.traces["high"], cap.traces["low"]
     assert a.kernels == {"high": len(hi["kernels"]), "low": len(lo["kernels"])}
     assert a.aligned == 1.0  # every HIGH kernel inside one of HIGH's requests
     hb, lb = _busy(hi), _busy(lo)
@@ -80,17 +84,17 @@ def test_real_capture_against_a_time_grid() -> None:
 def test_capture_cost_compares_before_and_during() -> None:
     cap, _, series = _capture()
     c = capture_cost(series, cap)
-    t = cap["t"]
+    t = cap.t
     before = [r for r in series if t - 6 <= r[0] < t - 1 and r[1]]
     assert c["before_p50_ms"] == pytest.approx(sum(r[5] for r in before) / len(before))
-    during = [r for r in series if t <= r[0] <= t + cap["seconds"] + 1 and r[1]]
+    during = [r for r in series if t <= r[0] <= t + cap.seconds + 1 and r[1]]
     assert c["during_max_ms"] == max(r[7] for r in during)
     assert c["during_max_ms"] > 10 * c["before_max_ms"]  # the profiler's teardown
 
 
 def test_missing_trace_is_said() -> None:
     cap, prio, _ = _capture()
-    cap = {**cap, "workloads": ["high", "low", "other"]}
+    cap = msgspec.structs.replace(cap, workloads=("high", "low", "other"))
     a = analyze(cap, prio)
     assert a is not None and "no trace from other" in a.notes
-    assert analyze({"traces": {}}, prio) is None
+    assert analyze(msgspec.structs.replace(cap, traces={}), prio) is None

@@ -20,16 +20,19 @@ CORE = ["xwatch.cli", "xwatch.scenario",
                 if not m.name.endswith("__main__"))]
 
 # Lower stages never import higher ones (analysis may read engine snapshots, etc.).
-STAGES = ["engine", "modes", "xsched", "mps", "telemetry", "analysis", "export", "plans"]
+# ``model`` (the snapshot's structs) is below them all: it imports none of them.
+STAGES = ["model", "engine", "modes", "xsched", "mps", "telemetry", "analysis", "export",
+          "plans"]
 MAY_IMPORT = {
-    "engine": set(),
-    "modes": {"engine"},
-    "xsched": {"engine", "modes"},
-    "mps": {"engine", "modes"},
-    "telemetry": {"engine"},
-    "analysis": {"engine", "modes"},
-    "export": {"engine", "modes", "analysis"},
-    "plans": {"engine", "modes", "xsched", "mps", "telemetry", "analysis", "export"},
+    "model": set(),
+    "engine": {"model"},
+    "modes": {"model", "engine"},
+    "xsched": {"model", "engine", "modes"},
+    "mps": {"model", "engine", "modes"},
+    "telemetry": {"model", "engine"},
+    "analysis": {"model", "engine", "modes"},
+    "export": {"model", "engine", "modes", "analysis"},
+    "plans": {"model", "engine", "modes", "xsched", "mps", "telemetry", "analysis", "export"},
 }
 
 
@@ -159,7 +162,12 @@ MAY_NOT_IMPORT = {
                                  "xwatch.core.analysis.calibrate"),
     "xwatch.core.export.render": ("xwatch.core.export.snapshot", "xwatch.core.export.report",
                                   "xwatch.core.export.sections", "xwatch.core.export.sessions"),
-    # the snapshot document is data only: it knows nothing of what fills or reads it
+    # the data model is data only: it knows nothing of what fills or reads it
+    "xwatch.core.model": ("xwatch.core.engine", "xwatch.core.export",
+                          "xwatch.core.analysis", "xwatch.core.modes", "xwatch.core.xsched",
+                          "xwatch.core.mps", "xwatch.core.telemetry", "xwatch.core.plans",
+                          "xwatch.scenario", "xwatch.cli", "xwatch.ui"),
+    # the snapshot document: the model, its schema and the upgrade of older files
     "xwatch.core.export.document": ("xwatch.core.engine", "xwatch.core.analysis",
                                     "xwatch.core.modes", "xwatch.core.xsched",
                                     "xwatch.core.mps", "xwatch.core.telemetry",

@@ -102,7 +102,7 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
         w: WorkloadSnapshot = msgspec.structs.replace(  # type: ignore[type-var,assignment]
             workload_snapshot("high", 1, m.summary(), 40, 0.0), hist=tuple(m.hist.items()))
         return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, (w,),
-                             {"repeat": r, "step": mode})
+                             repeat=r, step=mode)
 
     a = [phase(2 * r, "native", r, 1.0) for r in range(1, 4)]
     b = [phase(2 * r + 1, "mps", r, 2.0) for r in range(1, 4)]

@@ -49,8 +49,9 @@ def test_every_workload_number_matches_the_snapshot() -> None:
             assert _one(m["xwatch_request_latency_percentile_seconds_count"], **lab) == \
                 w.phase.count
             if p.mode == "xsched":
-                ev = p.extra["xsched"]["workloads"][w.name]
-                assert _one(m["xwatch_xsched_engagement"], status=ev["status"], **lab) == 1
+                assert p.xsched is not None
+                ev = p.xsched.workloads[w.name]
+                assert _one(m["xwatch_xsched_engagement"], status=ev.status, **lab) == 1
     info = m["xwatch_info"][0].labels
     assert info["scenario"] == snap.scenario.name and info["host"] == "testhost"
     assert _one(m["xwatch_gpu_utilization_ratio"], gpu="0") == pytest.approx(0.8, abs=0.05)

@@ -9,13 +9,17 @@ from __future__ import annotations
 import math
 import random
 
+import msgspec
 import pytest
 
+from xwatch.core import model as M
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.race import Candidate, Objective, judge
 from xwatch.core.analysis.stats.runs import t_ppf
 
+#: the snapshot record of OBJ (what advise writes)
+SLO = M.Slo(workload="high", metric="P99", percentile=99.0, latency_ms=10.0)
 OBJ = Objective("high", "P99", 10.0)
 
 
@@ -168,9 +172,9 @@ def test_sentence_toml_and_reasons() -> None:
                     [8.0, 8.2], [70.0, 71.0])]
     judge(cs, OBJ)
     cs[1].status = race.CHOSEN
-    adv = {"slo": {"workload": "high", "metric": "P99", "latency_ms": 10.0},
-           "choice": {"label": "mps 50", "mode": "mps", "settings": cs[1].settings},
-           "candidates": race.as_records(cs), "decided": True}
+    adv = M.Advice(slo=SLO, choice=M.Choice(label="mps 50", mode="mps",
+                                            settings=dict(cs[1].settings)),
+                   candidates=race.as_records(cs), decided=True)
     s = race.sentence(adv)
     assert s.startswith("Use MPS, low client priority 1, low at 50% of SMs: high P99 8.10 ms [")
     assert "< 10 ms; price 70/s [" in s and "-30% against native" in s
@@ -218,8 +222,8 @@ def test_short_labels_and_a_budget_too_small_for_a_decision_says_so() -> None:
     judge(cs, OBJ)
     for c in cs:
         c.status = race.UNDECIDED
-    adv = {"slo": {"workload": "high", "metric": "P99", "latency_ms": 10.0}, "choice": None,
-           "closest": "m", "rounds": 1, "candidates": race.as_records(cs)}
+    adv = M.Advice(slo=SLO, choice=None, closest="m", rounds=1,
+                   candidates=race.as_records(cs))
     s = race.sentence(adv)
     assert s.startswith("No setting met high P99 < 10 ms with confidence (the budget ended "
                         "after 1 round(s); a decision needs at least 2 runs of each)"), s
@@ -292,11 +296,12 @@ def test_a_race_ended_by_its_budget_records_what_is_open() -> None:
     rc.rounds = 4
     assert rc.after_round() is False  # the budget is spent
     adv = rc.advice()
-    assert adv["met"] is False and adv["decided"] is False
-    assert [c["status"] for c in adv["candidates"]] == [race.UNDECIDED] * 2
-    assert all(c["reason"].startswith("open: high P99 ") for c in adv["candidates"])
-    assert adv["undecided"].startswith("Undecided at the budget: no open candidate's")
-    assert adv["more_rounds"] == race.still_open(cs, OBJ).rounds
+    assert adv.met is False and adv.decided is False
+    assert [c.status for c in adv.candidates] == [race.UNDECIDED] * 2
+    assert all(c.reason.startswith("open: high P99 ") for c in adv.candidates)
+    assert adv.undecided and adv.undecided.startswith(
+        "Undecided at the budget: no open candidate's")
+    assert adv.more_rounds == race.still_open(cs, OBJ).rounds
 
 
 def test_a_dearer_candidate_already_told_apart_waits_for_the_likely_choice() -> None:
@@ -310,11 +315,10 @@ def test_a_dearer_candidate_already_told_apart_waits_for_the_likely_choice() -> 
     words, k = op.waits["mps 75"]
     assert "below mps 100's with confidence; waits for mps 100 to meet the SLO" in words
     assert k == op.waits["mps 100"][1] == race.rounds_to_tell(cs[0], 10.0, race.share(cs))
-    adv = {"slo": {"workload": "high", "metric": "P99", "latency_ms": 10.0}, "choice": None,
-           "candidates": race.as_records([*cs[:1], *cs[1:]]), "likely": "mps 100",
-           "more_rounds": 1, "closest": "mps 75", "rounds": 4}
-    for c in adv["candidates"]:
-        c["status"] = race.UNDECIDED
+    adv = M.Advice(slo=SLO, choice=None, candidates=[
+        msgspec.structs.replace(c, status=race.UNDECIDED)
+        for c in race.as_records([*cs[:1], *cs[1:]])],
+        likely="mps 100", more_rounds=1, closest="mps 75", rounds=4)
     assert race.sentence(adv).startswith(
         "No setting met high P99 < 10 ms with confidence within the budget; the likely "
         "choice, about 1 more round from a decision, is MPS, low x 1: high P99 7.96 ms [")

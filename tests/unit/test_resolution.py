@@ -136,7 +136,7 @@ def _runs_in(bucket_value_ms: float, mode: str, k: int, seed: int) -> list[Phase
     hi = bucket_value_ms * math.sqrt(1.005) * 0.9999
     return [PhaseSnapshot(r, f"{mode}-{r}", mode, "done", "", None, 10.0, True,
                           (_wl([rng.uniform(lo, hi) for _ in range(300)]),),
-                          {"repeat": r, "step": mode}) for r in range(1, k + 1)]
+                          repeat=r, step=mode) for r in range(1, k + 1)]
 
 
 def test_the_field_case_no_longer_claims_certainty() -> None:

@@ -72,7 +72,7 @@ def _phase(i: int, mode: str, w: WorkloadSnapshot | list[WorkloadSnapshot], repe
            ) -> PhaseSnapshot:
     ws = tuple(w) if isinstance(w, list) else (w,)
     return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, ws,
-                         {"repeat": repeat, "step": mode})
+                         repeat=repeat, step=mode)
 
 
 def _pair_sets(rng: random.Random, k: int, sd_run: float, shift: float, n: int = 300
@@ -255,9 +255,9 @@ def test_answer_records_and_the_gate() -> None:
     phases = tuple(x for pair in zip(a, b) for x in pair)
     snap = SessionSnapshot(SCEN, phases, (), 0.0, 10.0)
     recs = answer_records(snap)
-    p99 = next(r for r in recs if r["metric"] == "P99")
-    assert p99["way"] == "slower" and p99["runs"] == 4 and p99["basis"] == "runs"
-    assert p99["lo"] > 0 and p99["step"] == "mps" and p99["baseline"] == "native"
+    p99 = next(r for r in recs if r.metric == "P99")
+    assert p99.way == "slower" and p99.runs == 4 and p99.basis == "runs"
+    assert p99.lo is not None and p99.lo > 0 and p99.step == "mps" and p99.baseline == "native"
     assert gate(snap, "slower") and "high P99" in gate(snap, "slower")[0]
     a_a = SessionSnapshot(SCEN, tuple(x for pair in zip(*_pair_sets(rng, 4, 0.02, 0.0))
                                       for x in pair), (), 0.0, 10.0)
@@ -271,7 +271,7 @@ def test_to_tell_names_the_step_when_there_are_several() -> None:
     a, b = _pair_sets(rng, 3, 0.3, 0.0)  # wide run-to-run noise: within noise
     _, c = _pair_sets(rng, 3, 0.3, 0.0)
     c = [msgspec.structs.replace(p, mode="xsched", name=f"xsched-{p.index}",
-                             extra={**p.extra, "step": "xsched"}) for p in c]
+                             step="xsched") for p in c]
     phases = tuple(x for trio in zip(a, b, c) for x in trio)
     lines = answer_lines(SessionSnapshot(SCEN, phases, (), 0.0, 10.0))
     tell = next(x for x in lines if x.startswith("To tell: "))
@@ -326,14 +326,13 @@ def test_a_calibration_answers_each_role_against_its_own_native_step() -> None:
             w = _run(rng, 300, 1.0, shift)
             phases.append(PhaseSnapshot(len(phases), f"{role}-{mode}-{r}", mode, "done", "",
                                         None, 10.0, True, (w,),
-                                        {"calibrate": role, "repeat": r,
-                                         "step": f"{role}-{mode}"}))
+                                        calibrate=role, repeat=r, step=f"{role}-{mode}"))
     snap = SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0)
-    pairs = {(r["step"], r["baseline"]) for r in answer_records(snap)}
+    pairs = {(r.step, r.baseline) for r in answer_records(snap)}
     assert pairs == {("alone-xsched", "alone-native"), ("together-xsched", "together-native")}
     together = next(r for r in answer_records(snap)
-                    if r["step"] == "together-xsched" and r["metric"] == "P50")
-    assert together["estimate"] == pytest.approx(-4.0, abs=0.3)
+                    if r.step == "together-xsched" and r.metric == "P50")
+    assert together.estimate == pytest.approx(-4.0, abs=0.3)
 
 
 def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: object) -> None:
@@ -373,11 +372,10 @@ def _calibration(rng: random.Random, k: int, together_native: float, together_mo
                                   ("together", "xsched", together_mode)):
             w = _run(rng, 300, math.exp(rng.gauss(0, sd_run)), shift)
             phases.append(PhaseSnapshot(len(phases), f"{role}-{mode}-{r}", mode, "done", "",
-                                        None, 10.0, True, (w,),
-                                        {"calibrate": role, "repeat": r,
-                                         "step": f"{role}-{mode}"}))
-    extra = {} if floor is None else {"noise_floors": {"native": floor.as_dict()}}
-    return SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0, extra=extra)
+                                        None, 10.0, True, (w,), calibrate=role, repeat=r,
+                                        step=f"{role}-{mode}"))
+    return SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0, noise_floors=None
+                           if floor is None else {"native": floor.as_model()})
 
 
 @pytest.mark.parametrize("k", [3, 8])

@@ -75,7 +75,7 @@ def test_spool_is_compressed_capped_and_stats_stay_exact(tmp_path: Path) -> None
     warnings = [m for m in s.logs if "spool reached" in m.text]
     assert len(warnings) == 1
     snap = s.snapshot()
-    assert snap.extra["spool"]["rows_dropped"] == s.spool.dropped
+    assert snap.spool is not None and snap.spool.rows_dropped == s.spool.dropped
     s.close()
 
 

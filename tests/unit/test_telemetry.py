@@ -10,6 +10,7 @@ import types
 from collections import namedtuple
 from typing import Any
 
+import msgspec
 import pytest
 
 from xwatch.core.engine.pci import parse_bus_id
@@ -131,7 +132,7 @@ def test_nvml_backend_shapes_na_and_per_process(no_vendor: pytest.MonkeyPatch) -
     assert s0.ours and not s1.ours  # matched by PCI bus id
     assert s0.procs == {111: {"mem_mib": 2048.0, "sm_pct": 63.0}}  # pid 999 is not ours
     assert s1.metrics["power_w"] is None  # NotSupported -> n/a, not an exception
-    assert b.describe()["driver"] == "580.159.04"
+    assert b.describe().driver == "580.159.04"
 
 
 def test_amdsmi_backend_matches_by_bus_not_order(no_vendor: pytest.MonkeyPatch) -> None:
@@ -232,7 +233,7 @@ def test_slow_backend_never_overlaps_or_piles_up() -> None:
     s.stop()
     assert b.max_active == 1  # polls never overlap
     assert 3 <= b.calls <= 7  # paced by the slow call, no backlog burst
-    exp = s.export()
+    exp = msgspec.to_builtins(s.export())  # as the snapshot writes it
     assert exp["errors"] == 1 and "transient" in exp["last_error"]
     assert exp["poll_cost_ms"]["median"] >= 140
     assert len(exp["samples"]) == b.calls - 1
@@ -268,7 +269,7 @@ def test_per_process_figures_on_their_own_slower_cadence() -> None:
     s.stop()
     n, with_procs = len(b.asked), sum(b.asked)
     assert n >= 12 and 3 <= with_procs <= 5, b.asked  # every 0.05 s vs every 0.3 s
-    exp = s.export()
+    exp = msgspec.to_builtins(s.export())  # as the snapshot writes it
     assert exp["proc_interval_s"] == 0.3
     assert exp["poll_cost_ms"]["polls"] == n - with_procs
     assert exp["proc_poll_cost_ms"]["polls"] == with_procs

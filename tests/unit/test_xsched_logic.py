@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.xsched.client import validate_config
 from xwatch.core.xsched.engagement import QueueStats, engagement
@@ -203,7 +204,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
     s = Session(scen)
     ph = s.new_phase("xsched")
-    ph.extra["xsched"] = {"workloads": {}, "samples": []}
+    ph.xsched = M.Xsched(root="")
     ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
     ph.runs["high"].state = ph.runs["low"].state = "running"
     stats = {w.name: QueueStats() for w in scen.workloads}
@@ -224,12 +225,12 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
     ctl._ingest(ph, {}, stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
     ctl._refresh_engagement(ph, final=True)
-    low = ph.extra["xsched"]["workloads"]["low"]
-    assert low["stats"]["queues"] == 0 and low["stats"]["max_queues"] == 2
-    assert [q["handle"] for q in low["queues"]] == [7, 9] and low["stats"]["handles"] == [7, 9]
-    assert [p[1] for p in low["lane"]] == ["suspended", "none"]
-    assert ph.extra["xsched"]["samples"][0]["workloads"]["low"] == {
-        "queues": 2, "ready": 1, "suspended": 1}
+    low = ph.xsched.workloads["low"]
+    assert low.stats.queues == 0 and low.stats.max_queues == 2
+    assert [q.handle for q in low.queues] == [7, 9] and low.stats.handles == [7, 9]
+    assert [p[1] for p in low.lane] == ["suspended", "none"]
+    assert ph.xsched.samples[0].workloads["low"] == M.QueueCounts(
+        queues=2, ready=1, suspended=1)
     with pytest.raises(ValueError, match="not understood"):
         decode_xqueues(b'{"xqueues": [{"handle": "7", "pid": 1}]}')
     s.close()
@@ -255,7 +256,7 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     s = Session(scen)
     ph = s.new_phase("xsched")
     ctl.phase = ph
-    ph.extra["xsched"] = {"workloads": {}, "samples": []}
+    ph.xsched = M.Xsched(root="")
     stats = {w.name: QueueStats() for w in scen.workloads}
     ctl._stats = stats
     runs = [("high", 11, "running", 5), ("low", 22, "running", 0)]
@@ -288,8 +289,8 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     ctl.proc = type("P", (), {"pid": 4242})()  # type: ignore[assignment]
     drain(_Poll(t + 9, None, good, runs), _Poll(t + 9.1, -9, down, runs))
     assert "died (killed by signal 9)" in (ctl.failure() or "")
-    assert ph.extra["xsched"]["xserver_exit"]["returncode"] == -9
-    assert len(ph.extra["xsched"]["samples"]) == 2  # the good polls, folded in order
+    assert ph.xsched.xserver_exit and ph.xsched.xserver_exit.returncode == -9
+    assert len(ph.xsched.samples) == 2  # the good polls, folded in order
     s.close()
 
 

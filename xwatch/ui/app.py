@@ -62,12 +62,11 @@ SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: ev
 def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
     """Changes whenever a chart would draw something different: a new per-second row,
     a new phase or state, a new telemetry sample."""
-    tel = snap.extra.get("telemetry") or {}
-    samples = tel.get("samples") or []
+    samples = snap.telemetry.samples if snap.telemetry is not None else []
     phases = tuple((p.index, p.status, tuple(w.state for w in p.workloads))
                    for p in snap.phases)
     return (phases, tuple(len(w.series) for p in snap.phases for w in p.workloads),
-            samples[-1].get("t") if samples else None)
+            samples[-1].t if samples else None)
 
 
 class XwatchApp(App[int]):
@@ -242,7 +241,7 @@ class XwatchApp(App[int]):
         info = self.sampler.info if self.sampler is not None else None
         found = lookup(this_machine(info), self.scenario.to_dict(), MODES)
         if found:
-            self.session.extra["noise_floors"] = {m: f.as_dict() for m, f in found.items()}
+            self.session.noise_floors = {m: f.as_model() for m, f in found.items()}
             self.session.log("xwatch", "info", "noise floors: " + "; ".join(
                 f.describe() for f in found.values()))
 
@@ -294,8 +293,8 @@ class XwatchApp(App[int]):
             if self.runner.planned_end_reached(duration):
                 planned = phase.t_measure is not None
                 break
-        if phase.t_end is not None and phase.status == "failed" and phase.extra.get("error"):
-            self.notify(str(phase.extra["error"]), title=f"Phase {phase.name} failed",
+        if phase.t_end is not None and phase.status == "failed" and phase.error:
+            self.notify(str(phase.error), title=f"Phase {phase.name} failed",
                         severity="error", timeout=15, markup=False)
         if self.runner.phase is phase and phase.t_end is None:
             await self.runner.stop_phase(planned_end=planned, phase=phase)
@@ -360,10 +359,10 @@ class XwatchApp(App[int]):
             except XwatchError as e:
                 failed = self.runner.phase
                 if failed is not None:
-                    failed.extra["calibrate"] = step.role
+                    failed.calibrate = step.role
                 self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
                 continue
-            phase.extra["calibrate"] = step.role
+            phase.calibrate = step.role
             await self._watch_phase(phase, self.scenario.duration_s)  # type: ignore[union-attr]
             if self.runner.phase is not phase:  # the user started something else
                 return
@@ -399,7 +398,7 @@ class XwatchApp(App[int]):
         assert self.session is not None
         modes: list[str] = []
         for p in reversed(self.session.phases):
-            if p.mode not in modes and not p.extra.get("calibrate"):
+            if p.mode not in modes and not p.calibrate:
                 modes.append(p.mode)
             if len(modes) == 2:
                 break
@@ -470,17 +469,17 @@ class XwatchApp(App[int]):
                                   and failed.mode == step.mode and failed.status == "failed"
                                   else None)
                         continue
-                    phase.extra.update(candidate=c.label, setting_values=step.setting or {},
-                                       step=step.key, repeat=rc.rounds)
+                    phase.candidate, phase.setting_values = c.label, step.setting or {}
+                    phase.step, phase.repeat = step.key, rc.rounds
                     await self._watch_phase(phase)
                     if runner.phase is not phase:  # the user started something else
-                        session.extra["advice"] = rc.advice()
+                        session.advice = rc.advice()
                         return
                     rc.record(c, phase.snapshot(time.monotonic()))
-                    session.extra["advice"] = rc.advice(final=False)
+                    session.advice = rc.advice(final=False)
                 if not rc.after_round():
                     break
-            session.extra["advice"] = rc.advice()
+            session.advice = rc.advice()
             self.action_tab("compare")
         finally:
             runner.backends.update(saved)
@@ -499,7 +498,7 @@ class XwatchApp(App[int]):
         phase = self.runner.phase if self.runner is not None else None
         if phase is None:
             return ()
-        return (phase.index, phase.status, phase.extra.get("error"),
+        return (phase.index, phase.status, phase.error,
                 tuple(r.state for r in phase.runs.values()))
 
     def _on_tick(self) -> None:
@@ -634,8 +633,8 @@ class XwatchApp(App[int]):
                         severity="warning", timeout=6)
             return
         self.query_one(KernelLane).zoom = 0
-        self.notify(f"kernel capture {cap['id']}: {cap['seconds']:g} s of "
-                    f"{', '.join(cap['workloads'])}; the lane appears under the charts "
+        self.notify(f"kernel capture {cap.id}: {cap.seconds:g} s of "
+                    f"{', '.join(cap.workloads)}; the lane appears under the charts "
                     "(its cost shows in the latency)", timeout=6)
 
     def action_zoom_lane(self) -> None:

@@ -6,7 +6,7 @@
 - LOW's price    = LOW samples/s together under XSched vs together native
 
 and one plain sentence saying what that means. Pure: works on any snapshot whose
-phases carry ``extra["calibrate"]`` ("alone" | "together")."""
+phases carry ``PhaseSnapshot.calibrate`` ("alone" | "together")."""
 
 from __future__ import annotations
 
@@ -71,23 +71,23 @@ class Calibration:
 
 
 def _find(snap: SessionSnapshot, role: str, mode: str) -> PhaseSnapshot | None:
-    found = [p for p in snap.phases if p.extra.get("calibrate") == role and p.mode == mode]
+    found = [p for p in snap.phases if p.calibrate == role and p.mode == mode]
     return found[-1] if found else None
 
 
 def _all(snap: SessionSnapshot, role: str, mode: str) -> list[PhaseSnapshot]:
-    return [p for p in snap.phases if p.extra.get("calibrate") == role and p.mode == mode]
+    return [p for p in snap.phases if p.calibrate == role and p.mode == mode]
 
 
 def mode_of(snap: SessionSnapshot) -> str:
     """The mode calibrated against native (xsched unless the phases say mps)."""
-    return next((p.mode for p in snap.phases if p.extra.get("calibrate")
+    return next((p.mode for p in snap.phases if p.calibrate
                  and p.mode != "native"), "xsched")
 
 
 def calibrate(snap: SessionSnapshot) -> Calibration | None:
     """The decomposition, or None when the snapshot holds no calibrate phases."""
-    if not any(p.extra.get("calibrate") for p in snap.phases):
+    if not any(p.calibrate for p in snap.phases):
         return None
     high = high_names(snap.scenario)[0]
     lows = [w.name for w in snap.scenario.workloads if w.name not in high_names(snap.scenario)]
@@ -123,7 +123,7 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
 
     # intervals, pooled over repeats: what the mode recovers under contention (together
     # native minus together under the mode) and what the mode alone costs
-    floors = floors_in(snap.extra)  # one run each: judged against the recorded floor
+    floors = floors_in(snap.noise_floors)  # one run each: judged against the recorded floor
     rec = latency_change(high, 99.0, _all(snap, "together", mode),
                          _all(snap, "together", "native"), floors)
     # no floor for HIGH alone: it was recorded for the whole scenario

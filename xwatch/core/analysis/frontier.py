@@ -11,7 +11,7 @@ from xwatch.core.analysis.phases import by_priority
 
 def sweep_points(snap: Any) -> tuple[Any, list[dict[str, Any]]]:
     """(native phase or None, [{phase, label, status, p50, p99, low_sps}])."""
-    setting_phases = [p for p in snap.phases if p.extra.get("setting")]
+    setting_phases = [p for p in snap.phases if p.setting]
     if not setting_phases:
         return None, []
     native = next((p for p in snap.phases if p.mode == "native"), None)
@@ -23,7 +23,7 @@ def sweep_points(snap: Any) -> tuple[Any, list[dict[str, Any]]]:
         low_sps = sum((p.workload(lw.name).samples_per_s if p.workload(lw.name) else 0.0)
                       for lw in lows)
         ok = p.status != "failed" and w is not None and w.count > 0
-        pts.append({"phase": p, "label": p.extra.get("setting") or "native",
+        pts.append({"phase": p, "label": p.setting or "native",
                     "status": p.status, "ok": ok,
                     "p50": w.phase.p50 if ok and w else math.nan,
                     "p99": w.phase.p99 if ok and w else math.nan,

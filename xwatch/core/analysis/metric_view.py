@@ -49,4 +49,4 @@ def metric_view(snap: SessionSnapshot, name: str) -> SessionSnapshot:
         return snap
     phases = tuple(msgspec.structs.replace(p, workloads=tuple(_as(w, name) for w in p.workloads))
                    for p in snap.phases)
-    return msgspec.structs.replace(snap, phases=phases, extra={**snap.extra, "metric": name})
+    return msgspec.structs.replace(snap, phases=phases, metric=name)

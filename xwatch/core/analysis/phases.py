@@ -24,5 +24,5 @@ def baseline(snap: SessionSnapshot) -> PhaseSnapshot | None:
 
 def label(p: PhaseSnapshot) -> str:
     """A phase's name with its sweep setting, if any."""
-    setting = p.extra.get("setting")
+    setting = p.setting
     return f"{p.name} [{setting}]" if setting else p.name

@@ -20,8 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
+from msgspec import UNSET
+
+from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority
 from xwatch.core.analysis.stats.intervals import (
     WITHIN_NOISE,
@@ -49,18 +52,20 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, Workload
 from xwatch.core.modes.base import label as mode_label
 
 #: how a change's interval was made
-RUNS, FLOOR, UNMEASURED = "runs", "floor", "unmeasured"
+RUNS: Final = "runs"
+FLOOR: Final = "floor"
+UNMEASURED: Final = "unmeasured"
 #: the precision "To tell" aims at: a 95% interval of +-10% of the baseline
 TARGET = 0.10
 
 
 def step_key(p: PhaseSnapshot) -> str:
     """Which planned configuration a phase ran (repeats share it)."""
-    k = p.extra.get("step")
+    k = p.step
     if k:
         return str(k)
-    role = p.extra.get("calibrate")
-    setting = p.extra.get("setting")
+    role = p.calibrate
+    setting = p.setting
     base = f"{role}-{p.mode}" if role else p.mode
     return f"{base} [{setting}]" if setting else base
 
@@ -89,7 +94,7 @@ def _runs(ps: Sequence[PhaseSnapshot], name: str) -> list[tuple[Any, WorkloadSna
     for i, p in enumerate(ps):
         w = p.workload(name)
         if w is not None and w.count and usable(p):
-            out.append((p.extra.get("repeat", f"#{i}"), w))
+            out.append((f"#{i}" if p.repeat is None else p.repeat, w))
     return out
 
 
@@ -120,7 +125,7 @@ class Change:
     diff: Interval
     per_repeat: tuple[float, ...]  # the difference in each pair of runs
     repeats: int  # pairs of runs
-    basis: str = RUNS
+    basis: M.Basis = RUNS
     floor: str = ""  # the floor used (its date, mode and runs), basis "floor"
     #: the variance of the paired differences split between and within runs
     noise: Split | None = None
@@ -147,7 +152,7 @@ class Change:
         b = self.base.est
         return self.diff.est / b if b and b == b else math.nan
 
-    def way_word(self) -> str:
+    def way_word(self) -> M.Way:
         """faster | slower | within (what the snapshot's answer records)."""
         if self.way == 0:
             return "within"
@@ -337,7 +342,7 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
     base_p = baseline(snap)
     if base_p is None:
         return []
-    floors = floors_in(snap.extra) if floors is None else floors
+    floors = floors_in(snap.noise_floors) if floors is None else floors
     groups = steps(snap)
     hi, lows = by_priority(base_p)
     slo_wl, slo_m = slo_metric(snap)
@@ -345,7 +350,7 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
     for key, bkey in _pairs_of_steps(groups, step_key(base_p)):
         ps, base = groups[key], groups[bkey]
         # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
-        fl = {} if ps and ps[0].extra.get("calibrate") == "alone" else floors
+        fl = {} if ps and ps[0].calibrate == "alone" else floors
         ch: list[Change] = []
         if hi is not None:
             metrics = ["P50", "P99"]
@@ -370,32 +375,33 @@ def _pairs_of_steps(groups: Mapping[str, Sequence[PhaseSnapshot]], bkey: str
     calibration, each role's mode step against the same role's native step (HIGH alone
     under the mode against HIGH alone natively: the mode's own cost; together under the
     mode against together natively: what the mode changes under contention)."""
-    roles = {str(ps[0].extra.get("calibrate")) for ps in groups.values()
-             if ps and ps[0].extra.get("calibrate")}
+    roles = {str(ps[0].calibrate) for ps in groups.values()
+             if ps and ps[0].calibrate}
     if not roles:
         return [(k, bkey) for k in groups if k != bkey]
     out = []
     for key, ps in groups.items():
-        role = ps[0].extra.get("calibrate") if ps else None
+        role = ps[0].calibrate if ps else None
         if role and ps[0].mode != "native":
             base = next((k for k, q in groups.items() if q and q[0].mode == "native"
-                         and q[0].extra.get("calibrate") == role), None)
+                         and q[0].calibrate == role), None)
             if base is not None:
                 out.append((key, base))
     return out
 
 
-def answer_records(snap: SessionSnapshot) -> list[dict[str, Any]]:
+def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
     """The answer as the snapshot carries it, for scripts: one record per change."""
     def r(v: float | None) -> float | None:
         return None if v is None or v != v else round(v, 6)
 
-    return [{"step": a.step, "baseline": a.base_step, "workload": c.workload,
-             "metric": c.metric, "unit": c.unit, "estimate": r(c.diff.est),
-             "lo": r(c.diff.lo), "hi": r(c.diff.hi), "way": c.way_word(), "runs": c.repeats,
-             "basis": c.basis, "base": r(c.base.est), "value": r(c.other.est),
-             **({"floor": c.floor} if c.floor else {}),
-             **({"few_requests": c.few, "pooled": c.pooled} if c.few else {})}
+    return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
+                     metric=c.metric, unit=c.unit, estimate=r(c.diff.est),
+                     lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
+                     basis=c.basis, base=r(c.base.est), value=r(c.other.est),
+                     floor=c.floor if c.floor else UNSET,
+                     few_requests=c.few if c.few else UNSET,
+                     pooled=c.pooled if c.few else UNSET)
             for a in answer(snap) for c in a.changes]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import xwatch
+from xwatch.core import model as M
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV
 from xwatch.core.engine.worker.config import WorkerConfig
@@ -40,9 +41,11 @@ class LaunchSpec:
     delay_s: float
     stdout: str = "pipe"  # "pty": stdout is a pseudo-terminal (C stdio line-buffers)
 
-    def as_record(self) -> dict[str, object]:
-        return {"argv": list(self.argv), "cwd": self.cwd, "env": dict(self.env_added),
-                "start_delay_s": self.delay_s, "stdout": self.stdout}
+    def as_record(self) -> M.Launch:
+        """How the process is started, as the snapshot records it (``start``: added
+        once it started)."""
+        return M.Launch(argv=list(self.argv), cwd=self.cwd, env=dict(self.env_added),
+                        start_delay_s=self.delay_s, stdout=self.stdout)
 
 
 def worker_config(w: Workload, top: bool = False) -> WorkerConfig:

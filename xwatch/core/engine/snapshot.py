@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
 
 import msgspec
 
+from xwatch.core import model as M
 from xwatch.core.engine.stats import LatencySummary, SecondRow
 from xwatch.scenario import Scenario
 
@@ -123,10 +123,10 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     error: str | None
     stderr_tail: tuple[str, ...]
     log_tail: tuple[str, ...]
-    hello: dict[str, Any]
-    launch: dict[str, Any]
+    hello: M.RawJSON  # the workload's hello event, as it sent it
+    launch: M.Launch
     inflight_s: float
-    annotations: tuple[dict[str, Any], ...] = ()
+    annotations: tuple[M.Annotation, ...] = ()
     #: requests due (scheduled send time passed) but not completed when the phase's
     #: measurement ended; None while it runs or where it cannot be known
     unfinished: int | None = None
@@ -136,7 +136,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     unfinished_note: str = ""
     after_end: int = 0  # requests that completed after the measured end (not counted)
     stalled_since: float | None = None  # seconds after phase start; None if not stalled
-    stalls: tuple[dict[str, Any], ...] = ()  # {"since", "until" (None: still), "why"}
+    stalls: tuple[M.Stall, ...] = ()  # since, until (None: still), why, bound_s
     #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
     slowest: tuple[tuple[float, float], ...] = ()
     gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
@@ -159,6 +159,26 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     stages: dict[str, float] = msgspec.field(default_factory=dict)
 
 
+#: a worker's reduced kernel trace (``worker.trace.load_trace``): raw JSON from a
+#: workload, read by ``analysis.gpu.kernels`` (an edge: it never goes into the snapshot
+#: document, only into its own gzip file)
+Trace = M.RawJSON
+
+
+class CaptureSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A kernel capture of a phase: when, how long, of which workloads, and the traces
+    that arrived (the document's ``Capture`` keeps their file names instead)."""
+
+    id: int
+    t: float  # seconds after the phase start
+    seconds: float
+    workloads: tuple[str, ...] = ()
+    errors: dict[str, str] = {}
+    traces: dict[str, Trace] = {}
+    #: the analysis as a snapshot file recorded it (used where its traces are missing)
+    analysis: M.CaptureAnalysis | None = None
+
+
 class PhaseSnapshot(msgspec.Struct, frozen=True):
     index: int
     name: str
@@ -169,9 +189,24 @@ class PhaseSnapshot(msgspec.Struct, frozen=True):
     elapsed_s: float
     measuring: bool
     workloads: tuple[WorkloadSnapshot, ...]
-    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     t_start: float = 0.0  # monotonic, for aligning telemetry and annotations
     t_measure: float | None = None
+    # what the phase's mode, its plan and xwatch recorded about it (None: nothing)
+    xsched: M.Xsched | None = None  # the XSched mode: install, xserver, queues
+    mps: M.Mps | None = None  # the MPS mode: daemon, clients, proof
+    preflight: M.Preflight | None = None  # XSched's preflight verdicts
+    isolation: M.Isolation | None = None  # the environment removed, the maps proof
+    captures: tuple[CaptureSnapshot, ...] = ()
+    #: moments marked on the phase's charts (failures, captures, pauses, live changes)
+    annotations: tuple[M.Annotation, ...] = ()
+    error: str | None = None  # why it failed
+    setting: str | None = None  # a sweep's setting (its label)
+    setting_values: dict[str, dict[str, M.SettingValue]] | None = None
+    calibrate: str | None = None  # a calibrate phase's role: "alone" | "together"
+    repeat: int | None = None  # the round of a repeated step
+    step: str | None = None  # the step's key (advise, noise, runs)
+    candidate: str | None = None  # advise's candidate (its label)
+    cut_short: str | None = None  # why the plan ended it before its time
 
     def workload(self, name: str) -> WorkloadSnapshot | None:
         return next((w for w in self.workloads if w.name == name), None)
@@ -187,7 +222,17 @@ class SessionSnapshot(msgspec.Struct, frozen=True):
     messages: tuple[LogLine, ...]
     taken_at: float
     window_s: float
-    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_at: str | None = None  # when the session started (``utc_now``)
+    environment: M.Environment | None = None  # the host (None: this one, at export)
+    telemetry: M.Telemetry | None = None  # GPU and host sampling (None: off)
+    spool: M.Spool | None = None  # the raw-event spool's rows and size
+    #: the machine's recorded noise floors, by mode (``analysis.stats.noise``)
+    noise_floors: dict[str, M.NoiseFloor] | None = None
+    noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
+    advice: M.Advice | None = None  # ``xwatch advise``'s race and its answer
+    #: the named per-request metric the snapshot is seen through (the dashboard's
+    #: ``M``; ``analysis.metric_view``), None: latency
+    metric: str | None = None
 
     @property
     def current(self) -> PhaseSnapshot | None:

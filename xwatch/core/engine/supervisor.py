@@ -29,6 +29,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from xwatch.core.engine.launch import LaunchSpec
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
@@ -350,12 +352,14 @@ class ManagedProcess:
             forked = await fs.spawn(env, self.spec.cwd, w)
             if forked is not None:
                 os.close(w)
-                run.launch["start"] = f"fork (fork server pid {fs.proc.pid if fs.proc else '?'})"
+                run.launch = msgspec.structs.replace(
+                    run.launch, start=f"fork (fork server pid {fs.proc.pid if fs.proc else '?'})")
                 self.proc = forked
                 await self._started(r, capacity, None)
                 return
             why = fs.failure
-        run.launch["start"] = "exec" + (f" ({why})" if fs is not None and why else "")
+        run.launch = msgspec.structs.replace(
+            run.launch, start="exec" + (f" ({why})" if fs is not None and why else ""))
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.spec.argv, env=env, cwd=self.spec.cwd,

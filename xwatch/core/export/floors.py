@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.analysis.stats.noise import Floor, floor_key, machine_of, scenario_digest
 
 
@@ -23,7 +24,7 @@ def root() -> Path:
     return Path(base) / "xwatch" / "noise"
 
 
-def this_machine(telemetry_info: Mapping[str, Any] | None) -> dict[str, Any]:
+def this_machine(telemetry_info: M.TelemetryInfo | None) -> dict[str, Any]:
     return machine_of(socket.gethostname(), telemetry_info)
 
 

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
 from xwatch.errors import XwatchError
@@ -129,13 +130,12 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                       ("metric",))
 
     for p in snap.phases:
-        setting = str(p.extra.get("setting") or "")
+        setting = str(p.setting or "")
         phase_info.add_metric([host, p.name, p.mode, p.status, setting], 1)
         phase_running.add_metric([host, p.name, p.mode], 1 if p.status == "running" else 0)
         phase_measured.add_metric([host, p.name, p.mode],
                                   p.elapsed_s if p.measuring and p.elapsed_s == p.elapsed_s else 0)
-        xs_wl = ((p.extra.get("xsched") or {}).get("workloads") or {}) if p.mode == "xsched" \
-            else {}
+        xs_wl = p.xsched.workloads if p.mode == "xsched" and p.xsched is not None else {}
         for w in p.workloads:
             lab = [host, workload_gpu(w), w.name, w.priority_label, p.mode, p.name]
             _latency(hist, summ, lab, w)
@@ -162,20 +162,20 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                 goodput.add_metric(lab, _f(w.goodput))
             ev = xs_wl.get(w.name)
             if ev:
-                engaged.add_metric([*lab, str(ev.get("status", "?"))], 1)
-                st = ev.get("stats") or {}
-                queues.add_metric(lab, float(st.get("max_queues", st.get("queues", 0)) or 0))
-                ready.add_metric(lab, float(st.get("ready", 0) or 0))
-                susp.add_metric(lab, float(st.get("suspended", 0) or 0))
-    out += _telemetry(snap.extra.get("telemetry"), host)
-    spool = snap.extra.get("spool") or {}
+                engaged.add_metric([*lab, str(ev.status)], 1)
+                st = ev.stats
+                queues.add_metric(lab, float(st.max_queues))
+                ready.add_metric(lab, float(st.ready))
+                susp.add_metric(lab, float(st.suspended))
+    out += _telemetry(snap.telemetry, host)
+    spool = snap.spool or M.Spool()
     kept = CounterMetricFamily("xwatch_events_spooled", "raw events written to the spool",
                                labels=["host"])
-    kept.add_metric([host], spool.get("rows_kept", 0) or 0)
+    kept.add_metric([host], spool.rows_kept)
     dropped = CounterMetricFamily("xwatch_events_dropped",
                                   "raw events not spooled past --spool-max-mb (statistics "
                                   "still count them)", labels=["host"])
-    dropped.add_metric([host], spool.get("rows_dropped", 0) or 0)
+    dropped.add_metric([host], spool.rows_dropped)
     age = GaugeMetricFamily("xwatch_snapshot_age_seconds",
                             "seconds since the snapshot these metrics come from was taken",
                             labels=["host"])
@@ -202,14 +202,14 @@ def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
     summ.add_sample(name + "_sum", d, total)
 
 
-def _telemetry(tel: dict[str, Any] | None, host: str) -> list[Any]:
+def _telemetry(tel: M.Telemetry | None, host: str) -> list[Any]:
     from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 
-    if not tel:
+    if tel is None:
         return []
-    latest: dict[str, dict[str, Any]] = {}
-    for s in tel.get("samples") or []:
-        latest[s["device"]] = s
+    latest: dict[str, M.Sample] = {}
+    for s in tel.samples:
+        latest[s.device] = s
     info = InfoMetricFamily("xwatch_gpu", "each telemetry device", labels=["host", "gpu"])
     specs = (  # metric, key in the sample, scale, doc
         ("xwatch_gpu_utilization_ratio", "util_pct", 0.01,
@@ -230,23 +230,21 @@ def _telemetry(tel: dict[str, Any] | None, host: str) -> list[Any]:
     now = time.monotonic()
     for dev, s in latest.items():
         gpu = dev[3:] if dev.startswith("gpu") else dev
-        info.add_metric([host, gpu], {"device": dev, "name": str(s.get("name") or ""),
-                                      "bus_id": str(s.get("bus_id") or ""),
-                                      "ours": "true" if s.get("ours", True) else "false",
-                                      "backend": str(tel.get("backend") or "")})
-        for key, val in (s.get("metrics") or {}).items():
-            if key in gauges and isinstance(val, (int, float)):
+        info.add_metric([host, gpu], {"device": dev, "name": s.name, "bus_id": s.bus_id or "",
+                                      "ours": "true" if s.ours else "false",
+                                      "backend": tel.backend})
+        for key, val in s.metrics.items():
+            if key in gauges and val is not None:
                 gauges[key][0].add_metric([host, gpu], float(val) * gauges[key][1])
-        if isinstance(s.get("t"), (int, float)):
-            age.add_metric([host, gpu], max(0.0, now - float(s["t"])))
+        age.add_metric([host, gpu], max(0.0, now - s.t))
     cost = GaugeMetricFamily("xwatch_telemetry_poll_seconds",
                              "xwatch's own cost of one telemetry poll", labels=["host", "kind",
                                                                                  "quantile"])
-    for kind, key in (("counters", "poll_cost_ms"), ("per_process", "proc_poll_cost_ms")):
-        c = tel.get(key) or {}
-        for q, k in (("0.5", "median"), ("0.99", "p99")):
-            if isinstance(c.get(k), (int, float)):
-                cost.add_metric([host, kind, q], float(c[k]) / 1000.0)
+    for kind, c in (("counters", tel.poll_cost_ms),
+                    ("per_process", tel.proc_poll_cost_ms or M.PollCost())):
+        for q, v in (("0.5", c.median), ("0.99", c.p99)):
+            if v is not None:
+                cost.add_metric([host, kind, q], v / 1000.0)
     return [info, *(g for g, _ in gauges.values()), age, cost]
 
 

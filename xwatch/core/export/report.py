@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
@@ -48,8 +50,8 @@ LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p
 
 def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
-    env = snap.extra.get("environment") or {}
-    tel = snap.extra.get("telemetry") or {}
+    env = snap.environment
+    tel = snap.telemetry
     secs: list[Section] = []
     adv = advice_section(snap)
     if adv is not None:
@@ -79,26 +81,27 @@ def build_report(snap: SessionSnapshot) -> Report:
     hellos = [w.hello for p in snap.phases for w in p.workloads if w.hello]
     gpus = sorted({str(h.get("device_name")) for h in hellos if h.get("device_name")})
     torch_v = sorted({str(h.get("torch")) for h in hellos if h.get("torch")})
-    rows = [["host", f"{env.get('host', '?')} ({env.get('os', '?')}, {env.get('cpus', '?')} CPUs)"],
-            ["python (xwatch)", str(env.get("python", "?"))],
+    rows = [["host", f"{env.host} ({env.os}, {env.cpus} CPUs)" if env else "? (?, ? CPUs)"],
+            ["python (xwatch)", env.python if env else "?"],
             ["device(s) used", ", ".join(gpus) or "-"],
             ["torch", ", ".join(torch_v) or "-"],
-            ["driver", str((tel.get("info") or {}).get("driver") or "-")],
-            ["telemetry", f"{tel.get('backend', 'off')} ({tel.get('reason', '')})" if tel else "off"]]
+            ["driver", str(tel.info.driver or "-") if tel is not None else "-"],
+            ["telemetry", f"{tel.backend} ({tel.reason})" if tel is not None else "off"]]
     for p in snap.phases:
-        xs = p.extra.get("xsched")
+        xs = p.xsched
         if xs:
-            ver = f"{xsched_version(xs)}, " if "version" in xs else ""  # older snapshots: as before
-            rows.append([f"XSched ({p.name})", f"{ver}root `{xs.get('root')}`, "
+            # older snapshots: as before
+            ver = f"{xsched_version(xs)}, " if xs.version is not UNSET else ""
+            rows.append([f"XSched ({p.name})", f"{ver}root `{xs.root}`, "
                          f"policy {policy_label(xs)}, xserver "
-                         f"`{' '.join(xs.get('xserver_cmd') or [])}`"])
+                         f"`{' '.join(xs.xserver_cmd or [])}`"])
     e.tables.append(("", Table(["what", "value"], rows)))
     for p in snap.phases:
-        xs = p.extra.get("xsched")
+        xs = p.xsched
         if not xs:
             continue
         env_rows = []
-        for name, wenv in (xs.get("env") or {}).items():
+        for name, wenv in xs.env.items():
             env_rows.append([name, "<br>".join(f"`{k}={v}`" for k, v in sorted(wenv.items())
                                                if k.startswith(("XSCHED_", "LD_")))])
         e.tables.append((f"XSched settings in {p.name}", Table(["workload", "variables"],
@@ -110,8 +113,7 @@ def build_report(snap: SessionSnapshot) -> Report:
     ph.tables.append(("", Table(
         ["phase", "mode", "status", "started (UTC)", "measured (s)", "kernel captures"],
         [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1),
-          ", ".join(f"{c.get('seconds', 0):g} s at {c.get('t', 0):.1f} s"
-                    for c in p.extra.get("captures") or [] if c.get("id")) or "-"]
+          ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
          for p in snap.phases])))
     secs.append(ph)
     g = gpu_section(snap)
@@ -156,8 +158,8 @@ def build_report(snap: SessionSnapshot) -> Report:
             else math.nan, 0)
         row("longest unfinished wait (ms)", lambda w: w.unfinished_max_wait_ms)
         row("stalls", lambda w: "; ".join(
-            f"{x['since']:.1f}-" + (f"{x['until']:.1f}" if x.get("until") is not None else "end")
-            + f" s ({x.get('why', '')})" for x in w.stalls) or "none")
+            f"{x.since:.1f}-" + (f"{x.until:.1f}" if x.until is not None else "end")
+            + f" s ({x.why})" for x in w.stalls) or "none")
         named = list(dict.fromkeys(k for p in snap.phases if (w := p.workload(wspec.name))
                                    for k in w.metrics))
         for mname in named:  # named per-request metrics: ttft_ms, tpot_ms, ...
@@ -251,25 +253,24 @@ def build_report(snap: SessionSnapshot) -> Report:
     # --- XSched engagement
     xs_rows = []
     for p in snap.phases:
-        xs = p.extra.get("xsched")
+        xs = p.xsched
         if not xs:
             continue
-        for name, info in (xs.get("workloads") or {}).items():
-            st = info.get("stats") or {}
-            xs_rows.append([p.name, name, str(info.get("status")), str(info.get("scheduler")),
-                            f"{st.get('max_queues', st.get('queues', 0))} "
-                            f"(last {st.get('queues', 0)})",
-                            f"{st.get('ready', 0)}/{st.get('polls', 0)}",
-                            f"{st.get('suspended', 0)}/{st.get('polls', 0)}",
-                            "; ".join(info.get("warnings") or []) or "-"])
+        for name, info in xs.workloads.items():
+            st = info.stats
+            xs_rows.append([p.name, name, str(info.status), str(info.scheduler),
+                            f"{st.max_queues} (last {st.queues})",
+                            f"{st.ready}/{st.polls}",
+                            f"{st.suspended}/{st.polls}",
+                            "; ".join(info.warnings) or "-"])
     if xs_rows:
         x = Section("XSched engagement (evidence, not settings)")
         x.paragraphs.append("scheduler = what the shim logged; ready/suspended = polls of "
                             "xserver's /xqueues in which this workload had a queue ready / "
                             "suspended. 'not-scheduled' means requests completed while its "
                             "queues were never seen ready.")
-        listen = next((p.extra["xsched"].get("listen") for p in snap.phases
-                       if (p.extra.get("xsched") or {}).get("listen")), None)
+        listen = next((p.xsched.listen for p in snap.phases
+                       if p.xsched is not None and p.xsched.listen), None)
         if listen:
             x.paragraphs.append(f"Note: {listen}.")
         x.tables.append(("", Table(["phase", "workload", "status", "scheduler", "queues max",
@@ -285,8 +286,8 @@ def build_report(snap: SessionSnapshot) -> Report:
     # --- failures
     fails = []
     for p in snap.phases:
-        if p.status == "failed" and p.extra.get("error"):
-            fails.append(f"**{p.name}**: {p.extra['error']}")
+        if p.status == "failed" and p.error:
+            fails.append(f"**{p.name}**: {p.error}")
         for w in p.workloads:
             if w.state == "failed" or (w.exit and not w.exit.ran_to_end):
                 lines = [f"**{p.name} / {w.name}**: {w.exit.describe() if w.exit else w.state}"]
@@ -294,7 +295,7 @@ def build_report(snap: SessionSnapshot) -> Report:
                     lines.append(f"error: `{w.error}`")
                 fails.append("  \n".join(lines))
                 tail = "\n".join(w.stderr_tail[-12:])
-                env_in_force = (w.launch or {}).get("env") or {}
+                env_in_force = w.launch.env
                 shown = {k: v for k, v in env_in_force.items()
                          if k.startswith(("XSCHED_", "LD_", "HIP_", "CUDA_"))}
                 if tail:
@@ -308,7 +309,7 @@ def build_report(snap: SessionSnapshot) -> Report:
 
     # --- reproduce
     repro = Section("Reproduce")
-    argv = env.get("argv") or []
+    argv = env.argv if env else []
     cmd = "xwatch " + " ".join(shlex.quote(a) for a in argv[1:]) if len(argv) > 1 else \
         f"xwatch run {shlex.quote(scen.source)} --headless --duration {scen.duration_s:g} " \
         "--export OUT"

@@ -8,6 +8,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
+from xwatch.core import model as M
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpu.attribution import attribute
@@ -23,14 +27,14 @@ from xwatch.core.analysis.verdict import (
     rate_change,
     steps,
 )
-from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import CaptureSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.render.model import Section, Table, change, num
 from xwatch.core.export.render.svgchart import lane_chart
 
 
 def gpu_section(snap: SessionSnapshot) -> Section | None:
     """Per GPU, per phase: HIGH P50/P99, LOW samples/s, utilization; and the roll-up."""
-    tel = snap.extra.get("telemetry")
+    tel = snap.telemetry
     rows, roll_rows = [], []
     for p in snap.phases:
         groups = gpu_groups(p, tel)
@@ -42,10 +46,10 @@ def gpu_section(snap: SessionSnapshot) -> Section | None:
                          g.matched_by or "none"])
         if groups:
             r = rollup(groups)
-            roll_rows.append([label(p), ", ".join(map(str, r["gpus"])),
-                              f"{num(r['worst_high_p99_ms'])} (GPU {r['worst_gpu']})",
-                              num(r["best_high_p99_ms"]), num(r["low_samples_per_s"], 1),
-                              str(r["high_requests"])])
+            roll_rows.append([label(p), ", ".join(map(str, r.gpus)),
+                              f"{num(r.worst_high_p99_ms)} (GPU {r.worst_gpu})",
+                              num(r.best_high_p99_ms), num(r.low_samples_per_s, 1),
+                              str(r.high_requests)])
     if not rows:
         return None
     s = Section("Per GPU")
@@ -68,44 +72,44 @@ def capture_sections(snap: SessionSnapshot) -> list[Section]:
     out = []
     for p in snap.phases:
         prio = {w.name: w.priority for w in p.workloads}
-        for cap in p.extra.get("captures") or []:
-            a = analyze(cap, prio) if cap.get("traces") else None
-            rec = (cap.get("analysis") or {}) if a is None else a.as_dict()
-            if not rec:
+        for cap in p.captures:
+            a = analyze(cap, prio) if cap.traces else None
+            rec = cap.analysis if a is None else a.as_model()
+            if rec is None:
                 continue
-            s = Section(f"Kernel capture {rec['capture']} in {label(p)} "
-                        f"({cap.get('seconds', 0):g} s, {cap.get('t', 0):.1f} s after the "
+            s = Section(f"Kernel capture {rec.capture} in {label(p)} "
+                        f"({cap.seconds:g} s, {cap.t:.1f} s after the "
                         "phase started)")
-            low = ", ".join(rec["lows"]) or "nothing of lower priority"
+            low = ", ".join(rec.lows) or "nothing of lower priority"
             s.paragraphs.append(
-                f"{rec['high']}'s kernels took {num(rec['high_kernel_ms'])} ms where the same "
-                f"kernels take {num(rec['high_alone_ms'])} ms without {low} running (stretch "
-                f"{num(rec['stretch'])}x); {_share(rec['overlap_share'])} of its kernel time "
-                f"overlapped {low}'s kernels. Per request: {num(rec['queue_ms_mean'])} ms from "
-                f"its start to its first kernel, {num(rec['gap_ms_mean'])} ms with no kernel of "
+                f"{rec.high}'s kernels took {num(rec.high_kernel_ms)} ms where the same "
+                f"kernels take {num(rec.high_alone_ms)} ms without {low} running (stretch "
+                f"{num(rec.stretch)}x); {_share(rec.overlap_share)} of its kernel time "
+                f"overlapped {low}'s kernels. Per request: {num(rec.queue_ms_mean)} ms from "
+                f"its start to its first kernel, {num(rec.gap_ms_mean)} ms with no kernel of "
                 f"it running (launches, queueing, synchronization); {low} ran nothing during "
-                f"{_share(rec['low_quiet_share'])} of the time a request was open. Clock check: "
-                f"{_share(rec['aligned'])} of {rec['high']}'s kernels fall inside its requests. "
-                "Kernels: " + ", ".join(f"{n} {k}" for n, k in rec["kernels"].items()) + ".")
-            hi = p.workload(rec["high"])
+                f"{_share(rec.low_quiet_share)} of the time a request was open. Clock check: "
+                f"{_share(rec.aligned)} of {rec.high}'s kernels fall inside its requests. "
+                "Kernels: " + ", ".join(f"{n} {k}" for n, k in rec.kernels.items()) + ".")
+            hi = p.workload(rec.high)
             if hi is not None:
                 c = capture_cost(hi.series, cap)
                 s.paragraphs.append(
-                    f"The capture's own cost on {rec['high']}: per-second P50 "
+                    f"The capture's own cost on {rec.high}: per-second P50 "
                     f"{num(c['before_p50_ms'])} ms before, {num(c['during_p50_ms'])} ms during; "
                     f"the worst request {num(c['before_max_ms'])} ms before, "
                     f"{num(c['during_max_ms'])} ms during (the profiler's teardown after the "
                     "window lands on the next requests). This phase's statistics include it.")
-            s.tables.append((f"{rec['high']}'s 10 slowest requests in the capture", Table(
+            s.tables.append((f"{rec.high}'s 10 slowest requests in the capture", Table(
                 ["seq", "at (ms)", "span ms", "queue ms", "kernels ms", "stretch",
                  f"alongside {low} ms", "no kernel ms", "LOW quiet ms"],
-                [[str(b["seq"]), num(b["start"] * 1000, 1), num(b["span_ms"]),
-                  num(b["queue_ms"]), num(b["kernel_ms"]), num(b["stretch"]),
-                  num(b["overlap_ms"]), num(b["gap_ms"]), num(b["low_quiet_ms"])]
-                 for b in rec["slowest"]])))
+                [[str(b.seq), num(b.start * 1000, 1), num(b.span_ms),
+                  num(b.queue_ms), num(b.kernel_ms), num(b.stretch),
+                  num(b.overlap_ms), num(b.gap_ms), num(b.low_quiet_ms)]
+                 for b in rec.slowest])))
             if a is not None:
                 s.charts.append(_lane_svg(cap, a))
-            for note in rec.get("notes") or []:
+            for note in rec.notes:
                 s.paragraphs.append(f"Note: {note}.")
             out.append(s)
     return out
@@ -115,13 +119,13 @@ def _share(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.0f}%"
 
 
-def _lane_svg(cap: dict[str, Any], a: Any) -> str:
+def _lane_svg(cap: CaptureSnapshot, a: Any) -> str:
     """The capture's busiest second around HIGH's slowest request, as SVG lanes."""
     slow = a.slowest[0] if a.slowest else None
     mid = a.t0 + (slow.start + slow.span_ms / 2000) if slow else (a.t0 + a.t1) / 2
     lo = max(a.t0, mid - 0.05)
     hi = min(a.t1, lo + 0.1)
-    traces = cap["traces"]
+    traces = cap.traces
     rows = [(n, clip(union([(k[2], k[3]) for k in traces[n]["kernels"]]), lo, hi))
             for n in (a.high, *a.lows)]
     cut = {b.seq for b in a.slowest[:3]}
@@ -131,29 +135,27 @@ def _lane_svg(cap: dict[str, Any], a: Any) -> str:
                       "slowest requests)", rows, brackets, (lo, hi))
 
 
-def xsched_version(xs: dict[str, Any]) -> str:
+def xsched_version(xs: M.Xsched) -> str:
     """"XSched 1.2.0" as the install said (a snapshot from before versions were read:
     "XSched version not recorded")."""
-    if "version" not in xs:
+    if xs.version is UNSET:
         return "XSched version not recorded"
-    return f"XSched {xs['version']}" if xs.get("version") else \
-        f"XSched version unknown ({xs.get('version_source') or 'no XSchedConfig.cmake'})"
+    return f"XSched {xs.version}" if xs.version else \
+        f"XSched version unknown ({xs.version_source or 'no XSchedConfig.cmake'})"
 
 
-def policy_label(xs: dict[str, Any]) -> str:
+def policy_label(xs: M.Xsched) -> str:
     """"HPF (1)": the policy with the install's own number for it, when recorded."""
-    num = xs.get("policy_number")
-    return f"{xs.get('policy')}" + (f" ({num})" if num is not None else "")
+    num = xs.policy_number
+    return f"{xs.policy}" + (f" ({num})" if num is not None and num is not UNSET else "")
 
 
 def preflight_section(snap: SessionSnapshot) -> Section | None:
     rows = []
     for p in snap.phases:
-        pf = p.extra.get("preflight") or {}
-        for v in pf.get("verdicts") or []:
-            rows.append([p.name, f"{v.get('device')} / {v.get('stream')}",
-                         ", ".join(v.get("workloads") or []), str(v.get("status")),
-                         str(v.get("detail")) + (" (cached)" if v.get("cached") else "")])
+        for v in p.preflight.verdicts if p.preflight is not None else []:
+            rows.append([p.name, f"{v.device} / {v.stream}", ", ".join(v.workloads),
+                         str(v.status), str(v.detail) + (" (cached)" if v.cached else "")])
     if not rows:
         return None
     s = Section("XSched preflight")
@@ -216,7 +218,7 @@ def sweep_section(snap: SessionSnapshot) -> Section | None:
     rows, note = frontier_rows(snap)
     if not rows:
         return None
-    mode = next((p.mode for p in snap.phases if p.extra.get("setting")), "xsched")
+    mode = next((p.mode for p in snap.phases if p.setting), "xsched")
     s = Section(f"Sweep: {'MPS' if mode == 'mps' else 'XSched'} settings against native")
     s.paragraphs.append(note)
     s.tables.append(("", Table(["phase", "setting", "status", "HIGH P50 (ms)", "HIGH P99 (ms)",
@@ -255,8 +257,8 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     from xwatch.core.analysis.stats import race
     from xwatch.core.export.render.braille import scatter
 
-    adv = snap.extra.get("advice")
-    if not isinstance(adv, dict):
+    adv = snap.advice
+    if adv is None:
         return None
     s = Section("Advice")
     s.paragraphs.append(f"**{race.sentence(adv)}**")
@@ -264,36 +266,37 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     if toml:
         s.code = "\n".join(toml)
 
-    def iv(d: dict[str, Any], fmt: str) -> str:
-        if d.get("estimate") is None:
+    def iv(d: M.Estimate, fmt: str) -> str:
+        if d.estimate is None:
             return "-"
-        lo = "?" if d.get("lo") is None else fmt.format(d["lo"])
-        hi = "?" if d.get("hi") is None else fmt.format(d["hi"])
-        return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
+        lo = "?" if d.lo is None else fmt.format(d.lo)
+        hi = "?" if d.hi is None else fmt.format(d.hi)
+        return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
 
-    slo = adv["slo"]
-    rows = [[c.get("label", c["mode"]), str(c["runs"]), iv(c["slo_metric"], "{:.2f}"),
-             iv(c["price"], "{:,.0f}"), c["status"], c.get("reason") or ""]
-            for c in sorted(adv["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))]
+    slo = adv.slo
+    by_price = sorted(adv.candidates, key=lambda c: -(c.price.estimate or 0.0))
+    rows = [[c.label, str(c.runs), iv(c.slo_metric, "{:.2f}"), iv(c.price, "{:,.0f}"),
+             c.status, c.reason] for c in by_price]
     s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "
                      f"{len(rows)} candidates)", Table(
-                         ["candidate", "runs", f"{slo['workload']} {slo['metric']} (ms)",
+                         ["candidate", "runs", f"{slo.workload} {slo.metric} (ms)",
                           "price (samples/s)", "status", "why"], rows)))
-    pts = [(chr(ord("a") + i), c["price"]["estimate"], c["slo_metric"]["estimate"],
-            c["price"]["lo"], c["price"]["hi"], c["slo_metric"]["lo"], c["slo_metric"]["hi"])
-           for i, c in enumerate(sorted(adv["candidates"],
-                                        key=lambda c: -(c["price"]["estimate"] or 0.0)))
-           if c["price"]["estimate"] is not None and c["slo_metric"]["estimate"] is not None]
-    plot = scatter(pts, hline=slo["latency_ms"], xlabel="price (samples/s)",
-                   ylabel=f"{slo['workload']} {slo['metric']} ms; dots: the SLO")
+    pts = [(chr(ord("a") + i), c.price.estimate, c.slo_metric.estimate,
+            c.price.lo, c.price.hi, c.slo_metric.lo, c.slo_metric.hi)
+           for i, c in enumerate(by_price)
+           if c.price.estimate is not None and c.slo_metric.estimate is not None]
+    plot = scatter(pts, hline=slo.latency_ms, xlabel="price (samples/s)",
+                   ylabel=f"{slo.workload} {slo.metric} ms; dots: the SLO")
     if plot:
         s.paragraphs.append("Frontier (marks a, b, ... in the table's order):\n\n```\n"
                             + "\n".join(plot) + "\n```")
-    notes = [f"Runs: {adv['runs']} in {adv['seconds'] / 60:.1f} min over {adv.get('rounds', '?')} "
-             f"rounds; the full grid of those rounds: {adv.get('grid_runs', '?')} runs."]
-    if adv.get("undecided"):
-        notes.append(adv["undecided"])
-    notes += [f"Skipped {m}: {why}" for m, why in (adv.get("skipped") or {}).items()]
+    rounds = "?" if adv.rounds is UNSET else adv.rounds  # older records: not recorded
+    grid = "?" if adv.grid_runs is UNSET else adv.grid_runs
+    notes = [f"Runs: {adv.runs} in {adv.seconds / 60:.1f} min over {rounds} "
+             f"rounds; the full grid of those rounds: {grid} runs."]
+    if adv.undecided:
+        notes.append(adv.undecided)
+    notes += [f"Skipped {m}: {why}" for m, why in adv.skipped.items()]
     s.paragraphs.append("  \n".join(notes))
     return s
 
@@ -319,7 +322,7 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
             if iv is not None:
                 p99s.append(iv.est)
             lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]
-            rows.append([key, str(p.extra.get("repeat", 1)), p.status,
+            rows.append([key, str(1 if p.repeat is None else p.repeat), p.status,
                          percentile_interval(hist_of(w), 50.0).text()
                          if iv is not None and w is not None else "-",
                          iv.text() if iv else "-",
@@ -337,13 +340,14 @@ def isolation_section(snap: SessionSnapshot) -> Section | None:
     rows = []
     removed = []
     for p in snap.phases:
-        iso = p.extra.get("isolation") or {}
-        for r in iso.get("removed") or []:
-            removed.append([p.name, f"`{r.get('name')}`", str(r.get("why"))])
-        for name, w in (iso.get("workloads") or {}).items():
-            rows.append([p.name, name, str(w.get("verdict")),
-                         ", ".join(w.get("libraries") or []) or "none",
-                         str(w.get("origin") or "-")])
+        iso = p.isolation
+        if iso is None:
+            continue
+        for r in iso.removed:
+            removed.append([p.name, f"`{r.name}`", str(r.why)])
+        for name, w in iso.workloads.items():
+            rows.append([p.name, name, str(w.verdict), ", ".join(w.libraries) or "none",
+                         str(w.origin or "-")])
     if not rows and not removed:
         return None
     s = Section("Isolation: each mode's environment, proven")
@@ -363,21 +367,23 @@ def mps_section(snap: SessionSnapshot) -> Section | None:
     rows = []
     notes = []
     for p in snap.phases:
-        m = p.extra.get("mps")
-        if not m:
+        m = p.mps
+        if m is None:
             continue
-        pf = m.get("preflight") or {}
-        notes.append(f"**{p.name}**: daemon `{' '.join(m.get('daemon_cmd') or [])}` (pid "
-                     f"{m.get('daemon_pid')}), pipe directory `{m.get('pipe_dir')}`, servers "
-                     f"{m.get('servers') or '-'}; preflight {pf.get('verdict', '-')}"
-                     + (f" ({pf.get('detail')})" if pf.get("detail") else "")
-                     + (f"; daemon exit {m['daemon_exit']}" if m.get("daemon_exit") else ""))
-        for name, w in (m.get("workloads") or {}).items():
-            env = (m.get("env") or {}).get(name) or {}
-            rows.append([p.name, name, str(w.get("status")), str(w.get("server") or "-"),
+        pf = m.preflight
+        # the daemon's exit as the snapshot's JSON has it
+        dx = msgspec.to_builtins(m.daemon_exit) if m.daemon_exit else None
+        notes.append(f"**{p.name}**: daemon `{' '.join(m.daemon_cmd)}` (pid "
+                     f"{m.daemon_pid}), pipe directory `{m.pipe_dir}`, servers "
+                     f"{m.servers or '-'}; preflight {pf.verdict if pf else '-'}"
+                     + (f" ({pf.detail})" if pf and pf.detail else "")
+                     + (f"; daemon exit {dx}" if dx else ""))
+        for name, w in m.workloads.items():
+            env = m.env.get(name) or {}
+            rows.append([p.name, name, str(w.status), str(w.server or "-"),
                          ", ".join(f"`{k}={v}`" for k, v in sorted(env.items())
                                    if k.startswith("CUDA_MPS_") and "DIRECTORY" not in k),
-                         "; ".join(w.get("warnings") or []) or "-"])
+                         "; ".join(w.warnings) or "-"])
     if not notes:
         return None
     s = Section("MPS engagement (evidence, not settings)")

@@ -253,8 +253,8 @@ def recover(d: Path) -> Path:
                 p.on_ready(first[(idx, name)])
         p.t_stop = p.t_end = end
         p.status = "interrupted"
-        p.extra["error"] = ("xwatch was killed during this phase; recovered from the raw "
-                            "events spooled before the kill (the last 2 s may be missing)")
+        p.error = ("xwatch was killed during this phase; recovered from the raw "
+                   "events spooled before the kill (the last 2 s may be missing)")
     snap = session.snapshot(now=max(last.values(), default=time.monotonic()))
     doc = snapshot_document(snap)
     if not events.exists():

@@ -1,11 +1,13 @@
 """Snapshots on disk: ``SessionSnapshot`` <-> ``snapshot.json`` (+ ``events.csv.gz``).
 
-The document is the struct tree of ``export.document`` (schema id
-``xwatch.snapshot/1``; its JSON Schema, generated from the structs, in
-``snapshot.schema.json`` beside this file; prose in ``docs/snapshot.md``): msgspec
-encodes it and decodes it, naming the field and why when a file does not fit.
-Snapshots of earlier xwatch versions are brought to the current shape first
-(``export.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
+The document is the struct tree of ``core.model`` (schema id ``xwatch.snapshot/1``;
+its JSON Schema, generated from the structs, in ``snapshot.schema.json`` beside this
+file; prose in ``docs/snapshot.md``): msgspec encodes it and decodes it, naming the
+field and why when a file does not fit. What a phase or a session recorded (XSched,
+MPS, telemetry, advice, ...) is the same struct in memory and in the document, so
+only the statistics are converted here (NaN <-> null, rounding, the histograms'
+intervals). Snapshots of earlier xwatch versions are brought to the current shape
+first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.
@@ -30,6 +32,7 @@ import msgspec
 from msgspec import UNSET
 
 import xwatch
+from xwatch.core import model as D
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
@@ -37,11 +40,13 @@ from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
+    CaptureSnapshot,
     ExitInfo,
     LogLine,
     MetricSnapshot,
     PhaseSnapshot,
     SessionSnapshot,
+    Trace,
     WorkloadSnapshot,
 )
 from xwatch.core.engine.stats import (
@@ -52,7 +57,6 @@ from xwatch.core.engine.stats import (
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
-from xwatch.core.export import document as D
 from xwatch.core.export.document.upgrade import upgrade
 from xwatch.errors import SnapshotError
 from xwatch.scenario import Scenario, parse_scenario
@@ -61,13 +65,6 @@ SCHEMA_ID = D.SCHEMA_ID
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
 ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
-#: per-phase facts kept in snapshots besides the workloads: ``PhaseSnapshot.extra``
-#: key -> its type in the document
-PHASE_EXTRAS: dict[str, Any] = {
-    "xsched": D.Xsched, "mps": D.Mps, "setting": str,
-    "setting_values": dict[str, dict[str, D.SettingValue]], "error": str,
-    "preflight": D.Preflight, "calibrate": str, "isolation": D.Isolation, "repeat": int,
-    "step": str, "cut_short": str, "candidate": str}
 T = TypeVar("T")
 
 
@@ -75,14 +72,6 @@ def _num(v: float | None) -> float | None:
     if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
         return None
     return round(float(v), 6)
-
-
-def _typed(value: object, kind: type[T], what: str) -> T:
-    """A part the live session keeps as plain data, as the document's type."""
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as e:  # a field xwatch writes but never named
-        raise SnapshotError(f"snapshot {what}: {e}", title="Snapshot not written") from e
 
 
 def host_environment() -> D.Environment:
@@ -142,18 +131,18 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         stderr_tail=list(w.stderr_tail),
         stdout_tail=list(w.log_tail),
         hello=w.hello,
-        launch=_typed(w.launch, D.Launch, f"workload {w.name}: launch"),
+        launch=w.launch,
         series=[(r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
                  _num(r.max), _num(r.mean)) for r in w.series],
         cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
-        annotations=_typed(w.annotations, list[D.Annotation], f"workload {w.name}: annotations"),
+        annotations=list(w.annotations),
         unfinished=None if w.unfinished is None else D.Unfinished(
             count=w.unfinished, max_wait_ms=_num(w.unfinished_max_wait_ms),
             in_percentiles=w.unfinished_in_percentiles, note=w.unfinished_note),
         unfinished_note=w.unfinished_note,
         after_end=w.after_end,
         stalled_since=w.stalled_since,
-        stalls=_typed(w.stalls, list[D.Stall], f"workload {w.name}: stalls"),
+        stalls=list(w.stalls),
         slowest=[(_num(t), _num(v)) for t, v in w.slowest],
         gpu=w.gpu,
         latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
@@ -167,51 +156,52 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
     )
 
 
-def trace_file(phase: PhaseSnapshot | dict[str, Any], cap_id: int, name: str) -> str:
+def trace_file(phase: PhaseSnapshot, cap_id: int, name: str) -> str:
     """Where a capture's trace of one workload lives, relative to the snapshot."""
-    idx = phase.index if isinstance(phase, PhaseSnapshot) else phase.get("index", 0)
-    return f"traces/phase{idx}-capture{cap_id}-{name}.json.gz"
+    return f"traces/phase{phase.index}-capture{cap_id}-{name}.json.gz"
 
 
 def _captures(p: PhaseSnapshot) -> list[D.Capture] | msgspec.UnsetType:
     """Kernel captures: the analysis inline, each worker's trace in its own gzip file."""
-    caps = p.extra.get("captures")
-    if not caps:
+    if not p.captures:
         return UNSET
     prio = {w.name: w.priority for w in p.workloads}
     out = []
-    for c in caps:
-        a = analyze(c, prio) if c.get("traces") else None
-        out.append(_typed({**{k: v for k, v in c.items() if k != "traces"},
-                           "trace_files": {n: trace_file(p, int(c.get("id", 0)), n)
-                                           for n in c.get("traces") or {}},
-                           "analysis": a.as_dict() if a else None},
-                          D.Capture, f"phase {p.name}: capture"))
+    for c in p.captures:
+        a = analyze(c, prio) if c.traces else None
+        out.append(D.Capture(id=c.id, t=c.t, seconds=c.seconds, workloads=list(c.workloads),
+                             errors=c.errors,
+                             trace_files={n: trace_file(p, c.id, n) for n in c.traces},
+                             analysis=a.as_model() if a else None))
     return out
 
 
-def _per_gpu(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Gpus | msgspec.UnsetType:
+def _opt(v: T | None) -> T | msgspec.UnsetType:
+    """A fact some phases or sessions have: absent (``UNSET``) where it is None."""
+    return UNSET if v is None else v
+
+
+def _per_gpu(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Gpus | msgspec.UnsetType:
     """The per-GPU groups and their roll-up for a multi-GPU phase, else nothing."""
     groups = gpu_groups(p, telemetry)
     if not groups:
         return UNSET
-    return _typed({"groups": [g.as_dict() for g in groups], "rollup": rollup(groups)},
-                  D.Gpus, f"phase {p.name}: gpus")
+    return D.Gpus(groups=[g.as_model() for g in groups], rollup=rollup(groups))
 
 
-def _phase_doc(p: PhaseSnapshot, telemetry: dict[str, Any] | None) -> D.Phase:
-    extras = {k: _typed(p.extra[k], kind, f"phase {p.name}: {k}")
-              for k, kind in PHASE_EXTRAS.items() if k in p.extra}
+def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
     return D.Phase(
         index=p.index, name=p.name, mode=p.mode, status=p.status,
         started_at=p.started_at, ended_at=p.ended_at,
         duration_s=_num(p.elapsed_s), measuring=p.measuring,
         t_start=p.t_start, t_measure=p.t_measure,
         workloads={w.name: _workload_doc(w) for w in p.workloads},
-        captures=_captures(p),
-        annotations=_typed(p.extra.get("annotations", []), list[D.Annotation],
-                           f"phase {p.name}: annotations"),
-        gpus=_per_gpu(p, telemetry), **extras)
+        xsched=_opt(p.xsched), mps=_opt(p.mps), setting=_opt(p.setting),
+        setting_values=_opt(p.setting_values), error=_opt(p.error),
+        preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
+        repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
+        candidate=_opt(p.candidate), captures=_captures(p), annotations=list(p.annotations),
+        gpus=_per_gpu(p, telemetry))
 
 
 EVENTS_FILE = "events.csv.gz"
@@ -220,27 +210,25 @@ EVENTS_FILE = "events.csv.gz"
 def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FILE
                       ) -> D.Snapshot:
     """The session frozen as the snapshot document."""
-    extra = dict(snap.extra)
-    env = msgspec.structs.replace(host_environment(), **extra.pop("environment", {}))
-    telemetry = extra.pop("telemetry", None)
-    advice = extra.pop("advice", None)
-    spool = extra.get("spool") or {}
+    env = snap.environment or host_environment()
+    telemetry = snap.telemetry
+    spool = snap.spool
     return D.Snapshot(
         schema=D.SCHEMA_ID,
-        created_at=extra.pop("created_at", None),
+        created_at=snap.created_at,
         window_s=snap.window_s,
         scenario=snap.scenario.to_dict(),
         environment=env,
         phases=[_phase_doc(p, telemetry) for p in snap.phases],
         messages=[D.Message(t=m.t, level=m.stream, text=m.text) for m in snap.messages[-200:]],
-        telemetry=None if telemetry is None else _typed(telemetry, D.Telemetry, "telemetry"),
+        telemetry=telemetry,
         events_file=events_file,
-        events_kept=spool.get("rows_kept"),
-        events_dropped=spool.get("rows_dropped"),
-        extra=_typed({k: v for k, v in extra.items() if not k.startswith("_")}, D.Extra,
-                     "extra"),
-        answer=_typed(answer_records(snap), list[D.Answer], "answer"),
-        advice=None if advice is None else _typed(advice, D.Advice, "advice"),
+        events_kept=spool.rows_kept if spool else None,
+        events_dropped=spool.rows_dropped if spool else None,
+        extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
+                      noise_floors=_opt(snap.noise_floors)),
+        answer=answer_records(snap),
+        advice=snap.advice,
     )
 
 
@@ -278,7 +266,7 @@ class PreparedExport:
     events_path: Path
     events_bytes: int
     #: (relative path, trace): a worker's reduced kernel trace, as it wrote it
-    traces: tuple[tuple[str, dict[str, Any]], ...] = ()
+    traces: tuple[tuple[str, Trace], ...] = ()
 
 
 def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> PreparedExport:
@@ -286,8 +274,8 @@ def prepare_export(session: Session, snap: SessionSnapshot | None = None) -> Pre
     session.spool.flush()
     snap = snap or session.snapshot(telemetry_last=None)
     size = session.spool.path.stat().st_size
-    traces = tuple((trace_file(p, int(c.get("id", 0)), n), t) for p in snap.phases
-                   for c in p.extra.get("captures") or [] for n, t in (c.get("traces") or {}).items())
+    traces = tuple((trace_file(p, c.id, n), t) for p in snap.phases
+                   for c in p.captures for n, t in c.traces.items())
     return PreparedExport(snapshot_document(snap), session.spool.path, size, traces)
 
 
@@ -406,9 +394,8 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
         _hist_from(m.hist), m.hist is not None and m.hist.integral, m.goodput)
 
 
-def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSnapshot:
-    """One workload; the parts that stay plain data in memory (its hello, launch,
-    annotations and stalls) as the file has them."""
+def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
+    """One workload (its hello, raw JSON from the workload, as the file has it)."""
     tp, ex, u = w.throughput, w.exit, w.unfinished
     return WorkloadSnapshot(
         name=name, priority=w.priority,
@@ -430,14 +417,14 @@ def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSna
         exit=None if ex is None else ExitInfo(ex.code, ex.signal, ex.reason, ex.ran_to_end,
                                               ex.message),
         error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
-        hello=w.hello, launch=raw.get("launch") or {}, inflight_s=0.0,
-        annotations=tuple(raw.get("annotations") or ()),
+        hello=w.hello, launch=w.launch, inflight_s=0.0,
+        annotations=tuple(w.annotations),
         unfinished=None if u is None else u.count,
         unfinished_max_wait_ms=math.nan if u is None else _f(u.max_wait_ms),
         unfinished_in_percentiles=u is not None and u.in_percentiles,
         unfinished_note=w.unfinished_note if u is None else u.note,
         after_end=w.after_end, stalled_since=w.stalled_since,
-        stalls=tuple(raw.get("stalls") or ()),
+        stalls=tuple(w.stalls),
         slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
         gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
         latency_sum_ms=_f(w.latency_sum_ms or 0.0),
@@ -447,46 +434,55 @@ def _workload_from(name: str, w: D.Workload, raw: dict[str, Any]) -> WorkloadSna
         pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
 
 
-def _phase_from(i: int, p: D.Phase, raw: dict[str, Any], source: str) -> PhaseSnapshot:
-    extra = {k: raw[k] for k in PHASE_EXTRAS if k in raw}
-    if raw.get("captures"):
-        extra["captures"] = [_capture_from(c, source) for c in raw["captures"]]
-    extra["annotations"] = raw.get("annotations", [])
+def _unset(v: T | msgspec.UnsetType) -> T | None:
+    return None if v is UNSET else v
+
+
+def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
     return PhaseSnapshot(
         index=i if p.index is UNSET else p.index, name=p.name, mode=p.mode,
         status=p.status, started_at=p.started_at, ended_at=p.ended_at,
         elapsed_s=_f(p.duration_s), measuring=p.measuring,
-        workloads=tuple(_workload_from(n, w, raw["workloads"][n])
-                        for n, w in p.workloads.items()),
-        extra=extra, t_start=p.t_start, t_measure=p.t_measure)
+        workloads=tuple(_workload_from(n, w) for n, w in p.workloads.items()),
+        t_start=p.t_start, t_measure=p.t_measure,
+        xsched=_unset(p.xsched), mps=_unset(p.mps), preflight=_unset(p.preflight),
+        isolation=_unset(p.isolation),
+        captures=tuple(_capture_from(c, source) for c in p.captures or ()),
+        annotations=tuple(p.annotations), error=_unset(p.error), setting=_unset(p.setting),
+        setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
+        repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
+        cut_short=_unset(p.cut_short))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
     """Rebuild a ``SessionSnapshot`` from a snapshot's JSON in the current shape (for
-    replay and reports); the session-wide and per-phase facts that stay plain data in
-    memory are taken as the file has them, once validated."""
+    replay and reports): the validated document's structs are the snapshot's own
+    (XSched, MPS, telemetry, advice, ...); only the statistics are rebuilt."""
     doc = validate(raw, source)
-    phases = tuple(_phase_from(i, p, r, source)
-                   for i, (p, r) in enumerate(zip(doc.phases, raw["phases"])))
+    phases = tuple(_phase_from(i, p, source) for i, p in enumerate(doc.phases))
     msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
                  for i, m in enumerate(doc.messages))
-    extra = {"environment": raw.get("environment", {}), "telemetry": raw.get("telemetry"),
-             "created_at": doc.created_at, **(raw.get("extra") or {})}
-    if raw.get("advice"):
-        extra["advice"] = raw["advice"]
+    x = doc.extra
     return SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
-                           messages=msgs, taken_at=0.0, window_s=doc.window_s, extra=extra)
+                           messages=msgs, taken_at=0.0, window_s=doc.window_s,
+                           created_at=doc.created_at,
+                           environment=doc.environment if "environment" in raw else None,
+                           spool=_unset(x.spool), telemetry=doc.telemetry,
+                           noise_floors=_unset(x.noise_floors),
+                           noise_floor=_unset(x.noise_floor),
+                           advice=doc.advice)
 
 
-def _capture_from(c: dict[str, Any], source: str) -> dict[str, Any]:
+def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:
     """A recorded capture with its traces read back (those whose files are there)."""
     base = Path(source)
     base = base if base.is_dir() else base.parent
     traces = {}
-    for name, rel in (c.get("trace_files") or {}).items():
+    for name, rel in c.trace_files.items():
         with contextlib.suppress(OSError, ValueError):
             traces[name] = load_trace(str(base / rel))
-    return {**c, "traces": traces}
+    return CaptureSnapshot(id=c.id, t=c.t, seconds=c.seconds, workloads=tuple(c.workloads),
+                           errors=c.errors, traces=traces, analysis=c.analysis)
 
 
 def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:

@@ -33,8 +33,11 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
 
+import msgspec
+from msgspec.structs import replace
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
@@ -101,19 +104,19 @@ class MpsController:
         self._servers: set[int] = set()  # MPS servers seen in this phase
         self._pending = {}
         self.log.clear()
-        info: dict[str, Any] = {
-            "tool": self.tool, "pipe_dir": self.pipe_dir, "log_dir": self.log_dir,
-            "daemon_cmd": [self.tool, "-f"], "daemon_pid": None, "servers": [],
-            "env": envs, "params": {w.name: client_params(w, w.priority_value == top)
-                                    for w in scen.workloads},
-            "workloads": {}, "preflight": None, "control_log": [], "server_log": [],
-            "daemon_exit": None, "changes": [],
-            "topology": "one control daemon for every GPU of the run; copies pinned with "
-                        "CUDA_VISIBLE_DEVICES",
-        }
-        phase.extra["mps"] = info
-        await self._start_daemon(info)
-        self._probe = asyncio.create_task(self._preflight(phase, envs, info)) \
+        phase.mps = M.Mps(
+            tool=self.tool, pipe_dir=self.pipe_dir, log_dir=self.log_dir,
+            daemon_cmd=[self.tool, "-f"], daemon_pid=None, servers=[],
+            env=envs, params={w.name: msgspec.convert(client_params(w, w.priority_value == top),
+                                                      M.MpsParams)
+                              for w in scen.workloads},
+            workloads={}, preflight=None, control_log=[], server_log=[],
+            daemon_exit=None, changes=[],
+            topology="one control daemon for every GPU of the run; copies pinned with "
+                     "CUDA_VISIBLE_DEVICES",
+        )
+        await self._start_daemon(phase)
+        self._probe = asyncio.create_task(self._preflight(phase, envs)) \
             if self.preflight else None
         self._watch = asyncio.create_task(self._watch_loop(phase))
         return envs
@@ -139,10 +142,10 @@ class MpsController:
         if self.phase is phase:
             await self._judge_pending(final=True)
         await self._stop_daemon()
-        info = phase.extra.get("mps")
-        if info is not None:
-            info["control_log"] = self._read_log("control.log") or list(self.log)[-60:]
-            info["server_log"] = self._read_log("server.log")
+        if phase.mps is not None:
+            phase.mps = replace(
+                phase.mps, control_log=self._read_log("control.log") or list(self.log)[-60:],
+                server_log=self._read_log("server.log"))
 
     def failure(self) -> str | None:
         return self._failure
@@ -155,10 +158,10 @@ class MpsController:
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """Queue the workload for the client-list check (done off the event loop)."""
         self._pending[run.spec.name] = (run, time.monotonic())
-        self._wl(run.spec.name)["status"] = "pending"
+        self._set_wl(run.spec.name, status="pending")
 
     # -- daemon
-    async def _start_daemon(self, info: dict[str, Any]) -> None:
+    async def _start_daemon(self, phase: Phase) -> None:
         env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
                "CUDA_MPS_LOG_DIRECTORY": self.log_dir}
         for k in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
@@ -171,7 +174,8 @@ class MpsController:
                 preexec_fn=child_setup(15), cwd=self.log_dir)
         except OSError as e:
             raise MpsError(f"cannot start {self.tool} -f: {e}", title="MPS daemon did not start")
-        info["daemon_pid"] = self.proc.pid
+        if phase.mps is not None:
+            phase.mps = replace(phase.mps, daemon_pid=self.proc.pid)
         self._note(f"control daemon started: {self.tool} -f (pid {self.proc.pid}), pipe "
                    f"directory {self.pipe_dir}")
         assert self.proc.stdout is not None
@@ -236,11 +240,12 @@ class MpsController:
             self.phase.session.log("xwatch", level, f"mps: {text}")
 
     # -- evidence
-    def _wl(self, name: str) -> dict[str, Any]:
-        assert self.phase is not None
-        ws = self.phase.extra["mps"]["workloads"]
-        rec: dict[str, Any] = ws.setdefault(name, {"status": "pending", "server": None,
-                                                   "client_pids": [], "warnings": []})
+    def _set_wl(self, name: str, **changes: object) -> M.MpsWorkload:
+        """Replace fields of workload ``name``'s MPS evidence (a pending record the
+        first time); the new record."""
+        assert self.phase is not None and self.phase.mps is not None
+        ws = self.phase.mps.workloads
+        rec = ws[name] = replace(ws.get(name) or M.MpsWorkload(), **changes)
         return rec
 
     def clients(self) -> dict[int, list[int]]:
@@ -288,8 +293,9 @@ class MpsController:
                 self._failure = (f"the MPS control daemon (pid {proc.pid}) died ({how}) "
                                  f"{time.monotonic() - phase.t_start:.1f} s into phase "
                                  f"{phase.name}")
-                phase.extra["mps"]["daemon_exit"] = {
-                    "t": round(time.monotonic() - phase.t_start, 3), "returncode": rc}
+                if phase.mps is not None:
+                    phase.mps = replace(phase.mps, daemon_exit=M.DaemonExit(
+                        t=round(time.monotonic() - phase.t_start, 3), returncode=rc))
                 self._note(self._failure, "error")
                 return
             if self._pending:
@@ -298,10 +304,10 @@ class MpsController:
     def _server_died(self, phase: Phase, gone: list[int]) -> str:
         """Why the phase fails when a server it used is no longer listed: its clients
         lose their GPU context (CUDA says only cudaErrorMpsRpcFailure)."""
-        info = phase.extra["mps"]
-        clients = [n for n, w in info["workloads"].items() if w.get("server") in gone]
+        assert phase.mps is not None
+        clients = [n for n, w in phase.mps.workloads.items() if w.server in gone]
         t = time.monotonic() - phase.t_start
-        info["server_exit"] = {"t": round(t, 3), "servers": gone}
+        phase.mps = replace(phase.mps, server_exit=M.MpsServerExit(t=round(t, 3), servers=gone))
         dev = os.environ.get("CUDA_VISIBLE_DEVICES")
         where = f", GPU {dev}" if dev else ""
         who = f"; its clients {', '.join(clients)} lost their GPU context" if clients else ""
@@ -316,41 +322,44 @@ class MpsController:
         except MpsError as e:
             if final:
                 for name in list(self._pending):
-                    self._wl(name)["status"] = "unverified"
-                    self._wl(name)["warnings"] = [f"client list unavailable: {e}"]
+                    self._set_wl(name, status="unverified",
+                                 warnings=[f"client list unavailable: {e}"])
                 self._pending.clear()
             return
-        info = self.phase.extra["mps"]
-        info["servers"] = sorted(lists)
+        assert self.phase.mps is not None
+        self.phase.mps = replace(self.phase.mps, servers=sorted(lists))
         now = time.monotonic()
         for name, (run, since) in list(self._pending.items()):
             if run.pid is None:
                 continue
             mine = _children(run.pid)
             server = next((s for s, cl in lists.items() if mine & set(cl)), None)
-            rec = self._wl(name)
             if server is not None:
-                rec.update(status="in-mps", server=server,
-                           client_pids=sorted(mine & set(lists[server])), warnings=[])
+                self._set_wl(name, status="in-mps", server=server,
+                             client_pids=sorted(mine & set(lists[server])), warnings=[])
                 del self._pending[name]
                 self._note(f"{name} (pid {run.pid}) is a client of MPS server {server}")
             elif final or now - since > JOIN_GRACE_S or run.state not in ("running", "stalled"):
-                rec.update(status="not-in-mps", warnings=[
+                rec = self._set_wl(name, status="not-in-mps", warnings=[
                     f"not in MPS: pid {run.pid} is not among the clients of "
                     f"{', '.join(map(str, lists)) or 'any server'}; CUDA ran it without MPS "
                     "(daemon unreachable, a CUDA_MPS_PIPE_DIRECTORY of its own, or no CUDA "
                     "work)"])
                 del self._pending[name]
-                self._note(f"{name}: {rec['warnings'][0]}", "warning")
+                self._note(f"{name}: {rec.warnings[0]}", "warning")
 
-    async def _preflight(self, phase: Phase, envs: dict[str, dict[str, str]],
-                         info: dict[str, Any]) -> None:
+    def _set_preflight(self, phase: Phase, preflight: M.MpsPreflight) -> None:
+        if phase.mps is not None:
+            phase.mps = replace(phase.mps, preflight=preflight)
+
+    async def _preflight(self, phase: Phase, envs: dict[str, dict[str, str]]) -> None:
         """A few seconds of tiny CUDA work as a client; it must join the daemon."""
         w = next((x for x in self.scenario.workloads if x.model is not None
                   and x.name in phase.runs), None)
         if w is None:
-            info["preflight"] = {"verdict": "skipped", "detail": "no built-in model workload "
-                                 "to probe (command workloads are judged by the client list)"}
+            self._set_preflight(phase, M.MpsPreflight(
+                verdict="skipped", detail="no built-in model workload to probe (command "
+                "workloads are judged by the client list)"))
             return
         device = w.device if w.device != "auto" else "cuda:0"
         env = {**os.environ, **envs[w.name], "PYTHONPATH": os.pathsep.join(
@@ -396,8 +405,9 @@ class MpsController:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, 9)
                 await proc.wait()
-        info["preflight"] = {"verdict": verdict, "detail": detail, "workload": w.name,
-                             "device": device, "seconds": round(time.monotonic() - t0, 2)}
+        self._set_preflight(phase, M.MpsPreflight(
+            verdict=verdict, detail=detail, workload=w.name, device=device,
+            seconds=round(time.monotonic() - t0, 2)))
         self._note(f"preflight {verdict}: {detail}", "info" if verdict == "in-mps" else "error")
         if verdict != "in-mps":
             raise MpsError(f"MPS preflight {verdict}: {detail}", title="MPS preflight failed")
@@ -418,10 +428,11 @@ class MpsController:
                                     f"set_active_thread_percentage {s} {pct}")
         if self.phase is not None:
             text = f"MPS active thread percentage -> {pct}"
-            note = {"t": round(time.monotonic() - self.phase.t_start, 3), "text": text,
-                    "servers": servers}
-            self.phase.extra.setdefault("annotations", []).append(note)
-            self.phase.extra["mps"]["changes"].append(note)
+            note = M.Annotation(t=round(time.monotonic() - self.phase.t_start, 3), text=text,
+                                servers=servers)
+            self.phase.annotations.append(note)
+            if self.phase.mps is not None:
+                self.phase.mps.changes.append(note)
             self._note(text)
         return servers
 

@@ -22,6 +22,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Candidate, Objective
@@ -129,53 +132,59 @@ def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list
     return out
 
 
-def frontier_lines(advice: dict[str, Any]) -> list[str]:
+def frontier_lines(advice: M.Advice) -> list[str]:
     """Every candidate's SLO metric against its price, with intervals: a table and a
     braille scatter (marks a, b, c, ... as in the table)."""
     out, pts = _table(advice)
-    slo = advice["slo"]
-    return out + scatter(pts, hline=slo["latency_ms"],
+    slo = advice.slo
+    return out + scatter(pts, hline=slo.latency_ms,
                          xlabel="price, samples/s (right is cheaper)",
-                         ylabel=f"{slo['workload']} {slo['metric']} ms (the dotted line: the SLO)")
+                         ylabel=f"{slo.workload} {slo.metric} ms (the dotted line: the SLO)")
 
 
-def standings_lines(advice: dict[str, Any]) -> list[str]:
+def standings_lines(advice: M.Advice) -> list[str]:
     """The frontier's table alone: what a headless race prints after each round, so
     its console log holds every candidate's intervals even if the snapshot is lost."""
     return _table(advice)[0]
 
 
-def _table(advice: dict[str, Any]) -> tuple[list[str], list[Any]]:
-    slo = advice["slo"]
-    rows = sorted(advice["candidates"], key=lambda c: -(c["price"]["estimate"] or 0.0))
-    out = [f"{'':2} {'candidate':<30} {'runs':>4}  {slo['workload'] + ' ' + slo['metric']:>24}"
+def _table(advice: M.Advice) -> tuple[list[str], list[Any]]:
+    slo = advice.slo
+    rows = sorted(advice.candidates, key=lambda c: -(c.price.estimate or 0.0))
+    out = [f"{'':2} {'candidate':<30} {'runs':>4}  {slo.workload + ' ' + str(slo.metric):>24}"
            f"  {'price (samples/s)':>26}  status"]
     pts = []
     for i, c in enumerate(rows):
         mark = chr(ord("a") + i) if i < 26 else "*"
-        s, p = c["slo_metric"], c["price"]
+        s, p = c.slo_metric, c.price
 
-        def iv(d: dict[str, Any], fmt: str) -> str:
-            if d["estimate"] is None:
+        def iv(d: M.Estimate, fmt: str) -> str:
+            if d.estimate is None:
                 return "-"
-            lo = "?" if d["lo"] is None else fmt.format(d["lo"])
-            hi = "?" if d["hi"] is None else fmt.format(d["hi"])
-            return f"{fmt.format(d['estimate'])} [{lo}, {hi}]"
+            lo = "?" if d.lo is None else fmt.format(d.lo)
+            hi = "?" if d.hi is None else fmt.format(d.hi)
+            return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
 
-        out.append(f"{mark:2} {c['label'][:30]:<30} {c['runs']:>4}  {iv(s, '{:.2f}'):>24}  "
-                   f"{iv(p, '{:,.0f}'):>26}  {c['status']}")
-        if s["estimate"] is not None and p["estimate"] is not None:
-            pts.append((mark, p["estimate"], s["estimate"], p["lo"], p["hi"], s["lo"], s["hi"]))
+        out.append(f"{mark:2} {c.label[:30]:<30} {c.runs:>4}  {iv(s, '{:.2f}'):>24}  "
+                   f"{iv(p, '{:,.0f}'):>26}  {c.status}")
+        if s.estimate is not None and p.estimate is not None:
+            pts.append((mark, p.estimate, s.estimate, p.lo, p.hi, s.lo, s.hi))
     return out, pts
 
 
-def advice_lines(advice: dict[str, Any]) -> list[str]:
+def _minutes(s: float | msgspec.UnsetType | None) -> float:
+    """A budget in minutes (a record always has it where it is printed)."""
+    assert isinstance(s, (int, float))
+    return s / 60
+
+
+def advice_lines(advice: M.Advice) -> list[str]:
     """Everything advise prints at the end: the sentence first."""
-    if not advice.get("final", True):
-        live = [c for c in advice["candidates"] if c["status"] == race.SURVIVING]
-        head = (f"Advise running: round {advice['rounds']}, {len(live)} of "
-                f"{len(advice['candidates'])} candidates left, {advice['runs']} runs in "
-                f"{advice['seconds'] / 60:.1f} min (budget {advice['budget_s'] / 60:g} min)")
+    if advice.final is False:
+        live = [c for c in advice.candidates if c.status == race.SURVIVING]
+        head = (f"Advise running: round {advice.rounds}, {len(live)} of "
+                f"{len(advice.candidates)} candidates left, {advice.runs} runs in "
+                f"{advice.seconds / 60:.1f} min (budget {_minutes(advice.budget_s):g} min)")
     else:
         head = race.sentence(advice)
     lines = ["=== advice " + "=" * 60, head]
@@ -185,16 +194,16 @@ def advice_lines(advice: dict[str, Any]) -> list[str]:
     lines += ["", f"Frontier ({INTERVALS}):",
               *frontier_lines(advice)]
     why = race.reasons(advice)
-    if why and advice.get("final", True):
+    if why and advice.final is not False:
         lines += ["", "Not chosen:", *(f"- {w}" for w in why)]
-    if advice.get("undecided"):
-        lines.append(advice["undecided"])
-    for mode, reason in (advice.get("skipped") or {}).items():
+    if advice.undecided:
+        lines.append(advice.undecided)
+    for mode, reason in advice.skipped.items():
         lines.append(f"Skipped {mode}: {reason}")
-    if advice.get("final", True):
-        lines.append(f"Runs: {advice['runs']} in {advice['seconds'] / 60:.1f} min "
-                     f"(budget {advice['budget_s'] / 60:.0f} min); a full grid of the same "
-                     f"rounds would have taken {advice['grid_runs']} runs.")
+    if advice.final is not False:
+        lines.append(f"Runs: {advice.runs} in {advice.seconds / 60:.1f} min "
+                     f"(budget {_minutes(advice.budget_s):.0f} min); a full grid of the same "
+                     f"rounds would have taken {advice.grid_runs} runs.")
     return lines
 
 
@@ -269,7 +278,7 @@ class Race:
             return False
         return True
 
-    def advice(self, final: bool = True) -> dict[str, Any]:
+    def advice(self, final: bool = True) -> M.Advice:
         """The snapshot's ``advice`` record; ``final`` settles the statuses."""
         used = time.monotonic() - self.t0
         winner, decided = self.winner, self.winner is not None
@@ -293,24 +302,24 @@ class Race:
         obj = self.obj
         runs = sum(c.runs for c in self.cands) + sum(1 for c in self.cands
                                                       if c.status == race.FAILED)
-        return {
-            "slo": {"workload": obj.workload, "metric": obj.metric,
-                    "percentile": percentile_of(obj.metric), "latency_ms": obj.latency_ms},
-            "choice": None if winner is None else {"label": winner.label, "mode": winner.mode,
-                                                   "settings": dict(winner.settings)},
-            "met": winner is not None, "decided": decided, "final": final,
-            "closest": near.label if near is not None else None,
-            "candidates": race.as_records(self.cands),
-            "runs": runs,
-            "rounds": self.rounds, "grid_runs": self.rounds * len(self.cands),
-            "seconds": round(used, 1), "budget_s": self.budget_s, "seed": self.seed,
-            "skipped": self.skipped,
-            "undecided": race.undecided_note(self.cands, obj, run_s=used / max(1, runs),
-                                             chosen=winner)
+        return M.Advice(
+            slo=M.Slo(workload=obj.workload, metric=obj.metric,
+                      percentile=percentile_of(obj.metric), latency_ms=obj.latency_ms),
+            choice=None if winner is None else M.Choice(label=winner.label, mode=winner.mode,
+                                                        settings=dict(winner.settings)),
+            met=winner is not None, decided=decided, final=final,
+            closest=near.label if near is not None else None,
+            candidates=race.as_records(self.cands),
+            runs=runs,
+            rounds=self.rounds, grid_runs=self.rounds * len(self.cands),
+            seconds=round(used, 1), budget_s=self.budget_s, seed=self.seed,
+            skipped=dict(self.skipped),
+            undecided=race.undecided_note(self.cands, obj, run_s=used / max(1, runs),
+                                          chosen=winner)
             if final and not decided else "",
-            "more_rounds": op.rounds if op is not None else None,
-            "likely": op.likely.label if op is not None and op.likely is not None else None,
-        }
+            more_rounds=op.rounds if op is not None else None,
+            likely=op.likely.label if op is not None and op.likely is not None else None,
+        )
 
     def status(self) -> int:
         """0: a choice meets the SLO with confidence; 3: none does; 1: every one failed."""
@@ -371,7 +380,7 @@ async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
 
     def finish(session: Session) -> int | None:
         advice = rc.advice()
-        session.extra["advice"] = advice
+        session.advice = advice
         for line in advice_lines(advice):
             print(line, flush=True)
         return rc.status()

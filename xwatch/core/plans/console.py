@@ -6,8 +6,8 @@ Pure functions of snapshots, so tests can check them without running anything.
 from __future__ import annotations
 
 import math
-from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
@@ -36,10 +36,10 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
         return None
     r = rollup(groups, window=True)
     head = f"{len(groups)} GPUs: {rollup_text(r, ms)}"
-    if r["worst_high_p99_ms"] is not None:
+    if r.worst_high_p99_ms is not None:
         head += "; by GPU " + " ".join(ms(g.high_window_p99) for g in groups)
     high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
-    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r['low_samples_per_s'])} smp/s in all"]
+    parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r.low_samples_per_s)} smp/s in all"]
     odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
     if odd:
         parts.append(", ".join(odd))
@@ -104,8 +104,8 @@ def progress_line(p: PhaseSnapshot) -> str:
     for w in p.workloads:
         if w.state == FAILED and w.exit:
             line += f"\n    ! {w.name}: {clip(w.exit.describe(), 200)}"
-    if p.extra.get("error"):
-        line += f"\n    ! phase: {clip(str(p.extra['error']), 300)}"
+    if p.error:
+        line += f"\n    ! phase: {clip(str(p.error), 300)}"
     return line
 
 
@@ -113,7 +113,7 @@ HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s
           "mean", "p50", "p95", "p99", "p99.9", "max")
 
 
-def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> str:
+def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     """Every workload's whole-phase numbers; on several GPUs grouped under a line per
     GPU (HIGH's P99 with its interval, LOW's samples/s, utilization) and rolled up."""
     rows = [HEADER]
@@ -139,9 +139,8 @@ def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> st
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
                          "end (not counted)")
         for st in w.stalls:
-            until = f"{st['until']:.1f} s" if st.get("until") is not None else "the end"
-            extra.append(f"  {w.name}: stalled from {st['since']:.1f} s to {until}: "
-                         f"{st.get('why', '')}")
+            until = f"{st.until:.1f} s" if st.until is not None else "the end"
+            extra.append(f"  {w.name}: stalled from {st.since:.1f} s to {until}: {st.why}")
     lines = [f"phase {p.name} ({p.mode}, {p.status}, {p.elapsed_s:.1f} s measured; "
              "latency in ms over the whole phase, warm-up excluded)"]
     for r in rows:
@@ -152,8 +151,8 @@ def final_table(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None) -> st
     if len(groups) > 1:
         lines.append(_gpus_tail(groups))
     lines += extra
-    if p.extra.get("error"):
-        lines.append(f"  ! phase {p.status}: {p.extra['error']}")
+    if p.error:
+        lines.append(f"  ! phase {p.status}: {p.error}")
     early = []
     for w in p.workloads:
         if w.state == FAILED or (w.exit and w.exit.reason == FAILED):
@@ -186,7 +185,7 @@ def _gpus_tail(groups: list[GpuGroup]) -> str:
     """The roll-up over every GPU (percentiles compared, never averaged)."""
     r = rollup(groups)
     return (f"-- all {len(groups)} GPUs: {rollup_text(r, ms)} · "
-            f"LOW {rate(r['low_samples_per_s'])} smp/s in all")
+            f"LOW {rate(r.low_samples_per_s)} smp/s in all")
 
 
 def interval_lines(p: PhaseSnapshot) -> list[str]:
@@ -242,15 +241,15 @@ def capture_lines(p: PhaseSnapshot) -> list[str]:
     """What each kernel capture of the phase showed, in a few lines."""
     prio = {w.name: w.priority for w in p.workloads}
     out = []
-    for cap in p.extra.get("captures") or []:
+    for cap in p.captures:
         a = analyze(cap, prio)
-        errs = "; ".join(f"{n}: {e}" for n, e in (cap.get("errors") or {}).items())
+        errs = "; ".join(f"{n}: {e}" for n, e in cap.errors.items())
         if a is None:
-            out.append(f"kernel capture {cap['id']}: no trace arrived" + (f" ({errs})" if errs else ""))
+            out.append(f"kernel capture {cap.id}: no trace arrived" + (f" ({errs})" if errs else ""))
             continue
         low = ", ".join(a.lows) or "no lower-priority workload"
         out.append(
-            f"kernel capture {a.capture} ({cap.get('seconds', 0):g} s at {cap.get('t', 0):.1f} s, "
+            f"kernel capture {a.capture} ({cap.seconds:g} s at {cap.t:.1f} s, "
             f"kernels: " + ", ".join(f"{n} {k}" for n, k in a.kernels.items()) + "): "
             f"{a.high}'s kernels ran {_x(a.stretch)} as long as alone "
             f"({a.high_kernel_ms:.1f} vs {a.high_alone_ms:.1f} ms), {_pct(a.overlap_share)} of "

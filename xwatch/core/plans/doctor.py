@@ -140,7 +140,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
         s = Session(scen)
         ph = s.new_phase("xsched")
         try:
-            await ctl._start_xserver({})
+            await ctl._start_xserver(ph)
             assert ctl.client is not None
             pol = await asyncio.to_thread(ctl.client.get_policy)
             pol_text = f"{pol}" if meta is None else meta.policies.label(pol)

@@ -73,7 +73,8 @@ async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str
 #: an adaptive plan: given the session so far, the (round, step) pairs to run, lazily
 Schedule = Callable[[Session], Iterator[tuple[int, Step]]]
 #: what a plan does with the finished session before the answer is printed: its own
-#: lines, records in ``session.extra``; an exit status to use instead of 0, or None
+#: lines, records on the session (``session.advice``, ...); an exit status to use
+#: instead of 0, or None
 Finish = Callable[[Session], int | None]
 
 
@@ -113,7 +114,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     modes = list(dict.fromkeys(st.mode for st in steps))
     found = lookup(this_machine(telemetry.info), scen.to_dict(), modes) if floors else {}
     if found:
-        session.extra["noise_floors"] = {m: f.as_dict() for m, f in found.items()}
+        session.noise_floors = {m: f.as_model() for m, f in found.items()}
         for f in found.values():
             _out(f"noise floor: {f.describe()} (one-run answers are judged against it)")
     if fail_if and repeat < 2 and schedule is None and modes[0] not in found:
@@ -154,16 +155,16 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                                     getattr(args, "trace", None))
             if phase is None:
                 continue
-            phase.extra["step"] = step.key
-            phase.extra["repeat"] = rnd
+            phase.step = step.key
+            phase.repeat = rnd
             if step.candidate:
-                phase.extra["candidate"] = step.label
-                phase.extra["setting_values"] = step.setting or {}
+                phase.candidate = step.label
+                phase.setting_values = step.setting or {}
             elif step.label and step.role is None:
-                phase.extra["setting"] = step.label
-                phase.extra["setting_values"] = step.setting or {}
+                phase.setting = step.label
+                phase.setting_values = step.setting or {}
             if step.role:
-                phase.extra["calibrate"] = step.role
+                phase.calibrate = step.role
             phases.append(phase)
             if phase.t_measure is not None or phase.status != "failed":
                 snap = phase.snapshot(time.monotonic())
@@ -241,8 +242,8 @@ async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step
                 and time.monotonic() - p.t_measure >= at:
             asked = True
             cap = runner.request_capture(trace_s)
-            _out(f"kernel capture {cap['id']}: {cap['seconds']:g} s of "
-                 f"{', '.join(cap['workloads'])}" if cap else
+            _out(f"kernel capture {cap.id}: {cap.seconds:g} s of "
+                 f"{', '.join(cap.workloads)}" if cap else
                  "kernel capture: no workload offers one (built-in workloads only)")
 
     try:
@@ -254,7 +255,7 @@ async def _run_step(runner: Runner, session: Session, phase_s: float, step: Step
         failed = session.current
         if failed is not None and failed.mode == step.mode:
             if step.role:
-                failed.extra["calibrate"] = step.role
+                failed.calibrate = step.role
             return failed
         return None
 
@@ -323,12 +324,12 @@ def _verdict(phases: list[Phase], planned: int, got: list[int]) -> int:
     failed: list[str] = []
     for p in phases:
         snap = p.snapshot(p.t_end or 0.0)
-        label = f"{p.name} [{p.extra['setting']}]" if p.extra.get("setting") else p.name
+        label = f"{p.name} [{p.setting}]" if p.setting else p.name
         reasons = failure_reasons(snap)
-        if p.extra.get("error"):
-            failed.append(f"{label}: {p.extra['error']}")
+        if p.error:
+            failed.append(f"{label}: {p.error}")
         failed += [f"{label}: {r}" for r in reasons]
-        if p.status == "failed" and not reasons and not p.extra.get("error"):
+        if p.status == "failed" and not reasons and not p.error:
             failed.append(f"{label}: phase failed")
     if len(phases) < planned:
         failed.append("not every phase ran")

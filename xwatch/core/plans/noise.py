@@ -65,7 +65,7 @@ async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched:
         tel = session.telemetry.info if session.telemetry is not None else None
         fl = floor_of(snap.phases, mode, utc_now(), scen.name,
                       scenario_digest(scen.to_dict()), this_machine(tel))
-        session.extra["noise_floor"] = fl.as_dict()
+        session.noise_floor = fl.as_model()
         if fl.runs < 2:
             print(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
                   "at least 2: nothing recorded", flush=True)

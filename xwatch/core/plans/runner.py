@@ -17,13 +17,15 @@ import asyncio
 import contextlib
 import os
 import time
-from typing import Any
 
+from msgspec.structs import replace
+
+from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.snapshot import ALIVE
+from xwatch.core.engine.snapshot import ALIVE, CaptureSnapshot
 from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation
@@ -94,9 +96,10 @@ class Runner:
         cleaned = isolation.clean_env(os.environ, phase.mode, self._install_libs(), private)
         cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
         removed = isolation.self_cleaned(os.environ) + cleaned.as_record()
-        phase.extra["isolation"] = {"mode": phase.mode, "removed": removed,
-                                    "mps_pipe": cleaned.env.get("CUDA_MPS_PIPE_DIRECTORY")
-                                    if phase.mode != MPS else None, "workloads": {}}
+        phase.isolation = M.Isolation(
+            mode=phase.mode, removed=[M.Removed(**r) for r in removed],
+            mps_pipe=cleaned.env.get("CUDA_MPS_PIPE_DIRECTORY") if phase.mode != MPS else None,
+            workloads={})
         for r in removed:
             self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
                              f"the workloads' environment: {r['why']}")
@@ -126,7 +129,7 @@ class Runner:
                     self._backend = None
                     self.session.log("xwatch", "error", f"{label(mode)} mode failed to start: "
                                      f"{e}")
-                    phase.extra["error"] = str(e)
+                    phase.error = str(e)
                     phase.finish("failed")
                     raise
             phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
@@ -147,7 +150,7 @@ class Runner:
                 except Exception as e:
                     self.session.log("xwatch", "error", f"{label(mode)} mode failed to "
                                      f"start: {e}; stopping its workloads")
-                    phase.extra["error"] = str(e)
+                    phase.error = str(e)
                     await self.supervisor.stop(planned_end=False)
                     await backend.leave(phase)
                     self._backend = None
@@ -190,9 +193,9 @@ class Runner:
                     proved.add(run.spec.name)
                     reason = self._prove(phase, run) or reason
             if reason and phase.t_stop is None:
-                phase.extra["error"] = reason
-                phase.extra.setdefault("annotations", []).append(
-                    {"t": round(now - phase.t_start, 3), "text": reason, "kind": "failure"})
+                phase.error = reason
+                phase.annotations.append(
+                    M.Annotation(t=round(now - phase.t_start, 3), text=reason, kind="failure"))
                 self.session.log("xwatch", "error", f"phase {phase.name} failed: {reason}; "
                                  "stopping its workloads")
                 self._failing = asyncio.create_task(
@@ -205,9 +208,9 @@ class Runner:
         assert run.pid is not None
         libs = isolation.scheduler_libraries(run.pid, self._install_libs())
         verdict = isolation.verdict(phase.mode, libs)
-        rec: dict[str, Any] = {"pid": run.pid, "verdict": verdict, "libraries": libs or [],
-                               "t": round(time.monotonic() - phase.t_start, 3)}
-        phase.extra.setdefault("isolation", {}).setdefault("workloads", {})[run.spec.name] = rec
+        proof = M.Proof(pid=run.pid, verdict=verdict, libraries=libs or [],
+                        t=round(time.monotonic() - phase.t_start, 3))
+        self._record_proof(phase, run.spec.name, proof)
         backend = self._backend
         if backend is not None:
             backend.on_running(run, libs)
@@ -217,12 +220,17 @@ class Runner:
         if verdict != "shim-mapped" or libs is None:
             return None
         origin = isolation.shim_origin(run.pid, libs[0], run.spec.env)
-        rec["origin"] = origin
+        self._record_proof(phase, run.spec.name, replace(proof, origin=origin))
         text = isolation.failure_text(phase.mode, run.spec.name, run.pid, libs, origin)
         self.session.log("xwatch", "error", text)
         return text
 
-    def request_capture(self, seconds: float) -> dict[str, Any] | None:
+    @staticmethod
+    def _record_proof(phase: Phase, name: str, proof: M.Proof) -> None:
+        iso = phase.isolation or M.Isolation(mode=phase.mode)
+        phase.isolation = replace(iso, workloads={**iso.workloads, name: proof})
+
+    def request_capture(self, seconds: float) -> CaptureSnapshot | None:
         """Ask the running phase's built-in workers for ``seconds`` of kernel activity."""
         p = self.phase
         if p is None or p.t_end is not None or p.t_stop is not None:
@@ -307,7 +315,7 @@ class Runner:
                     and duration_s < float("inf"):
                 # stopped (a signal) before its planned end: not a run of its setting
                 phase.status = "stopped"
-                phase.extra["cut_short"] = (
+                phase.cut_short = (
                     f"stopped after {phase.elapsed_s(time.monotonic()):.1f} of "
                     f"{duration_s:g} s" if phase.t_measure is not None else
                     "stopped before any workload was ready")

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.pci import bus_from_hello
 from xwatch.core.telemetry.base import UTIL_MEANING, Backend, DeviceSample, Targets
 
@@ -113,7 +114,7 @@ class TelemetrySampler:
         self._last_error: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.info = backend.describe() if backend else {}
+        self.info = backend.describe() if backend else M.TelemetryInfo()
 
     @property
     def backend_name(self) -> str:
@@ -173,27 +174,28 @@ class TelemetrySampler:
         devices = max(1, self._devices)
         return items[-last * devices:]
 
-    def cost_ms(self, procs: bool = False) -> dict[str, float | int | None]:
+    def cost_ms(self, procs: bool = False) -> M.PollCost:
         """Poll cost: device counters only, or (``procs``) polls that also read the
         per-process figures."""
         c = list(self._proc_costs if procs else self._costs)
         if not c:
-            return {"polls": 0, "median": None, "p99": None, "max": None}
+            return M.PollCost(polls=0, median=None, p99=None, max=None)
         s = sorted(c)
-        return {"polls": len(c), "median": round(statistics.median(s), 4),
-                "p99": round(s[min(len(s) - 1, int(0.99 * len(s)))], 4),
-                "max": round(s[-1], 4)}
+        return M.PollCost(polls=len(c), median=round(statistics.median(s), 4),
+                          p99=round(s[min(len(s) - 1, int(0.99 * len(s)))], 4),
+                          max=round(s[-1], 4))
 
-    def export(self, last: int | None = None) -> dict[str, Any]:
-        return {
-            "backend": self.backend_name, "reason": self.reason, "rejected": self.rejected,
-            "interval_s": self.interval_s, "proc_interval_s": self.proc_interval_s,
-            "utilization_meaning": UTIL_MEANING.get(self.backend_name, ""),
-            "info": self.info, "poll_cost_ms": self.cost_ms(),
-            "proc_poll_cost_ms": self.cost_ms(procs=True),
-            "errors": self._errors, "last_error": self._last_error,
-            "samples": [s.to_json() for s in self.samples(last)],
-        }
+    def export(self, last: int | None = None) -> M.Telemetry:
+        """What the snapshot carries (``SessionSnapshot.telemetry``): the backend and
+        why, its cost, and every kept sample (or the newest ``last`` of each device)."""
+        return M.Telemetry(
+            backend=self.backend_name, reason=self.reason, rejected=self.rejected,
+            interval_s=self.interval_s, proc_interval_s=self.proc_interval_s,
+            utilization_meaning=UTIL_MEANING.get(self.backend_name, ""),
+            info=self.info, poll_cost_ms=self.cost_ms(),
+            proc_poll_cost_ms=self.cost_ms(procs=True),
+            errors=self._errors, last_error=self._last_error,
+            samples=[s.to_model() for s in self.samples(last)])
 
 
 def session_targets(session: Any) -> Callable[[], Targets]:

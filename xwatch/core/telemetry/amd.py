@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.pci import parse_bus_id
 from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na
 
@@ -55,9 +56,9 @@ class AmdSmiBackend(Backend):
             bdf = na(lambda h=h: amdsmi.amdsmi_get_gpu_device_bdf(h))
             self.handles.append((i, h, str(name or f"AMD GPU {i}"), bdf))
 
-    def describe(self) -> dict[str, Any]:
-        return {"devices": [{"device": f"gpu{i}", "name": n, "bus_id": b}
-                            for i, _, n, b in self.handles]}
+    def describe(self) -> M.TelemetryInfo:
+        return M.TelemetryInfo(devices=[M.TelemetryDevice(device=f"gpu{i}", name=n, bus_id=b)
+                                        for i, _, n, b in self.handles])
 
     def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
         with_procs = procs

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xwatch.core import model as M
+
 #: Metric keys (units in the name). Missing -> None.
 GPU_METRICS = ("util_pct", "mem_util_pct", "mem_used_mib", "mem_total_mib", "power_w",
                "temp_c", "temp_hotspot_c", "clock_mhz")
@@ -44,18 +46,18 @@ class DeviceSample:
     procs: dict[int, dict[str, float | None]] = field(default_factory=dict)
     ours: bool = True  # used by one of our workloads (or no way to tell)
     procs_t: float | None = None  # when ``procs`` were read (slower cadence); None: never
-    _json: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _model: M.Sample | None = field(default=None, repr=False, compare=False)
 
-    def to_json(self) -> dict[str, Any]:
-        """The sample as plain data, made once: a sample does not change after the
-        sampler kept it, and every snapshot hands out hundreds (do not modify)."""
-        if self._json is None:
-            self._json = {"t": round(self.t, 4), "device": self.device, "name": self.name,
-                          "bus_id": self.bus_id, "ours": self.ours,
-                          "metrics": self.metrics,
-                          "procs": {str(k): v for k, v in self.procs.items()},
-                          "procs_t": None if self.procs_t is None else round(self.procs_t, 4)}
-        return self._json
+    def to_model(self) -> M.Sample:
+        """The sample as the snapshot keeps it, made once: a sample does not change after
+        the sampler kept it, and every snapshot hands out hundreds."""
+        if self._model is None:
+            self._model = M.Sample(
+                t=round(self.t, 4), device=self.device, name=self.name, bus_id=self.bus_id,
+                ours=self.ours, metrics=self.metrics,
+                procs={str(k): v for k, v in self.procs.items()},
+                procs_t=None if self.procs_t is None else round(self.procs_t, 4))
+        return self._model
 
 
 class Backend(abc.ABC):
@@ -73,9 +75,9 @@ class Backend(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the vendor library (default: nothing to release)."""
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> M.TelemetryInfo:
         """Static facts (devices, driver) for the header and the snapshot."""
-        return {}
+        return M.TelemetryInfo()
 
 
 def na(fn: Callable[[], Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na
 
 
@@ -51,5 +52,5 @@ class HostBackend(Backend):
                      "mem_total_mib": vm.total / 2**20},
             procs=found, procs_t=now if procs else None)]
 
-    def describe(self) -> dict[str, Any]:
-        return {"devices": [{"device": "host", "name": "host CPU"}]}
+    def describe(self) -> M.TelemetryInfo:
+        return M.TelemetryInfo(devices=[M.TelemetryDevice(device="host", name="host CPU")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.pci import parse_bus_id
 from xwatch.core.telemetry.base import Backend, DeviceSample, Targets, na
 
@@ -40,13 +41,14 @@ class NvmlBackend(Backend):
                 bus = bus.decode()
             self.handles.append((i, h, str(name or f"GPU {i}"), bus))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> M.TelemetryInfo:
         nv = self.nv
         drv = na(lambda: nv.nvmlSystemGetDriverVersion())
         if isinstance(drv, bytes):
             drv = drv.decode()
-        return {"driver": drv, "devices": [{"device": f"gpu{i}", "name": name, "bus_id": bus}
-                                           for i, _, name, bus in self.handles]}
+        return M.TelemetryInfo(driver=drv, devices=[
+            M.TelemetryDevice(device=f"gpu{i}", name=name, bus_id=bus)
+            for i, _, name, bus in self.handles])
 
     def sample(self, targets: Targets, procs: bool = True) -> list[DeviceSample]:
         with_procs = procs

@@ -21,6 +21,10 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
+import msgspec
+from msgspec.structs import replace
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.supervisor import child_setup
@@ -55,6 +59,13 @@ _handle = attrgetter("handle")
 def by_pid(rows: list[XQueueRow]) -> dict[int, list[XQueueRow]]:
     """``/xqueues`` rows grouped by process (one C-level sort, no lookup per queue)."""
     return {pid: list(grp) for pid, grp in groupby(sorted(rows, key=_pid), key=_pid)}
+
+
+def queue_row(q: XQueueRow) -> M.QueueRow:
+    """One ``/xqueues`` row as the snapshot keeps it."""
+    return M.QueueRow(handle=q.handle, level=q.level, threshold=q.threshold,
+                      batch_size=q.batch_size, ready=q.ready, suspended=q.suspended,
+                      device=q.device, pid=q.pid)
 
 
 def next_poll_wait(poll_s: float, spent_s: float, rng: random.Random) -> float:
@@ -125,49 +136,49 @@ class XschedController:
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
         self._failure = None
-        info: dict[str, Any] = {
-            "root": str(self.install.root), "source": self.install.source,
-            "policy": self.policy, "platforms": plats, "env": envs,
-            "version": meta.version, "version_source": meta.version_source,
-            "policy_number": check_policy(meta, self.policy),
-            "policies": [{"name": p.name, "number": p.number, "creatable": p.creatable}
-                         for p in meta.policies.policies],
-            "policy_source": meta.policies.source, "install_notes": list(meta.notes),
-            "params": {w.name: queue_params(w) for w in scen.workloads},
-            "xserver_cmd": None, "port": None, "log_tail": [], "samples": [],
-            "workloads": {}, "changes": [], "poll_ms": round(self.poll_s * 1000),
-            "listen": "xserver listens on all interfaces (0.0.0.0) on its port, without "
-                      "authentication: anyone who can reach this host can change priorities",
-            "xserver_exit": None,
-        }
-        phase.extra["xsched"] = info
-        phase.extra.setdefault("annotations", [])
+        phase.xsched = M.Xsched(
+            root=str(self.install.root), source=self.install.source,
+            policy=self.policy, platforms=plats, env=envs,
+            version=meta.version, version_source=meta.version_source,
+            policy_number=check_policy(meta, self.policy),
+            # unknown (None) is recorded as xwatch reads it: creatable unless known not
+            policies=[M.XschedPolicy(name=p.name, number=p.number,
+                                     creatable=p.creatable is not False)
+                      for p in meta.policies.policies],
+            policy_source=meta.policies.source, install_notes=list(meta.notes),
+            params={w.name: M.QueueParams(**queue_params(w)) for w in scen.workloads},
+            xserver_cmd=None, port=None, log_tail=[], samples=[],
+            workloads={}, changes=[], poll_ms=round(self.poll_s * 1000),
+            listen="xserver listens on all interfaces (0.0.0.0) on its port, without "
+                   "authentication: anyone who can reach this host can change priorities",
+            xserver_exit=None,
+        )
         phase.line_watchers.append(self._watch_line)
-        await self._start_xserver(info)
+        await self._start_xserver(phase)
         if self.preflight:
-            await self._preflight(phase, plats, envs, info)
+            await self._preflight(phase, plats, envs)
         self._poller = asyncio.create_task(self._poll_loop(phase))
         return envs
 
     async def _preflight(self, phase: Phase, plats: dict[str, str],
-                         envs: dict[str, dict[str, str]], info: dict[str, Any]) -> None:
+                         envs: dict[str, dict[str, str]]) -> None:
         """Smoke-test the shim before the real workloads load (see ``preflight``)."""
         scen = dataclasses.replace(self.scenario, workloads=tuple(
             w for w in self.scenario.workloads if w.name in phase.runs))
         probes = plan_probes(scen, self.install, plats, envs)
         if not probes:
-            phase.extra["preflight"] = {"verdicts": [], "note": "no built-in model workload "
-                                        "to probe (command workloads are judged by their "
-                                        "engagement evidence)"}
+            phase.preflight = M.Preflight(verdicts=[], note="no built-in model workload "
+                                          "to probe (command workloads are judged by their "
+                                          "engagement evidence)")
             return
         assert self.client is not None
         self._note(f"preflight: {len(probes)} probe(s) under the shim ...")
         t0 = time.monotonic()
         verdicts = await run_probes(probes, self.install, self.client)
         reason = preflight_failure(verdicts, scen)
-        phase.extra["preflight"] = {"verdicts": [v.as_dict() for v in verdicts],
-                                    "seconds": round(time.monotonic() - t0, 2),
-                                    "failure": reason}
+        phase.preflight = M.Preflight(verdicts=[v.as_model() for v in verdicts],
+                                      seconds=round(time.monotonic() - t0, 2),
+                                      failure=reason)
         for v in verdicts:
             self._note(f"preflight {v.line()}", "error" if reason and v.status in
                        FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")
@@ -186,9 +197,8 @@ class XschedController:
             self._poller = None
             self._refresh_engagement(phase, final=True)
         await self._stop_xserver()
-        info = phase.extra.get("xsched")
-        if info is not None:
-            info["log_tail"] = list(self.log)[-60:]
+        if phase.xsched is not None:
+            phase.xsched = replace(phase.xsched, log_tail=list(self.log)[-60:])
 
     def failure(self) -> str | None:
         """Why this phase cannot go on under XSched (xserver gone), else None."""
@@ -196,18 +206,19 @@ class XschedController:
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """The maps proof: a running workload without the shim mapped is not scheduled."""
-        info = self._wl_info(run.phase, run.spec.name)
-        info["shim_mapped"] = None if libraries is None else any(map(is_shim, libraries))
-        info["libraries"] = libraries or []
+        self._set_wl(run.phase, run.spec.name,
+                     shim_mapped=None if libraries is None else any(map(is_shim, libraries)),
+                     libraries=libraries or [])
 
     def _fail(self, reason: str, rc: int | None = None) -> None:
         if self._failure is not None or self.phase is None:
             return
         self._failure = reason
-        info = self.phase.extra.get("xsched")
-        if info is not None:
-            info["xserver_exit"] = {"t": round(time.monotonic() - self.phase.t_start, 3),
-                                    "returncode": rc, "reason": reason}
+        xs = self.phase.xsched
+        if xs is not None:
+            self.phase.xsched = replace(xs, xserver_exit=M.XserverExit(
+                t=round(time.monotonic() - self.phase.t_start, 3), returncode=rc,
+                reason=reason))
         self._note(reason, "error")
 
     def kill_now(self) -> None:
@@ -216,14 +227,14 @@ class XschedController:
                 os.killpg(self.proc.pid, 9)
 
     # -- xserver
-    async def _start_xserver(self, info: dict[str, Any]) -> None:
+    async def _start_xserver(self, phase: Phase) -> None:
         requested = self.scenario.xsched.port
         port = free_port(requested)
         if port != requested:
             self._note(f"port {requested} is taken (another xserver?); using {port}")
         argv = [str(self.install.xserver), self.policy, str(port)]
-        info["xserver_cmd"] = argv
-        info["port"] = port
+        if phase.xsched is not None:
+            phase.xsched = replace(phase.xsched, xserver_cmd=argv, port=port)
         self.log.clear()
         try:
             self.proc = subprocess.Popen(
@@ -249,7 +260,7 @@ class XschedController:
                                   title="xserver did not start")
             try:
                 running = await asyncio.to_thread(self.client.get_policy)
-                self._check_running_policy(info, running)
+                self._check_running_policy(phase, running)
                 break
             except XschedError:
                 if time.monotonic() > deadline:
@@ -286,17 +297,23 @@ class XschedController:
         what = m.group(1)
         sched = "global" if what.startswith("global") else \
             f"local {m.group(2)}" if what.startswith("local") else "app-managed"
-        info = self._wl_info(run.phase, run.spec.name)
-        info["scheduler"] = sched
-        info["scheduler_line"] = line.strip()[:300]
+        self._set_wl(run.phase, run.spec.name, scheduler=sched,
+                     scheduler_line=line.strip()[:300])
 
-    def _wl_info(self, phase: PhaseLike, name: str) -> dict[str, Any]:
-        info = phase.extra["xsched"]["workloads"]
-        if name not in info:
-            info[name] = {"scheduler": None, "scheduler_line": None, "status": "pending",
-                          "warnings": [], "stats": QueueStats().__dict__.copy(),
-                          "queues": [], "lane": []}
-        return info[name]  # type: ignore[no-any-return]
+    @staticmethod
+    def _wl_info(phase: PhaseLike, name: str) -> M.XschedWorkload:
+        """The XSched evidence of workload ``name`` (an empty record the first time)."""
+        assert phase.xsched is not None
+        wls = phase.xsched.workloads
+        info = wls.get(name)
+        if info is None:
+            info = wls[name] = M.XschedWorkload()
+        return info
+
+    def _set_wl(self, phase: PhaseLike, name: str, **changes: Any) -> None:
+        """Replace fields of workload ``name``'s XSched evidence."""
+        assert phase.xsched is not None
+        phase.xsched.workloads[name] = replace(self._wl_info(phase, name), **changes)
 
     #: polls travel from the poll thread to the event loop in batches, at most this far
     #: apart (the lane and the panels repaint every 2 s); a failed poll or a dead
@@ -394,7 +411,7 @@ class XschedController:
         """Fold one ``/xqueues`` answer (``by_pid``) into each workload's evidence, lane
         and samples. ``runs``: (name, pid, state, requests) of every workload when it
         was polled. Only the workloads' own queues are looked at."""
-        sample: dict[str, Any] = {"t": round(t, 4), "workloads": {}}
+        counts: dict[str, M.QueueCounts] = {}
         tp = round(t - phase.t_start, 2)
         for name, pid, state, count in runs:
             if pid is None:
@@ -419,18 +436,19 @@ class XschedController:
                 # stopping process loses its queues before it exits)
                 st.handles = tuple(map(_handle, mine))
                 st.latest = tuple(mine[:64])
-            sample["workloads"][name] = {"queues": len(mine), "ready": ready, "suspended": susp}
-            info = self._wl_info(phase, name)
-            lane = "suspended" if susp else "running" if ready else "idle" if mine else "none"
-            info["lane"].append([tp, lane])
-            if len(info["lane"]) > LANE_KEPT:
-                del info["lane"][: len(info["lane"]) - LANE_KEPT]
-        samples = phase.extra["xsched"]["samples"]
-        samples.append(sample)
+            counts[name] = M.QueueCounts(queues=len(mine), ready=ready, suspended=susp)
+            lane = self._wl_info(phase, name).lane  # append-only (bounded): shared, not copied
+            lane.append((tp, "suspended" if susp else "running" if ready else
+                         "idle" if mine else "none"))
+            if len(lane) > LANE_KEPT:
+                del lane[: len(lane) - LANE_KEPT]
+        assert phase.xsched is not None
+        samples = phase.xsched.samples
+        samples.append(M.XschedSample(t=round(t, 4), workloads=counts))
         if len(samples) > SAMPLES_KEPT:
             del samples[: len(samples) - SAMPLES_KEPT]
 
-    #: the per-queue table (``info["queues"]``, for the panel and snapshots) is rebuilt at
+    #: the per-queue table (``XschedWorkload.queues``, for the panel and snapshots) is rebuilt at
     #: most this often; the verdicts and counters every poll
     QUEUE_TABLE_S = 1.0
 
@@ -448,17 +466,21 @@ class XschedController:
             if rec.count and not st.ready:
                 svc = rec.service_mean() if rec.service_n else rec.phase_moments().mean
                 expect = expected_ready_polls(rec.count, svc, self.poll_s, st.active_polls)
-            status, warns = engagement(True, info["scheduler"], st, rec.count,
+            status, warns = engagement(True, info.scheduler, st, rec.count,
                                        run.state == "running", expect, final,
-                                       info.get("shim_mapped"))
-            if status != info["status"] and warns:
+                                       None if info.shim_mapped is msgspec.UNSET
+                                       else info.shim_mapped)
+            if status != info.status and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")
-            info["status"], info["warnings"] = status, warns
             if table:
-                info["stats"] = {k: v for k, v in st.__dict__.items() if k != "latest"}
-                info["stats"]["handles"] = list(st.handles)
-                info["queues"] = [q.as_dict() for q in st.latest]
+                self._set_wl(phase, name, status=status, warnings=warns, stats=M.QueueStats(
+                    samples=st.samples, active_polls=st.active_polls, polls=st.polls,
+                    ready=st.ready, suspended=st.suspended, queues=st.queues,
+                    max_queues=st.max_queues, handles=list(st.handles)),
+                    queues=[queue_row(q) for q in st.latest])
+            else:
+                self._set_wl(phase, name, status=status, warnings=warns)
 
     # -- live control
     def _handles(self, name: str) -> tuple[int, ...]:
@@ -468,9 +490,11 @@ class XschedController:
     def _annotate(self, text: str, **data: Any) -> None:
         if self.phase is None:
             return
-        note = {"t": round(time.monotonic() - self.phase.t_start, 3), "text": text, **data}
-        self.phase.extra.setdefault("annotations", []).append(note)
-        self.phase.extra["xsched"]["changes"].append(note)
+        note = M.Annotation(t=round(time.monotonic() - self.phase.t_start, 3), text=text,
+                            **data)
+        self.phase.annotations.append(note)
+        if self.phase.xsched is not None:
+            self.phase.xsched.changes.append(note)
         self._note(text)
 
     async def set_priority(self, name: str, priority: int) -> int:
@@ -485,11 +509,14 @@ class XschedController:
         self._annotate(f"{name}: priority -> {priority}", workload=name, priority=priority)
         return len(handles)
 
-    def _check_running_policy(self, info: dict[str, Any], running: int) -> None:
+    def _check_running_policy(self, phase: Phase, running: int) -> None:
         """The policy xserver reports against the one asked for: a mismatch means the
         install's header and its binaries number policies differently."""
-        info["policy_running"] = running
-        want = info.get("policy_number")
+        if phase.xsched is None:
+            return
+        phase.xsched = replace(phase.xsched, policy_running=running)
+        want = phase.xsched.policy_number
+        want = None if want is msgspec.UNSET else want
         if self.meta is not None and want is not None and running != want:
             self._note(f"xserver started with {self.policy} reports policy "
                        f"{self.meta.policies.label(running)}, but {self.meta.policies.source} "
@@ -529,10 +556,9 @@ class XschedController:
             raise XschedError(f"xserver was asked for {name} ({number}) and reports "
                               f"{meta.policies.label(back)}", title="Policy not applied")
         self.policy = name
-        if self.phase is not None:
-            self.phase.extra["xsched"]["policy"] = name
-            self.phase.extra["xsched"]["policy_number"] = number
-            self.phase.extra["xsched"]["policy_running"] = back
+        if self.phase is not None and self.phase.xsched is not None:
+            self.phase.xsched = replace(self.phase.xsched, policy=name, policy_number=number,
+                                        policy_running=back)
         self._annotate(f"policy -> {name} ({number}, read back)", policy=name, number=number)
 
     async def configure(self, name: str, level: int | None = None,

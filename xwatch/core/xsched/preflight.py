@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.xsched.client import XserverClient
@@ -105,6 +106,10 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def as_model(self) -> M.Verdict:
+        """The verdict as the snapshot keeps it (``Preflight.verdicts``)."""
+        return M.Verdict(**asdict(self))
 
     def line(self) -> str:
         where = f"on {self.device}" if self.stream == "n/a" else \

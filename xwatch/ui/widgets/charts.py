@@ -110,8 +110,8 @@ class _Chart(Widget):
                      x_from: float) -> None:
         """Live XSched changes (priority, policy, config) as yellow marks."""
         for o, p in zip(offsets, snap.phases):
-            for a in p.extra.get("annotations") or []:
-                x = o + float(a.get("t", 0.0))  # seconds after the phase start
+            for a in p.annotations:
+                x = o + a.t  # seconds after the phase start
                 if x >= x_from:
                     self.plt.vline(x, "yellow")
 
@@ -139,7 +139,7 @@ class LatencyChart(_Chart):
         slo = snap.scenario.slo
         roles = gpu_roles(snap.scenario.workloads)
         rolled = len(roles.gpus) > 1 and self.gpu is None
-        what = snap.extra.get("metric") or "latency ms"  # M: a named per-request metric
+        what = snap.metric or "latency ms"  # M: a named per-request metric
         if rolled:
             title = f"HIGH {what}, per second · {len(roles.gpus)} GPUs · g: one GPU"
         else:
@@ -247,7 +247,7 @@ class CdfChart(_Chart):
                     name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
         shown = phases[-2:]
-        what = snap.extra.get("metric") or "latency"
+        what = snap.metric or "latency"
         if not shown:
             return self.show_message(f"{name} {what} CDF", "no requests yet")
         self._begin(f"{name}{why} {what} CDF: " + " vs ".join(p.name for p in shown))
@@ -272,25 +272,26 @@ class UtilChart(_Chart):
     gpu: int | None = None
 
     def show(self, snap: SessionSnapshot) -> None:
-        tel = snap.extra.get("telemetry") or {}
-        samples = tel.get("samples") or []
-        if not samples or not snap.phases:
-            return self.show_message("utilization", f"telemetry: {tel.get('backend', 'off')}")
+        tel = snap.telemetry
+        samples = tel.samples if tel is not None else []
+        if tel is None or not samples or not snap.phases:
+            return self.show_message("utilization",
+                                     f"telemetry: {tel.backend if tel is not None else 'off'}")
         offsets = phase_offsets(snap.phases)
-        gpu = tel.get("backend") in ("nvml", "amdsmi")
+        gpu = tel.backend in ("nvml", "amdsmi")
         metric = "util_pct" if gpu else "cpu_pct"
         by_dev: dict[str, list[tuple[float, float]]] = {}
         clock = SessionClock(snap.phases, offsets)
         for s in samples:
-            if not s.get("ours", True):
+            if not s.ours:
                 continue
-            x = clock(s["t"])
-            v = (s.get("metrics") or {}).get(metric)
+            x = clock(s.t)
+            v = s.metrics.get(metric)
             if x is not None:
-                by_dev.setdefault(s["device"], []).append(
+                by_dev.setdefault(s.device, []).append(
                     (x, float(v) if v is not None else math.nan))
         label = {"nvml": "GPU util % (a kernel ran)", "amdsmi": "GPU gfx activity %"}.get(
-            tel.get("backend", ""), "host CPU % (no GPU telemetry)")
+            tel.backend, "host CPU % (no GPU telemetry)")
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         series = sorted(by_dev.items())
         if self.gpu is not None and snap.current is not None:

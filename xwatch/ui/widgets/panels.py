@@ -6,17 +6,19 @@ import time
 from itertools import groupby
 from typing import Any
 
+from msgspec import UNSET
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from xwatch.core import model as M
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.analysis.verdict import answer_lines
-from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.sections import policy_label, xsched_version
 from xwatch.core.xsched.engagement import EXIT_CRASH
 from xwatch.ui.widgets.format import pct, text_key
@@ -34,31 +36,35 @@ def _v(v: float | None, unit: str, digits: int = 0) -> str:
 class GpuPanel(QuietStatic):
     grow_only = True  # per-process lines come and go with the 2 s cadence
     def show(self, snap: SessionSnapshot) -> None:
-        tel = snap.extra.get("telemetry") or {}
+        tel = snap.telemetry
         t = Text()
-        backend = tel.get("backend", "off")
+        backend = tel.backend if tel is not None else "off"
         t.append(f"telemetry: {backend}", style="bold magenta")
-        if tel.get("reason"):
-            t.append(f"  ({tel['reason']})", style="dim")
-        for name, why in (tel.get("rejected") or {}).items():
+        if tel is not None and tel.reason:
+            t.append(f"  ({tel.reason})", style="dim")
+        for name, why in (tel.rejected if tel is not None else {}).items():
             t.append(f"\n  not {name}: {why[:70]}", style="dim")
-        cost = tel.get("poll_cost_ms") or {}
-        pcost = tel.get("proc_poll_cost_ms") or {}
+        cost = tel.poll_cost_ms if tel is not None else M.PollCost()
+        pcost = tel.proc_poll_cost_ms if tel is not None and tel.proc_poll_cost_ms \
+            else M.PollCost()
+        every = tel.interval_s if tel is not None else 0.5
+        # older snapshots: no proc_interval_s (the default then)
+        proc_every = tel.proc_interval_s if tel is not None and \
+            tel.proc_interval_s is not UNSET else 2
         latest = latest_samples(tel)
-        if len(latest) > 2 and cost.get("median") is not None:  # one line for the costs
-            t.append(f"  poll {cost['median']:.2f} ms/{tel.get('interval_s', 0.5):g} s"
-                     + (f", per-process {pcost['median']:.1f} ms/"
-                        f"{tel.get('proc_interval_s', 2):g} s"
-                        if pcost.get("median") is not None else ""), style="dim")
-        elif cost.get("median") is not None:
-            t.append(f"\n  poll {cost['median']:.2f} ms median, p99 {cost['p99']:.2f} ms "
-                     f"every {tel.get('interval_s', 0.5):g} s", style="dim")
-        if len(latest) <= 2 and pcost.get("median") is not None:
-            t.append(f"\n  + per-process {pcost['median']:.2f} ms median every "
-                     f"{tel.get('proc_interval_s', 2):g} s", style="dim")
+        if len(latest) > 2 and cost.median is not None:  # one line for the costs
+            t.append(f"  poll {cost.median:.2f} ms/{every:g} s"
+                     + (f", per-process {pcost.median:.1f} ms/{proc_every:g} s"
+                        if pcost.median is not None else ""), style="dim")
+        elif cost.median is not None:
+            t.append(f"\n  poll {cost.median:.2f} ms median, p99 {cost.p99:.2f} ms "
+                     f"every {every:g} s", style="dim")
+        if len(latest) <= 2 and pcost.median is not None:
+            t.append(f"\n  + per-process {pcost.median:.2f} ms median every "
+                     f"{proc_every:g} s", style="dim")
         pids = {w.pid: w.name for p in snap.phases[-1:] for w in p.workloads if w.pid}
         # ages: against the clock while live, against the newest sample in a replay
-        newest = max((float(x.get("t", 0.0)) for x in latest.values()), default=0.0)
+        newest = max((x.t for x in latest.values()), default=0.0)
         now = time.monotonic() if snap.taken_at > 0 else newest
 
         def age(ts: object) -> str:
@@ -66,17 +72,17 @@ class GpuPanel(QuietStatic):
 
         if len(latest) > 2:  # eight GPUs: a line each, so the charts keep their room
             for dev, s in latest.items():
-                t.append("\n" + _device_line(dev, s, age(s.get("t"))))
-            if tel.get("backend") == "nvml":
+                t.append("\n" + _device_line(dev, s, age(s.t)))
+            if backend == "nvml":
                 t.append("\n  util = a kernel ran; per-process figures: in the snapshot",
                          style="dim italic")
             self.set_content(t, text_key(t), t.plain)
             return
         for dev, s in latest.items():
-            m = s.get("metrics") or {}
-            mark = "" if s.get("ours", True) else " (not ours)"
-            t.append(f"\n{dev} {s.get('name', '')}{mark}", style="bold")
-            t.append(f"  {age(s.get('t'))}", style="dim")
+            m = s.metrics
+            mark = "" if s.ours else " (not ours)"
+            t.append(f"\n{dev} {s.name}{mark}", style="bold")
+            t.append(f"  {age(s.t)}", style="dim")
             if "util_pct" in m:
                 t.append(f"\n  util {pct(m.get('util_pct'))}  mem-bw {pct(m.get('mem_util_pct'))}"
                          f"  mem {_v(m.get('mem_used_mib'), '')}/{_v(m.get('mem_total_mib'), ' MiB')}"
@@ -85,23 +91,23 @@ class GpuPanel(QuietStatic):
             else:
                 t.append(f"\n  cpu {pct(m.get('cpu_pct'))}  mem {_v(m.get('mem_used_mib'), '')}"
                          f"/{_v(m.get('mem_total_mib'), ' MiB')}")
-            if s.get("procs"):
-                t.append(f"\n  per process ({age(s.get('procs_t'))}):", style="dim")
-            for pid, pm in (s.get("procs") or {}).items():
+            if s.procs:
+                t.append(f"\n  per process ({age(s.procs_t)}):", style="dim")
+            for pid, pm in s.procs.items():
                 who = pids.get(int(pid), pid)
                 parts = [f"{k.replace('_', ' ')} {_v(v, '', 0)}" for k, v in pm.items()]
                 t.append(f"\n  {who}: " + ", ".join(parts), style="cyan")
-        if tel.get("backend") == "nvml":
+        if backend == "nvml":
             t.append("\n  util = share of time a kernel ran, not how full the GPU is",
                      style="dim italic")
         self.set_content(t, text_key(t), t.plain)
 
 
-def _device_line(dev: str, s: dict[str, Any], age: str) -> str:
+def _device_line(dev: str, s: M.Sample, age: str) -> str:
     """One device in one line (many devices): util, memory bandwidth, memory, power,
     temperature, clock, age of the sample."""
-    m = s.get("metrics") or {}
-    mark = "" if s.get("ours", True) else " (not ours)"
+    m = s.metrics
+    mark = "" if s.ours else " (not ours)"
     used, total = m.get("mem_used_mib"), m.get("mem_total_mib")
     mem = "n/a" if used is None or total is None else f"{used / 1024:.1f}/{total / 1024:.0f}G"
     if "util_pct" in m:
@@ -152,16 +158,15 @@ class AnswerPanel(QuietStatic):
     _key: tuple[object, ...] = ()
 
     def show(self, snap: SessionSnapshot) -> None:
-        adv = snap.extra.get("advice")
+        adv = snap.advice
         key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
-               adv.get("runs") if isinstance(adv, dict) else None,
-               adv.get("final") if isinstance(adv, dict) else None)
+               adv.runs if adv is not None else None, adv.final if adv is not None else None)
         if key == self._key:
             return
         self._key = key
-        lines = answer_lines(snap) if not isinstance(adv, dict) else []
-        self.set_display(bool(lines) or isinstance(adv, dict))
-        if isinstance(adv, dict):  # an advise session: its answer, table and frontier
+        lines = answer_lines(snap) if adv is None else []
+        self.set_display(bool(lines) or adv is not None)
+        if adv is not None:  # an advise session: its answer, table and frontier
             from xwatch.core.plans.advise import advice_lines
 
             t = Text("\n".join(advice_lines(adv)))
@@ -193,26 +198,26 @@ def _legend(t: Text) -> None:
 _LANE_STYLES = {state: Style.parse(sty) if sty else Style() for state, (_, sty) in LANE.items()}
 
 
-def lane_segments(info: dict, width: int) -> list[Segment]:  # type: ignore[type-arg]
+def lane_segments(info: M.XschedWorkload, width: int) -> list[Segment]:
     """One mark per poll, the last ``width`` polls; a run of equal states is one
     segment (its marks change every poll: a span per mark made it the costliest panel)."""
     out: list[Segment] = []
-    for state, run in groupby(s for _, s in (info.get("lane") or [])[-width:]):
+    for state, run in groupby(s for _, s in info.lane[-width:]):
         ch = LANE.get(state, ("?", ""))[0]
         out.append(Segment(ch * sum(1 for _ in run), _LANE_STYLES.get(state)))
     return out
 
 
-def lane_text(info: dict, width: int) -> Text:  # type: ignore[type-arg]
+def lane_text(info: M.XschedWorkload, width: int) -> Text:
     """``lane_segments`` as a Text (the XSched tab's panel)."""
     return Text.assemble(*((seg.text, seg.style or "") for seg in lane_segments(info, width)))
 
 
-def slow_marks(info: dict, ends: list[float], width: int) -> Text:  # type: ignore[type-arg]
+def slow_marks(info: M.XschedWorkload, ends: list[float], width: int) -> Text:
     """'▲' under the lane poll nearest to where each slow request ended."""
     import bisect
 
-    times = [float(tp) for tp, _ in (info.get("lane") or [])[-width:]]
+    times = [float(tp) for tp, _ in info.lane[-width:]]
     marks = [" "] * len(times)
     for t_end in ends:
         i = bisect.bisect_left(times, t_end)
@@ -229,8 +234,7 @@ class LaneStrip(LinePanel):
 
     def show(self, snap: SessionSnapshot, gpu: int | None = None) -> None:
         p = snap.current
-        xs = (p.extra.get("xsched") if p else None) or {}
-        wls = xs.get("workloads") or {}
+        wls = p.xsched.workloads if p is not None and p.xsched is not None else {}
         self.set_display(bool(wls))
         if not wls or p is None:
             return
@@ -251,7 +255,7 @@ class LaneStrip(LinePanel):
             lines.append(head)
             key.append(head.plain)
         for name, info in wls.items():
-            status = info.get("status")
+            status = info.status
             lane = lane_segments(info, width)
             head = Text(f"{name[:10]:<10} {status[:13]:<13} ",
                         style="green" if status == "engaged" else "bold red"
@@ -268,11 +272,11 @@ class LaneStrip(LinePanel):
 _BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
-def latest_capture(snap: SessionSnapshot) -> tuple[Any, dict[str, Any]] | None:
+def latest_capture(snap: SessionSnapshot) -> tuple[PhaseSnapshot, CaptureSnapshot] | None:
     """(phase, capture) of the newest capture that has traces."""
     for p in reversed(snap.phases):
-        for cap in reversed(p.extra.get("captures") or []):
-            if cap.get("traces"):
+        for cap in reversed(p.captures):
+            if cap.traces:
                 return p, cap
     return None
 
@@ -287,8 +291,8 @@ class KernelLane(QuietStatic):
 
     def show(self, snap: SessionSnapshot) -> None:
         found = latest_capture(snap)
-        pending = any(c.get("id") and not c.get("traces") and not c.get("errors")
-                      for p in snap.phases[-1:] for c in p.extra.get("captures") or [])
+        pending = any(c.id and not c.traces and not c.errors
+                      for p in snap.phases[-1:] for c in p.captures)
         self.set_display(found is not None or pending)
         if found is None:
             if pending:
@@ -300,7 +304,7 @@ class KernelLane(QuietStatic):
         width = max(10, self.size.width - 14)
         # the analysis and the lanes only change with the capture, the zoom or the width
         # (about 60 ms for an H100 capture): drawn once, not on every refresh
-        key = (p.index, cap.get("id"), tuple(cap["traces"]), self.zoom, width)
+        key = (p.index, cap.id, tuple(cap.traces), self.zoom, width)
         if self._cache is None or self._cache[0] != key:
             a = analyze(cap, {w.name: w.priority for w in p.workloads})
             if a is None:
@@ -316,7 +320,7 @@ class KernelLane(QuietStatic):
                      "(profiler teardown)", style="dim yellow")
         self.set_content(t, (text_key(t), self.zoom), t.plain)
 
-    def _lanes(self, cap: dict[str, Any], a: Any, width: int) -> Text:
+    def _lanes(self, cap: CaptureSnapshot, a: Any, width: int) -> Text:
         lo, hi, what = a.t0, a.t1, "whole window"
         if self.zoom and a.slowest:
             b = a.slowest[(self.zoom - 1) % len(a.slowest)]
@@ -325,9 +329,9 @@ class KernelLane(QuietStatic):
             lo, hi = s0 - pad, s0 + b.span_ms / 1000 + pad
             what = f"slowest #{(self.zoom - 1) % len(a.slowest) + 1}: request {b.seq}, " \
                    f"{b.span_ms:.2f} ms"
-        t = Text(f"kernels, capture {a.capture} ({cap.get('seconds', 0):g} s) · {what} · "
+        t = Text(f"kernels, capture {a.capture} ({cap.seconds:g} s) · {what} · "
                  f"{(hi - lo) * 1000:.1f} ms wide · z: zoom\n", style="bold")
-        traces = cap["traces"]
+        traces = cap.traces
         for i, n in enumerate((a.high, *a.lows)):
             occ = occupancy(traces[n], lo, hi, width)
             t.append(f"{n[:11]:<12}", style="bold")
@@ -365,46 +369,45 @@ class XschedPanel(QuietStatic):
 
     def show(self, snap: SessionSnapshot, configured: str | None) -> None:
         p = snap.current
-        xs = (p.extra.get("xsched") if p else None) or None
-        if xs is None:
+        xs = p.xsched if p is not None else None
+        if p is None or xs is None:
             msg = Text("XSched is not active in this phase. ", style="bold")
             msg.append(configured or "Press x to restart the workloads under XSched.")
             self.plain = msg.plain
             self.set_content(msg, text_key(msg), msg.plain)
             return
         t = Text()
-        poll = f"  poll {xs['poll_ms']} ms" if xs.get("poll_ms") else ""
-        ver = f"{xsched_version(xs)}  " if "version" in xs else ""  # older snapshots: none
-        t.append(f"{ver}xserver {' '.join(xs.get('xserver_cmd') or [])}  "
+        poll = f"  poll {xs.poll_ms} ms" if xs.poll_ms else ""
+        # older snapshots: no version
+        ver = f"{xsched_version(xs)}  " if xs.version is not UNSET else ""
+        t.append(f"{ver}xserver {' '.join(xs.xserver_cmd or [])}  "
                  f"policy {policy_label(xs)}{poll}\n", style="bold")
-        if xs.get("xserver_exit"):
-            t.append(f"✖ {xs['xserver_exit'].get('reason')}\n", style="bold red")
-        if xs.get("listen"):
-            t.append(f"note: {xs['listen']}\n", style="dim")
-        pf = (p.extra.get("preflight") if p else None) or {}
-        for v in pf.get("verdicts") or []:
-            ok = v.get("status") == "engaged"
-            t.append(f"preflight {v.get('device')}/{v.get('stream')}: ", style="bold")
-            t.append(f"{v.get('status')}", style="green" if ok else "bold yellow"
-                     if v.get("status") == EXIT_CRASH else "bold red")
-            t.append(f" {v.get('detail')}" + (" (cached)" if v.get("cached") else "") + "\n",
+        if xs.xserver_exit:
+            t.append(f"✖ {xs.xserver_exit.reason}\n", style="bold red")
+        if xs.listen:
+            t.append(f"note: {xs.listen}\n", style="dim")
+        for v in p.preflight.verdicts if p.preflight is not None else []:
+            ok = v.status == "engaged"
+            t.append(f"preflight {v.device}/{v.stream}: ", style="bold")
+            t.append(f"{v.status}", style="green" if ok else "bold yellow"
+                     if v.status == EXIT_CRASH else "bold red")
+            t.append(f" {v.detail}" + (" (cached)" if v.cached else "") + "\n",
                      style="dim")
         slo = snap.scenario.slo
-        att = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None) \
-            if p is not None else None
+        att = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None)
         if att is not None:
             t.append(att.sentence() + "\n", style="bold cyan")
-        for name, info in (xs.get("workloads") or {}).items():
-            status = info.get("status")
+        for name, info in xs.workloads.items():
+            status = info.status
             style = "bold green" if status == "engaged" else "bold red" \
                 if status not in ("pending",) else "yellow"
-            st = info.get("stats") or {}
+            st = info.stats
             t.append(f"{name:<10} ", style="bold")
             t.append(f"{status:<15}", style=style)
-            t.append(f" scheduler={info.get('scheduler')} queues={st.get('queues', 0)} "
-                     f"(max {st.get('max_queues', st.get('queues', 0))}) "
-                     f"ready {st.get('ready', 0)}/{st.get('polls', 0)} suspended "
-                     f"{st.get('suspended', 0)}/{st.get('polls', 0)}\n")
+            t.append(f" scheduler={info.scheduler} queues={st.queues} "
+                     f"(max {st.max_queues}) "
+                     f"ready {st.ready}/{st.polls} suspended "
+                     f"{st.suspended}/{st.polls}\n")
             t.append("  lane ")
             t.append_text(lane_text(info, 90))
             t.append("\n")
@@ -413,18 +416,16 @@ class XschedPanel(QuietStatic):
                 t.append_text(slow_marks(info, [r[0] for r in att.requests], 90))
                 t.append(f"  ▲ = a request over {att.threshold_ms:.1f} ms ended here\n",
                          style="dim")
-            for w in info.get("warnings") or []:
+            for w in info.warnings:
                 t.append(f"  ⚠ {w}\n", style="yellow")
         _legend(t)
         tab = Table("workload", "handle", "level", "thr", "batch", "ready", "suspended",
                     box=None, pad_edge=False)
-        for name, info in (xs.get("workloads") or {}).items():
-            for q in (info.get("queues") or [])[:8]:
-                tab.add_row(name, f"{int(q.get('handle', 0)):x}", str(q.get("level")),
-                            str(q.get("threshold")), str(q.get("batch_size")),
-                            str(q.get("ready")), str(q.get("suspended")))
+        for name, info in xs.workloads.items():
+            for q in info.queues[:8]:
+                tab.add_row(name, f"{q.handle:x}", str(q.level), str(q.threshold),
+                            str(q.batch_size), str(q.ready), str(q.suspended))
         from rich.console import Group
         self.plain = t.plain  # what the panel says, for tests and screen readers
-        rows = [(n, str(q)) for n, info in (xs.get("workloads") or {}).items()
-                for q in (info.get("queues") or [])[:8]]
+        rows = [(n, str(q)) for n, info in xs.workloads.items() for q in info.queues[:8]]
         self.set_content(Group(t, tab), (text_key(t), tuple(rows)))

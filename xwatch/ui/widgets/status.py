@@ -36,8 +36,8 @@ class StatusLine(QuietStatic):
                            if w.hello.get("device_name")})
             if devs:
                 t.append(" · " + ", ".join(devs)[:48], style="cyan")
-        tel = snap.extra.get("telemetry") or {}
-        t.append(f" · telemetry {tel.get('backend', 'off')}", style="magenta")
+        tel = snap.telemetry
+        t.append(f" · telemetry {tel.backend if tel is not None else 'off'}", style="magenta")
         if metric:  # M: a named per-request metric instead of the latency
             t.append(f" · metric {metric}", style="bold yellow")
         if paused:
@@ -52,12 +52,12 @@ class AlertBar(QuietStatic):
         p = snap.current
         lines: list[Text] = []
         if p is not None:
-            if p.extra.get("error"):
-                lines.append(Text(clip(f"✖ phase {p.name} failed: {p.extra['error']}", 400),
+            if p.error:
+                lines.append(Text(clip(f"✖ phase {p.name} failed: {p.error}", 400),
                                   style="bold red"))
             for w in p.workloads:
                 if w.state == STALLED:
-                    why = w.stalls[-1].get("why", "") if w.stalls else ""
+                    why = w.stalls[-1].why if w.stalls else ""
                     lines.append(Text(f"⏸ {w.name} STALLED since {w.stalled_since or 0:.1f} s: "
                                       f"{why}", style="bold black on yellow"))
                 elif w.state == FAILED and w.exit is not None:
@@ -70,9 +70,8 @@ class AlertBar(QuietStatic):
                 elif w.malformed:
                     lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",
                                       style="yellow"))
-            xs = p.extra.get("xsched") or {}
-            for name, info in (xs.get("workloads") or {}).items():
-                for warn in info.get("warnings") or []:
+            for name, info in (p.xsched.workloads if p.xsched is not None else {}).items():
+                for warn in info.warnings:
                     lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))
         self.set_display(bool(lines))
         if lines:

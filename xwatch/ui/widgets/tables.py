@@ -102,7 +102,7 @@ class WorkloadTable(ScrollLinePanel):
                 rate(w.target_rate) if w.target_rate else "loop",
                 rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
                 str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
-        groups = gpu_groups(p, snap.extra.get("telemetry"), snap.window_s if live else None) \
+        groups = gpu_groups(p, snap.telemetry, snap.window_s if live else None) \
             if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
         folded = bool(groups) and (self.fold if self.fold is not None else
                                    2 + len(groups) + len(p.workloads) > self.fit_rows)
@@ -205,7 +205,7 @@ def _all_line(groups: list[GpuGroup], live: bool, window_s: float, folded: bool)
     r = rollup(groups, window=live)
     t = Text(f" all {len(groups)} GPUs: ", style="bold")
     t.append(rollup_text(r, ms), style="bold cyan")
-    t.append(f" · LOW {rate(r['low_samples_per_s'])} smp/s in all")
+    t.append(f" · LOW {rate(r.low_samples_per_s)} smp/s in all")
     t.append(f" · {'window: last ' + format(window_s, 'g') + ' s' if live else 'whole phase'}"
              f" · e: {'expand' if folded else 'fold'} · g: chart one GPU", style="dim")
     return t
@@ -248,7 +248,7 @@ class CompareTable(DataTable[str]):
 
     def show(self, snap: SessionSnapshot) -> None:
         phases = snap.phases
-        floors = floors_in(snap.extra)
+        floors = floors_in(snap.noise_floors)
         if set(floors) != set(self._floors):
             self._floors = floors
             self._diffs.clear()

@@ -42,9 +42,8 @@ class Attribution:
 
 
 def _lane(phase: PhaseSnapshot, name: str) -> list[tuple[float, str]]:
-    xs = phase.extra.get("xsched") or {}
-    info = (xs.get("workloads") or {}).get(name) or {}
-    return [(float(t), str(s)) for t, s in info.get("lane") or []]
+    info = phase.xsched.workloads.get(name) if phase.xsched is not None else None
+    return [(float(t), str(s)) for t, s in info.lane] if info is not None else []
 
 
 def _states(lane: list[tuple[float, str]], times: list[float], lo: float, hi: float
@@ -65,7 +64,7 @@ def _states(lane: list[tuple[float, str]], times: list[float], lo: float, hi: fl
 def attribute(phase: PhaseSnapshot, slo_ms: float | None = None,
               slo_workload: str | None = None) -> Attribution | None:
     """The attribution for the phase's highest-priority workload (XSched phases)."""
-    if phase.mode != "xsched" or not (phase.extra.get("xsched") or {}).get("workloads"):
+    if phase.mode != "xsched" or phase.xsched is None or not phase.xsched.workloads:
         return None
     hi, lows = by_priority(phase)
     if hi is None or not hi.count or not hi.slowest:

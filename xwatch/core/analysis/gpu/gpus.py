@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.engine.pci import bus_from_hello, format_bus, parse_bus_id
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
@@ -40,30 +41,32 @@ class GpuGroup:
     telemetry_device: str  # 'gpu1': the telemetry device matched, '' if none
     matched_by: str  # 'pci' | 'index' | ''
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_model(self) -> M.GpuGroup:
+        """The group as the snapshot records it (``Phase.gpus.groups``)."""
         def num(v: float | None) -> float | None:
             return None if v is None or v != v else round(v, 6)
 
-        return {"gpu": self.gpu, "bus_id": self.bus_id or None, "name": self.name or None,
-                "workloads": [w.name for w in self.workloads],
-                "high": self.high.name if self.high else None,
-                "high_p50_ms": num(self.high_p50), "high_p99_ms": num(self.high_p99),
-                "high_window_p99_ms": num(self.high_window_p99),
-                "low_samples_per_s": num(self.low_samples_per_s),
-                "util_pct": num(self.util_pct), "mem_used_mib": num(self.mem_used_mib),
-                "telemetry_device": self.telemetry_device or None,
-                "matched_by": self.matched_by or None}
+        return M.GpuGroup(
+            gpu=self.gpu, bus_id=self.bus_id or None, name=self.name or None,
+            workloads=[w.name for w in self.workloads],
+            high=self.high.name if self.high else None,
+            high_p50_ms=num(self.high_p50), high_p99_ms=num(self.high_p99),
+            high_window_p99_ms=num(self.high_window_p99),
+            low_samples_per_s=num(self.low_samples_per_s),
+            util_pct=num(self.util_pct), mem_used_mib=num(self.mem_used_mib),
+            telemetry_device=self.telemetry_device or None,
+            matched_by=self.matched_by or None)
 
 
-def latest_samples(telemetry: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def latest_samples(telemetry: M.Telemetry | None) -> dict[str, M.Sample]:
     """The newest telemetry sample of each device."""
-    out: dict[str, dict[str, Any]] = {}
-    for s in (telemetry or {}).get("samples") or []:
-        out[s["device"]] = s
+    out: dict[str, M.Sample] = {}
+    for s in telemetry.samples if telemetry is not None else ():
+        out[s.device] = s
     return out
 
 
-def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None,
+def gpu_groups(p: PhaseSnapshot, telemetry: M.Telemetry | None = None,
                last_s: float | None = None) -> list[GpuGroup]:
     """The phase's workloads grouped by GPU (empty for a single-GPU phase).
     Utilization is the mean over the phase's measured span, or over its last
@@ -73,8 +76,8 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None,
         return []
     latest = latest_samples(telemetry)
     spans = _device_spans(telemetry, p, last_s)
-    by_bus = {parse_bus_id(s.get("bus_id")): d for d, s in latest.items()
-              if parse_bus_id(s.get("bus_id")) is not None}
+    by_bus = {parse_bus_id(s.bus_id): d for d, s in latest.items()
+              if parse_bus_id(s.bus_id) is not None}
     out = []
     for g in gpus:
         ws = tuple(sorted((w for w in p.workloads if w.gpu == g), key=lambda w: -w.priority))
@@ -86,10 +89,10 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None,
             dev, how = by_bus[bus], "pci"
         elif bus is None and f"gpu{g}" in latest:
             dev, how = f"gpu{g}", "index"
-        s = latest.get(dev) or {}
+        s = latest.get(dev)
         util, mem = spans.get(dev, (None, None))
         name = next((str(w.hello["device_name"]) for w in ws if w.hello.get("device_name")),
-                    str(s.get("name") or ""))
+                    s.name if s is not None else "")
         out.append(GpuGroup(
             gpu=g, workloads=ws, high=top,
             high_p50=top.phase.p50 if top else math.nan,
@@ -97,13 +100,13 @@ def gpu_groups(p: PhaseSnapshot, telemetry: dict[str, Any] | None = None,
             high_window_p99=top.window.p99 if top else math.nan,
             low_samples_per_s=sum(w.samples_per_s for w in lows),
             low_window_samples_per_s=sum(w.window_samples_per_s for w in lows),
-            bus_id=format_bus(bus) if bus else str(s.get("bus_id") or ""),
+            bus_id=format_bus(bus) if bus else (s.bus_id or "") if s is not None else "",
             name=name, util_pct=util, mem_used_mib=mem,
             telemetry_device=dev, matched_by=how))
     return out
 
 
-def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot,
+def _device_spans(telemetry: M.Telemetry | None, p: PhaseSnapshot,
                   last_s: float | None = None
                   ) -> dict[str, tuple[float | None, float | None]]:
     """Per telemetry device: mean utilization and newest memory over the phase's
@@ -115,24 +118,24 @@ def _device_spans(telemetry: dict[str, Any] | None, p: PhaseSnapshot,
         lo = max(lo, hi - last_s)
     utils: dict[str, list[float]] = {}
     mem: dict[str, float] = {}
-    for s in reversed((telemetry or {}).get("samples") or []):
-        t = float(s.get("t", 0.0))
+    for s in reversed(telemetry.samples if telemetry is not None else ()):
+        t = s.t
         if t < lo:
             break
         if t > hi:
             continue
-        dev = s.get("device")
-        m = s.get("metrics") or {}
-        u = m.get("util_pct")
-        if isinstance(u, (int, float)):
+        dev = s.device
+        u = s.metrics.get("util_pct")
+        if u is not None:
             utils.setdefault(dev, []).append(float(u))
-        if dev not in mem and isinstance(m.get("mem_used_mib"), (int, float)):
-            mem[dev] = float(m["mem_used_mib"])  # the newest in the span
+        mu = s.metrics.get("mem_used_mib")
+        if dev not in mem and mu is not None:
+            mem[dev] = float(mu)  # the newest in the span
     return {d: ((sum(utils[d]) / len(utils[d])) if utils.get(d) else None, mem.get(d))
             for d in set(utils) | set(mem)}
 
 
-def rollup(groups: list[GpuGroup], window: bool = False) -> dict[str, Any]:
+def rollup(groups: list[GpuGroup], window: bool = False) -> M.Rollup:
     """Over every GPU: the worst and the best HIGH P99 (and which GPU), the summed
     LOW throughput; over the whole phase, or (``window``) the live window. Percentiles
     are not averaged across GPUs: each GPU's HIGH is its own process with its own
@@ -142,22 +145,22 @@ def rollup(groups: list[GpuGroup], window: bool = False) -> dict[str, Any]:
     worst = max(p99s) if p99s else (math.nan, None)
     best = min(p99s) if p99s else (math.nan, None)
     low = sum(g.low_window_samples_per_s if window else g.low_samples_per_s for g in groups)
-    return {"gpus": [g.gpu for g in groups],
-            "worst_high_p99_ms": None if worst[0] != worst[0] else round(worst[0], 6),
-            "worst_gpu": worst[1],
-            "best_high_p99_ms": None if best[0] != best[0] else round(best[0], 6),
-            "best_gpu": best[1],
-            "low_samples_per_s": round(low, 3),
-            "high_requests": sum(g.high.count for g in groups if g.high)}
+    return M.Rollup(gpus=[g.gpu for g in groups],
+                    worst_high_p99_ms=None if worst[0] != worst[0] else round(worst[0], 6),
+                    worst_gpu=worst[1],
+                    best_high_p99_ms=None if best[0] != best[0] else round(best[0], 6),
+                    best_gpu=best[1],
+                    low_samples_per_s=round(low, 3),
+                    high_requests=sum(g.high.count for g in groups if g.high))
 
 
-def rollup_text(r: dict[str, Any], fmt: Any) -> str:
+def rollup_text(r: M.Rollup, fmt: Any) -> str:
     """``HIGH P99 worst 21.32 ms (GPU 5), best 6.41 ms (GPU 1)`` from ``rollup``
     (``fmt``: how a number of ms is written), or ``HIGH P99 -``."""
-    if r["worst_high_p99_ms"] is None:
+    if r.worst_high_p99_ms is None:
         return "HIGH P99 -"
-    return (f"HIGH P99 worst {fmt(r['worst_high_p99_ms'])} ms (GPU {r['worst_gpu']}), "
-            f"best {fmt(r['best_high_p99_ms'])} ms (GPU {r['best_gpu']})")
+    return (f"HIGH P99 worst {fmt(r.worst_high_p99_ms)} ms (GPU {r.worst_gpu}), "
+            f"best {fmt(r.best_high_p99_ms)} ms (GPU {r.best_gpu})")
 
 
 @dataclass(frozen=True)

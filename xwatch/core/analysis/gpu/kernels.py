@@ -24,6 +24,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from xwatch.core import model as M
+from xwatch.core.engine.snapshot import CaptureSnapshot, Trace
+
 Interval = tuple[float, float]
 
 
@@ -103,28 +106,32 @@ class CaptureAnalysis:
     slowest: tuple[RequestBreakdown, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_model(self) -> M.CaptureAnalysis:
+        """The analysis as the snapshot records it (rounded; null: unknown)."""
         def r(v: float) -> float | None:
             return None if v != v else round(v, 4)
 
-        return {"capture": self.capture, "high": self.high, "lows": list(self.lows),
-                "t0": self.t0, "t1": self.t1, "kernels": self.kernels,
-                "high_kernel_ms": r(self.high_kernel_ms), "high_alone_ms": r(self.high_alone_ms),
-                "stretch": r(self.stretch), "overlap_share": r(self.overlap_share),
-                "gap_ms_mean": r(self.gap_ms_mean), "queue_ms_mean": r(self.queue_ms_mean),
-                "low_quiet_share": r(self.low_quiet_share), "aligned": r(self.aligned),
-                "requests": self.requests, "notes": list(self.notes),
-                "slowest": [{k: (r(v) if isinstance(v, float) else v)
-                             for k, v in b.__dict__.items()} for b in self.slowest]}
+        return M.CaptureAnalysis(
+            capture=self.capture, high=self.high, lows=list(self.lows), t0=self.t0,
+            t1=self.t1, kernels=self.kernels, high_kernel_ms=r(self.high_kernel_ms),
+            high_alone_ms=r(self.high_alone_ms), stretch=r(self.stretch),
+            overlap_share=r(self.overlap_share), gap_ms_mean=r(self.gap_ms_mean),
+            queue_ms_mean=r(self.queue_ms_mean), low_quiet_share=r(self.low_quiet_share),
+            aligned=r(self.aligned), requests=self.requests, notes=list(self.notes),
+            slowest=[M.SlowRequest(seq=b.seq, start=round(b.start, 4), span_ms=r(b.span_ms),
+                                   kernel_ms=r(b.kernel_ms), overlap_ms=r(b.overlap_ms),
+                                   queue_ms=r(b.queue_ms), gap_ms=r(b.gap_ms),
+                                   low_quiet_ms=r(b.low_quiet_ms), stretch=r(b.stretch))
+                     for b in self.slowest])
 
 
-def _intervals(trace: dict[str, Any]) -> list[Interval]:
+def _intervals(trace: Trace) -> list[Interval]:
     return [(float(k[2]), float(k[3])) for k in trace.get("kernels") or []]
 
 
-def analyze(cap: dict[str, Any], priorities: dict[str, int]) -> CaptureAnalysis | None:
+def analyze(cap: CaptureSnapshot, priorities: dict[str, int]) -> CaptureAnalysis | None:
     """The capture's analysis, or None when HIGH's trace is missing."""
-    traces: dict[str, dict[str, Any]] = cap.get("traces") or {}
+    traces = cap.traces
     if not traces:
         return None
     names = sorted(traces, key=lambda n: -priorities.get(n, 0))
@@ -189,7 +196,7 @@ def analyze(cap: dict[str, Any], priorities: dict[str, int]) -> CaptureAnalysis 
             notes.append(f"{n}'s capture was cut short when the phase stopped "
                          f"({float(tr.get('t1', 0)) - float(tr.get('t0', 0)):.1f} of "
                          f"{float(tr.get('seconds', 0)):g} s)")
-    missing = [n for n in cap.get("workloads") or [] if n not in traces]
+    missing = [n for n in cap.workloads if n not in traces]
     if missing:
         notes.append("no trace from " + ", ".join(missing))
 
@@ -198,7 +205,7 @@ def analyze(cap: dict[str, Any], priorities: dict[str, int]) -> CaptureAnalysis 
         return sum(xs) / len(xs) if xs else float("nan")
 
     return CaptureAnalysis(
-        capture=int(cap.get("id", 0)), high=high, lows=lows, t0=t0, t1=t1,
+        capture=cap.id, high=high, lows=lows, t0=t0, t1=t1,
         kernels={n: len(traces[n].get("kernels") or []) for n in names},
         high_kernel_ms=total * 1e3, high_alone_ms=total_base * 1e3,
         stretch=total / total_base if total_base > 0 else float("nan"),
@@ -210,7 +217,7 @@ def analyze(cap: dict[str, Any], priorities: dict[str, int]) -> CaptureAnalysis 
         notes=tuple(notes) + (() if hnames or not hk else ("kernel names missing",)))
 
 
-def occupancy(trace: dict[str, Any], t0: float, t1: float, bins: int) -> list[float]:
+def occupancy(trace: Trace, t0: float, t1: float, bins: int) -> list[float]:
     """Share of each of ``bins`` equal slices of [t0, t1] in which a kernel ran."""
     width = (t1 - t0) / bins if bins > 0 and t1 > t0 else 0.0
     out = [0.0] * max(0, bins)
@@ -229,11 +236,11 @@ def occupancy(trace: dict[str, Any], t0: float, t1: float, bins: int) -> list[fl
     return [min(1.0, x) for x in out]
 
 
-def capture_cost(rows: Any, cap: dict[str, Any], before_s: float = 6.0) -> dict[str, float]:
+def capture_cost(rows: Any, cap: CaptureSnapshot, before_s: float = 6.0) -> dict[str, float]:
     """HIGH's per-second latency just before the capture against during it (and the
     second after, where the profiler's teardown lands): what capturing cost. ``rows``
     are the workload's per-second rows (``SecondRow`` or the snapshot's lists)."""
-    t, s = float(cap.get("t", 0.0)), float(cap.get("seconds", 0.0))
+    t, s = cap.t, cap.seconds
 
     def get(r: Any, i: int, name: str) -> float:
         v = r[i] if isinstance(r, (list, tuple)) else getattr(r, name)

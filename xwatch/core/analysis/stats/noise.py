@@ -4,7 +4,7 @@ workload and metric, split into the part within a run and the part between runs.
 ``xwatch noise`` runs one configuration N times and turns the phases into a
 ``Floor`` (``floor_of``); the floor is stored per host, GPU, driver, scenario
 content and mode (``export.floors``) and carried in the snapshots that use it
-(``snapshot.extra["noise_floors"]``), so an answer from one run per step can say
+(``SessionSnapshot.noise_floors``), so an answer from one run per step can say
 whether its difference lies beyond this machine's run-to-run noise
 (``one_run_interval``), naming the record's date and run count. Pure.
 """
@@ -18,6 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.resolution import bucket_width, resolution_ms, widen
 from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, run_value, split, t95
@@ -40,11 +43,12 @@ def scenario_digest(scenario_dict: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def machine_of(host: str, telemetry_info: Mapping[str, Any] | None) -> dict[str, Any]:
+def machine_of(host: str, telemetry_info: M.TelemetryInfo | None) -> dict[str, Any]:
     """The machine a floor belongs to: host, the devices' names, the driver."""
-    info = telemetry_info or {}
-    names = sorted(str(d.get("name")) for d in info.get("devices") or [])
-    return {"host": host, "gpus": names or ["(no telemetry)"], "driver": info.get("driver")}
+    info = telemetry_info or M.TelemetryInfo()
+    names = sorted(d.name for d in info.devices)
+    return {"host": host, "gpus": names or ["(no telemetry)"],
+            "driver": None if info.driver is msgspec.UNSET else info.driver}
 
 
 def floor_key(machine: Mapping[str, Any], digest: str, mode: str) -> str:
@@ -83,6 +87,10 @@ class Floor:
                                "total_var": r(s.total), "within_var": r(s.within),
                                "resolution": r(s.resolution)}
                            for k, s in self.splits.items()}}
+
+    def as_model(self) -> M.NoiseFloor:
+        """The floor as a snapshot records it (``SessionSnapshot.noise_floors``)."""
+        return msgspec.convert(self.as_dict(), M.NoiseFloor)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Floor:
@@ -155,12 +163,12 @@ def one_run_interval(d_est: float, within: Interval, base: Split, other: Split |
     return Interval(d_est, lo, hi)
 
 
-def floors_in(extra: Mapping[str, Any]) -> dict[str, Floor]:
-    """The floors a snapshot carries, by mode."""
+def floors_in(floors: Mapping[str, M.NoiseFloor] | None) -> dict[str, Floor]:
+    """The floors a snapshot carries (``SessionSnapshot.noise_floors``), by mode."""
     out: dict[str, Floor] = {}
-    for mode, d in (extra.get("noise_floors") or {}).items():
+    for mode, nf in (floors or {}).items():
         try:
-            out[str(mode)] = Floor.from_dict(d)
+            out[str(mode)] = Floor.from_dict(msgspec.to_builtins(nf))
         except (KeyError, TypeError, ValueError):
             continue
     return out

@@ -41,6 +41,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import UNSET
+
+from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
@@ -117,7 +120,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate)."""
     w = p.workload(obj.workload)
     if p.status == "failed" or w is None or not w.count:
-        c.status, c.reason = FAILED, str(p.extra.get("error") or f"phase {p.name} {p.status}")
+        c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
     if not usable(p):
         return  # stopped before its end: not a run
@@ -356,15 +359,15 @@ def short_label(mode: str, settings: Mapping[str, Any]) -> str:
     return " ".join([mode, *(f"{wl} {' '.join(kv)}" for wl, kv in by_wl.items())])
 
 
-def as_records(cands: Sequence[Candidate]) -> list[dict[str, Any]]:
+def as_records(cands: Sequence[Candidate]) -> list[M.Candidate]:
     """The candidates as the snapshot's ``advice.candidates`` carries them."""
-    def iv(i: Interval) -> dict[str, float | None]:
+    def iv(i: Interval) -> M.Estimate:
         d = i.as_dict()
-        return {"estimate": d["est"], "lo": d["lo"], "hi": d["hi"]}
+        return M.Estimate(estimate=d["est"], lo=d["lo"], hi=d["hi"])
 
-    return [{"label": c.label, "mode": c.mode, "settings": dict(c.settings), "runs": c.runs,
-             "slo_metric": iv(c.slo), "price": iv(c.price), "status": c.status,
-             "reason": c.reason} for c in cands]
+    return [M.Candidate(label=c.label, mode=c.mode, settings=dict(c.settings), runs=c.runs,
+                        slo_metric=iv(c.slo), price=iv(c.price), status=c.status,
+                        reason=c.reason) for c in cands]
 
 
 def closest(cands: Sequence[Candidate]) -> Candidate | None:
@@ -399,58 +402,60 @@ def _num(v: float | None, fmt: str) -> str:
     return "?" if v is None or v != v else fmt.format(v)
 
 
-def sentence(advice: Mapping[str, Any]) -> str:
+def sentence(advice: M.Advice) -> str:
     """The answer in one sentence (from the snapshot's ``advice`` record)."""
-    slo = advice["slo"]
-    want = f"{slo['workload']} {slo['metric']} < {slo['latency_ms']:g} ms"
-    cands = {c["label"]: c for c in advice["candidates"]}
-    native = next((c for c in advice["candidates"] if c["mode"] == "native"), None)
-    choice = advice.get("choice")
+    slo = advice.slo
+    want = f"{slo.workload} {slo.metric} < {slo.latency_ms:g} ms"
+    cands = {c.label: c for c in advice.candidates}
+    native = next((c for c in advice.candidates if c.mode == "native"), None)
+    choice = advice.choice
     if choice is None:
-        near = advice.get("closest")
+        near = advice.closest
         c = cands.get(near) if near else None
         tail = "" if c is None else (
-            f"; the closest is {_mode_words(c['mode'], c['settings'])}: {slo['workload']} "
-            f"{slo['metric']} {_num(c['slo_metric']['estimate'], '{:.2f}')} ms "
-            f"[{_num(c['slo_metric']['lo'], '{:.2f}')}, {_num(c['slo_metric']['hi'], '{:.2f}')}]")
-        live = [x for x in advice["candidates"] if x["status"] == UNDECIDED]
+            f"; the closest is {_mode_words(c.mode, c.settings)}: {slo.workload} "
+            f"{slo.metric} {_num(c.slo_metric.estimate, '{:.2f}')} ms "
+            f"[{_num(c.slo_metric.lo, '{:.2f}')}, {_num(c.slo_metric.hi, '{:.2f}')}]")
+        live = [x for x in advice.candidates if x.status == UNDECIDED]
         if not live:
             return f"No setting meets {want}: every one was dropped or failed{tail}."
-        few = min(x["runs"] for x in live) < MIN_RUNS
-        why = (f" (the budget ended after {advice.get('rounds', 1)} round(s); a decision "
+        few = min(x.runs for x in live) < MIN_RUNS
+        rounds = 1 if advice.rounds is UNSET else advice.rounds  # older records: none
+        why = (f" (the budget ended after {rounds} round(s); a decision "
                f"needs at least {MIN_RUNS} runs of each)" if few else " within the budget")
-        lk = cands.get(advice.get("likely") or "")
+        lk = cands.get(advice.likely or "")
         if lk is not None and not few:
-            k = advice.get("more_rounds")
+            k = advice.more_rounds or None
             when = f", about {more_rounds(k)} from a decision," if k else ""
-            tail = (f"; the likely choice{when} is {_mode_words(lk['mode'], lk['settings'])}: "
-                    f"{slo['workload']} {slo['metric']} "
-                    f"{_num(lk['slo_metric']['estimate'], '{:.2f}')} ms "
-                    f"[{_num(lk['slo_metric']['lo'], '{:.2f}')}, "
-                    f"{_num(lk['slo_metric']['hi'], '{:.2f}')}], price "
-                    f"{_num(lk['price']['estimate'], '{:,.0f}')}/s "
-                    f"[{_num(lk['price']['lo'], '{:,.0f}')}, {_num(lk['price']['hi'], '{:,.0f}')}]")
+            tail = (f"; the likely choice{when} is {_mode_words(lk.mode, lk.settings)}: "
+                    f"{slo.workload} {slo.metric} "
+                    f"{_num(lk.slo_metric.estimate, '{:.2f}')} ms "
+                    f"[{_num(lk.slo_metric.lo, '{:.2f}')}, "
+                    f"{_num(lk.slo_metric.hi, '{:.2f}')}], price "
+                    f"{_num(lk.price.estimate, '{:,.0f}')}/s "
+                    f"[{_num(lk.price.lo, '{:,.0f}')}, {_num(lk.price.hi, '{:,.0f}')}]")
         return f"No setting met {want} with confidence{why}{tail}."
-    c = cands[choice["label"]]
-    s, p = c["slo_metric"], c["price"]
+    c = cands[choice.label]
+    s, p = c.slo_metric, c.price
     rel = ""
-    if native is not None and native is not c and native["price"]["estimate"]:
-        rel = f", {(p['estimate'] / native['price']['estimate'] - 1) * 100:+.0f}% against native"
-    sure = "" if advice.get("decided", True) else \
+    if native is not None and native is not c and native.price.estimate \
+            and p.estimate is not None:
+        rel = f", {(p.estimate / native.price.estimate - 1) * 100:+.0f}% against native"
+    sure = "" if advice.decided is not False else \
         " (the cheapest by estimate: the budget ended before its price was told apart)"
-    return (f"Use {_mode_words(c['mode'], c['settings'])}: {slo['workload']} {slo['metric']} "
-            f"{_num(s['estimate'], '{:.2f}')} ms [{_num(s['lo'], '{:.2f}')}, "
-            f"{_num(s['hi'], '{:.2f}')}] < {slo['latency_ms']:g} ms; price "
-            f"{_num(p['estimate'], '{:,.0f}')}/s [{_num(p['lo'], '{:,.0f}')}, "
-            f"{_num(p['hi'], '{:,.0f}')}]{rel}{sure}.")
+    return (f"Use {_mode_words(c.mode, c.settings)}: {slo.workload} {slo.metric} "
+            f"{_num(s.estimate, '{:.2f}')} ms [{_num(s.lo, '{:.2f}')}, "
+            f"{_num(s.hi, '{:.2f}')}] < {slo.latency_ms:g} ms; price "
+            f"{_num(p.estimate, '{:,.0f}')}/s [{_num(p.lo, '{:,.0f}')}, "
+            f"{_num(p.hi, '{:,.0f}')}]{rel}{sure}.")
 
 
-def toml_for(advice: Mapping[str, Any]) -> list[str]:
+def toml_for(advice: M.Advice) -> list[str]:
     """The scenario lines that deploy the choice (and the mode to run it in)."""
-    choice = advice.get("choice")
+    choice = advice.choice
     if choice is None:
         return []
-    mode, settings = choice["mode"], choice["settings"]
+    mode, settings = choice.mode, choice.settings
     lines = [f"# run it with: xwatch run SCENARIO --mode {mode}"]
     by_wl: dict[str, dict[str, Any]] = {}
     for k, v in settings.items():
@@ -467,7 +472,7 @@ def toml_for(advice: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def reasons(advice: Mapping[str, Any]) -> list[str]:
+def reasons(advice: M.Advice) -> list[str]:
     """Why each candidate that was not chosen left the race."""
-    return [f"{c['label']}: {c['status']}" + (f" - {c['reason']}" if c.get("reason") else "")
-            for c in advice["candidates"] if c["status"] != CHOSEN]
+    return [f"{c.label}: {c.status}" + (f" - {c.reason}" if c.reason else "")
+            for c in advice.candidates if c.status != CHOSEN]

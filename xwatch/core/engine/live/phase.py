@@ -9,10 +9,12 @@ import json
 import os
 import signal
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from msgspec.structs import replace
+
+from xwatch.core import model as M
 from xwatch.core.engine.live.workload import SessionLike, WorkloadRun
 from xwatch.core.engine.snapshot import (
     ALIVE,
@@ -21,6 +23,7 @@ from xwatch.core.engine.snapshot import (
     STARTING,
     WAITING,
     WARMING,
+    CaptureSnapshot,
     PhaseSnapshot,
     utc_now,
 )
@@ -29,8 +32,6 @@ from xwatch.core.engine.worker.trace import load_trace, request_path
 #: the start gate lets the warm workloads go after this long even if another is still
 #: loading (a 7B model on a slow disk); the phase's log says so
 GATE_MAX_S = 600.0
-
-
 
 
 
@@ -53,7 +54,22 @@ class Phase:
         self.runs: dict[str, WorkloadRun] = {
             w.name: WorkloadRun(self, w) for w in session.scenario.workloads
             if only is None or w.name in only}
-        self.extra: dict[str, Any] = {}  # xsched info, annotations
+        # what the mode, the plan and xwatch record about the phase (``PhaseSnapshot``'s
+        # fields of the same names; the mode backends and plans write them)
+        self.xsched: M.Xsched | None = None
+        self.mps: M.Mps | None = None
+        self.preflight: M.Preflight | None = None
+        self.isolation: M.Isolation | None = None
+        self.captures: list[CaptureSnapshot] = []
+        self.annotations: list[M.Annotation] = []
+        self.error: str | None = None
+        self.setting: str | None = None
+        self.setting_values: dict[str, dict[str, M.SettingValue]] | None = None
+        self.calibrate: str | None = None
+        self.repeat: int | None = None
+        self.step: str | None = None
+        self.candidate: str | None = None
+        self.cut_short: str | None = None
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
         #: phase-wide stages (``daemon``, ``mode``, ``mode_left``: monotonic), in every
@@ -63,12 +79,11 @@ class Phase:
         #: the start gate stays shut
         self.gate_shut = False
 
-    def request_capture(self, seconds: float, trace_dir: str) -> dict[str, Any] | None:
+    def request_capture(self, seconds: float, trace_dir: str) -> CaptureSnapshot | None:
         """Ask every built-in workload that offers it (``hello.trace``) to record
         ``seconds`` of kernel activity; the capture record, or None if none can."""
         seconds = min(10.0, max(0.5, seconds))
-        captures = self.extra.setdefault("captures", [])
-        cid = len(captures) + 1
+        cid = len(self.captures) + 1
         now = time.monotonic()
         asked = []
         for r in self.runs.values():
@@ -84,37 +99,38 @@ class Phase:
             asked.append(r.spec.name)
         if not asked:
             return None
-        cap: dict[str, Any] = {"id": cid, "t": round(now - self.t_start, 3),
-                               "seconds": seconds, "workloads": asked, "traces": {},
-                               "errors": {}}
-        captures.append(cap)
-        self.extra.setdefault("annotations", []).append(
-            {"t": cap["t"], "text": f"kernel capture {cid} ({seconds:g} s)", "kind": "capture"})
+        cap = CaptureSnapshot(id=cid, t=round(now - self.t_start, 3), seconds=seconds,
+                              workloads=tuple(asked))
+        self.captures.append(cap)
+        self.annotations.append(M.Annotation(
+            t=cap.t, text=f"kernel capture {cid} ({seconds:g} s)", kind="capture"))
         self.session.log("xwatch", "info", f"kernel capture {cid}: {seconds:g} s of "
                          + ", ".join(asked))
         return cap
 
     def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None:
         """A worker's trace file is ready (or its capture failed): keep it in memory."""
-        caps = {c["id"]: c for c in self.extra.get("captures", [])}
-        cap = caps.get(e.get("id"))
+        at = next((i for i, c in enumerate(self.captures) if c.id == e.get("id")), None)
         name = run.spec.name
-        if cap is None:  # e.g. the worker could not read the request: say it anyway
+        if at is None:  # e.g. the worker could not read the request: say it anyway
             if e.get("error"):
                 self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
                                  f"{e['error']}")
             return
+        cap = self.captures[at]
         if e.get("error") or not e.get("path"):
-            cap["errors"][name] = str(e.get("error") or "no trace file")
-            self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
-                             f"{cap['errors'][name]}")
+            err = str(e.get("error") or "no trace file")
+            self.captures[at] = replace(cap, errors={**cap.errors, name: err})
+            self.session.log("xwatch", "warning", f"{name}: kernel capture failed: {err}")
             return
         try:
-            cap["traces"][name] = load_trace(str(e["path"]))
+            trace = load_trace(str(e["path"]))
         except (OSError, ValueError) as err:
-            cap["errors"][name] = f"trace file unreadable: {err}"
+            self.captures[at] = replace(cap, errors={**cap.errors,
+                                                     name: f"trace file unreadable: {err}"})
             return
-        self.session.log("xwatch", "info", f"{name}: kernel capture {cap['id']}: "
+        self.captures[at] = replace(cap, traces={**cap.traces, name: trace})
+        self.session.log("xwatch", "info", f"{name}: kernel capture {cap.id}: "
                          f"{e.get('kernels')} kernels, {e.get('requests')} requests, "
                          f"stopping the profiler took {e.get('cost_s')} s")
 
@@ -166,9 +182,9 @@ class Phase:
                 r.last_progress += gap
             if r.last_heartbeat is not None:
                 r.last_heartbeat += gap
-        self.extra.setdefault("annotations", []).append(
-            {"t": round(time.monotonic() - self.t_start, 3), "kind": "observer",
-             "text": f"xwatch itself did not run for {gap:.1f} s"})
+        self.annotations.append(M.Annotation(
+            t=round(time.monotonic() - self.t_start, 3), kind="observer",
+            text=f"xwatch itself did not run for {gap:.1f} s"))
         self.session.log("xwatch", "warning", f"xwatch itself did not run for {gap:.1f} s "
                          "(stopped or starved): no workload is called stalled for that time")
 
@@ -192,10 +208,10 @@ class Phase:
         stalled = [r for r in self.runs.values() if r.stalled_since is not None]
         if status is None:
             status = "failed" if any(r.state == FAILED for r in self.runs.values()) else "done"
-        if (stalled or self.extra.get("error")) and status == "done":
+        if (stalled or self.error) and status == "done":
             status = "failed"
-        if stalled and "error" not in self.extra:
-            self.extra["error"] = "; ".join(
+        if stalled and self.error is None:
+            self.error = "; ".join(
                 f"{r.spec.name} stalled since {r.stalled_since - self.t_start:.1f} s"
                 for r in stalled if r.stalled_since is not None)
         self.status = status
@@ -227,13 +243,14 @@ class Phase:
             elapsed_s=self.elapsed_s(now),
             measuring=self.t_measure is not None,
             workloads=tuple(r.snapshot(now) for r in self.runs.values()),
-            extra=freeze_extra(self.extra), t_start=self.t_start, t_measure=self.t_measure)
+            t_start=self.t_start, t_measure=self.t_measure,
+            xsched=self.xsched, mps=self.mps, preflight=self.preflight,
+            isolation=self.isolation, captures=tuple(self.captures),
+            annotations=tuple(self.annotations), error=self.error, setting=self.setting,
+            setting_values=self.setting_values, calibrate=self.calibrate,
+            repeat=self.repeat, step=self.step, candidate=self.candidate,
+            cut_short=self.cut_short)
 
 
 CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture
-
-
-def freeze_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    return {k: (list(v) if isinstance(v, (list, deque)) else
-                dict(v) if isinstance(v, dict) else v) for k, v in extra.items()}
 

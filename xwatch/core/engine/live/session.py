@@ -13,12 +13,23 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
-from xwatch.core.engine.live.phase import Phase, freeze_extra
+import msgspec
+
+from xwatch.core import model as M
+from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import LogLine, SessionSnapshot, utc_now
 from xwatch.core.engine.spool import EventSpool
 from xwatch.scenario import Scenario
+
+
+class TelemetrySource(Protocol):
+    """What a session reads of its telemetry sampler (``telemetry.TelemetrySampler``)."""
+
+    info: M.TelemetryInfo
+
+    def export(self, last: int | None = None) -> M.Telemetry: ...
 
 
 class Session:
@@ -34,8 +45,12 @@ class Session:
         self.spool = EventSpool(spool_dir, None if spool_max_mb is None
                                 else int(spool_max_mb * 2**20),
                                 on_full=lambda msg: self.log("xwatch", "warning", msg))
-        self.extra: dict[str, Any] = {}  # environment, xsched, ...
-        self.telemetry: Any = None  # a TelemetrySampler, attached by start_telemetry
+        #: the machine's recorded noise floors, by mode (the plans load them)
+        self.noise_floors: dict[str, M.NoiseFloor] | None = None
+        self.noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
+        self.advice: M.Advice | None = None  # ``xwatch advise``'s race, live, then final
+        #: the sampler, attached by ``telemetry.start_telemetry`` (None: off)
+        self.telemetry: TelemetrySource | None = None
         self.created_at = utc_now()
         #: called with every new phase (the dashboard notes it for recovery)
         self.on_phase: Callable[[Phase], None] | None = None
@@ -88,19 +103,21 @@ class Session:
         """Freeze the session. ``telemetry_last`` bounds the telemetry samples
         included: the newest that many of each device (None: all, for export)."""
         now = time.monotonic() if now is None else now
-        extra = freeze_extra(self.extra)
-        extra["created_at"] = self.created_at
         sp = self.spool
-        extra["spool"] = {"rows_kept": sp.rows, "rows_dropped": sp.dropped, "failed": sp.failed,
-                          "compressed_bytes": sp.bytes_written, "max_bytes": sp.max_bytes}
+        spool = M.Spool(rows_kept=sp.rows, rows_dropped=sp.dropped, failed=sp.failed,
+                        compressed_bytes=sp.bytes_written, max_bytes=sp.max_bytes)
+        telemetry = None
         if self.telemetry is not None:
-            extra["telemetry"] = self.telemetry.export(telemetry_last)
-            extra["telemetry"]["t_origin"] = self.phases[0].t_start if self.phases else now
+            telemetry = msgspec.structs.replace(
+                self.telemetry.export(telemetry_last),
+                t_origin=self.phases[0].t_start if self.phases else now)
         return SessionSnapshot(
             scenario=self.scenario,
             phases=tuple(p.snapshot(now) for p in self.phases),
             messages=tuple(ln for ln in self.logs if ln.source == "xwatch"),
-            taken_at=time.time(), window_s=self.window_s, extra=extra)
+            taken_at=time.time(), window_s=self.window_s, created_at=self.created_at,
+            spool=spool, telemetry=telemetry, noise_floors=self.noise_floors,
+            noise_floor=self.noise_floor, advice=self.advice)
 
     def close(self) -> None:
         self.spool.close()

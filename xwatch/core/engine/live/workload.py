@@ -16,6 +16,9 @@ from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Protocol
 
+import msgspec
+
+from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.snapshot import (
     ALIVE,
@@ -84,7 +87,10 @@ class PhaseLike(Protocol):
     t_end: float | None
     stages: dict[str, float]
     line_watchers: list[Callable[[WorkloadRun, str, str], None]]
-    extra: dict[str, Any]
+    xsched: M.Xsched | None  # the mode backends' records of the phase
+    mps: M.Mps | None
+    isolation: M.Isolation | None
+    annotations: list[M.Annotation]
 
     def on_ready(self, t0: float) -> None: ...
 
@@ -113,7 +119,7 @@ class WorkloadRun:
         self.stdout: deque[str] = deque(maxlen=LOG_TAIL)
         self.last_heartbeat: float | None = None
         self.inflight_s = 0.0
-        self.launch: dict[str, Any] = {}
+        self.launch = M.Launch()  # how it was started (the supervisor records it)
         self.end_t: float | None = None
         slo = phase.session.scenario.slo
         mine = slo is not None and slo.workload in (spec.name, spec.base_name)
@@ -130,7 +136,7 @@ class WorkloadRun:
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
-        self.stalls: list[dict[str, Any]] = []
+        self.stalls: list[M.Stall] = []
         self.unfinished: int | None = None
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
         self.unfinished_note = ""
@@ -407,14 +413,15 @@ class WorkloadRun:
         self.state = STALLED
         self.stalled_since = min(self.last_progress, self.last_heartbeat or self.last_progress) \
             if "heartbeat" in why else self.last_progress
-        self.stalls.append({"since": round(self.stalled_since - self.phase.t_start, 3),
-                            "until": None, "why": why, "bound_s": round(bound, 3)})
+        self.stalls.append(M.Stall(since=round(self.stalled_since - self.phase.t_start, 3),
+                                   until=None, why=why, bound_s=round(bound, 3)))
         self.phase.session.log("xwatch", "warning", f"{self.spec.name}: stalled: {why}")
         return why
 
     def _end_stall(self, now: float) -> None:
-        if self.stalls and self.stalls[-1]["until"] is None:
-            self.stalls[-1]["until"] = round(now - self.phase.t_start, 3)
+        if self.stalls and self.stalls[-1].until is None:
+            self.stalls[-1] = msgspec.structs.replace(
+                self.stalls[-1], until=round(now - self.phase.t_start, 3))
         self.stalled_since = None
         self.phase.session.log("xwatch", "info", f"{self.spec.name}: recovered from a stall")
 
@@ -507,7 +514,7 @@ class WorkloadRun:
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
-            log_tail=tuple(self.stdout), hello=dict(self.hello), launch=dict(self.launch),
+            log_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=self.unfinished,
             unfinished_max_wait_ms=self.unfinished_m.max if self.unfinished_m else math.nan,
@@ -515,7 +522,7 @@ class WorkloadRun:
             after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),
-            stalls=tuple(dict(x) for x in self.stalls),
+            stalls=tuple(self.stalls),
             slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
             hist=tuple(moments.hist.items()), integral=moments.integral,

@@ -2,7 +2,7 @@
 that every snapshot xwatch writes validates against (a test fails when the
 committed file differs from what the structs generate).
 
-Regenerate after changing a struct of ``export.document``::
+Regenerate after changing a struct of ``core.model``::
 
     python -m xwatch.core.export.document.schema
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import msgspec
 
-from xwatch.core.export.document.base import SCHEMA_ID
-from xwatch.core.export.document.session import Snapshot
+from xwatch.core.model.base import SCHEMA_ID
+from xwatch.core.model.session import Snapshot
 
 #: where the schema lives (beside the snapshot module that writes and reads it)
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "snapshot.schema.json"

@@ -1,7 +1,7 @@
 """Snapshots of earlier xwatch versions, brought to the current document's shape.
 
 A pure function on the raw JSON, before it is validated against the structs of
-``export.document``: one of the edges where a snapshot is still plain data. Every
+``core.model``: one of the edges where a snapshot is still plain data. Every
 snapshot xwatch ever wrote has the schema id ``xwatch.snapshot/1``; what changed
 within it over time:
 
@@ -10,7 +10,10 @@ within it over time:
   always meant, so nothing is needed here;
 - the first snapshots (2026-11-21, before d8e97c5) carried a workload's service-time
   summary as ``service_ms``, which no version read back; it is dropped (its mean
-  became ``service_mean_ms``, absent there, so unknown, as it always was on replay).
+  became ``service_mean_ms``, absent there, so unknown, as it always was on replay);
+- XSched's per-workload queue statistics (``xsched.workloads.*.stats``) gained
+  ``max_queues`` (the most queues seen in one poll); before it, every reader showed the
+  last poll's ``queues`` in its place, which is what an older snapshot gets.
 
 A snapshot is never upgraded in place on disk.
 """
@@ -28,18 +31,40 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     itself is not modified)."""
     phases = raw.get("phases")
     if not isinstance(phases, list) or not any(
-            isinstance(p, dict) and isinstance(p.get("workloads"), dict)
-            and any(isinstance(w, dict) and k in w for w in p["workloads"].values()
-                    for k in DROPPED_WORKLOAD_FIELDS)
-            for p in phases):
+            _old_workloads(p) or _old_queue_stats(p) for p in phases):
         return raw
     out = dict(raw)
     out["phases"] = [_phase(p) for p in phases]
     return out
 
 
+def _old_workloads(p: Any) -> bool:
+    return isinstance(p, dict) and isinstance(p.get("workloads"), dict) and any(
+        isinstance(w, dict) and k in w for w in p["workloads"].values()
+        for k in DROPPED_WORKLOAD_FIELDS)
+
+
+def _xsched_stats(p: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(workload, its ``stats``) of a phase's XSched record."""
+    xs = p.get("xsched") if isinstance(p, dict) else None
+    wls = xs.get("workloads") if isinstance(xs, dict) else None
+    if not isinstance(wls, dict):
+        return []
+    return [(n, w["stats"]) for n, w in wls.items()
+            if isinstance(w, dict) and isinstance(w.get("stats"), dict)]
+
+
+def _old_queue_stats(p: Any) -> bool:
+    return any("max_queues" not in st for _, st in _xsched_stats(p))
+
+
 def _phase(p: Any) -> Any:
-    if not isinstance(p, dict) or not isinstance(p.get("workloads"), dict):
+    if _old_queue_stats(p):
+        xs = p["xsched"]
+        p = {**p, "xsched": {**xs, "workloads": {**xs["workloads"], **{
+            n: {**xs["workloads"][n], "stats": {**st, "max_queues": st.get("queues", 0)}}
+            for n, st in _xsched_stats(p) if "max_queues" not in st}}}}
+    if not _old_workloads(p):
         return p
     return {**p, "workloads": {n: ({k: v for k, v in w.items()
                                      if k not in DROPPED_WORKLOAD_FIELDS}

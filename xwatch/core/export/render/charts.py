@@ -94,42 +94,41 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
         charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
                                  "(* = on the frontier)", series, "low-priority samples/s",
                                  f"{hi_name} P99 (ms)", points_only=True))
-    adv = snap.extra.get("advice")
-    if isinstance(adv, dict):
-        slo = adv["slo"]
+    adv = snap.advice
+    if adv is not None:
+        slo = adv.slo
         cross: list[tuple[str, list[tuple[float, float]]]] = []
-        for c in adv["candidates"]:
-            s, p = c["slo_metric"], c["price"]
-            if s["estimate"] is None or p["estimate"] is None:
+        for c in adv.candidates:
+            s, pr = c.slo_metric, c.price
+            if s.estimate is None or pr.estimate is None:
                 continue
-            bars = [(p["lo"] if p["lo"] is not None else p["estimate"], s["estimate"]),
-                   (p["hi"] if p["hi"] is not None else p["estimate"], s["estimate"]),
-                   (p["estimate"], math.nan),
-                   (p["estimate"], s["lo"] if s["lo"] is not None else s["estimate"]),
-                   (p["estimate"], s["hi"] if s["hi"] is not None else s["estimate"])]
-            cross.append((f"{c.get('label', c['mode'])} ({c['status']})", bars))
+            bars = [(pr.lo if pr.lo is not None else pr.estimate, s.estimate),
+                    (pr.hi if pr.hi is not None else pr.estimate, s.estimate),
+                    (pr.estimate, math.nan),
+                    (pr.estimate, s.lo if s.lo is not None else s.estimate),
+                    (pr.estimate, s.hi if s.hi is not None else s.estimate)]
+            cross.append((f"{c.label} ({c.status})", bars))
         if cross:
             charts.append(line_chart(
-                f"Advise frontier: {slo['workload']} {slo['metric']} vs price, 95% intervals",
-                cross, "price: low-priority samples/s", f"{slo['workload']} {slo['metric']} (ms)",
-                hline=(slo["latency_ms"], "SLO")))
-    tel = snap.extra.get("telemetry") or {}
-    samples = tel.get("samples") or []
-    if samples and snap.phases:
+                f"Advise frontier: {slo.workload} {slo.metric} vs price, 95% intervals",
+                cross, "price: low-priority samples/s", f"{slo.workload} {slo.metric} (ms)",
+                hline=(slo.latency_ms, "SLO")))
+    tel = snap.telemetry
+    if tel is not None and tel.samples and snap.phases:
         by_dev: dict[str, list[tuple[float, float]]] = {}
-        metric = "util_pct" if tel.get("backend") in ("nvml", "amdsmi") else "cpu_pct"
+        metric = "util_pct" if tel.backend in ("nvml", "amdsmi") else "cpu_pct"
         clock = SessionClock(snap.phases, offsets)
-        for smp in samples:
-            if not smp.get("ours", True):
+        for smp in tel.samples:
+            if not smp.ours:
                 continue
-            v = (smp.get("metrics") or {}).get(metric)
-            x = clock(smp["t"])
+            v = smp.metrics.get(metric)
+            x = clock(smp.t)
             if x is not None:
-                by_dev.setdefault(f"{smp['device']} {metric}", []).append(
+                by_dev.setdefault(f"{smp.device} {metric}", []).append(
                     (x, math.nan if v is None else float(v)))
         if by_dev:
             title = ("GPU utilization (NVML: % of time a kernel ran)" if metric == "util_pct"
-                     and tel.get("backend") == "nvml" else
+                     and tel.backend == "nvml" else
                      "GPU activity (amdsmi gfx_activity)" if metric == "util_pct"
                      else "Host CPU (no GPU telemetry)")
             charts.append(line_chart(title, sorted(by_dev.items()), "session time (s)", "%",

@@ -4,13 +4,13 @@ comparison's answer and advise's advice."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.export.document.base import Doc, Num, SettingValue
-from xwatch.core.export.document.phase import Phase
+from xwatch.core.model.base import Doc, Num, RawJSON, SettingValue
+from xwatch.core.model.phase import Phase
 
 
 # ------------------------------------------------------------------ session-wide
@@ -132,6 +132,13 @@ class Extra(Doc, frozen=True, kw_only=True):
     noise_floors: dict[str, NoiseFloor] | UnsetType = UNSET
 
 
+#: which way a change of the answer went
+Way = Literal["faster", "slower", "higher", "lower", "within"]
+#: where a change's interval comes from: runs (2+ each), a recorded noise floor, or
+#: nowhere (one run each, no floor: the within-run interval only)
+Basis = Literal["runs", "floor", "unmeasured"]
+
+
 class Answer(Doc, frozen=True, kw_only=True):
     """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
 
@@ -143,9 +150,9 @@ class Answer(Doc, frozen=True, kw_only=True):
     estimate: Num = None
     lo: Num = None
     hi: Num = None
-    way: Literal["faster", "slower", "higher", "lower", "within"]
+    way: Way
     runs: int
-    basis: Literal["runs", "floor", "unmeasured"]
+    basis: Basis
     base: Num = None
     value: Num = None
     floor: str | UnsetType = UNSET
@@ -216,7 +223,7 @@ class Snapshot(Doc, frozen=True, kw_only=True):
     created_at: str | None = None
     window_s: float = 10.0
     #: the resolved scenario; validated again by the scenario loader on load (an edge)
-    scenario: dict[str, Any]
+    scenario: RawJSON
     environment: Environment = Environment()
     phases: list[Phase]
     messages: list[Message] = []

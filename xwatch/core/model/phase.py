@@ -4,11 +4,9 @@ mode recorded."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.export.document.base import (
+from xwatch.core.model.base import (
     Annotation,
     Doc,
     Exit,
@@ -17,13 +15,14 @@ from xwatch.core.export.document.base import (
     Launch,
     Metric,
     Num,
+    RawJSON,
     SettingValue,
     Stall,
     Summary,
     Throughput,
     Unfinished,
 )
-from xwatch.core.export.document.modes import Isolation, Mps, Preflight, Xsched
+from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
 
 
 class Workload(Doc, frozen=True, kw_only=True):
@@ -55,7 +54,7 @@ class Workload(Doc, frozen=True, kw_only=True):
     stderr_tail: list[str] = []
     stdout_tail: list[str] = []
     #: the workload's hello event: raw JSON from the workload (an edge)
-    hello: dict[str, Any] = {}
+    hello: RawJSON = {}
     launch: Launch = Launch()
     series: list[tuple[int, int, int, int, int, Num, Num, Num, Num]] = []
     cdf: list[tuple[Num, float]] = []

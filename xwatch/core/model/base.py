@@ -4,7 +4,7 @@ annotations that phases and workloads both use."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -15,10 +15,17 @@ SCHEMA_ID: Final = "xwatch.snapshot/1"
 Num = float | None
 #: a setting's value as a sweep or advise names it ("low.threshold": 2)
 SettingValue = int | float | str | bool
+#: a JSON object from outside xwatch, kept as it came and validated where it is read:
+#: a workload's hello, a worker's kernel trace, the recorded scenario (the model's only
+#: Any: mypy forbids it anywhere else in the model, ``pyproject.toml``)
+RawJSON = dict[str, Any]  # type: ignore[explicit-any]
 
 
-class Doc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A part of the snapshot document (unknown fields are errors)."""
+class Doc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """A part of the snapshot document (unknown fields are errors). Not tracked by the
+    garbage collector (``gc=False``): a snapshot holds tens of thousands of these, and
+    none can be part of a reference cycle (they hold only numbers, strings, other
+    parts, and lists and dicts of those)."""
 
 
 # ------------------------------------------------------------------ statistics

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from msgspec import UNSET, UnsetType
 
-from xwatch.core.export.document.base import Annotation, Doc, Num
+from xwatch.core.model.base import Annotation, Doc, Num
 
 
 # ------------------------------------------------------------------ XSched
