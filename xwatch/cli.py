@@ -144,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replace a mechanism's candidate grid, in the sweep's syntax (e.g. "
                           "low.mps.active_thread_percentage=60,40 or low.threshold=2,4 "
                           "--set low.batch_size=1,2)")
-    adv.add_argument("--slo", metavar="[WL.]PNN=MS",
-                     help="the objective (default: the scenario's [slo]), e.g. high.P99=10")
+    adv.add_argument("--slo", metavar="[WL.][METRIC:]PNN=MS",
+                     help="the objective (default: the scenario's [slo]), e.g. high.P99=10, "
+                          "or on a named per-request metric chat.itl_ms:P99=6")
     adv.add_argument("--budget", type=float, default=20.0, metavar="MIN",
                      help="stop before a round that would end past MIN minutes (default 20)")
     adv.add_argument("--seed", type=int, default=0,

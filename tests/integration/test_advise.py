@@ -102,7 +102,7 @@ def test_what_cannot_run_is_skipped_by_default_and_refused_by_name(tmp_path: Pat
     assert r.returncode == 2 and "XSCHED NOT AVAILABLE" in r.stderr, r.stdout + r.stderr
     r = run_xwatch("advise", str(f), "--slo", "high.P99=oops", "--telemetry", "off",
                    env=env, timeout=60)
-    assert r.returncode == 2 and "expected [WORKLOAD.]PNN=MS" in r.stderr
+    assert r.returncode == 2 and "expected [WORKLOAD.][METRIC:]PNN=MS" in r.stderr
     g = scenarios.two(tmp_path, 1.5)  # no [slo]
     r = run_xwatch("advise", str(g), "--telemetry", "off", env=env, timeout=60)
     assert r.returncode == 2 and "NO SLO" in r.stderr

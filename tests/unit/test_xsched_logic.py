@@ -152,10 +152,14 @@ def test_sweep_settings_parse_zip_and_errors() -> None:
 
 
 def test_frontier() -> None:
-    from xwatch.core.analysis.frontier import frontier
+    from typing import cast
 
-    def pt(label: str, p99: float, sps: float, ok: bool = True) -> dict[str, object]:
-        return {"label": label, "p99": p99, "low_sps": sps, "ok": ok}
+    from xwatch.core.analysis.frontier import SweepPoint, frontier
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+
+    def pt(label: str, p99: float, sps: float, ok: bool = True) -> SweepPoint:
+        return SweepPoint(cast(PhaseSnapshot, None), label, "done" if ok else "failed", ok,
+                          p99 / 2, p99, sps, label == "native")
 
     pts = [pt("native", 6.5, 6223), pt("t4/b2", 13.0, 6091), pt("t1/b1", 7.35, 5373),
            pt("t2/b1", 5.0, 5000), pt("crash", float("nan"), float("nan"), ok=False),

@@ -4,13 +4,30 @@ settings no other point beats on both HIGH's tail and LOW's throughput. Pure."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 from xwatch.core.analysis.phases import by_priority
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 
 
-def sweep_points(snap: Any) -> tuple[Any, list[dict[str, Any]]]:
-    """(native phase or None, [{phase, label, status, p50, p99, low_sps}])."""
+@dataclass(frozen=True)
+class SweepPoint:
+    """One phase of a sweep: its setting (``label``; "native" for the native phase),
+    whether it measured (``ok``), HIGH's P50 and P99 and LOW's samples/s (NaN when not
+    ``ok``)."""
+
+    phase: PhaseSnapshot
+    label: str
+    status: str
+    ok: bool
+    p50: float
+    p99: float
+    low_sps: float
+    native: bool
+
+
+def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[SweepPoint]]:
+    """(the native phase or None, a point per native or setting phase)."""
     setting_phases = [p for p in snap.phases if p.setting]
     if not setting_phases:
         return None, []
@@ -20,25 +37,24 @@ def sweep_points(snap: Any) -> tuple[Any, list[dict[str, Any]]]:
     pts = []
     for p in ([native] if native else []) + setting_phases:
         w = p.workload(hi.name) if hi else None
-        low_sps = sum((p.workload(lw.name).samples_per_s if p.workload(lw.name) else 0.0)
-                      for lw in lows)
+        low_sps = sum(lw_p.samples_per_s for lw in lows
+                      if (lw_p := p.workload(lw.name)) is not None)
         ok = p.status != "failed" and w is not None and w.count > 0
-        pts.append({"phase": p, "label": p.setting or "native",
-                    "status": p.status, "ok": ok,
-                    "p50": w.phase.p50 if ok and w else math.nan,
-                    "p99": w.phase.p99 if ok and w else math.nan,
-                    "low_sps": low_sps if ok else math.nan, "native": p is native})
+        pts.append(SweepPoint(p, p.setting or "native", p.status, ok,
+                              w.phase.p50 if ok and w else math.nan,
+                              w.phase.p99 if ok and w else math.nan,
+                              low_sps if ok else math.nan, p is native))
     return native, pts
 
 
-def frontier(pts: list[dict[str, Any]]) -> set[str]:
+def frontier(pts: list[SweepPoint]) -> set[str]:
     """Labels of points not dominated (lower-or-equal P99 and higher-or-equal
     LOW throughput, one strictly better) by any other point."""
-    good = [p for p in pts if p["ok"]]
+    good = [p for p in pts if p.ok]
     out = set()
     for p in good:
-        dominated = any(q is not p and q["p99"] <= p["p99"] and q["low_sps"] >= p["low_sps"]
-                        and (q["p99"] < p["p99"] or q["low_sps"] > p["low_sps"]) for q in good)
+        dominated = any(q is not p and q.p99 <= p.p99 and q.low_sps >= p.low_sps
+                        and (q.p99 < p.p99 or q.low_sps > p.low_sps) for q in good)
         if not dominated:
-            out.add(p["label"])
+            out.add(p.label)
     return out

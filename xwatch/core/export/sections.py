@@ -398,29 +398,29 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
     if not pts:
         return [], ""
     front = frontier(pts)
-    nat = next((p for p in pts if p["native"]), None)
-    natives = [p["phase"] for p in pts if p["native"] and p["ok"]]
+    nat = next((p for p in pts if p.native), None)
+    natives = [p.phase for p in pts if p.native and p.ok]
     hi = by_priority(natives[0])[0] if natives else None
     lows = by_priority(natives[0])[1] if natives else []
     rows = []
     same: set[str] = set()
     for p in pts:
-        runs = [q["phase"] for q in pts if q["label"] == p["label"] and q["ok"]]  # repeats
+        runs = [q.phase for q in pts if q.label == p.label and q.ok]  # repeats
         p99c = latency_change(hi.name, 99.0, natives, runs) \
-            if hi is not None and p["ok"] and not p["native"] else None
+            if hi is not None and p.ok and not p.native else None
         lowc = [c for lw in lows for c in [rate_change(lw.name, natives, runs)] if c] \
-            if p["ok"] and not p["native"] else []
+            if p.ok and not p.native else []
         if p99c is not None and p99c.basis != UNMEASURED and p99c.way == 0 \
                 and all(c.way == 0 for c in lowc):
-            same.add(p["label"])  # indistinguishable from native: never called better
+            same.add(p.label)  # indistinguishable from native: never called better
         rows.append([
-            p["phase"].name, p["label"], p["status"] if p["ok"] else f"FAILED ({p['status']})",
-            num(p["p50"]), num(p["p99"]), num(p["low_sps"], 1),
+            p.phase.name, p.label, p.status if p.ok else f"FAILED ({p.status})",
+            num(p.p50), num(p.p99), num(p.low_sps, 1),
             p99c.text() if p99c is not None else
-            (change(nat["p99"], p["p99"]) if nat and not p["native"] else "-"),
-            change(nat["low_sps"], p["low_sps"], 1) if nat and not p["native"] else "-",
-            "same as native (within noise)" if p["label"] in same else
-            "yes" if p["label"] in front else ""])
+            (change(nat.p99, p.p99) if nat and not p.native else "-"),
+            change(nat.low_sps, p.low_sps, 1) if nat and not p.native else "-",
+            "same as native (within noise)" if p.label in same else
+            "yes" if p.label in front else ""])
     best = sorted(front - {"native"} - same)
     note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
             "higher LOW throughput, leaving out settings whose P99 and LOW throughput are both "

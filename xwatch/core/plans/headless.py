@@ -10,11 +10,12 @@ import math
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xwatch.core import model as M
 from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
@@ -41,7 +42,7 @@ class Step:
     mode: str
     backend: ModeBackend | None = None
     label: str | None = None
-    setting: dict[str, Any] | None = None
+    setting: Mapping[str, Mapping[str, M.SettingValue]] | None = None
     only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
     role: str | None = None  # calibrate: "alone" | "together"
     candidate: bool = False  # advise: ``label`` names a candidate, not a sweep setting
@@ -159,10 +160,10 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             phase.repeat = rnd
             if step.candidate:
                 phase.candidate = step.label
-                phase.setting_values = step.setting or {}
+                phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}
             elif step.label and step.role is None:
                 phase.setting = step.label
-                phase.setting_values = step.setting or {}
+                phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}
             if step.role:
                 phase.calibrate = step.role
             phases.append(phase)

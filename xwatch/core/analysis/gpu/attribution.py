@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from xwatch.core.analysis.phases import by_priority
 from xwatch.core.engine.snapshot import PhaseSnapshot
@@ -100,8 +99,3 @@ def attribute(phase: PhaseSnapshot, slo_ms: float | None = None,
     truncated = bool(hi.slowest) and len(slow) == len(hi.slowest) and len(slow) >= 512
     return Attribution(hi.name, threshold, kind, counts, tuple(out), truncated)
 
-
-def attribution_dict(a: Attribution) -> dict[str, Any]:
-    return {"workload": a.workload, "threshold_ms": a.threshold_ms,
-            "threshold_kind": a.threshold_kind, "counts": a.counts,
-            "truncated": a.truncated, "sentence": a.sentence()}

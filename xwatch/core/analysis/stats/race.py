@@ -376,7 +376,8 @@ def closest(cands: Sequence[Candidate]) -> Candidate | None:
     return min(ok, key=lambda c: c.slo.est) if ok else None
 
 
-def settings_of(step_setting: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
+def settings_of(step_setting: Mapping[str, Mapping[str, M.SettingValue]] | None
+                ) -> dict[str, M.SettingValue]:
     """``{"low": {"threshold": 2}}`` -> ``{"low.threshold": 2}`` (the sweep's names)."""
     return {f"{wl}.{k}": v for wl, kv in (step_setting or {}).items() for k, v in kv.items()}
 
@@ -457,7 +458,7 @@ def toml_for(advice: M.Advice) -> list[str]:
         return []
     mode, settings = choice.mode, choice.settings
     lines = [f"# run it with: xwatch run SCENARIO --mode {mode}"]
-    by_wl: dict[str, dict[str, Any]] = {}
+    by_wl: dict[str, dict[str, M.SettingValue]] = {}
     for k, v in settings.items():
         wl, _, key = k.partition(".")
         by_wl.setdefault(wl, {})[key] = v

@@ -85,11 +85,11 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
         charts.append(line_chart("Low-priority throughput per second", tp, "session time (s)",
                                  "samples/s", vlines))
     _, pts = sweep_points(snap)
-    good = [p for p in pts if p["ok"]]
+    good = [p for p in pts if p.ok]
     if good:
         front = frontier(pts)
-        series = [(("native" if p["native"] else p["label"]) + (" *" if p["label"] in front else ""),
-                   [(p["low_sps"], p["p99"])]) for p in good]
+        series = [(("native" if p.native else p.label) + (" *" if p.label in front else ""),
+                   [(p.low_sps, p.p99)]) for p in good]
         hi_name = (by_priority(snap.phases[0])[0] or snap.phases[0].workloads[0]).name
         charts.append(line_chart(f"Sweep: {hi_name} P99 vs low-priority throughput "
                                  "(* = on the frontier)", series, "low-priority samples/s",
