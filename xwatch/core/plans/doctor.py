@@ -159,6 +159,8 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
         return f"started on port {port}, GET /policy -> {pol_text}, stopped", verdicts
 
     gpu = bool(info.get("available")) or "probe_error" in info
+    from xwatch.core.xsched.preflight import verdict_line
+
     try:
         line, verdicts = asyncio.run(start_probe_stop())
         if not gpu:
@@ -180,7 +182,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
                 " (workloads with decode = \"graphed\" would fail their preflight)" \
                 if v.stream == "graph" else \
                 " (workloads with stream = \"default\" would not be scheduled)"
-            out.append(Check(status, "preflight", v.line() + note))
+            out.append(Check(status, "preflight", verdict_line(v) + note))
     except XwatchError as e:
         out.append(Check("FAIL", "xserver", str(e)))
     return out

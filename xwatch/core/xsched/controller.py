@@ -44,7 +44,12 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes
+from xwatch.core.xsched.preflight import (
+    plan_probes,
+    preflight_failure,
+    run_probes,
+    verdict_line,
+)
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 
@@ -176,11 +181,11 @@ class XschedController:
         t0 = time.monotonic()
         verdicts = await run_probes(probes, self.install, self.client)
         reason = preflight_failure(verdicts, scen)
-        phase.preflight = M.Preflight(verdicts=[v.as_model() for v in verdicts],
+        phase.preflight = M.Preflight(verdicts=list(verdicts),
                                       seconds=round(time.monotonic() - t0, 2),
                                       failure=reason)
         for v in verdicts:
-            self._note(f"preflight {v.line()}", "error" if reason and v.status in
+            self._note(f"preflight {verdict_line(v)}", "error" if reason and v.status in
                        FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")
         if reason:
             raise XschedError(reason, title="XSched preflight failed")

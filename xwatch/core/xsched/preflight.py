@@ -30,8 +30,10 @@ import sys
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
@@ -76,46 +78,15 @@ class Probe:
                 relevant)
 
 
-@dataclass
-class Verdict:
-    """What one probe showed."""
+#: One probe's verdict: the snapshot's own type (``Preflight.verdicts``), built here.
+Verdict = M.Verdict
 
-    status: str
-    detail: str
-    python: str
-    platform: str
-    device: str
-    stream: str
-    workloads: list[str]
-    returncode: int | None = None
-    cause: str = ""
-    scheduler: str | None = None
-    queues_max: int = 0
-    ready_polls: int = 0
-    polls: int = 0
-    iters: int = 0
-    median_ms: float | None = None
-    seconds: float = 0.0
-    torch: str | None = None
-    device_name: str | None = None
-    stderr_tail: list[str] = field(default_factory=list)
-    cached: bool = False
-    poll_errors: int = 0  # /xqueues polls that failed while the probe ran
-    poll_error: str = ""  # the last such failure
-    finished: bool = False  # it said "done" (its work ended) before it exited
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def as_model(self) -> M.Verdict:
-        """The verdict as the snapshot keeps it (``Preflight.verdicts``)."""
-        return M.Verdict(**asdict(self))
-
-    def line(self) -> str:
-        where = f"on {self.device}" if self.stream == "n/a" else \
-            f"{_where(self)} on {self.device}"
-        cached = " (cached)" if self.cached else ""
-        return f"{where} for {', '.join(self.workloads)}: {self.status}{cached} - {self.detail}"
+def verdict_line(v: Verdict) -> str:
+    """Where the probe ran, for which workloads, and what it showed, in one line."""
+    where = f"on {v.device}" if v.stream == "n/a" else f"{_where(v)} on {v.device}"
+    cached = " (cached)" if v.cached else ""
+    return f"{where} for {', '.join(v.workloads)}: {v.status}{cached} - {v.detail}"
 
 
 def _device_of(w: Workload) -> str:
@@ -163,8 +134,7 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
     for i, p in enumerate(probes):
         hit = _CACHE.get(p.key(install)) if use_cache else None
         if hit is not None:
-            v = Verdict(**{**hit.as_dict(), "workloads": list(p.workloads), "cached": True})
-            out[i] = v
+            out[i] = msgspec.structs.replace(hit, workloads=list(p.workloads), cached=True)
         else:
             todo.append((i, p))
     if todo:
