@@ -266,15 +266,9 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     if toml:
         s.code = "\n".join(toml)
 
-    def iv(d: M.Estimate, fmt: str) -> str:
-        if d.estimate is None:
-            return "-"
-        lo = "?" if d.lo is None else fmt.format(d.lo)
-        hi = "?" if d.hi is None else fmt.format(d.hi)
-        return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
-
     slo = adv.slo
     by_price = sorted(adv.candidates, key=lambda c: -(c.price.estimate or 0.0))
+    iv = race.estimate_text
     rows = [[c.label, str(c.runs), iv(c.slo_metric, "{:.2f}"), iv(c.price, "{:,.0f}"),
              c.status, c.reason] for c in by_price]
     s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "

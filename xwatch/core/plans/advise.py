@@ -158,13 +158,7 @@ def _table(advice: M.Advice) -> tuple[list[str], list[Any]]:
         mark = chr(ord("a") + i) if i < 26 else "*"
         s, p = c.slo_metric, c.price
 
-        def iv(d: M.Estimate, fmt: str) -> str:
-            if d.estimate is None:
-                return "-"
-            lo = "?" if d.lo is None else fmt.format(d.lo)
-            hi = "?" if d.hi is None else fmt.format(d.hi)
-            return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
-
+        iv = race.estimate_text
         out.append(f"{mark:2} {c.label[:30]:<30} {c.runs:>4}  {iv(s, '{:.2f}'):>24}  "
                    f"{iv(p, '{:,.0f}'):>26}  {c.status}")
         if s.estimate is not None and p.estimate is not None:

@@ -451,6 +451,16 @@ def sentence(advice: M.Advice) -> str:
             f"{_num(p.hi, '{:,.0f}')}]{rel}{sure}.")
 
 
+def estimate_text(d: M.Estimate, fmt: str) -> str:
+    """A recorded estimate and its interval as the answer prints them: ``7.04 [5.56,
+    8.90]``, ``?`` for an open end, ``-`` for no estimate."""
+    if d.estimate is None:
+        return "-"
+    lo = "?" if d.lo is None else fmt.format(d.lo)
+    hi = "?" if d.hi is None else fmt.format(d.hi)
+    return f"{fmt.format(d.estimate)} [{lo}, {hi}]"
+
+
 def toml_for(advice: M.Advice) -> list[str]:
     """The scenario lines that deploy the choice (and the mode to run it in)."""
     choice = advice.choice
