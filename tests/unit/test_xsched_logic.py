@@ -200,8 +200,9 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     keeps the last queue table and handles, while the queue count says 0."""
     from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow, decode_xqueues
-    from xwatch.core.xsched.controller import XschedController, by_pid
+    from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.polling import Answer
     from xwatch.scenario import load_scenario
 
     scen = load_scenario("demo")
@@ -224,10 +225,10 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     rows = decode_xqueues(raw)
     assert rows[3] == XQueueRow(handle=3, pid=99)
     runs = [(n, r.pid, r.state, r.rec.count) for n, r in ph.runs.items()]
-    ctl._ingest(ph, by_pid(rows), stats, ph.t_start + 0.1, runs)
+    ctl._ingest(ph, Answer.of(rows), stats, ph.t_start + 0.1, runs)
     assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
-    ctl._ingest(ph, {}, stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
+    ctl._ingest(ph, Answer.of([]), stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
     ctl._refresh_engagement(ph, final=True)
     low = ph.xsched.workloads["low"]
     assert low.stats.queues == 0 and low.stats.max_queues == 2
@@ -249,9 +250,10 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
 
     from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll, by_pid
+    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll
     from xwatch.core.xsched.engagement import QueueStats
     from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.polling import Answer
     from xwatch.errors import XschedError
     from xwatch.scenario import load_scenario
 
@@ -264,7 +266,7 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     stats = {w.name: QueueStats() for w in scen.workloads}
     ctl._stats = stats
     runs = [("high", 11, "running", 5), ("low", 22, "running", 0)]
-    good = by_pid([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
+    good = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
     down = XschedError("xserver at x not reachable: refused")
     t = ph.t_start
     fails = _Fails()
@@ -338,6 +340,62 @@ def test_poll_socket_reads_answers_larger_than_its_buffer_in_pieces() -> None:
         srv.close()
 
 
+def test_an_answer_repeated_byte_for_byte_is_decoded_once_and_still_counted(
+        tmp_path: Path) -> None:
+    """The poll decodes an /xqueues answer only when its bytes differ from the last
+    one's, and counts each process's queues once per answer; every poll still counts
+    (polls, samples, ready), exactly as if each answer had been decoded afresh."""
+    from xwatch.core.engine.live.session import Session
+    from xwatch.core.xsched.client import decode_xqueues
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.engagement import QueueStats
+    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.polling import Answer, AnswerCache
+    from xwatch.scenario import load_scenario
+
+    def answer(ready: bool) -> bytes:
+        return json.dumps({"xqueues": [
+            {"handle": 1, "pid": 11, "ready": ready, "suspended": False},
+            {"handle": 2, "pid": 22, "ready": True, "suspended": ready},
+            {"handle": 3, "pid": 22, "ready": False, "suspended": ready}]}).encode()
+
+    cache = AnswerCache()
+    a1 = cache.answer(answer(False))
+    assert cache.answer(answer(False)) is a1 and (cache.hits, cache.misses) == (1, 1)
+    a2 = cache.answer(answer(True))
+    assert a2 is not a1 and (cache.hits, cache.misses) == (1, 2)
+    c = a2.counts(22)
+    assert (c.queues, c.ready, c.suspended, c.handles) == (2, 1, 2, (2, 3))
+    assert a2.counts(22) is c and a2.counts(99).queues == 0
+    with pytest.raises(ValueError):
+        cache.answer(b'{"xqueues": [{"pid": "x"}]}')
+    assert cache.answer(answer(True)) is a2  # a bad answer did not replace the last good one
+
+    scen = load_scenario("demo")
+    seqs = [answer(False), answer(False), answer(True), answer(True), answer(True),
+            answer(False)]
+    results = []
+    for cached in (True, False):
+        ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+        s = Session(scen)
+        ph = s.new_phase("xsched")
+        ph.xsched = M.Xsched(root="")
+        stats = {w.name: QueueStats() for w in scen.workloads}
+        ctl._stats = stats
+        runs = [("high", 11, "running", 3), ("low", 22, "running", 3)]
+        cache = AnswerCache()
+        for i, raw in enumerate(seqs):
+            ans = cache.answer(raw) if cached else Answer.of(decode_xqueues(raw))
+            ctl._ingest(ph, ans, stats, ph.t_start + 0.1 * (i + 1), runs)
+        results.append(([(st.polls, st.samples, st.ready, st.suspended, st.handles)
+                          for st in stats.values()], ph.xsched.workloads["low"].lane,
+                         [x.workloads for x in ph.xsched.samples]))
+        s.close()
+    assert results[0] == results[1]
+    high, low = results[0][0]
+    assert high[:4] == (6, 6, 3, 0) and low[:4] == (6, 6, 6, 3)
+
+
 def test_polls_are_jittered_so_a_periodic_workload_is_not_aliased() -> None:
     """HIGH at 20 req/s with 4 ms of GPU work (busy 8% of the time) sampled every
     100 ms: a fixed interval sees the same point of its cycle every time (here: never
@@ -345,7 +403,7 @@ def test_polls_are_jittered_so_a_periodic_workload_is_not_aliased() -> None:
     as ``expected_ready_polls`` assumes."""
     import random
 
-    from xwatch.core.xsched.controller import next_poll_wait
+    from xwatch.core.xsched.polling import next_poll_wait
 
     def busy(t: float) -> bool:
         return (t % 0.05) < 0.004

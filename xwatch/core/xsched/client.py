@@ -250,9 +250,14 @@ class XserverClient:
         return self._call("GET", "/xqueues")  # type: ignore[no-any-return]
 
     def xqueue_rows(self) -> list[XQueueRow]:
-        """``GET /xqueues``, typed (the poll's path); errors as for every call."""
+        """``GET /xqueues``, typed; errors as for every call."""
         raw = self._fetch("GET", "/xqueues")
         return decode_xqueues(raw) if raw else []
+
+    def xqueues_raw(self) -> bytes:
+        """``GET /xqueues``'s body, undecoded (the poll's path: ``polling.AnswerCache``
+        decodes only an answer that differs from the last)."""
+        return self._fetch("GET", "/xqueues")
 
     def get_policy(self) -> int:
         return int(self._call("GET", "/policy")["policy"])

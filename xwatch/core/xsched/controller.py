@@ -17,8 +17,6 @@ import subprocess
 import threading
 import time
 from collections import deque
-from itertools import groupby
-from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -31,7 +29,7 @@ from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
-from xwatch.core.xsched.client import XQueueRow, XserverClient, free_port, validate_config
+from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import check_policy, check_scenario
 from xwatch.core.xsched.engagement import (
     EXIT_CRASH,
@@ -44,6 +42,7 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
+from xwatch.core.xsched.polling import Answer, AnswerCache, next_poll_wait, queue_row
 from xwatch.core.xsched.preflight import (
     plan_probes,
     preflight_failure,
@@ -55,31 +54,6 @@ from xwatch.scenario import Scenario
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
-_pid = attrgetter("pid")
-_ready = attrgetter("ready")
-_suspended = attrgetter("suspended")
-_handle = attrgetter("handle")
-
-
-def by_pid(rows: list[XQueueRow]) -> dict[int, list[XQueueRow]]:
-    """``/xqueues`` rows grouped by process (one C-level sort, no lookup per queue)."""
-    return {pid: list(grp) for pid, grp in groupby(sorted(rows, key=_pid), key=_pid)}
-
-
-def queue_row(q: XQueueRow) -> M.QueueRow:
-    """One ``/xqueues`` row as the snapshot keeps it."""
-    return M.QueueRow(handle=q.handle, level=q.level, threshold=q.threshold,
-                      batch_size=q.batch_size, ready=q.ready, suspended=q.suspended,
-                      device=q.device, pid=q.pid)
-
-
-def next_poll_wait(poll_s: float, spent_s: float, rng: random.Random) -> float:
-    """Seconds until the next ``/xqueues`` poll: ``poll_s`` on average, each interval
-    drawn from 0.5-1.5x ``poll_s``. A fixed interval samples a periodic workload at
-    the same point of its cycle every time: on the H100, HIGH at 20 req/s (4 ms of
-    GPU work every 50 ms) and a 100 ms poll met HIGH idle in all of 161 polls, and
-    its XQueues were called never ready while XSched was scheduling them."""
-    return max(0.02, poll_s * rng.uniform(0.5, 1.5) - spent_s)
 
 
 @dataclasses.dataclass(slots=True)
@@ -88,7 +62,7 @@ class _Poll:
 
     t: float  # monotonic, when the poll started
     rc: int | None  # xserver's exit status if it had exited by then
-    res: dict[int, list[XQueueRow]] | Exception  # the queues by process, or what failed
+    res: Answer | Exception  # the queues by process, or what failed
     runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
 
 
@@ -126,6 +100,7 @@ class XschedController:
         self.log: deque[str] = deque(maxlen=400)
         self._failure: str | None = None
         self._stats: dict[str, QueueStats] = {}
+        self._answers: AnswerCache | None = None  # the poll thread's (hits: benchmarks)
         self._table_t = 0.0  # when the per-queue table was last rebuilt
 
     # -- mode backend protocol
@@ -343,15 +318,16 @@ class XschedController:
                 loop.call_soon_threadsafe(arrived.set)
 
         rng = random.Random()
+        cache = self._answers = AnswerCache()
 
         def poll() -> None:
             handed = 0.0
             while not stop.is_set():
                 t0 = time.monotonic()
                 rc = proc.poll() if proc is not None else None
-                res: dict[int, list[XQueueRow]] | Exception
+                res: Answer | Exception
                 try:
-                    res = by_pid(client.xqueue_rows())
+                    res = cache.answer(client.xqueues_raw())
                 except Exception as e:
                     res = e
                 # who ran at poll time (a dict copy is one step under the GIL)
@@ -410,41 +386,39 @@ class XschedController:
                 fails.count = 0
         self._refresh_engagement(phase)
 
-    def _ingest(self, phase: Phase, by_pid: dict[int, list[XQueueRow]],
-                stats: dict[str, QueueStats], t: float,
+    def _ingest(self, phase: Phase, answer: Answer, stats: dict[str, QueueStats], t: float,
                 runs: list[tuple[str, int | None, str, int]]) -> None:
-        """Fold one ``/xqueues`` answer (``by_pid``) into each workload's evidence, lane
-        and samples. ``runs``: (name, pid, state, requests) of every workload when it
-        was polled. Only the workloads' own queues are looked at."""
+        """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
+        ``runs``: (name, pid, state, requests) of every workload when it was polled.
+        Only the workloads' own queues are looked at."""
         counts: dict[str, M.QueueCounts] = {}
         tp = round(t - phase.t_start, 2)
         for name, pid, state, count in runs:
             if pid is None:
                 continue
             st = stats[name]
-            mine = by_pid.get(pid, [])
+            c = answer.counts(pid)
             alive = state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
                 if count:
                     st.active_polls += 1
-            ready = sum(map(_ready, mine))
-            susp = sum(map(_suspended, mine))
-            if mine:
+            ready, susp = c.ready, c.suspended
+            if c.queues:
                 st.samples += 1
                 st.ready += 1 if ready else 0
                 st.suspended += 1 if susp else 0
-                st.max_queues = max(st.max_queues, len(mine))
-            if mine or alive:  # after the process exits, keep what was last seen
-                st.queues = len(mine)
-            if mine:  # the queue table and handles: the last poll that listed any (a
+                st.max_queues = max(st.max_queues, c.queues)
+            if c.queues or alive:  # after the process exits, keep what was last seen
+                st.queues = c.queues
+            if c.queues:  # the queue table and handles: the last poll that listed any (a
                 # stopping process loses its queues before it exits)
-                st.handles = tuple(map(_handle, mine))
-                st.latest = tuple(mine[:64])
-            counts[name] = M.QueueCounts(queues=len(mine), ready=ready, suspended=susp)
+                st.handles = c.handles
+                st.latest = c.latest
+            counts[name] = M.QueueCounts(queues=c.queues, ready=ready, suspended=susp)
             lane = self._wl_info(phase, name).lane  # append-only (bounded): shared, not copied
             lane.append((tp, "suspended" if susp else "running" if ready else
-                         "idle" if mine else "none"))
+                         "idle" if c.queues else "none"))
             if len(lane) > LANE_KEPT:
                 del lane[: len(lane) - LANE_KEPT]
         assert phase.xsched is not None
