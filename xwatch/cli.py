@@ -50,9 +50,9 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    help="GPU telemetry backend (default: auto)")
     p.add_argument("--telemetry-interval", type=float, default=0.5, metavar="S",
                    help="seconds between telemetry samples (default 0.5)")
-    p.add_argument("--telemetry-proc-interval", type=float, default=2.0, metavar="S",
+    p.add_argument("--telemetry-proc-interval", type=float, default=5.0, metavar="S",
                    help="seconds between per-process GPU queries, the costly part of a "
-                        "poll (default 2)")
+                        "poll (default 5)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
                    "else the scenario's [xsched] root)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",

@@ -299,3 +299,44 @@ def test_nvml_skips_process_queries_when_not_asked(monkeypatch: pytest.MonkeyPat
     full = b.sample(Targets(pids=(111,)), procs=True)
     assert "nvmlDeviceGetComputeRunningProcesses" in calls
     assert full[0].procs[111]["sm_pct"] == 63.0 and full[0].procs_t == full[0].t
+
+
+def test_nvml_reads_per_process_utilization_since_the_newest_sample_seen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each read asks NVML only for samples newer than the newest it returned before,
+    whichever process that sample was of (not only ours)."""
+    from xwatch.core.telemetry.nvml import NvmlBackend
+
+    fake = fake_pynvml()
+    PUtil = namedtuple("PUtil", "pid timeStamp smUtil memUtil encUtil decUtil")
+    asked: list[int] = []
+    stamps = iter([[PUtil(111, 500, 40, 0, 0, 0), PUtil(999, 900, 10, 0, 0, 0)],
+                   [PUtil(111, 1400, 55, 0, 0, 0)], []])
+
+    def putil(h: Any, last_seen: int) -> list[Any]:
+        if h != "h0":
+            return []
+        asked.append(last_seen)
+        return next(stamps)
+    fake.nvmlDeviceGetProcessUtilization = putil
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    b = NvmlBackend()
+    b.open()
+    got = [b.sample(Targets(pids=(111,)))[0].procs[111]["sm_pct"] for _ in range(3)]
+    assert asked == [0, 900, 1400]  # 999's newer sample counts as seen too
+    assert got == [40.0, 55.0, None]  # nothing new: no figure rather than an old one
+
+
+def test_the_per_process_cadence_has_one_default_everywhere() -> None:
+    import inspect
+
+    from xwatch.cli import build_parser
+    from xwatch.core.telemetry import PROC_INTERVAL_S, start_telemetry
+    from xwatch.ui.app import XwatchApp
+
+    args = build_parser().parse_args(["run"])
+    assert args.telemetry_proc_interval == PROC_INTERVAL_S == 5.0
+    for fn, name in ((XwatchApp.__init__, "telemetry_proc_interval"),
+                     (start_telemetry, "proc_interval_s"),
+                     (TelemetrySampler.__init__, "proc_interval_s")):
+        assert inspect.signature(fn).parameters[name].default == PROC_INTERVAL_S

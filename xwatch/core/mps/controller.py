@@ -70,7 +70,7 @@ class MpsController:
 
     def __init__(self, tool: str, scenario: Scenario, preflight: bool = True,
                  start_timeout_s: float = 15.0, probe_s: float = 3.0,
-                 poll_s: float = 1.0) -> None:
+                 poll_s: float = 2.0) -> None:
         self.tool = tool
         self.scenario = scenario
         self.preflight = preflight
@@ -255,8 +255,9 @@ class MpsController:
                                                 f"get_client_list {s}"))
                 for s in servers}
 
-    #: the daemon is asked every poll whether it answers; this long without an answer
-    #: (a hung daemon: clients would wait on it) fails the phase
+    #: the daemon is asked every poll (``poll_s``, 2 s: each ask runs the control tool,
+    #: a process start, 0.55 ms of xwatch's CPU on the H100) whether it answers; this
+    #: long without an answer (a hung daemon: clients would wait on it) fails the phase
     UNANSWERED_S = 6.0
 
     async def _watch_loop(self, phase: Phase) -> None:

@@ -106,7 +106,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         loop.add_signal_handler(s, on_signal, s)
     telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
                                 getattr(args, "telemetry_interval", 0.5),
-                                getattr(args, "telemetry_proc_interval", 2.0))
+                                getattr(args, "telemetry_proc_interval", 5.0))
     for name, why in telemetry.rejected.items():
         _out(f"telemetry: skipped {name}: {why}")
     phases: list[Phase] = []

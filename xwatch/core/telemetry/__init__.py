@@ -9,7 +9,9 @@ keeps a bounded history that the session's snapshot exports.
 Two cadences: the device's own counters (utilization, memory, power,
 temperature, clock) every ``interval_s``; the per-process figures (process
 lists, per-process utilization: most of a poll's cost) every ``proc_interval_s``,
-carried forward in between with the time they were read (``procs_t``).
+carried forward in between with the time they were read (``procs_t``): by default
+every 5 s, as NVML's per-process utilization alone costs 2.4-3.3 ms of CPU a call on
+the H100 (``benchmarks/poll_costs.py``), whatever the time stamp it is given.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from xwatch.core.telemetry.base import UTIL_MEANING, Backend, DeviceSample, Targ
 ORDER = ("amdsmi", "nvml", "host")
 CHOICES = ("auto", *ORDER, "off")
 MAX_SAMPLES = 20000
+
+#: seconds between per-process queries (``--telemetry-proc-interval``)
+PROC_INTERVAL_S = 5.0
 
 
 def _make(name: str) -> Backend:
@@ -98,7 +103,7 @@ class TelemetrySampler:
 
     def __init__(self, backend: Backend | None, reason: str, rejected: dict[str, str],
                  targets: Callable[[], Targets], interval_s: float = 0.5,
-                 proc_interval_s: float = 2.0) -> None:
+                 proc_interval_s: float = PROC_INTERVAL_S) -> None:
         self.backend = backend
         self.reason = reason
         self.rejected = rejected
@@ -216,7 +221,7 @@ def session_targets(session: Any) -> Callable[[], Targets]:
 
 
 def start_telemetry(session: Any, choice: str = "auto", interval_s: float = 0.5,
-                    proc_interval_s: float = 2.0) -> TelemetrySampler:
+                    proc_interval_s: float = PROC_INTERVAL_S) -> TelemetrySampler:
     """Select a backend, start sampling, and attach the sampler to the session."""
     backend, why, rejected = select_backend(choice)
     sampler = TelemetrySampler(backend, why, rejected, session_targets(session), interval_s,

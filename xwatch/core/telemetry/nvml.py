@@ -80,12 +80,16 @@ class NvmlBackend(Backend):
                     used = getattr(p, "usedGpuMemory", None)
                     found[p.pid] = {"mem_mib": None if used is None else used / 2**20,
                                     "sm_pct": None}
+            # the samples since the newest one last read, every process's (NVML walks
+            # its sample buffer from there: 2.4-3.3 ms of CPU a call from 0 on the H100)
             util_samples = (na(lambda h=h, i=i: nv.nvmlDeviceGetProcessUtilization(
                 h, self._last_proc_ts.get(i, 0))) or []) if with_procs else []
+            newest = self._last_proc_ts.get(i, 0)
             for s in util_samples:
+                newest = max(newest, int(s.timeStamp))
                 if s.pid in found:
                     found[s.pid]["sm_pct"] = float(s.smUtil)
-                    self._last_proc_ts[i] = max(self._last_proc_ts.get(i, 0), int(s.timeStamp))
+            self._last_proc_ts[i] = newest
             b = parse_bus_id(bus)
             out.append(DeviceSample(t=now, device=f"gpu{i}", name=name, bus_id=bus,
                                     metrics=metrics, procs=found,
