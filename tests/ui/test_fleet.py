@@ -46,7 +46,7 @@ async def test_eight_gpus_fold_to_a_line_each_and_all_fit(size: tuple[int, int])
         assert [ln[2] for ln in app.query_one(ThroughputChart).plt.lines] == ["LOW total"]
         if size[1] >= 30:  # the second row (CDF, GPU panel, util) is dropped below 30 rows
             panel = app.query_one(GpuPanel)
-            text = str(panel.render())
+            text = panel.plain
             assert all(f"gpu{g} " in text for g in range(8))
             assert panel.region.height <= 10 and app.query_one(UtilChart).region.height >= 4
             util = app.query_one(UtilChart)
