@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import dashboard_cpu
 
 ON = False
+CACHES: list[Any] = []  # the /xqueues polls' answer caches (hits: answers not decoded)
 cpu: collections.Counter[str] = collections.Counter()
 calls: collections.Counter[str] = collections.Counter()
 
@@ -71,9 +72,18 @@ def install() -> None:
 
     from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XserverClient
+    from xwatch.core.xsched.polling import AnswerCache
 
     wrap(Session, "snapshot")
-    wrap(XserverClient, "xqueue_rows")
+    wrap(XserverClient, "xqueues_raw")  # the HTTP exchange
+    wrap(AnswerCache, "answer")  # the decoding (or the last answer again)
+    init = AnswerCache.__init__
+
+    def keep(self: AnswerCache) -> None:
+        init(self)
+        CACHES.append(self)
+
+    AnswerCache.__init__ = keep  # type: ignore[method-assign]
     rl = Widget.render_lines
     Widget.render_lines = lambda self, crop: account(  # type: ignore[method-assign]
         f"render_lines {type(self).__name__}", lambda: rl(self, crop))
@@ -110,6 +120,8 @@ def main() -> None:
     ap.add_argument("--telemetry", default="host")
     ap.add_argument("--device")
     ap.add_argument("--gpus", help="replicate onto these GPUs, as --gpus")
+    ap.add_argument("--mode", choices=("native", "xsched", "mps"),
+                    help="default: xsched with --xsched, else native")
     a = ap.parse_args()
     gpus = tuple(int(x) for x in a.gpus.split(",")) if a.gpus else None
     ref = dashboard_cpu.fleet_scenario() if a.scenario == "fleet" else a.scenario
@@ -128,10 +140,13 @@ def main() -> None:
 
     Pilot.pause = window  # type: ignore[method-assign]
     r = asyncio.run(dashboard_cpu.measure(ref, a.seconds, None, a.telemetry, a.xsched,
-                                          "xsched" if a.xsched else "native", a.device,
+                                          a.mode or ("xsched" if a.xsched else "native"),
+                                          a.device,
                                           gpus=gpus))
     print(f"{a.scenario}: dashboard CPU {r['cpu_pct']:.2f}% of one core")
     print(dashboard_cpu.thread_line(r))
+    for c in CACHES:
+        print(f"  /xqueues answers: {c.misses} decoded, {c.hits} the same bytes as the last")
     print(f"  {'component':58s} {'ms/s':>7s} {'calls/s':>8s} {'ms/call':>8s}")
     for k, v in cpu.most_common(30):
         print(f"  {k[:58]:58s} {1000 * v / a.seconds:7.2f} {calls[k] / a.seconds:8.2f} "

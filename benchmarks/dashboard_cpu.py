@@ -46,7 +46,8 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   telemetry: str = "host", xsched: str | None = None, mode: str = "native",
                   device: str | None = None, settle: float = 60.0,
                   gpus: tuple[int, ...] | None = None,
-                  size: tuple[int, int] = (150, 46)) -> dict[str, float]:
+                  size: tuple[int, int] = (150, 46),
+                  proc_interval: float = 2.0) -> dict[str, float]:
     scen = load_scenario(scenario_ref).with_overrides(device=device, gpus=gpus)
     backend = mps = None
     if xsched:
@@ -55,7 +56,8 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
     if mode == "mps":
         from xwatch.core.mps.controller import backend_from_args as mps_backend
         mps, _ = mps_backend(scen, explicit=True)
-    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode)
+    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode,
+                   telemetry_proc_interval=proc_interval)
     me = psutil.Process()
     async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has
@@ -108,7 +110,7 @@ def thread_line(r: dict[str, object]) -> str:
     """Per-thread CPU (% of one core), busiest first, threads under 0.05% left out."""
     th = r.get("threads") or {}
     assert isinstance(th, dict)
-    parts = [f"{k} {v:.1f}%" for k, v in sorted(th.items(), key=lambda kv: -kv[1]) if v >= 0.05]
+    parts = [f"{k} {v:.2f}%" for k, v in sorted(th.items(), key=lambda kv: -kv[1]) if v >= 0.05]
     return "    threads: " + ", ".join(parts)
 
 
@@ -179,15 +181,17 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=60.0, metavar="S",
                     help="at most this long to wait for every workload's first requests "
                          "(model load, preflight) before measuring")
+    ap.add_argument("--proc-interval", type=float, default=2.0, metavar="S",
+                    help="seconds between per-process GPU queries (--telemetry-proc-interval)")
     a = ap.parse_args()
     if a.fleet:
         fleet([int(x) for x in a.fleet.split(",")], a.seconds, a.repeat, a.profile)
         return
     if a.scenario:
         r = asyncio.run(measure(a.scenario, a.seconds, a.profile, a.telemetry, a.xsched,
-                                a.mode, a.device, a.settle))
+                                a.mode, a.device, a.settle, proc_interval=a.proc_interval))
         print(f"{a.scenario} ({a.mode}, telemetry {a.telemetry}) dashboard CPU "
-              f"{r['cpu_pct']:5.1f}% of one core, ingesting {r['events_per_s']:8.0f} events/s")
+              f"{r['cpu_pct']:5.2f}% of one core, ingesting {r['events_per_s']:8.0f} events/s")
         print(thread_line(r))
         return
     runs = {"light": ("light: producers at 20/s + 6/s (intensive's rates)", lambda: synthetic(20, 6)),
