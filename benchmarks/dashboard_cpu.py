@@ -47,7 +47,7 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   device: str | None = None, settle: float = 60.0,
                   gpus: tuple[int, ...] | None = None,
                   size: tuple[int, int] = (150, 46),
-                  proc_interval: float = 2.0) -> dict[str, float]:
+                  proc_interval: float | None = None) -> dict[str, float]:
     scen = load_scenario(scenario_ref).with_overrides(device=device, gpus=gpus)
     backend = mps = None
     if xsched:
@@ -56,8 +56,8 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
     if mode == "mps":
         from xwatch.core.mps.controller import backend_from_args as mps_backend
         mps, _ = mps_backend(scen, explicit=True)
-    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode,
-                   telemetry_proc_interval=proc_interval)
+    kw = {} if proc_interval is None else {"telemetry_proc_interval": proc_interval}
+    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode, **kw)
     me = psutil.Process()
     async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has
@@ -181,8 +181,9 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=60.0, metavar="S",
                     help="at most this long to wait for every workload's first requests "
                          "(model load, preflight) before measuring")
-    ap.add_argument("--proc-interval", type=float, default=2.0, metavar="S",
-                    help="seconds between per-process GPU queries (--telemetry-proc-interval)")
+    ap.add_argument("--proc-interval", type=float, metavar="S",
+                    help="seconds between per-process GPU queries (default: the app's, "
+                         "as --telemetry-proc-interval)")
     a = ap.parse_args()
     if a.fleet:
         fleet([int(x) for x in a.fleet.split(",")], a.seconds, a.repeat, a.profile)

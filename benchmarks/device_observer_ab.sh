@@ -6,21 +6,27 @@
 # benchmarks/dashboard_cpu.py copied in (so both print alike). In order:
 #   1. benchmarks/poll_costs.py beside a running `intensive` (NVML calls taken apart);
 #   2. benchmarks/dashboard_cpu.py (intensive, NVML, 20 s) per mode: old, new, old,
-#      new; natively once more with per-process GPU queries every 5 s;
+#      new; natively once more with per-process GPU queries every 2 s (the old default);
 #   3. benchmarks/dashboard_breakdown.py in an XSched and an MPS phase.
+# STEPS=23 leaves step 1 out, and so on; SECS sets the measured window (default 20 s;
+# CPU times tick at 10 ms: 20 s resolves 0.05% of a core, 40 s 0.025%).
 # OUTDIR/progress.txt says where it is; OUTDIR/done marks the end.
 set -u
 R=${1:?outdir}; XS=${2:?xsched root}; OLD=${3:?old source}
 mkdir -p "$R"
 source "$(dirname "$0")/device_lib.sh"
 say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
-D="python3 benchmarks/dashboard_cpu.py --scenario intensive --telemetry nvml --device cuda:0 --seconds 20"
+STEPS=${STEPS:-123}
+D="python3 benchmarks/dashboard_cpu.py --scenario intensive --telemetry nvml --device cuda:0 --seconds ${SECS:-20}"
+if [[ $STEPS == *1* ]]; then
 say "1: poll costs beside a running intensive"
 $X run intensive --headless --duration 40 --device cuda:0 --telemetry off > "$R/load.log" 2>&1 &
 LOAD=$!
 sleep 25
 run polls-busy.txt python3 benchmarks/poll_costs.py --nvml --polls 300
 wait $LOAD
+fi
+if [[ $STEPS == *2* ]]; then
 say "2: old against new, per mode"
 for i in 1 2; do
   for m in native mps xsched; do
@@ -29,11 +35,16 @@ for i in 1 2; do
     run "dash-$m-new-$i.txt" $D --mode $m $extra
   done
 done
-run dash-native-new-proc5.txt $D --proc-interval 5
+[ "${PROC2:-1}" = 1 ] && run dash-native-new-proc2.txt $D --proc-interval 2
+fi
+if [[ $STEPS == *3* ]]; then
 say "3: breakdowns"
 run breakdown-xsched.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \
   --telemetry nvml --device cuda:0 --xsched "$XS"
 run breakdown-mps.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \
   --telemetry nvml --device cuda:0 --mode mps
+run breakdown-native.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \
+  --telemetry nvml --device cuda:0
+fi
 say "done"
 touch "$R/done"
