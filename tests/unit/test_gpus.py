@@ -143,12 +143,12 @@ def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> Non
     the KeyboardInterrupt the stop caused; a failure keeps its cause and stderr, the
     cause not printed twice."""
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.engine.snapshot import ExitInfo
+    from xwatch.core import model as M
     from xwatch.core.plans.console import final_table
 
     p = fleet_snapshot().phases[0]
     ws = tuple(w if w.name == "low@6" else msgspec.structs.replace(
-        w, state="stopped", exit=ExitInfo(None, 2, "stopped", False, ""),
+        w, state="stopped", exit=M.Exit(code=None, signal=2, reason="stopped", ran_to_end=False),
         stderr_tail=("Traceback (most recent call last):", "KeyboardInterrupt"))
         for w in p.workloads)
     lines = final_table(msgspec.structs.replace(p, workloads=ws)).splitlines()

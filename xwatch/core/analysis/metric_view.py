@@ -39,7 +39,8 @@ def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
                                    slowest=(), goodput=None, count=0)
     v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
                             integral=m.integral, slowest=(), goodput=m.goodput,
-                            count=m.count, unfinished_in_percentiles=False)
+                            count=m.count, unfinished=None if w.unfinished is None else
+                            msgspec.structs.replace(w.unfinished, in_percentiles=False))
     return msgspec.structs.replace(v, cdf=_cdf(v))
 
 

@@ -8,7 +8,6 @@ behaviour beyond small read-only helpers.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 
 import msgspec
@@ -55,28 +54,6 @@ class LogLine(msgspec.Struct, frozen=True):
     text: str
 
 
-class ExitInfo(msgspec.Struct, frozen=True):
-    """How a workload process ended."""
-
-    code: int | None
-    signal: int | None
-    reason: str  # finished | stopped | failed
-    ran_to_end: bool
-    message: str = ""
-
-    def describe(self) -> str:
-        if self.signal:
-            import signal as _s
-            try:
-                name = _s.Signals(self.signal).name
-            except ValueError:
-                name = str(self.signal)
-            how = f"killed by {name}"
-        else:
-            how = f"exit code {self.code}"
-        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
-
-
 class MetricSnapshot(msgspec.Struct, frozen=True):
     """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
     same statistics as its latency, without the unfinished requests' waits."""
@@ -119,7 +96,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     goodput: float | None
     series: tuple[SecondRow, ...]
     cdf: tuple[tuple[float, float], ...]
-    exit: ExitInfo | None
+    exit: M.Exit | None  # how its process ended (None: still running)
     error: str | None
     stderr_tail: tuple[str, ...]
     log_tail: tuple[str, ...]
@@ -128,11 +105,10 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     inflight_s: float
     annotations: tuple[M.Annotation, ...] = ()
     #: requests due (scheduled send time passed) but not completed when the phase's
-    #: measurement ended; None while it runs or where it cannot be known
-    unfinished: int | None = None
-    unfinished_max_wait_ms: float = math.nan
-    #: whether ``phase`` percentiles include the unfinished requests' waits (censored)
-    unfinished_in_percentiles: bool = False
+    #: measurement ended: how many, the longest wait, whether ``phase``'s percentiles
+    #: include their waits (censored), how they were counted; None while it runs or
+    #: where it cannot be known (``unfinished_note`` then says why)
+    unfinished: M.Unfinished | None = None
     unfinished_note: str = ""
     after_end: int = 0  # requests that completed after the measured end (not counted)
     stalled_since: float | None = None  # seconds after phase start; None if not stalled

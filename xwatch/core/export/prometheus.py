@@ -145,7 +145,7 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
             late.add_metric(lab, w.late)
             errors.add_metric(lab, w.errors)
             samples.add_metric(lab, w.samples)
-            unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished)
+            unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished.count)
             rate.add_metric(lab, w.achieved_rate)
             wrate.add_metric(lab, w.window_rate)
             sps.add_metric(lab, w.samples_per_s)

@@ -154,9 +154,10 @@ def build_report(snap: SessionSnapshot) -> Report:
             row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
-        row("unfinished at end", lambda w: float(w.unfinished) if w.unfinished is not None
-            else math.nan, 0)
-        row("longest unfinished wait (ms)", lambda w: w.unfinished_max_wait_ms)
+        row("unfinished at end", lambda w: float(w.unfinished.count)
+            if w.unfinished is not None else math.nan, 0)
+        row("longest unfinished wait (ms)", lambda w: math.nan if w.unfinished is None
+            or w.unfinished.max_wait_ms is None else w.unfinished.max_wait_ms)
         row("stalls", lambda w: "; ".join(
             f"{x.since:.1f}-" + (f"{x.until:.1f}" if x.until is not None else "end")
             + f" s ({x.why})" for x in w.stalls) or "none")
@@ -177,7 +178,8 @@ def build_report(snap: SessionSnapshot) -> Report:
                 lambda w: (w.goodput * 100) if w.goodput is not None else math.nan, 1)
         sec.tables.append(("", Table(header, rows)))
         notes = sorted({w.unfinished_note for p in snap.phases for w in p.workloads
-                        if w.name == wspec.name and w.unfinished and w.unfinished_note})
+                        if w.name == wspec.name and w.unfinished is not None
+                        and w.unfinished.count and w.unfinished_note})
         if notes:
             sec.paragraphs.append("Latency rows include requests still unfinished at the end "
                                   "of the phase, each counted at its waiting time so far (a "

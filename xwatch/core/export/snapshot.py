@@ -41,7 +41,6 @@ from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
     CaptureSnapshot,
-    ExitInfo,
     LogLine,
     MetricSnapshot,
     PhaseSnapshot,
@@ -123,9 +122,7 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         target_rate=w.target_rate, achieved_rate=_num(w.achieved_rate),
         measured_s=_num(w.measured_s),
         goodput=_num(w.goodput) if w.goodput is not None else None,
-        exit=None if w.exit is None else D.Exit(
-            code=w.exit.code, signal=w.exit.signal, reason=w.exit.reason,
-            ran_to_end=w.exit.ran_to_end, message=w.exit.message),
+        exit=w.exit,
         error=w.error,
         log_tail=list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
         stderr_tail=list(w.stderr_tail),
@@ -136,9 +133,7 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
                  _num(r.max), _num(r.mean)) for r in w.series],
         cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
         annotations=list(w.annotations),
-        unfinished=None if w.unfinished is None else D.Unfinished(
-            count=w.unfinished, max_wait_ms=_num(w.unfinished_max_wait_ms),
-            in_percentiles=w.unfinished_in_percentiles, note=w.unfinished_note),
+        unfinished=w.unfinished,
         unfinished_note=w.unfinished_note,
         after_end=w.after_end,
         stalled_since=w.stalled_since,
@@ -396,7 +391,7 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
     """One workload (its hello, raw JSON from the workload, as the file has it)."""
-    tp, ex, u = w.throughput, w.exit, w.unfinished
+    tp = w.throughput
     return WorkloadSnapshot(
         name=name, priority=w.priority,
         priority_label=str(w.priority if w.priority_label is UNSET else w.priority_label),
@@ -414,15 +409,12 @@ def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
         series=tuple(SecondRow(r[0], r[1], r[2], r[3], r[4], _f(r[5]), _f(r[6]), _f(r[7]),
                                _f(r[8])) for r in w.series),
         cdf=tuple((_f(v), fr) for v, fr in w.cdf),
-        exit=None if ex is None else ExitInfo(ex.code, ex.signal, ex.reason, ex.ran_to_end,
-                                              ex.message),
+        exit=w.exit,
         error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
         hello=w.hello, launch=w.launch, inflight_s=0.0,
         annotations=tuple(w.annotations),
-        unfinished=None if u is None else u.count,
-        unfinished_max_wait_ms=math.nan if u is None else _f(u.max_wait_ms),
-        unfinished_in_percentiles=u is not None and u.in_percentiles,
-        unfinished_note=w.unfinished_note if u is None else u.note,
+        unfinished=w.unfinished,
+        unfinished_note=w.unfinished_note if w.unfinished is None else w.unfinished.note,
         after_end=w.after_end, stalled_since=w.stalled_since,
         stalls=tuple(w.stalls),
         slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),

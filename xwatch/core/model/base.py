@@ -77,6 +77,19 @@ class Exit(Doc, frozen=True, kw_only=True):
     ran_to_end: bool = False
     message: str = ""
 
+    def describe(self) -> str:
+        """In one line: ``failed (exit code 1): why`` or ``stopped (killed by SIGINT)``."""
+        if self.signal:
+            import signal as _s
+            try:
+                name = _s.Signals(self.signal).name
+            except ValueError:
+                name = str(self.signal)
+            how = f"killed by {name}"
+        else:
+            how = f"exit code {self.code}"
+        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
+
 
 class Unfinished(Doc, frozen=True, kw_only=True):
     """Requests due but not completed when the phase's measurement ended."""

@@ -15,7 +15,7 @@ from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 
 
-def ms(v: float) -> str:
+def ms(v: float | None) -> str:
     if v is None or math.isnan(v):
         return "-"
     return f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
@@ -130,10 +130,10 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
         if len(groups) > 1 else {}
     extra = []
     for w in p.workloads:
-        if w.unfinished:
-            extra.append(f"  {w.name}: {w.unfinished} request(s) unfinished at the end, longest "
-                         f"wait {ms(w.unfinished_max_wait_ms)} ms ("
-                         + ("included in the percentiles" if w.unfinished_in_percentiles
+        if (u := w.unfinished) is not None and u.count:
+            extra.append(f"  {w.name}: {u.count} request(s) unfinished at the end, longest "
+                         f"wait {ms(u.max_wait_ms)} ms ("
+                         + ("included in the percentiles" if u.in_percentiles
                             else "not in the percentiles") + f"; {w.unfinished_note})")
         if w.after_end:
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "

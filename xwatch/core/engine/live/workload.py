@@ -31,7 +31,6 @@ from xwatch.core.engine.snapshot import (
     STOPPED,
     WAITING,
     WARMING,
-    ExitInfo,
     MetricSnapshot,
     WorkloadSnapshot,
     utc_now,
@@ -110,7 +109,7 @@ class WorkloadRun:
         self.hello: dict[str, Any] = {}
         self.ready_t0: float | None = None
         self.ready_wall: str | None = None
-        self.exit: ExitInfo | None = None
+        self.exit: M.Exit | None = None
         self.error: str | None = None
         self.error_traceback: str | None = None
         self.malformed = 0
@@ -330,7 +329,7 @@ class WorkloadRun:
         msg = self.error or ""
         if reason == FAILED:  # the most informative line: XSched's [ERRO] beats the worker's error
             msg = best_cause([*self.stderr, *([msg] if msg else [])]) or msg
-        self.exit = ExitInfo(code, sig, reason, ran, msg)
+        self.exit = M.Exit(code=code, signal=sig, reason=reason, ran_to_end=ran, message=msg)
         self.state = reason
         level = "error" if reason == FAILED else "info"
         self.phase.session.log("xwatch", level, f"{self.spec.name}: {self.exit.describe()}")
@@ -338,7 +337,7 @@ class WorkloadRun:
 
     def on_spawn_error(self, message: str) -> None:
         self.error = message
-        self.exit = ExitInfo(None, None, FAILED, False, message)
+        self.exit = M.Exit(reason=FAILED, message=message)
         self.state = FAILED
         self.end_t = time.monotonic()
         self.phase.session.log("xwatch", "error", f"{self.spec.name}: {message}")
@@ -516,9 +515,11 @@ class WorkloadRun:
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
             log_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
-            unfinished=self.unfinished,
-            unfinished_max_wait_ms=self.unfinished_m.max if self.unfinished_m else math.nan,
-            unfinished_in_percentiles=in_pct, unfinished_note=self.unfinished_note,
+            unfinished=None if self.unfinished is None else M.Unfinished(
+                count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
+                if self.unfinished_m else None, in_percentiles=in_pct,
+                note=self.unfinished_note),
+            unfinished_note=self.unfinished_note,
             after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),
