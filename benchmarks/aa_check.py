@@ -24,7 +24,8 @@ SHIFT_2X = round(math.log(2.0) / math.log1p(RELATIVE_WIDTH))  # buckets per doub
 
 def doubled(p):  # type: ignore[no-untyped-def]
     ws = tuple(msgspec.structs.replace(
-        w, hist=tuple((i + SHIFT_2X, k) for i, k in w.hist),
+        w, latency_hist=msgspec.structs.replace(
+            w.latency_hist, buckets=[(i + SHIFT_2X, k) for i, k in w.latency_hist.buckets]),
         phase=dataclasses.replace(w.phase, min=w.phase.min * 2, max=w.phase.max * 2))
         for w in p.workloads)
     return msgspec.structs.replace(p, workloads=ws)

@@ -127,3 +127,11 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
         window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
         error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)
+
+
+def latency_hist(m: object, integral: bool = False) -> M.Hist:
+    """``m``'s (a ``stats.Moments``) fine histogram as a snapshot carries it."""
+    from xwatch.core.engine.stats import RELATIVE_WIDTH, Moments
+
+    assert isinstance(m, Moments)
+    return M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(m.hist.items()), integral=integral)

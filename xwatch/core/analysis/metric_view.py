@@ -23,7 +23,7 @@ def metric_names(snap: SessionSnapshot) -> list[str]:
 
 
 def _cdf(w: WorkloadSnapshot, points: int = 100) -> tuple[tuple[float, float], ...]:
-    h = LogHistogram.from_items(w.hist)
+    h = LogHistogram.from_items(w.latency_hist.buckets)
     n = h.n
     if not n:
         return ()
@@ -35,10 +35,11 @@ def _cdf(w: WorkloadSnapshot, points: int = 100) -> tuple[tuple[float, float], .
 def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
     m = w.metrics.get(name)
     if m is None:
-        return msgspec.structs.replace(w, phase=EMPTY, window=EMPTY, series=(), hist=(), cdf=(),
-                                   slowest=(), goodput=None, count=0)
-    v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
-                            integral=m.integral, slowest=(), goodput=m.goodput,
+        return msgspec.structs.replace(
+            w, phase=EMPTY, window=EMPTY, series=(), cdf=(), slowest=(), goodput=None, count=0,
+            latency_hist=msgspec.structs.replace(w.latency_hist, buckets=[]))
+    v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series,
+                            latency_hist=m.hist, slowest=(), goodput=m.goodput,
                             count=m.count, unfinished=None if w.unfinished is None else
                             msgspec.structs.replace(w.unfinished, in_percentiles=False))
     return msgspec.structs.replace(v, cdf=_cdf(v))

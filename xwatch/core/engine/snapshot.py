@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import msgspec
 
 from xwatch.core import model as M
-from xwatch.core.engine.stats import LatencySummary, SecondRow
+from xwatch.core.engine.stats import RELATIVE_WIDTH, LatencySummary, SecondRow
 from xwatch.scenario import Scenario
 
 # Workload states, in the order they normally happen. STALLED: alive, but no
@@ -63,8 +63,7 @@ class MetricSnapshot(msgspec.Struct, frozen=True):
     phase: LatencySummary
     window: LatencySummary
     series: tuple[SecondRow, ...]
-    hist: tuple[tuple[int, int], ...]
-    integral: bool = False
+    hist: M.Hist  # the fine histogram behind ``phase`` (as ``WorkloadSnapshot``'s)
     goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
 
 
@@ -121,13 +120,13 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
     #: seconds into the phase at which it closed its event pipe while still running
     pipe_closed_at: float | None = None
-    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
-    #: unfinished waits included): (bucket index, count), ascending; intervals and
-    #: pooled repeats are computed from it
-    hist: tuple[tuple[int, int], ...] = ()
-    #: every latency the workload reported was a whole number: its percentiles are
-    #: exact (counted per value), and interval bounds are shown as whole numbers
-    integral: bool = False
+    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets of
+    #: ``stats.RELATIVE_WIDTH``, censored unfinished waits included): (bucket index,
+    #: count), ascending, empty where unknown (older snapshots); intervals and pooled
+    #: repeats are computed from it. ``integral``: every latency the workload reported
+    #: was a whole number, so its percentiles are exact (counted per value) and
+    #: interval bounds are shown as whole numbers
+    latency_hist: M.Hist = M.Hist(relative_width=RELATIVE_WIDTH)
     #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
     metrics: dict[str, MetricSnapshot] = msgspec.field(default_factory=dict)
     #: when each stage of its start and stop was reached, in seconds after the phase's

@@ -18,7 +18,7 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core.analysis.phases import baseline, by_priority, label
-from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.render.charts import build_charts
@@ -168,9 +168,8 @@ def build_report(snap: SessionSnapshot) -> Report:
                 if m in w.metrics else math.nan, 0)
             for key, q in CI_PERCENTILES:
                 row(f"{mname}: {key.upper()} [95%]", lambda w, m=mname, q=q: (
-                    percentile_interval(Hist(w.metrics[m].hist, w.metrics[m].phase.min,
-                                             w.metrics[m].phase.max, w.metrics[m].integral),
-                                        q).text() if m in w.metrics and w.metrics[m].hist
+                    percentile_interval(hist_of(w.metrics[m]), q).text()
+                    if m in w.metrics and w.metrics[m].hist.buckets
                     else "-"))
         if scen.slo and scen.slo.workload == wspec.name:
             what = f"{scen.slo.named} " if scen.slo.named else ""
@@ -234,7 +233,7 @@ def build_report(snap: SessionSnapshot) -> Report:
             if w is None or w.count == 0:
                 rows.append([label(p), "-", "no data", "-"])
                 continue
-            iv = percentile_interval(hist_of(w), slo.percentile) if w.hist else None
+            iv = percentile_interval(hist_of(w), slo.percentile) if w.latency_hist.buckets else None
             v = iv.est if iv is not None else percentile_of(w, slo.percentile)
             if iv is None:
                 verdict = "pass" if v < slo.latency_ms else "FAIL"

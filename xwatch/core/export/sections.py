@@ -239,7 +239,7 @@ def state_text(w: WorkloadSnapshot) -> str:
 
 
 def percentile_of(w: WorkloadSnapshot, q: float) -> float:
-    if w.hist:  # exact nearest rank on the phase's histogram
+    if w.latency_hist.buckets:  # exact nearest rank on the phase's histogram
         return percentile_interval(hist_of(w), q).est
     table = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}
     if q in table:
@@ -312,7 +312,7 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
         p99s = []
         for p in ps:
             w = p.workload(hi.name) if hi else None
-            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.hist else None
+            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.latency_hist.buckets else None
             if iv is not None:
                 p99s.append(iv.est)
             lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]

@@ -97,11 +97,10 @@ def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
 def _metric_doc(m: MetricSnapshot) -> D.Metric:
     return D.Metric(
         count=m.count, summary=_summary(m.phase), window=_summary(m.window),
-        ci={k: _interval(Hist(m.hist, m.phase.min, m.phase.max, m.integral), q)
-            for k, q in CI_PERCENTILES} if m.hist else {},
+        ci={k: _interval(hist_of(m), q) for k, q in CI_PERCENTILES} if m.hist.buckets else {},
         series=[(r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean))
                 for r in m.series],
-        hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(m.hist), integral=m.integral),
+        hist=m.hist,
         goodput=_num(m.goodput) if m.goodput is not None else None)
 
 
@@ -143,8 +142,7 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
         latency_sum_ms=_num(w.latency_sum_ms),
         pipe_closed_at=w.pipe_closed_at,
-        latency_hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(w.hist),
-                            integral=w.integral),
+        latency_hist=w.latency_hist,
         metrics={k: _metric_doc(m) for k, m in w.metrics.items()},
         stages=dict(w.stages),
         latency_ci_ms={k: _interval(h, q, too_few(h.n, q)) for k, q in CI_PERCENTILES},
@@ -372,12 +370,14 @@ def _summary_from(d: D.Summary | None, count: int) -> LatencySummary:
                           _f(d.p95), _f(d.p99), _f(d.p999), _f(d.max))
 
 
-def _hist_from(h: D.Hist | None) -> tuple[tuple[int, int], ...]:
+def _hist_from(h: D.Hist | None) -> D.Hist:
     """The fine histogram, if the snapshot has one of this xwatch's bucket width
     (older snapshots have none: their intervals are then unknown, not invented)."""
-    if h is None or h.relative_width != RELATIVE_WIDTH:
-        return ()
-    return tuple(h.buckets)
+    if h is None:
+        return D.Hist(relative_width=RELATIVE_WIDTH)
+    if h.relative_width != RELATIVE_WIDTH:
+        return D.Hist(relative_width=RELATIVE_WIDTH, integral=h.integral)
+    return h
 
 
 def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
@@ -386,7 +386,7 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
         name, n, _summary_from(m.summary, n), _summary_from(m.window, n),
         tuple(SecondRow(r[0], r[1], 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
               for r in m.series),
-        _hist_from(m.hist), m.hist is not None and m.hist.integral, m.goodput)
+        _hist_from(m.hist), m.goodput)
 
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
@@ -420,8 +420,7 @@ def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
         slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
         gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
         latency_sum_ms=_f(w.latency_sum_ms or 0.0),
-        hist=_hist_from(w.latency_hist),
-        integral=w.latency_hist is not None and w.latency_hist.integral,
+        latency_hist=_hist_from(w.latency_hist),
         metrics={k: _metric_from(k, m) for k, m in w.metrics.items()},
         pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
 

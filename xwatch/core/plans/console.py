@@ -10,7 +10,7 @@ import math
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
-from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 
@@ -173,7 +173,7 @@ def _gpu_head(g: GpuGroup) -> str:
     h = g.high
     p99 = "-"
     if h is not None and h.count:
-        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(h.phase.p99)) if h.hist
+        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(h.phase.p99)) if h.latency_hist.buckets
                else ms(h.phase.p99)) + " ms"
     util = "n/a" if g.util_pct is None else f"{g.util_pct:.0f}%"
     where = " ".join(x for x in (g.name, g.bus_id) if x)
@@ -191,21 +191,21 @@ def _gpus_tail(groups: list[GpuGroup]) -> str:
 def interval_lines(p: PhaseSnapshot) -> list[str]:
     """Each workload's P50/P95/P99 with its 95% interval (order statistics), e.g.
     ``high: P50 4.32 [4.28, 4.37]  P95 ...  P99 13.9 [11.4, 15.0] ms``."""
-    rows = [w for w in p.workloads if w.count and w.hist]
+    rows = [w for w in p.workloads if w.count and w.latency_hist.buckets]
     if not rows:
         return []
     out = ["  95% intervals (order statistics; 'open': too few requests for that bound):"]
     for w in rows:
-        h = hist_of(w)
-        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k), w.integral))}"
+        h, whole = hist_of(w), w.latency_hist.integral
+        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k), whole))}"
                  for k, q in CI_PERCENTILES]
         out.append(f"    {w.name}: " + "  ".join(parts) + " ms")
         for name, m in w.metrics.items():  # named per-request metrics (ttft_ms, ...)
-            if not m.count or not m.hist:
+            if not m.count or not m.hist.buckets:
                 continue
-            hm = Hist(m.hist, m.phase.min, m.phase.max, m.integral)
+            hm = hist_of(m)
             parts = [f"{k.upper()} "
-                     f"{percentile_interval(hm, q).text(_fmt(m.phase.get(k), m.integral))}"
+                     f"{percentile_interval(hm, q).text(_fmt(m.phase.get(k), m.hist.integral))}"
                      for k, q in CI_PERCENTILES]
             gp = f"  goodput {m.goodput * 100:.1f}%" if m.goodput is not None else ""
             out.append(f"    {w.name} {name} (n={m.count}): " + "  ".join(parts) + f" ms{gp}")

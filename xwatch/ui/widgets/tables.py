@@ -271,7 +271,7 @@ class CompareTable(DataTable[str]):
             if key in ("rate", "sps"):
                 return rate(v)
             w = p.workload(name)
-            if key in self.QS and w is not None and w.hist and v == v:
+            if key in self.QS and w is not None and w.latency_hist.buckets and v == v:
                 h = hist_of(w)
                 iv = percentile_interval(h, self.QS[key])
                 few = " *" if too_few(h.n, self.QS[key]) else ""

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.stats.intervals import (
     CONFIDENCE,
-    Hist,
     Interval,
     betainc,
     hist_of,
@@ -117,13 +116,12 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
         named = w.metrics.get(name)
         if named is None or not named.count:
             return RunValue(math.nan, math.nan)
-        iv = percentile_interval(Hist(named.hist, named.phase.min, named.phase.max,
-                                      named.integral), percentile_of(pq))
+        iv = percentile_interval(hist_of(named), percentile_of(pq))
         se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None \
             else math.nan
         return RunValue(iv.est, se)
     q = percentile_of(metric)
-    if not w.hist:  # an older snapshot: the recorded percentile, its error unknown
+    if not w.latency_hist.buckets:  # an older snapshot: the recorded percentile, its error unknown
         key = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}.get(q)
         return RunValue(w.phase.get(key) if key and w.count else math.nan, math.nan)
     iv = percentile_interval(hist_of(w), q)

@@ -36,7 +36,7 @@ from xwatch.core.engine.snapshot import (
     utc_now,
 )
 from xwatch.core.engine.spool import EventSpool
-from xwatch.core.engine.stats import Moments, Recorder
+from xwatch.core.engine.stats import RELATIVE_WIDTH, Moments, Recorder
 from xwatch.core.engine.worker.arrivals import due_times
 from xwatch.scenario import Scenario, Workload
 
@@ -495,7 +495,9 @@ class WorkloadRun:
         for k, r in self.metrics.items():
             m, (win, _, _, _) = r.read(min(now, end))
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
-                                      tuple(m.hist.items()), m.integral,
+                                      M.Hist(relative_width=RELATIVE_WIDTH,
+                                             buckets=list(m.hist.items()),
+                                             integral=m.integral),
                                       r.under_slo / m.n if r.slo_ms and m.n else None)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
@@ -526,7 +528,8 @@ class WorkloadRun:
             stalls=tuple(self.stalls),
             slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
-            hist=tuple(moments.hist.items()), integral=moments.integral,
+            latency_hist=M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(moments.hist.items()),
+                                integral=moments.integral),
             pipe_closed_at=self.pipe_closed_at, metrics=named,
             stages=self.stages_since_start(),
         )
