@@ -65,7 +65,8 @@ async def main() -> None:
     for wl in snap.current.workloads:
         print(f"{wl.name}: {wl.state} n={wl.count} window p50={wl.window.p50:.2f} "
               f"p99={wl.window.p99:.2f} phase p99={wl.phase.p99:.2f} ms "
-              f"{wl.window_rate:.2f}/s {wl.window_samples_per_s:.0f} smp/s "
+              f"{wl.throughput.window_requests_per_s or 0:.2f}/s "
+              f"{wl.throughput.window_samples_per_s or 0:.0f} smp/s "
               f"device={wl.hello.get('device_name')} stream={wl.hello.get('stream')}")
     time.sleep(2)
     alive = [p for p in pids if psutil.pid_exists(p)

@@ -86,7 +86,7 @@ async def main() -> int:
         print(f"annotation t={note.t:.2f}s {note.text}")
     for w in snap.workloads:
         print(f"{w.name}: n={w.count} p50={w.phase.p50:.2f} p99={w.phase.p99:.2f} ms "
-              f"{w.samples_per_s:.0f} samples/s")
+              f"{w.throughput.samples_per_s or 0:.0f} samples/s")
     session.close()
     print("live controls:", "OK" if ok else "FAILED")
     return 0 if ok else 1

@@ -123,8 +123,10 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
         name=name, priority=priority, priority_label="high" if priority else "low",
         description="", state="stopped", pid=None, phase=summary, window=EMPTY,  # type: ignore[arg-type]
         service_mean_ms=math.nan, count=count, errors=0, late=0, samples=count, malformed=0,
-        target_rate=None, achieved_rate=0.0, samples_per_s=sps, window_rate=0.0,
-        window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
+        target_rate=None, throughput=M.Throughput(requests_per_s=0.0, samples_per_s=sps,
+                                                  window_requests_per_s=0.0,
+                                                  window_samples_per_s=0.0),
+        measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
         error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)
 

@@ -22,7 +22,7 @@ def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
     assert [w.name for w in groups[1].workloads] == ["high@1", "low@1"]
     assert groups[0].bus_id == "0000:00:06.0" and groups[0].matched_by == "pci"
     assert groups[0].high_p99 == p.workload("high@0").phase.p99  # type: ignore[union-attr]
-    assert groups[1].low_samples_per_s == p.workload("low@1").samples_per_s  # type: ignore[union-attr]
+    assert groups[1].low_samples_per_s == p.workload("low@1").throughput.samples_per_s  # type: ignore[union-attr]
     r = rollup(groups)
     worst = max(groups, key=lambda g: g.high_p99)
     assert r.worst_gpu == worst.gpu and r.worst_high_p99_ms == round(worst.high_p99, 6)

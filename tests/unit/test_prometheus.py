@@ -41,7 +41,7 @@ def test_every_workload_number_matches_the_snapshot() -> None:
             assert _one(m["xwatch_requests_total"], **lab) == w.count
             assert _one(m["xwatch_requests_late_total"], **lab) == w.late
             assert _one(m["xwatch_samples_total"], **lab) == w.samples
-            assert _one(m["xwatch_request_rate"], **lab) == pytest.approx(w.achieved_rate)
+            assert _one(m["xwatch_request_rate"], **lab) == pytest.approx(w.throughput.requests_per_s)
             assert _one(m["xwatch_workload_state"], state=w.state, **lab) == 1
             for key, q in (("p50", "0.5"), ("p99", "0.99"), ("p999", "0.999")):
                 v = _one(m["xwatch_request_latency_percentile_seconds"], quantile=q, **lab)

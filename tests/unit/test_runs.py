@@ -174,8 +174,8 @@ def test_one_run_within_interval_comes_from_iteration_times_not_whole_seconds() 
     w = _rate_run(rng, 200, 1.0)
     v = run_value(w, "samples/s")
     cv = w.phase.std / w.phase.mean
-    assert v.est == w.samples_per_s
-    assert v.se == pytest.approx(w.samples_per_s * cv / math.sqrt(200))
+    assert w.throughput.samples_per_s is not None and v.est == w.throughput.samples_per_s
+    assert v.se == pytest.approx(w.throughput.samples_per_s * cv / math.sqrt(200))
 
 
 # ------------------------------------------------------------ one run per step

@@ -160,8 +160,8 @@ def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
     for later in (0.0, 15.0, 120.0):  # the clock moves on; the finished window does not
         w = phase.snapshot(t0 + 10.0 + later).workload("w")
         assert w is not None
-        assert w.achieved_rate == pytest.approx(20.0)
-        assert w.window_rate == pytest.approx(20.0, rel=0.06), later
+        assert w.throughput.requests_per_s == pytest.approx(20.0)
+        assert w.throughput.window_requests_per_s == pytest.approx(20.0, rel=0.06), later
         assert w.window.count > 150
     session.close()
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.phases import by_priority
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[Swee
     pts = []
     for p in ([native] if native else []) + setting_phases:
         w = p.workload(hi.name) if hi else None
-        low_sps = sum(lw_p.samples_per_s for lw in lows
+        low_sps = sum(nan_if_none(lw_p.throughput.samples_per_s) for lw in lows
                       if (lw_p := p.workload(lw.name)) is not None)
         ok = p.status != "failed" and w is not None and w.count > 0
         pts.append(SweepPoint(p, p.setting or "native", p.status, ok,

@@ -87,10 +87,9 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     samples: int
     malformed: int
     target_rate: float | None
-    achieved_rate: float
-    samples_per_s: float
-    window_rate: float
-    window_samples_per_s: float
+    #: requests and samples per second over the measured time and over the window
+    #: (rounded to 6 decimals, as written; None: unknown)
+    throughput: M.Throughput
     measured_s: float
     goodput: float | None
     series: tuple[SecondRow, ...]

@@ -180,6 +180,11 @@ class LatencySummary:
         return float(getattr(self, key))
 
 
+def nan_if_none(v: float | None) -> float:
+    """A statistic for arithmetic: NaN where the snapshot says it is unknown (None)."""
+    return math.nan if v is None else v
+
+
 _N = math.nan
 EMPTY = LatencySummary(count=0, mean=_N, std=_N, min=_N, p50=_N, p90=_N, p95=_N, p99=_N,
                        p999=_N, max=_N)

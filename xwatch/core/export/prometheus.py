@@ -23,7 +23,7 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
+from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES, nan_if_none
 from xwatch.errors import XwatchError
 
 WL_LABELS = ("host", "gpu", "workload", "priority", "mode", "phase")
@@ -146,10 +146,10 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
             errors.add_metric(lab, w.errors)
             samples.add_metric(lab, w.samples)
             unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished.count)
-            rate.add_metric(lab, w.achieved_rate)
-            wrate.add_metric(lab, w.window_rate)
-            sps.add_metric(lab, w.samples_per_s)
-            wsps.add_metric(lab, w.window_samples_per_s)
+            rate.add_metric(lab, nan_if_none(w.throughput.requests_per_s))
+            wrate.add_metric(lab, nan_if_none(w.throughput.window_requests_per_s))
+            sps.add_metric(lab, nan_if_none(w.throughput.samples_per_s))
+            wsps.add_metric(lab, nan_if_none(w.throughput.window_samples_per_s))
             if w.target_rate:
                 target.add_metric(lab, w.target_rate)
             for mname, m in w.metrics.items():

@@ -21,6 +21,7 @@ from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
 from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
@@ -148,8 +149,8 @@ def build_report(snap: SessionSnapshot) -> Report:
 
         row("state", state_text)
         row("requests", lambda w: float(w.count), 0)
-        row("achieved rate (req/s)", lambda w: w.achieved_rate)
-        row("samples/s", lambda w: w.samples_per_s, 1)
+        row("achieved rate (req/s)", lambda w: nan_if_none(w.throughput.requests_per_s))
+        row("samples/s", lambda w: nan_if_none(w.throughput.samples_per_s), 1)
         for key, row_name in LAT_ROWS:
             row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
@@ -211,7 +212,8 @@ def build_report(snap: SessionSnapshot) -> Report:
             lw_changes = []
             for lw in lows:
                 plw = p.workload(lw.name)
-                lw_changes.append(f"{lw.name}: " + (change(lw.samples_per_s, plw.samples_per_s, 1)
+                lw_changes.append(f"{lw.name}: " + (change(nan_if_none(lw.throughput.samples_per_s),
+                                                           nan_if_none(plw.throughput.samples_per_s), 1)
                                                     if plw else "-"))
             r.append("; ".join(lw_changes) or "-")
             rows.append(r)

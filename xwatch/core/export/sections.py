@@ -28,6 +28,7 @@ from xwatch.core.analysis.verdict import (
     steps,
 )
 from xwatch.core.engine.snapshot import CaptureSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none
 from xwatch.core.export.render.model import Section, Table, change, num
 from xwatch.core.export.render.svgchart import lane_chart
 
@@ -320,7 +321,8 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
                          percentile_interval(hist_of(w), 50.0).text()
                          if iv is not None and w is not None else "-",
                          iv.text() if iv else "-",
-                         "; ".join(f"{x.name} {num(x.samples_per_s, 1)}" for x in lows) or "-"])
+                         "; ".join(f"{x.name} {num(nan_if_none(x.throughput.samples_per_s), 1)}"
+                                   for x in lows) or "-"])
         if len(ps) > 1 and p99s:
             rows.append([key, "spread of P99", "", "", f"{min(p99s):.2f} to {max(p99s):.2f}", ""])
     hn = hi.name if hi else "high"

@@ -114,11 +114,8 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         latency_ms=_summary(w.phase),
         window_latency_ms=_summary(w.window),
         service_mean_ms=_num(w.service_mean_ms),
-        throughput=D.Throughput(requests_per_s=_num(w.achieved_rate),
-                                samples_per_s=_num(w.samples_per_s),
-                                window_requests_per_s=_num(w.window_rate),
-                                window_samples_per_s=_num(w.window_samples_per_s)),
-        target_rate=w.target_rate, achieved_rate=_num(w.achieved_rate),
+        throughput=w.throughput,
+        target_rate=w.target_rate, achieved_rate=w.throughput.requests_per_s,
         measured_s=_num(w.measured_s),
         goodput=_num(w.goodput) if w.goodput is not None else None,
         exit=w.exit,
@@ -391,7 +388,7 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
     """One workload (its hello, raw JSON from the workload, as the file has it)."""
-    tp = w.throughput
+    tp = w.throughput  # absent in the oldest snapshots: nothing per second
     return WorkloadSnapshot(
         name=name, priority=w.priority,
         priority_label=str(w.priority if w.priority_label is UNSET else w.priority_label),
@@ -401,10 +398,7 @@ def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
         service_mean_ms=_f(w.service_mean_ms),
         count=w.count, errors=w.errors, late=w.late, samples=w.samples,
         malformed=w.malformed, target_rate=w.target_rate,
-        achieved_rate=_f(tp.requests_per_s) if tp else 0.0,
-        samples_per_s=_f(tp.samples_per_s) if tp else 0.0,
-        window_rate=_f(tp.window_requests_per_s) if tp else math.nan,
-        window_samples_per_s=_f(tp.window_samples_per_s) if tp else math.nan,
+        throughput=tp or D.Throughput(requests_per_s=0.0, samples_per_s=0.0),
         measured_s=_f(w.measured_s), goodput=w.goodput,
         series=tuple(SecondRow(r[0], r[1], r[2], r[3], r[4], _f(r[5]), _f(r[6]), _f(r[7]),
                                _f(r[8])) for r in w.series),

@@ -13,6 +13,7 @@ from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 
 def ms(v: float | None) -> str:
@@ -38,7 +39,8 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
     head = f"{len(groups)} GPUs: {rollup_text(r, ms)}"
     if r.worst_high_p99_ms is not None:
         head += "; by GPU " + " ".join(ms(g.high_window_p99) for g in groups)
-    high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
+    high_rate = sum(nan_if_none(g.high.throughput.window_requests_per_s) for g in groups
+                    if g.high is not None)
     parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r.low_samples_per_s)} smp/s in all"]
     odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
     if odd:
@@ -49,9 +51,9 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
 def _workload_part(w: WorkloadSnapshot) -> str:
     if w.count:
         s = (f"{w.name} {w.state} n={w.count} p50={ms(w.window.p50)} p99={ms(w.window.p99)}ms "
-             f"{rate(w.window_rate)}/s")
+             f"{rate(w.throughput.window_requests_per_s)}/s")
         if w.samples != w.count:
-            s += f" {rate(w.window_samples_per_s)} smp/s"
+            s += f" {rate(w.throughput.window_samples_per_s)} smp/s"
         if w.late:
             s += f" late={w.late}"
         if w.errors:
@@ -85,9 +87,11 @@ def _many_parts(p: PhaseSnapshot) -> list[str] | None:
         head += f"worst {ms(worst)}ms ({wn}), best {ms(best)}ms ({bn})"
     else:
         head += "-"
-    parts = [head + f", {rate(sum(w.window_rate for w in highs))}/s in all"]
+    hr = sum(nan_if_none(w.throughput.window_requests_per_s) for w in highs)
+    parts = [head + f", {rate(hr)}/s in all"]
     if lows:
-        parts.append(f"{len(lows)} LOW: {rate(sum(w.window_samples_per_s for w in lows))} "
+        ls = sum(nan_if_none(w.throughput.window_samples_per_s) for w in lows)
+        parts.append(f"{len(lows)} LOW: {rate(ls)} "
                      "smp/s in all")
     odd = [f"{w.name} {w.state}" for w in p.workloads if w.state != "running"]
     if odd:
@@ -123,7 +127,8 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     for w in order:
         L = w.phase
         rows.append((w.name, w.state, str(w.count), str(w.errors), str(w.late),
-                     rate(w.achieved_rate), rate(w.target_rate), rate(w.samples_per_s),
+                     rate(w.throughput.requests_per_s), rate(w.target_rate),
+                     rate(w.throughput.samples_per_s),
                      ms(L.mean), ms(L.p50), ms(L.p95), ms(L.p99), ms(L.p999), ms(L.max)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     heads = {g.workloads[0].name: _gpu_head(g) for g in groups if g.workloads} \

@@ -15,6 +15,7 @@ from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.snapshot import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none
 from xwatch.ui.widgets.format import delta, ms, pct, rate
 from xwatch.ui.widgets.lines import ScrollLinePanel
 
@@ -98,9 +99,11 @@ class WorkloadTable(ScrollLinePanel):
                 w.description[:20], _pct(lat.p50, lat.count, 50.0),
                 _pct(lat.p95, lat.count, 95.0), _pct(lat.p99, lat.count, 99.0),
                 ms(lat.max), _pct(w.phase.p99, w.phase.count, 99.0), ms(w.phase.max),
-                rate(w.window_rate if live else w.achieved_rate),
+                rate(w.throughput.window_requests_per_s if live
+                     else w.throughput.requests_per_s),
                 rate(w.target_rate) if w.target_rate else "loop",
-                rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
+                rate(w.throughput.window_samples_per_s if live
+                     else w.throughput.samples_per_s), str(w.count),
                 str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
         groups = gpu_groups(p, snap.telemetry, snap.window_s if live else None) \
             if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
@@ -261,9 +264,9 @@ class CompareTable(DataTable[str]):
             if w is None or w.count == 0:
                 return float("nan")
             if key == "rate":
-                return float(w.achieved_rate)
+                return float(nan_if_none(w.throughput.requests_per_s))
             if key == "sps":
-                return float(w.samples_per_s)
+                return float(nan_if_none(w.throughput.samples_per_s))
             return float(w.phase.get(key))
 
         def cell(p: PhaseSnapshot, name: str, key: str) -> str:

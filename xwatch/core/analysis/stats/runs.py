@@ -39,6 +39,7 @@ from xwatch.core.analysis.stats.intervals import (
 )
 from xwatch.core.analysis.stats.resolution import resolved_sd, widen
 from xwatch.core.engine.snapshot import WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 Z95 = 1.959963984540054
 RATE = "samples/s"
@@ -107,7 +108,7 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     times, ``rate x cv / sqrt(n)`` (the delta method on rate = batch / mean time),
     not from whole seconds, which a loop of 6 iterations a second quantizes."""
     if metric == RATE:
-        est = w.samples_per_s
+        est = nan_if_none(w.throughput.samples_per_s)
         m, sd, n = w.phase.mean, w.phase.std, w.count
         se = est * (sd / m) / math.sqrt(n) if n > 1 and m > 0 and sd == sd else math.nan
         return RunValue(est, se)

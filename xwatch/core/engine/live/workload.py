@@ -505,10 +505,11 @@ class WorkloadRun:
             phase=phase, window=window, service_mean_ms=rec.service_mean(),
             count=count, errors=rec.errors, late=rec.late, samples=rec.samples,
             malformed=self.malformed, target_rate=spec.rate,
-            achieved_rate=count / measured if measured > 0 else 0.0,
-            samples_per_s=rec.samples / measured if measured > 0 else 0.0,
-            window_rate=wn / span_w if span_w > 0 else 0.0,
-            window_samples_per_s=wsamples / span_w if span_w > 0 else 0.0,
+            throughput=M.Throughput(
+                requests_per_s=round(count / measured, 6) if measured > 0 else 0.0,
+                samples_per_s=round(rec.samples / measured, 6) if measured > 0 else 0.0,
+                window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
+                window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
             measured_s=measured,
             goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
