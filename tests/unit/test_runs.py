@@ -173,6 +173,7 @@ def test_one_run_within_interval_comes_from_iteration_times_not_whole_seconds() 
     rng = random.Random(3)
     w = _rate_run(rng, 200, 1.0)
     v = run_value(w, "samples/s")
+    assert w.phase.std is not None and w.phase.mean is not None
     cv = w.phase.std / w.phase.mean
     assert w.throughput.samples_per_s is not None and v.est == w.throughput.samples_per_s
     assert v.se == pytest.approx(w.throughput.samples_per_s * cv / math.sqrt(200))

@@ -42,8 +42,8 @@ def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[Swee
                       if (lw_p := p.workload(lw.name)) is not None)
         ok = p.status != "failed" and w is not None and w.count > 0
         pts.append(SweepPoint(p, p.setting or "native", p.status, ok,
-                              w.phase.p50 if ok and w else math.nan,
-                              w.phase.p99 if ok and w else math.nan,
+                              nan_if_none(w.phase.p50) if ok and w else math.nan,
+                              nan_if_none(w.phase.p99) if ok and w else math.nan,
                               low_sps if ok else math.nan, p is native))
     return native, pts
 

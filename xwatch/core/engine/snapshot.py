@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 import msgspec
 
 from xwatch.core import model as M
-from xwatch.core.engine.stats import RELATIVE_WIDTH, LatencySummary, SecondRow
+from xwatch.core.engine.stats import RELATIVE_WIDTH, SecondRow
 from xwatch.scenario import Scenario
 
 # Workload states, in the order they normally happen. STALLED: alive, but no
@@ -60,11 +60,13 @@ class MetricSnapshot(msgspec.Struct, frozen=True):
 
     name: str
     count: int
-    phase: LatencySummary
-    window: LatencySummary
+    phase: M.Summary  # every value of the phase (as written: 6 decimals, None: no value)
+    window: M.Summary  # the values of the last ``window_s`` seconds
     series: tuple[SecondRow, ...]
     hist: M.Hist  # the fine histogram behind ``phase`` (as ``WorkloadSnapshot``'s)
     goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
+    #: the values behind ``window`` (a read snapshot does not have it: ``count``)
+    window_count: int = 0
 
 
 
@@ -78,8 +80,11 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     description: str
     state: str
     pid: int | None
-    phase: LatencySummary
-    window: LatencySummary
+    #: latency statistics (ms) over the phase's measured requests, censored unfinished
+    #: waits included, and over the requests that ended in the last ``window_s``
+    #: seconds: the snapshot's own ``Summary`` (6 decimals; None: no request)
+    phase: M.Summary
+    window: M.Summary
     service_mean_ms: float
     count: int
     errors: int
@@ -126,6 +131,11 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     #: was a whole number, so its percentiles are exact (counted per value) and
     #: interval bounds are shown as whole numbers
     latency_hist: M.Hist = M.Hist(relative_width=RELATIVE_WIDTH)
+    #: how many values ``phase`` and ``window`` summarize: ``count`` plus the censored
+    #: unfinished waits, and the requests in the window (a read snapshot does not have
+    #: them: both are its ``count``)
+    phase_count: int = 0
+    window_count: int = 0
     #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
     metrics: dict[str, MetricSnapshot] = msgspec.field(default_factory=dict)
     #: when each stage of its start and stop was reached, in seconds after the phase's

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from xwatch.core import model as M
+
 RELATIVE_WIDTH = 0.005
 _LOG_GAMMA = math.log1p(RELATIVE_WIDTH)
 _INV_LOG_GAMMA = 1.0 / _LOG_GAMMA
@@ -156,38 +158,24 @@ class LogHistogram:
         return h
 
 
-@dataclass(frozen=True)
-class LatencySummary:
-    """Latency statistics over some set of requests; NaN where there are none."""
-
-    count: int
-    mean: float
-    std: float
-    min: float
-    p50: float
-    p90: float
-    p95: float
-    p99: float
-    p999: float
-    max: float
-
-    def as_dict(self) -> dict[str, float]:
-        d = {k: getattr(self, k) for k in
-             ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")}
-        return {k: (None if math.isnan(v) else round(v, 6)) for k, v in d.items()}  # type: ignore[misc]
-
-    def get(self, key: str) -> float:
-        return float(getattr(self, key))
-
-
 def nan_if_none(v: float | None) -> float:
     """A statistic for arithmetic: NaN where the snapshot says it is unknown (None)."""
     return math.nan if v is None else v
 
 
-_N = math.nan
-EMPTY = LatencySummary(count=0, mean=_N, std=_N, min=_N, p50=_N, p90=_N, p95=_N, p99=_N,
-                       p999=_N, max=_N)
+def stat(s: M.Summary, key: str) -> float:
+    """One statistic of a summary by name (``"p99"``), NaN where it is unknown."""
+    v: float | None = getattr(s, key)
+    return math.nan if v is None else v
+
+
+def _r(v: float) -> float | None:
+    """As the snapshot writes a statistic: 6 decimals; None where it is not finite."""
+    return round(v, 6) if math.isfinite(v) else None
+
+
+#: the statistics of no request
+EMPTY = M.Summary()
 
 
 class Moments:
@@ -278,7 +266,9 @@ class Moments:
                 j += 1
         return out
 
-    def summary(self) -> LatencySummary:
+    def summary(self) -> M.Summary:
+        """The snapshot's statistics of these values (``model.Summary``: as written,
+        6 decimals, None where there are no values)."""
         if self.n == 0:
             return EMPTY
         if self.ints is not None:
@@ -286,8 +276,9 @@ class Moments:
         else:
             qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
         p50, p90, p95, p99, p999 = qs
-        return LatencySummary(self.n, self.mean, math.sqrt(max(self.s2, 0.0) / self.n),
-                              self.min, p50, p90, p95, p99, p999, self.max)
+        return M.Summary(mean=_r(self.mean), std=_r(math.sqrt(max(self.s2, 0.0) / self.n)),
+                         min=_r(self.min), p50=_r(p50), p90=_r(p90), p95=_r(p95), p99=_r(p99),
+                         p999=_r(p999), max=_r(self.max))
 
 
 @dataclass(frozen=True)
@@ -421,13 +412,13 @@ class Recorder:
             m.merge(b.m)
         return m
 
-    def summary(self) -> LatencySummary:
+    def summary(self) -> M.Summary:
         return self.phase_moments().summary()
 
     def service_mean(self) -> float:
         return self.service_sum / self.service_n if self.service_n else math.nan
 
-    def window(self, now: float) -> tuple[LatencySummary, int, int, float]:
+    def window(self, now: float) -> tuple[M.Summary, int, int, float]:
         """(latency summary, requests, samples, seconds covered) for requests that
         ended in the window. Per-second granularity: the window is the last
         ``window_s`` seconds of the phase clock, the current partial second
@@ -435,7 +426,7 @@ class Recorder:
         (the fourth value): rates divide by that, not by ``window_s``."""
         return self.read(now)[1]
 
-    def read(self, now: float) -> tuple[Moments, tuple[LatencySummary, int, int, float]]:
+    def read(self, now: float) -> tuple[Moments, tuple[M.Summary, int, int, float]]:
         """``phase_moments()`` and ``window(now)`` at once: the live seconds are merged
         once for both (what a snapshot reads every second)."""
         now_sec = int(now - self.t0)
@@ -460,7 +451,7 @@ class Recorder:
         the window's P99 up to a bucket's width; a few microseconds, where merging the
         window takes a hundred); the phase P99 when the window has none."""
         worst = max((r.p99 for b in self._live if (r := b.row()).count), default=math.nan)
-        return worst if worst == worst else self.summary().p99
+        return worst if worst == worst else nan_if_none(self.summary().p99)
 
     def series(self) -> list[SecondRow]:
         """Per-second rows, oldest first (finalized and live)."""

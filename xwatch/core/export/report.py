@@ -21,7 +21,7 @@ from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
@@ -152,7 +152,7 @@ def build_report(snap: SessionSnapshot) -> Report:
         row("achieved rate (req/s)", lambda w: nan_if_none(w.throughput.requests_per_s))
         row("samples/s", lambda w: nan_if_none(w.throughput.samples_per_s), 1)
         for key, row_name in LAT_ROWS:
-            row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
+            row(row_name, lambda w, key=key: stat(w.phase, key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
         row("unfinished at end", lambda w: float(w.unfinished.count)

@@ -28,7 +28,7 @@ from xwatch.core.analysis.verdict import (
     steps,
 )
 from xwatch.core.engine.snapshot import CaptureSnapshot, SessionSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.model import Section, Table, change, num
 from xwatch.core.export.render.svgchart import lane_chart
 
@@ -244,7 +244,7 @@ def percentile_of(w: WorkloadSnapshot, q: float) -> float:
         return percentile_interval(hist_of(w), q).est
     table = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}
     if q in table:
-        return w.phase.get(table[q])
+        return stat(w.phase, table[q])
     # a snapshot without its histogram (older xwatch): the recorded CDF (1% steps)
     for v, f in w.cdf:
         if f * 100 >= q - 1e-9:

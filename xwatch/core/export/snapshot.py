@@ -52,7 +52,6 @@ from xwatch.core.engine.stats import (
     EMPTY,
     LATENCY_BUCKETS_MS,
     RELATIVE_WIDTH,
-    LatencySummary,
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
@@ -82,12 +81,6 @@ def host_environment() -> D.Environment:
         env={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)})
 
 
-def _summary(s: LatencySummary) -> D.Summary:
-    f = _num
-    return D.Summary(mean=f(s.mean), std=f(s.std), min=f(s.min), p50=f(s.p50), p90=f(s.p90),
-                     p95=f(s.p95), p99=f(s.p99), p999=f(s.p999), max=f(s.max))
-
-
 def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
     iv = percentile_interval(h, q)
     return D.Interval(est=_num(iv.est), lo=_num(iv.lo), hi=_num(iv.hi),
@@ -96,7 +89,7 @@ def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
 
 def _metric_doc(m: MetricSnapshot) -> D.Metric:
     return D.Metric(
-        count=m.count, summary=_summary(m.phase), window=_summary(m.window),
+        count=m.count, summary=m.phase, window=m.window,
         ci={k: _interval(hist_of(m), q) for k, q in CI_PERCENTILES} if m.hist.buckets else {},
         series=[(r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean))
                 for r in m.series],
@@ -111,8 +104,8 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         description=w.description, state=w.state, pid=w.pid,
         count=w.count, errors=w.errors, late=w.late, samples=w.samples,
         malformed=w.malformed,
-        latency_ms=_summary(w.phase),
-        window_latency_ms=_summary(w.window),
+        latency_ms=w.phase,
+        window_latency_ms=w.window,
         service_mean_ms=_num(w.service_mean_ms),
         throughput=w.throughput,
         target_rate=w.target_rate, achieved_rate=w.throughput.requests_per_s,
@@ -360,11 +353,10 @@ def _f(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _summary_from(d: D.Summary | None, count: int) -> LatencySummary:
-    if d is None or count == 0:
-        return EMPTY
-    return LatencySummary(count, _f(d.mean), _f(d.std), _f(d.min), _f(d.p50), _f(d.p90),
-                          _f(d.p95), _f(d.p99), _f(d.p999), _f(d.max))
+def _summary_from(d: D.Summary | None, count: int) -> D.Summary:
+    """A recorded summary; none where the workload counted no request (the censored
+    waits of its unfinished requests are then not read back)."""
+    return EMPTY if d is None or count == 0 else d
 
 
 def _hist_from(h: D.Hist | None) -> D.Hist:
@@ -383,7 +375,7 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
         name, n, _summary_from(m.summary, n), _summary_from(m.window, n),
         tuple(SecondRow(r[0], r[1], 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
               for r in m.series),
-        _hist_from(m.hist), m.goodput)
+        _hist_from(m.hist), m.goodput, n)
 
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
@@ -416,7 +408,8 @@ def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
         latency_sum_ms=_f(w.latency_sum_ms or 0.0),
         latency_hist=_hist_from(w.latency_hist),
         metrics={k: _metric_from(k, m) for k, m in w.metrics.items()},
-        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
+        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages), phase_count=w.count,
+        window_count=w.count)
 
 
 def _unset(v: T | msgspec.UnsetType) -> T | None:

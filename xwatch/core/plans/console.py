@@ -13,7 +13,7 @@ from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.engine.stats import nan_if_none, stat
 
 
 def ms(v: float | None) -> str:
@@ -80,7 +80,7 @@ def _many_parts(p: PhaseSnapshot) -> list[str] | None:
     top = max(w.priority for w in p.workloads)
     highs = [w for w in p.workloads if w.priority == top]
     lows = [w for w in p.workloads if w.priority < top]
-    p99 = [(w.window.p99, w.name) for w in highs if w.count and w.window.p99 == w.window.p99]
+    p99 = [(v, w.name) for w in highs if w.count and (v := w.window.p99) is not None]
     head = f"{len(highs)} HIGH: P99 "
     if p99:
         (worst, wn), (best, bn) = max(p99), min(p99)
@@ -178,7 +178,8 @@ def _gpu_head(g: GpuGroup) -> str:
     h = g.high
     p99 = "-"
     if h is not None and h.count:
-        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(h.phase.p99)) if h.latency_hist.buckets
+        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(stat(h.phase, "p99")))
+               if h.latency_hist.buckets
                else ms(h.phase.p99)) + " ms"
     util = "n/a" if g.util_pct is None else f"{g.util_pct:.0f}%"
     where = " ".join(x for x in (g.name, g.bus_id) if x)
@@ -202,7 +203,7 @@ def interval_lines(p: PhaseSnapshot) -> list[str]:
     out = ["  95% intervals (order statistics; 'open': too few requests for that bound):"]
     for w in rows:
         h, whole = hist_of(w), w.latency_hist.integral
-        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k), whole))}"
+        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(stat(w.phase, k), whole))}"
                  for k, q in CI_PERCENTILES]
         out.append(f"    {w.name}: " + "  ".join(parts) + " ms")
         for name, m in w.metrics.items():  # named per-request metrics (ttft_ms, ...)
@@ -210,7 +211,7 @@ def interval_lines(p: PhaseSnapshot) -> list[str]:
                 continue
             hm = hist_of(m)
             parts = [f"{k.upper()} "
-                     f"{percentile_interval(hm, q).text(_fmt(m.phase.get(k), m.hist.integral))}"
+                     f"{percentile_interval(hm, q).text(_fmt(stat(m.phase, k), m.hist.integral))}"
                      for k, q in CI_PERCENTILES]
             gp = f"  goodput {m.goodput * 100:.1f}%" if m.goodput is not None else ""
             out.append(f"    {w.name} {name} (n={m.count}): " + "  ".join(parts) + f" ms{gp}")

@@ -15,7 +15,7 @@ from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.snapshot import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
-from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.ui.widgets.format import delta, ms, pct, rate
 from xwatch.ui.widgets.lines import ScrollLinePanel
 
@@ -26,7 +26,7 @@ STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stoppe
 Cell = Text | str
 
 
-def _pct(v: float, n: int, q: float) -> Cell:
+def _pct(v: float | None, n: int, q: float) -> Cell:
     """A percentile's cell; ``*`` (dim) where its requests are fewer than it needs:
     it is their maximum (``analysis.stats.pooled``)."""
     return Text(ms(v) + "*", style="dim") if too_few(n, q) else ms(v)
@@ -93,12 +93,12 @@ class WorkloadTable(ScrollLinePanel):
         live = p.status == "running"  # after a phase ends, the window is stale: show the phase
         for w in p.workloads:
             state = w.state + (f" {w.inflight_s:.0f}s" if w.inflight_s >= 2 else "")
-            lat = w.window if live else w.phase
+            lat, n = (w.window, w.window_count) if live else (w.phase, w.phase_count)
             self._rows[w.name] = (
                 w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
-                w.description[:20], _pct(lat.p50, lat.count, 50.0),
-                _pct(lat.p95, lat.count, 95.0), _pct(lat.p99, lat.count, 99.0),
-                ms(lat.max), _pct(w.phase.p99, w.phase.count, 99.0), ms(w.phase.max),
+                w.description[:20], _pct(lat.p50, n, 50.0),
+                _pct(lat.p95, n, 95.0), _pct(lat.p99, n, 99.0),
+                ms(lat.max), _pct(w.phase.p99, w.phase_count, 99.0), ms(w.phase.max),
                 rate(w.throughput.window_requests_per_s if live
                      else w.throughput.requests_per_s),
                 rate(w.target_rate) if w.target_rate else "loop",
@@ -267,7 +267,7 @@ class CompareTable(DataTable[str]):
                 return float(nan_if_none(w.throughput.requests_per_s))
             if key == "sps":
                 return float(nan_if_none(w.throughput.samples_per_s))
-            return float(w.phase.get(key))
+            return stat(w.phase, key)
 
         def cell(p: PhaseSnapshot, name: str, key: str) -> str:
             v = val(p, name, key)

@@ -96,9 +96,9 @@ def gpu_groups(p: PhaseSnapshot, telemetry: M.Telemetry | None = None,
                     s.name if s is not None else "")
         out.append(GpuGroup(
             gpu=g, workloads=ws, high=top,
-            high_p50=top.phase.p50 if top else math.nan,
-            high_p99=top.phase.p99 if top else math.nan,
-            high_window_p99=top.window.p99 if top else math.nan,
+            high_p50=nan_if_none(top.phase.p50) if top else math.nan,
+            high_p99=nan_if_none(top.phase.p99) if top else math.nan,
+            high_window_p99=nan_if_none(top.window.p99) if top else math.nan,
             low_samples_per_s=sum(nan_if_none(w.throughput.samples_per_s) for w in lows),
             low_window_samples_per_s=sum(nan_if_none(w.throughput.window_samples_per_s) for w in lows),
             bus_id=format_bus(bus) if bus else (s.bus_id or "") if s is not None else "",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from xwatch.core.engine.snapshot import MetricSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import LogHistogram, bucket_value, nearest_rank
+from xwatch.core.engine.stats import LogHistogram, bucket_value, nan_if_none, nearest_rank
 
 CONFIDENCE = 0.95
 DRAWS = 4000
@@ -159,7 +159,7 @@ def hist_of(w: WorkloadSnapshot | MetricSnapshot) -> Hist:
     """A workload's phase latencies (the censored waits of unfinished requests
     included, as in its phase percentiles), or a named metric's values."""
     h = w.latency_hist if isinstance(w, WorkloadSnapshot) else w.hist
-    return Hist(h.buckets, w.phase.min, w.phase.max, h.integral)
+    return Hist(h.buckets, nan_if_none(w.phase.min), nan_if_none(w.phase.max), h.integral)
 
 
 def merge(hists: Iterable[Hist]) -> Hist:

@@ -39,7 +39,7 @@ from xwatch.core.analysis.stats.intervals import (
 )
 from xwatch.core.analysis.stats.resolution import resolved_sd, widen
 from xwatch.core.engine.snapshot import WorkloadSnapshot
-from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.engine.stats import nan_if_none, stat
 
 Z95 = 1.959963984540054
 RATE = "samples/s"
@@ -109,7 +109,7 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     not from whole seconds, which a loop of 6 iterations a second quantizes."""
     if metric == RATE:
         est = nan_if_none(w.throughput.samples_per_s)
-        m, sd, n = w.phase.mean, w.phase.std, w.count
+        m, sd, n = stat(w.phase, "mean"), stat(w.phase, "std"), w.count
         se = est * (sd / m) / math.sqrt(n) if n > 1 and m > 0 and sd == sd else math.nan
         return RunValue(est, se)
     name, _, pq = metric.rpartition(":")
@@ -124,7 +124,7 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     q = percentile_of(metric)
     if not w.latency_hist.buckets:  # an older snapshot: the recorded percentile, its error unknown
         key = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}.get(q)
-        return RunValue(w.phase.get(key) if key and w.count else math.nan, math.nan)
+        return RunValue(stat(w.phase, key) if key and w.count else math.nan, math.nan)
     iv = percentile_interval(hist_of(w), q)
     se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None else math.nan
     return RunValue(iv.est, se)

@@ -493,12 +493,12 @@ class WorkloadRun:
         label = spec.priority if isinstance(spec.priority, str) else str(spec.priority)
         named = {}
         for k, r in self.metrics.items():
-            m, (win, _, _, _) = r.read(min(now, end))
+            m, (win, win_n, _, _) = r.read(min(now, end))
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
                                              integral=m.integral),
-                                      r.under_slo / m.n if r.slo_ms and m.n else None)
+                                      r.under_slo / m.n if r.slo_ms and m.n else None, win_n)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
@@ -531,7 +531,8 @@ class WorkloadRun:
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
             latency_hist=M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(moments.hist.items()),
                                 integral=moments.integral),
-            pipe_closed_at=self.pipe_closed_at, metrics=named,
+            pipe_closed_at=self.pipe_closed_at, metrics=named, phase_count=moments.n,
+            window_count=wn,
             stages=self.stages_since_start(),
         )
 
