@@ -25,9 +25,9 @@ import math
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
 
 from xwatch.core import model as M
 
@@ -281,19 +281,20 @@ class Moments:
                          p999=_r(p999), max=_r(self.max))
 
 
-@dataclass(frozen=True)
-class SecondRow:
-    """One second of a phase (requests that ended in [sec, sec+1) after the phase's t0)."""
+class SecondRow(NamedTuple):
+    """One second of a phase (requests that ended in [sec, sec+1) after the phase's t0):
+    the snapshot's own row of a workload's ``series`` (``[sec, count, errors, late,
+    samples, p50, p99, max, mean]``; ms as written, 6 decimals, None: no request)."""
 
     sec: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count, never called
     errors: int
     late: int
     samples: int
-    p50: float
-    p99: float
-    max: float
-    mean: float
+    p50: float | None
+    p99: float | None
+    max: float | None
+    mean: float | None
 
 
 class _Second:
@@ -317,11 +318,11 @@ class _Second:
         if m.n:
             p50, p99 = m.exact_quantiles((50.0, 99.0)) if m.ints is not None else \
                 m.hist.quantiles((50.0, 99.0), m.min, m.max)
-            r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
-                          m.max, m.mean)
+            r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, _r(p50), _r(p99),
+                          _r(m.max), _r(m.mean))
         else:
             r = SecondRow(self.sec, 0, self.errors, self.late, self.samples,
-                          math.nan, math.nan, math.nan, math.nan)
+                          None, None, None, None)
         self._row = r
         return r
 
@@ -450,7 +451,8 @@ class Recorder:
         """The largest per-second P99 among the seconds still in the window (at least
         the window's P99 up to a bucket's width; a few microseconds, where merging the
         window takes a hundred); the phase P99 when the window has none."""
-        worst = max((r.p99 for b in self._live if (r := b.row()).count), default=math.nan)
+        worst = max((nan_if_none(r.p99) for b in self._live if (r := b.row()).count),
+                    default=math.nan)
         return worst if worst == worst else nan_if_none(self.summary().p99)
 
     def series(self) -> list[SecondRow]:

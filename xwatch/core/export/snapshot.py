@@ -91,8 +91,7 @@ def _metric_doc(m: MetricSnapshot) -> D.Metric:
     return D.Metric(
         count=m.count, summary=m.phase, window=m.window,
         ci={k: _interval(hist_of(m), q) for k, q in CI_PERCENTILES} if m.hist.buckets else {},
-        series=[(r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean))
-                for r in m.series],
+        series=[(r.sec, r.count, r.p50, r.p99, r.max, r.mean) for r in m.series],
         hist=m.hist,
         goodput=_num(m.goodput) if m.goodput is not None else None)
 
@@ -118,8 +117,7 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         stdout_tail=list(w.log_tail),
         hello=w.hello,
         launch=w.launch,
-        series=[(r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
-                 _num(r.max), _num(r.mean)) for r in w.series],
+        series=list(w.series),
         cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
         annotations=list(w.annotations),
         unfinished=w.unfinished,
@@ -373,8 +371,7 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
     n = m.count
     return MetricSnapshot(
         name, n, _summary_from(m.summary, n), _summary_from(m.window, n),
-        tuple(SecondRow(r[0], r[1], 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
-              for r in m.series),
+        tuple(SecondRow(r[0], r[1], 0, 0, 0, *r[2:]) for r in m.series),
         _hist_from(m.hist), m.goodput, n)
 
 
@@ -392,8 +389,7 @@ def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
         malformed=w.malformed, target_rate=w.target_rate,
         throughput=tp or D.Throughput(requests_per_s=0.0, samples_per_s=0.0),
         measured_s=_f(w.measured_s), goodput=w.goodput,
-        series=tuple(SecondRow(r[0], r[1], r[2], r[3], r[4], _f(r[5]), _f(r[6]), _f(r[7]),
-                               _f(r[8])) for r in w.series),
+        series=tuple(SecondRow(*r) for r in w.series),
         cdf=tuple((_f(v), fr) for v, fr in w.cdf),
         exit=w.exit,
         error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),

@@ -211,7 +211,7 @@ def rollup_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float],
             for r in w.series:
                 if r.sec < 0:
                     continue
-                v = float(getattr(r, key))
+                v = float(nan_if_none(getattr(r, key)))
                 if how == "sum":
                     acc[r.sec] = acc.get(r.sec, 0.0) + (v if v == v else 0.0)
                 elif v == v:
