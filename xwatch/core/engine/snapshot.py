@@ -85,7 +85,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     #: seconds: the snapshot's own ``Summary`` (6 decimals; None: no request)
     phase: M.Summary
     window: M.Summary
-    service_mean_ms: float
+    service_mean_ms: float | None  # the worker's own service time, mean (None: none)
     count: int
     errors: int
     late: int
@@ -95,7 +95,7 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     #: requests and samples per second over the measured time and over the window
     #: (rounded to 6 decimals, as written; None: unknown)
     throughput: M.Throughput
-    measured_s: float
+    measured_s: float | None  # seconds measured (None: unknown, an older snapshot)
     goodput: float | None
     series: tuple[SecondRow, ...]
     cdf: tuple[tuple[float, float], ...]

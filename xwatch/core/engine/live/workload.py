@@ -502,7 +502,8 @@ class WorkloadRun:
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
-            phase=phase, window=window, service_mean_ms=rec.service_mean(),
+            phase=phase, window=window,
+            service_mean_ms=round(rec.service_mean(), 6) if rec.service_n else None,
             count=count, errors=rec.errors, late=rec.late, samples=rec.samples,
             malformed=self.malformed, target_rate=spec.rate,
             throughput=M.Throughput(
@@ -510,7 +511,7 @@ class WorkloadRun:
                 samples_per_s=round(rec.samples / measured, 6) if measured > 0 else 0.0,
                 window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
                 window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
-            measured_s=measured,
+            measured_s=round(measured, 6),
             goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
