@@ -2,8 +2,11 @@
 
 ``Session.snapshot()`` (``engine.live``) builds these; the dashboard's timer, the
 headless progress line, the exporter, replay and the tests all read the same
-objects. Also the workload states and the start/stop stages they name. Owns no
-behaviour beyond small read-only helpers.
+objects. A workload's statistics are the snapshot document's own structs (``model``:
+``Summary``, ``Exit``, ``Unfinished``, ``Throughput``, ``Hist``; the per-second rows are
+``stats.SecondRow``), so the exporter writes them as they are. Also the workload
+states and the start/stop stages they name. Owns no behaviour beyond small read-only
+helpers.
 """
 
 from __future__ import annotations

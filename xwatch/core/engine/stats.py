@@ -10,6 +10,9 @@ computation):
   clamped to [min, max], so it is within 0.25% (relative) of the exact value.
 - **mean**, **std** (population, ddof=0), **min**, **max** and counts are
   exact (Welford's algorithm).
+- A **summary** (``Moments.summary``) is the snapshot's own ``model.Summary``: the
+  above rounded to 6 decimals, as written, and None where there is no value; so is a
+  per-second row (``SecondRow``).
 - **Phase** statistics cover every measured request of a phase; **window**
   statistics cover requests that *ended* in the last ``window_s`` seconds;
   per-second rows cover requests that ended in that second of the phase.
@@ -451,7 +454,7 @@ class Recorder:
         """The largest per-second P99 among the seconds still in the window (at least
         the window's P99 up to a bucket's width; a few microseconds, where merging the
         window takes a hundred); the phase P99 when the window has none."""
-        worst = max((nan_if_none(r.p99) for b in self._live if (r := b.row()).count),
+        worst = max((p for b in self._live if (p := b.row().p99) is not None),
                     default=math.nan)
         return worst if worst == worst else nan_if_none(self.summary().p99)
 

@@ -4,9 +4,14 @@ The document is the struct tree of ``core.model`` (schema id ``xwatch.snapshot/1
 its JSON Schema, generated from the structs, in ``snapshot.schema.json`` beside this
 file; prose in ``docs/snapshot.md``): msgspec encodes it and decodes it, naming the
 field and why when a file does not fit. What a phase or a session recorded (XSched,
-MPS, telemetry, advice, ...) is the same struct in memory and in the document, so
-only the statistics are converted here (NaN <-> null, rounding, the histograms'
-intervals). Snapshots of earlier xwatch versions are brought to the current shape
+MPS, telemetry, advice, ...) and a workload's statistics (its summaries, per-second
+rows, exit, unfinished requests, rates, histograms) are the same structs in memory and
+in the document, written and read as they are. What is computed here is derived at
+export: the percentile intervals from the histograms, the captures' analyses, the
+per-GPU groups, the answer, the combined log tail and bucket bounds, a metric's short
+rows, and the rounding of what the dashboard reads every 2 s unrounded (the CDF, the
+slowest requests, goodput, the exact latency sum; rounding them per snapshot would cost
+every tick). Snapshots of earlier xwatch versions are brought to the current shape
 first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and

@@ -11,7 +11,7 @@ from msgspec import UNSET, UnsetType
 
 SCHEMA_ID: Final = "xwatch.snapshot/1"
 
-#: a JSON number that is null where it is unknown (NaN in memory)
+#: a JSON number that is null where it is unknown (None in memory too)
 Num = float | None
 #: a setting's value as a sweep or advise names it ("low.threshold": 2)
 SettingValue = int | float | str | bool
