@@ -9,7 +9,6 @@ planted 2x shift, applied to its histogram) must not.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import sys
 
@@ -24,8 +23,10 @@ SHIFT_2X = round(math.log(2.0) / math.log1p(RELATIVE_WIDTH))  # buckets per doub
 
 def doubled(p):  # type: ignore[no-untyped-def]
     ws = tuple(msgspec.structs.replace(
-        w, hist=tuple((i + SHIFT_2X, k) for i, k in w.hist),
-        phase=dataclasses.replace(w.phase, min=w.phase.min * 2, max=w.phase.max * 2))
+        w, latency_hist=msgspec.structs.replace(
+            w.latency_hist, buckets=[(i + SHIFT_2X, k) for i, k in w.latency_hist.buckets]),
+        phase=msgspec.structs.replace(w.phase, min=(w.phase.min or 0.0) * 2,
+                                     max=(w.phase.max or 0.0) * 2))
         for w in p.workloads)
     return msgspec.structs.replace(p, workloads=ws)
 

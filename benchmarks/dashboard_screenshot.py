@@ -22,6 +22,7 @@ import psutil
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from xwatch.core.plans.console import ms
 from xwatch.scenario import load_scenario
 from xwatch.ui.app import make_app
 
@@ -63,9 +64,10 @@ async def main() -> None:
     if tel is not None:
         print(f"telemetry {tel.backend}: {tel.reason}; poll {tel.poll_cost_ms}")
     for wl in snap.current.workloads:
-        print(f"{wl.name}: {wl.state} n={wl.count} window p50={wl.window.p50:.2f} "
-              f"p99={wl.window.p99:.2f} phase p99={wl.phase.p99:.2f} ms "
-              f"{wl.window_rate:.2f}/s {wl.window_samples_per_s:.0f} smp/s "
+        print(f"{wl.name}: {wl.state} n={wl.count} window p50={ms(wl.window.p50)} "
+              f"p99={ms(wl.window.p99)} phase p99={ms(wl.phase.p99)} ms "
+              f"{wl.throughput.window_requests_per_s or 0:.2f}/s "
+              f"{wl.throughput.window_samples_per_s or 0:.0f} smp/s "
               f"device={wl.hello.get('device_name')} stream={wl.hello.get('stream')}")
     time.sleep(2)
     alive = [p for p in pids if psutil.pid_exists(p)

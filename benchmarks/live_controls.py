@@ -12,6 +12,7 @@ import asyncio
 import time
 
 from xwatch.core.engine.live.session import Session
+from xwatch.core.plans.console import ms
 from xwatch.core.plans.runner import Runner
 from xwatch.core.xsched.controller import XschedController
 from xwatch.core.xsched.install import find_install
@@ -85,8 +86,8 @@ async def main() -> int:
     for note in snap.annotations:
         print(f"annotation t={note.t:.2f}s {note.text}")
     for w in snap.workloads:
-        print(f"{w.name}: n={w.count} p50={w.phase.p50:.2f} p99={w.phase.p99:.2f} ms "
-              f"{w.samples_per_s:.0f} samples/s")
+        print(f"{w.name}: n={w.count} p50={ms(w.phase.p50)} p99={ms(w.phase.p99)} ms "
+              f"{w.throughput.samples_per_s or 0:.0f} samples/s")
     session.close()
     print("live controls:", "OK" if ok else "FAILED")
     return 0 if ok else 1

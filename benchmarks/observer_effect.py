@@ -38,7 +38,7 @@ def xwatch_hist(folder: Path, name: str = "high") -> Hist | None:
     except Exception:
         return None
     w = snap.phases[0].workload(name) if snap.phases else None
-    return hist_of(w) if w is not None and w.hist else None
+    return hist_of(w) if w is not None and w.latency_hist.buckets else None
 
 
 def main() -> int:

@@ -114,7 +114,6 @@ if __name__ == "__main__":
 def workload_snapshot(name: str, priority: int, summary: object, count: int, sps: float,
                       slowest: tuple[tuple[float, float], ...] = ()) -> object:
     """A minimal WorkloadSnapshot for pure analysis tests."""
-    import math
 
     from xwatch.core.engine.snapshot import WorkloadSnapshot
     from xwatch.core.engine.stats import EMPTY
@@ -122,8 +121,18 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
     return WorkloadSnapshot(
         name=name, priority=priority, priority_label="high" if priority else "low",
         description="", state="stopped", pid=None, phase=summary, window=EMPTY,  # type: ignore[arg-type]
-        service_mean_ms=math.nan, count=count, errors=0, late=0, samples=count, malformed=0,
-        target_rate=None, achieved_rate=0.0, samples_per_s=sps, window_rate=0.0,
-        window_samples_per_s=0.0, measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
+        service_mean_ms=None, count=count, errors=0, late=0, samples=count, malformed=0,
+        target_rate=None, throughput=M.Throughput(requests_per_s=0.0, samples_per_s=sps,
+                                                  window_requests_per_s=0.0,
+                                                  window_samples_per_s=0.0),
+        measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
         error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)
+
+
+def latency_hist(m: object, integral: bool = False) -> M.Hist:
+    """``m``'s (a ``stats.Moments``) fine histogram as a snapshot carries it."""
+    from xwatch.core.engine.stats import RELATIVE_WIDTH, Moments
+
+    assert isinstance(m, Moments)
+    return M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(m.hist.items()), integral=integral)

@@ -22,7 +22,7 @@ def test_groups_match_telemetry_by_pci_and_roll_up() -> None:
     assert [w.name for w in groups[1].workloads] == ["high@1", "low@1"]
     assert groups[0].bus_id == "0000:00:06.0" and groups[0].matched_by == "pci"
     assert groups[0].high_p99 == p.workload("high@0").phase.p99  # type: ignore[union-attr]
-    assert groups[1].low_samples_per_s == p.workload("low@1").samples_per_s  # type: ignore[union-attr]
+    assert groups[1].low_samples_per_s == p.workload("low@1").throughput.samples_per_s  # type: ignore[union-attr]
     r = rollup(groups)
     worst = max(groups, key=lambda g: g.high_p99)
     assert r.worst_gpu == worst.gpu and r.worst_high_p99_ms == round(worst.high_p99, 6)
@@ -143,12 +143,12 @@ def test_final_table_names_early_stops_in_one_line_and_failures_in_full() -> Non
     the KeyboardInterrupt the stop caused; a failure keeps its cause and stderr, the
     cause not printed twice."""
     from tests.helpers.fleet import fleet_snapshot
-    from xwatch.core.engine.snapshot import ExitInfo
+    from xwatch.core import model as M
     from xwatch.core.plans.console import final_table
 
     p = fleet_snapshot().phases[0]
     ws = tuple(w if w.name == "low@6" else msgspec.structs.replace(
-        w, state="stopped", exit=ExitInfo(None, 2, "stopped", False, ""),
+        w, state="stopped", exit=M.Exit(code=None, signal=2, reason="stopped", ran_to_end=False),
         stderr_tail=("Traceback (most recent call last):", "KeyboardInterrupt"))
         for w in p.workloads)
     lines = final_table(msgspec.structs.replace(p, workloads=ws)).splitlines()

@@ -89,7 +89,7 @@ def test_pooled_difference_covers_the_truth_and_opens_without_data() -> None:
 def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
     import msgspec
 
-    from tests.helpers.fixture_snapshot import workload_snapshot
+    from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
     from xwatch.core.analysis.verdict import change
     from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
@@ -100,7 +100,7 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
         for _ in range(40):
             m.add(5.0 * math.exp(rng.gauss(0.0, 0.3)) * effect)
         w: WorkloadSnapshot = msgspec.structs.replace(  # type: ignore[type-var,assignment]
-            workload_snapshot("high", 1, m.summary(), 40, 0.0), hist=tuple(m.hist.items()))
+            workload_snapshot("high", 1, m.summary(), 40, 0.0), latency_hist=latency_hist(m))
         return PhaseSnapshot(i, f"{mode}-{i}", mode, "done", "", None, 10.0, True, (w,),
                              repeat=r, step=mode)
 

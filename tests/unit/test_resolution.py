@@ -14,7 +14,7 @@ import statistics
 import msgspec
 import pytest
 
-from tests.helpers.fixture_snapshot import workload_snapshot
+from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core.analysis.stats.noise import Floor, floor_of
 from xwatch.core.analysis.stats.resolution import (
     bucket_width,
@@ -125,8 +125,8 @@ def _wl(values: list[float], name: str = "high") -> WorkloadSnapshot:
     for v in values:
         m.add(v)
     w = workload_snapshot(name, 1, m.summary(), len(values), 0.0)
-    return msgspec.structs.replace(w, hist=tuple(m.hist.items()),  # type: ignore[type-var,return-value]
-                               integral=m.integral)
+    return msgspec.structs.replace(w,   # type: ignore[type-var,return-value]
+                               latency_hist=latency_hist(m, m.integral))
 
 
 def _runs_in(bucket_value_ms: float, mode: str, k: int, seed: int) -> list[PhaseSnapshot]:

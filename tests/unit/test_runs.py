@@ -12,9 +12,9 @@ import random
 import msgspec
 import pytest
 
-from tests.helpers.fixture_snapshot import workload_snapshot
+from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.stats.intervals import Hist, diff_interval, merge
+from xwatch.core.analysis.stats.intervals import diff_interval, hist_of, merge
 from xwatch.core.analysis.stats.noise import Floor, floor_of, one_run_interval
 from xwatch.core.analysis.stats.runs import Split, mean_interval, run_value, t_ppf
 from xwatch.core.analysis.verdict import (
@@ -52,7 +52,7 @@ def _run(rng: random.Random, n: int, scale: float, shift: float, sigma: float = 
     for _ in range(n):
         m.add(5.0 * math.exp(rng.gauss(0.0, sigma)) * scale + shift)
     w = workload_snapshot(name, prio, m.summary(), n, 0.0)
-    return msgspec.structs.replace(w, hist=tuple(m.hist.items()))  # type: ignore[type-var]
+    return msgspec.structs.replace(w, latency_hist=latency_hist(m))  # type: ignore[type-var]
 
 
 def _rate_run(rng: random.Random, n: int, scale: float, name: str = "low") -> WorkloadSnapshot:
@@ -115,9 +115,9 @@ def test_the_request_level_interval_fails_that_promise() -> None:
     covered = 0
     for _ in range(60):
         a, b = _pair_sets(rng, 4, 0.08, 0.5)
-        ha = merge(Hist(p.workloads[0].hist, p.workloads[0].phase.min, p.workloads[0].phase.max)
+        ha = merge(hist_of(p.workloads[0])
                    for p in a)
-        hb = merge(Hist(p.workloads[0].hist, p.workloads[0].phase.min, p.workloads[0].phase.max)
+        hb = merge(hist_of(p.workloads[0])
                    for p in b)
         covered += diff_interval(ha, hb, 50.0, draws=400).contains(0.5)
     assert covered / 60 < 0.75
@@ -173,9 +173,10 @@ def test_one_run_within_interval_comes_from_iteration_times_not_whole_seconds() 
     rng = random.Random(3)
     w = _rate_run(rng, 200, 1.0)
     v = run_value(w, "samples/s")
+    assert w.phase.std is not None and w.phase.mean is not None
     cv = w.phase.std / w.phase.mean
-    assert v.est == w.samples_per_s
-    assert v.se == pytest.approx(w.samples_per_s * cv / math.sqrt(200))
+    assert w.throughput.samples_per_s is not None and v.est == w.throughput.samples_per_s
+    assert v.se == pytest.approx(w.throughput.samples_per_s * cv / math.sqrt(200))
 
 
 # ------------------------------------------------------------ one run per step
@@ -307,7 +308,7 @@ def test_whole_milliseconds_are_shown_as_such_and_exactly() -> None:
     for q, got in ((50.0, s.p50), (90.0, s.p90), (99.0, s.p99), (99.9, s.p999)):
         assert got == exact_percentile(vals, q)
     w = msgspec.structs.replace(workload_snapshot("high", 1, s, len(vals), 0.0),  # type: ignore[type-var]
-                            hist=tuple(m.hist.items()), integral=True)
+                            latency_hist=latency_hist(m, integral=True))
     iv = percentile_interval(hist_of(w), 50.0)
     assert iv.est == round(iv.est) and iv.lo == round(iv.lo)  # type: ignore[arg-type]
     m.add(15.5)

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from xwatch.core.engine.stats import RELATIVE_WIDTH, LogHistogram, Moments, Recorder, exact_percentile
+from xwatch.core.engine.stats import EMPTY, RELATIVE_WIDTH, LogHistogram, Moments, Recorder, exact_percentile
 
 QS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 
@@ -43,10 +43,14 @@ def test_phase_statistics_match_exact_computation() -> None:
     for v in values:
         m.add(v)
     s = m.summary()
-    assert s.count == len(values)
-    assert s.min == min(values) and s.max == max(values)
-    assert s.mean == pytest.approx(statistics.fmean(values), rel=1e-9)
-    assert s.std == pytest.approx(statistics.pstdev(values), rel=1e-7)
+    assert m.n == len(values)
+    assert m.min == min(values) and m.max == max(values)
+    assert m.mean == pytest.approx(statistics.fmean(values), rel=1e-9)
+    std = math.sqrt(m.s2 / m.n)
+    assert std == pytest.approx(statistics.pstdev(values), rel=1e-7)
+    # the summary is these as the snapshot writes them: 6 decimals
+    assert (s.min, s.max, s.mean, s.std) == (round(m.min, 6), round(m.max, 6), round(m.mean, 6),
+                                             round(std, 6))
     for key, q in QS.items():
         exact = exact_percentile(values, q)
         got = getattr(s, key)
@@ -89,7 +93,7 @@ def test_recorder_window_seconds_and_counters() -> None:
     good = [e for e in events if e[3]]
     lat_all = [e[1] for e in good]
     s = rec.summary()
-    assert s.count == len(good)
+    assert rec.count == rec.phase_moments().n == len(good)
     assert rec.errors == len(events) - len(good)
     assert rec.late == sum(1 for e in good if e[2])
     assert rec.samples == 4 * len(good)
@@ -111,8 +115,9 @@ def test_recorder_window_seconds_and_counters() -> None:
     assert span2 == pytest.approx(9.5)
     assert n2 == 9.5 * 50
     assert n2 / span2 == pytest.approx(50.0)
-    assert w.mean == pytest.approx(statistics.fmean(in_win), rel=1e-9)
-    assert w.max == max(in_win) and w.min == min(in_win)
+    # the window's summary as the snapshot writes it: 6 decimals (Moments' exactness: above)
+    assert w.mean == pytest.approx(statistics.fmean(in_win), rel=1e-9, abs=5e-7 + 1e-12)
+    assert w.max == round(max(in_win), 6) and w.min == round(min(in_win), 6)
     assert w.p99 == pytest.approx(exact_percentile(in_win, 99), rel=0.005)
     # per-second rows
     rows = rec.series()
@@ -120,7 +125,7 @@ def test_recorder_window_seconds_and_counters() -> None:
     for r in rows:
         sec_vals = [e[1] for e in good if int(e[0] - 100.0) == r.sec]
         assert r.count == len(sec_vals)
-        assert r.max == max(sec_vals)
+        assert r.max == round(max(sec_vals), 6)  # as the snapshot writes it
         assert r.p50 == pytest.approx(exact_percentile(sec_vals, 50), rel=0.005)
         assert r.p99 == pytest.approx(exact_percentile(sec_vals, 99), rel=0.005)
 
@@ -136,8 +141,8 @@ def test_memory_is_bounded_for_long_runs() -> None:
 
 def test_empty_and_nan() -> None:
     rec = Recorder(t0=0.0)
-    assert rec.summary().count == 0
-    assert math.isnan(rec.summary().p99)
+    assert rec.phase_moments().n == 0
+    assert rec.summary().p99 is None and rec.summary() == EMPTY  # no request: null
     assert rec.cdf() == []
 
 
@@ -160,9 +165,9 @@ def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
     for later in (0.0, 15.0, 120.0):  # the clock moves on; the finished window does not
         w = phase.snapshot(t0 + 10.0 + later).workload("w")
         assert w is not None
-        assert w.achieved_rate == pytest.approx(20.0)
-        assert w.window_rate == pytest.approx(20.0, rel=0.06), later
-        assert w.window.count > 150
+        assert w.throughput.requests_per_s == pytest.approx(20.0)
+        assert w.throughput.window_requests_per_s == pytest.approx(20.0, rel=0.06), later
+        assert w.window_count > 150
     session.close()
 
 

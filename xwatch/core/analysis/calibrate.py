@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from xwatch.core.analysis.stats.noise import floors_in
 from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.modes.base import label as mode_label
 from xwatch.scenario import Scenario
 
@@ -104,7 +105,7 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
     def val(role: str, mode: str, key: str) -> float:
         p = phases[(role, mode)]
         w = p.workload(high) if p is not None else None
-        return w.phase.get(key) if w is not None and w.count and p is not None \
+        return stat(w.phase, key) if w is not None and w.count and p is not None \
             and p.status != "failed" else math.nan
 
     rows = tuple(Row(label, val("alone", "native", k), val("alone", mode, k),
@@ -118,7 +119,7 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
         total = 0.0
         for n in lows:
             w = p.workload(n)
-            total += w.samples_per_s if w is not None else 0.0
+            total += nan_if_none(w.throughput.samples_per_s) if w is not None else 0.0
         return total
 
     # intervals, pooled over repeats: what the mode recovers under contention (together

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.phases import by_priority
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 
 @dataclass(frozen=True)
@@ -37,12 +38,12 @@ def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[Swee
     pts = []
     for p in ([native] if native else []) + setting_phases:
         w = p.workload(hi.name) if hi else None
-        low_sps = sum(lw_p.samples_per_s for lw in lows
+        low_sps = sum(nan_if_none(lw_p.throughput.samples_per_s) for lw in lows
                       if (lw_p := p.workload(lw.name)) is not None)
         ok = p.status != "failed" and w is not None and w.count > 0
         pts.append(SweepPoint(p, p.setting or "native", p.status, ok,
-                              w.phase.p50 if ok and w else math.nan,
-                              w.phase.p99 if ok and w else math.nan,
+                              nan_if_none(w.phase.p50) if ok and w else math.nan,
+                              nan_if_none(w.phase.p99) if ok and w else math.nan,
                               low_sps if ok else math.nan, p is native))
     return native, pts
 

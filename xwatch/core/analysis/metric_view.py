@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import EMPTY, LogHistogram
+from xwatch.core.engine.stats import EMPTY, LogHistogram, nan_if_none
 
 LATENCY = "latency_ms"
 
@@ -23,23 +23,27 @@ def metric_names(snap: SessionSnapshot) -> list[str]:
 
 
 def _cdf(w: WorkloadSnapshot, points: int = 100) -> tuple[tuple[float, float], ...]:
-    h = LogHistogram.from_items(w.hist)
+    h = LogHistogram.from_items(w.latency_hist.buckets)
     n = h.n
     if not n:
         return ()
-    vals = h.at_ranks([-(-k * n // points) for k in range(1, points + 1)], w.phase.min,
-                      w.phase.max)
+    vals = h.at_ranks([-(-k * n // points) for k in range(1, points + 1)],
+                      nan_if_none(w.phase.min), nan_if_none(w.phase.max))
     return tuple((v, k / points) for k, v in enumerate(vals, 1))
 
 
 def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
     m = w.metrics.get(name)
     if m is None:
-        return msgspec.structs.replace(w, phase=EMPTY, window=EMPTY, series=(), hist=(), cdf=(),
-                                   slowest=(), goodput=None, count=0)
-    v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series, hist=m.hist,
-                            integral=m.integral, slowest=(), goodput=m.goodput,
-                            count=m.count, unfinished_in_percentiles=False)
+        return msgspec.structs.replace(
+            w, phase=EMPTY, window=EMPTY, series=(), cdf=(), slowest=(), goodput=None, count=0,
+            phase_count=0, window_count=0,
+            latency_hist=msgspec.structs.replace(w.latency_hist, buckets=[]))
+    v = msgspec.structs.replace(w, phase=m.phase, window=m.window, series=m.series,
+                            latency_hist=m.hist, slowest=(), goodput=m.goodput,
+                            count=m.count, phase_count=m.count,
+                            window_count=m.window_count, unfinished=None if w.unfinished is None else
+                            msgspec.structs.replace(w.unfinished, in_percentiles=False))
     return msgspec.structs.replace(v, cdf=_cdf(v))
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 GAP_S = 2.0
 
@@ -39,7 +40,8 @@ def workload_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float], n
     for o, p in zip(offsets, phases):
         w = p.workload(name)
         if w:
-            pts += [(o + r.sec, float(getattr(r, key))) for r in w.series if r.sec >= 0]
+            pts += [(o + r.sec, float(nan_if_none(getattr(r, key)))) for r in w.series
+                    if r.sec >= 0]
         pts.append((o, math.nan))
     return pts
 

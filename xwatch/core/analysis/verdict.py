@@ -223,9 +223,8 @@ def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
     name = metric.rpartition(":")[0]
     if name:
         m = w.metrics.get(name)
-        return Hist(m.hist, m.phase.min, m.phase.max, m.integral) if m is not None and \
-            m.count else Hist((), math.nan, math.nan)
-    return hist_of(w) if w.hist else Hist(((0, w.count),), math.nan, math.nan)
+        return hist_of(m) if m is not None and m.count else Hist((), math.nan, math.nan)
+    return hist_of(w) if w.latency_hist.buckets else Hist(((0, w.count),), math.nan, math.nan)
 
 
 def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
@@ -251,7 +250,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
         hists = {id(w): _hist(w, metric) for _, w in ra + rb}
         least = min(h.n for h in hists.values())
         few = least if too_few(least, q) else 0
-    histograms = ":" in metric or all(w.hist for _, w in ra + rb)  # not an old snapshot
+    histograms = ":" in metric or all(w.latency_hist.buckets for _, w in ra + rb)  # not an old snapshot
     if few and histograms and len(pairs) >= 2:  # every request of every run, as runs
         hp = [(hists[id(x)], hists[id(y)]) for x, y in pairs]
         return Change(name, metric, unit, pooled_interval([hists[id(w)] for _, w in ra], q),

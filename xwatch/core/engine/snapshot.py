@@ -2,19 +2,21 @@
 
 ``Session.snapshot()`` (``engine.live``) builds these; the dashboard's timer, the
 headless progress line, the exporter, replay and the tests all read the same
-objects. Also the workload states and the start/stop stages they name. Owns no
-behaviour beyond small read-only helpers.
+objects. A workload's statistics are the snapshot document's own structs (``model``:
+``Summary``, ``Exit``, ``Unfinished``, ``Throughput``, ``Hist``; the per-second rows are
+``stats.SecondRow``), so the exporter writes them as they are. Also the workload
+states and the start/stop stages they name. Owns no behaviour beyond small read-only
+helpers.
 """
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
 
 import msgspec
 
 from xwatch.core import model as M
-from xwatch.core.engine.stats import LatencySummary, SecondRow
+from xwatch.core.engine.stats import RELATIVE_WIDTH, SecondRow
 from xwatch.scenario import Scenario
 
 # Workload states, in the order they normally happen. STALLED: alive, but no
@@ -55,40 +57,19 @@ class LogLine(msgspec.Struct, frozen=True):
     text: str
 
 
-class ExitInfo(msgspec.Struct, frozen=True):
-    """How a workload process ended."""
-
-    code: int | None
-    signal: int | None
-    reason: str  # finished | stopped | failed
-    ran_to_end: bool
-    message: str = ""
-
-    def describe(self) -> str:
-        if self.signal:
-            import signal as _s
-            try:
-                name = _s.Signals(self.signal).name
-            except ValueError:
-                name = str(self.signal)
-            how = f"killed by {name}"
-        else:
-            how = f"exit code {self.code}"
-        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
-
-
 class MetricSnapshot(msgspec.Struct, frozen=True):
     """A named per-request metric of one workload in one phase (``ttft_ms``, ...): the
     same statistics as its latency, without the unfinished requests' waits."""
 
     name: str
     count: int
-    phase: LatencySummary
-    window: LatencySummary
+    phase: M.Summary  # every value of the phase (as written: 6 decimals, None: no value)
+    window: M.Summary  # the values of the last ``window_s`` seconds
     series: tuple[SecondRow, ...]
-    hist: tuple[tuple[int, int], ...]
-    integral: bool = False
+    hist: M.Hist  # the fine histogram behind ``phase`` (as ``WorkloadSnapshot``'s)
     goodput: float | None = None  # the share at or under the SLO, when it is the SLO's
+    #: the values behind ``window`` (a read snapshot does not have it: ``count``)
+    window_count: int = 0
 
 
 
@@ -102,24 +83,26 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     description: str
     state: str
     pid: int | None
-    phase: LatencySummary
-    window: LatencySummary
-    service_mean_ms: float
+    #: latency statistics (ms) over the phase's measured requests, censored unfinished
+    #: waits included, and over the requests that ended in the last ``window_s``
+    #: seconds: the snapshot's own ``Summary`` (6 decimals; None: no request)
+    phase: M.Summary
+    window: M.Summary
+    service_mean_ms: float | None  # the worker's own service time, mean (None: none)
     count: int
     errors: int
     late: int
     samples: int
     malformed: int
     target_rate: float | None
-    achieved_rate: float
-    samples_per_s: float
-    window_rate: float
-    window_samples_per_s: float
-    measured_s: float
+    #: requests and samples per second over the measured time and over the window
+    #: (rounded to 6 decimals, as written; None: unknown)
+    throughput: M.Throughput
+    measured_s: float | None  # seconds measured (None: unknown, an older snapshot)
     goodput: float | None
     series: tuple[SecondRow, ...]
     cdf: tuple[tuple[float, float], ...]
-    exit: ExitInfo | None
+    exit: M.Exit | None  # how its process ended (None: still running)
     error: str | None
     stderr_tail: tuple[str, ...]
     log_tail: tuple[str, ...]
@@ -128,11 +111,10 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     inflight_s: float
     annotations: tuple[M.Annotation, ...] = ()
     #: requests due (scheduled send time passed) but not completed when the phase's
-    #: measurement ended; None while it runs or where it cannot be known
-    unfinished: int | None = None
-    unfinished_max_wait_ms: float = math.nan
-    #: whether ``phase`` percentiles include the unfinished requests' waits (censored)
-    unfinished_in_percentiles: bool = False
+    #: measurement ended: how many, the longest wait, whether ``phase``'s percentiles
+    #: include their waits (censored), how they were counted; None while it runs or
+    #: where it cannot be known (``unfinished_note`` then says why)
+    unfinished: M.Unfinished | None = None
     unfinished_note: str = ""
     after_end: int = 0  # requests that completed after the measured end (not counted)
     stalled_since: float | None = None  # seconds after phase start; None if not stalled
@@ -145,13 +127,18 @@ class WorkloadSnapshot(msgspec.Struct, frozen=True):
     latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
     #: seconds into the phase at which it closed its event pipe while still running
     pipe_closed_at: float | None = None
-    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets, censored
-    #: unfinished waits included): (bucket index, count), ascending; intervals and
-    #: pooled repeats are computed from it
-    hist: tuple[tuple[int, int], ...] = ()
-    #: every latency the workload reported was a whole number: its percentiles are
-    #: exact (counted per value), and interval bounds are shown as whole numbers
-    integral: bool = False
+    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets of
+    #: ``stats.RELATIVE_WIDTH``, censored unfinished waits included): (bucket index,
+    #: count), ascending, empty where unknown (older snapshots); intervals and pooled
+    #: repeats are computed from it. ``integral``: every latency the workload reported
+    #: was a whole number, so its percentiles are exact (counted per value) and
+    #: interval bounds are shown as whole numbers
+    latency_hist: M.Hist = M.Hist(relative_width=RELATIVE_WIDTH)
+    #: how many values ``phase`` and ``window`` summarize: ``count`` plus the censored
+    #: unfinished waits, and the requests in the window (a read snapshot does not have
+    #: them: both are its ``count``)
+    phase_count: int = 0
+    window_count: int = 0
     #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
     metrics: dict[str, MetricSnapshot] = msgspec.field(default_factory=dict)
     #: when each stage of its start and stop was reached, in seconds after the phase's

@@ -10,6 +10,9 @@ computation):
   clamped to [min, max], so it is within 0.25% (relative) of the exact value.
 - **mean**, **std** (population, ddof=0), **min**, **max** and counts are
   exact (Welford's algorithm).
+- A **summary** (``Moments.summary``) is the snapshot's own ``model.Summary``: the
+  above rounded to 6 decimals, as written, and None where there is no value; so is a
+  per-second row (``SecondRow``).
 - **Phase** statistics cover every measured request of a phase; **window**
   statistics cover requests that *ended* in the last ``window_s`` seconds;
   per-second rows cover requests that ended in that second of the phase.
@@ -25,9 +28,11 @@ import math
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import NamedTuple
+
+from xwatch.core import model as M
 
 RELATIVE_WIDTH = 0.005
 _LOG_GAMMA = math.log1p(RELATIVE_WIDTH)
@@ -156,33 +161,24 @@ class LogHistogram:
         return h
 
 
-@dataclass(frozen=True)
-class LatencySummary:
-    """Latency statistics over some set of requests; NaN where there are none."""
-
-    count: int
-    mean: float
-    std: float
-    min: float
-    p50: float
-    p90: float
-    p95: float
-    p99: float
-    p999: float
-    max: float
-
-    def as_dict(self) -> dict[str, float]:
-        d = {k: getattr(self, k) for k in
-             ("mean", "std", "min", "p50", "p90", "p95", "p99", "p999", "max")}
-        return {k: (None if math.isnan(v) else round(v, 6)) for k, v in d.items()}  # type: ignore[misc]
-
-    def get(self, key: str) -> float:
-        return float(getattr(self, key))
+def nan_if_none(v: float | None) -> float:
+    """A statistic for arithmetic: NaN where the snapshot says it is unknown (None)."""
+    return math.nan if v is None else v
 
 
-_N = math.nan
-EMPTY = LatencySummary(count=0, mean=_N, std=_N, min=_N, p50=_N, p90=_N, p95=_N, p99=_N,
-                       p999=_N, max=_N)
+def stat(s: M.Summary, key: str) -> float:
+    """One statistic of a summary by name (``"p99"``), NaN where it is unknown."""
+    v: float | None = getattr(s, key)
+    return math.nan if v is None else v
+
+
+def _r(v: float) -> float | None:
+    """As the snapshot writes a statistic: 6 decimals; None where it is not finite."""
+    return round(v, 6) if math.isfinite(v) else None
+
+
+#: the statistics of no request
+EMPTY = M.Summary()
 
 
 class Moments:
@@ -273,7 +269,9 @@ class Moments:
                 j += 1
         return out
 
-    def summary(self) -> LatencySummary:
+    def summary(self) -> M.Summary:
+        """The snapshot's statistics of these values (``model.Summary``: as written,
+        6 decimals, None where there are no values)."""
         if self.n == 0:
             return EMPTY
         if self.ints is not None:
@@ -281,23 +279,25 @@ class Moments:
         else:
             qs = self.hist.quantiles([q for _, q in PERCENTILES], self.min, self.max)
         p50, p90, p95, p99, p999 = qs
-        return LatencySummary(self.n, self.mean, math.sqrt(max(self.s2, 0.0) / self.n),
-                              self.min, p50, p90, p95, p99, p999, self.max)
+        return M.Summary(mean=_r(self.mean), std=_r(math.sqrt(max(self.s2, 0.0) / self.n)),
+                         min=_r(self.min), p50=_r(p50), p90=_r(p90), p95=_r(p95), p99=_r(p99),
+                         p999=_r(p999), max=_r(self.max))
 
 
-@dataclass(frozen=True)
-class SecondRow:
-    """One second of a phase (requests that ended in [sec, sec+1) after the phase's t0)."""
+class SecondRow(NamedTuple):
+    """One second of a phase (requests that ended in [sec, sec+1) after the phase's t0):
+    the snapshot's own row of a workload's ``series`` (``[sec, count, errors, late,
+    samples, p50, p99, max, mean]``; ms as written, 6 decimals, None: no request)."""
 
     sec: int
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count, never called
     errors: int
     late: int
     samples: int
-    p50: float
-    p99: float
-    max: float
-    mean: float
+    p50: float | None
+    p99: float | None
+    max: float | None
+    mean: float | None
 
 
 class _Second:
@@ -321,11 +321,11 @@ class _Second:
         if m.n:
             p50, p99 = m.exact_quantiles((50.0, 99.0)) if m.ints is not None else \
                 m.hist.quantiles((50.0, 99.0), m.min, m.max)
-            r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, p50, p99,
-                          m.max, m.mean)
+            r = SecondRow(self.sec, m.n, self.errors, self.late, self.samples, _r(p50), _r(p99),
+                          _r(m.max), _r(m.mean))
         else:
             r = SecondRow(self.sec, 0, self.errors, self.late, self.samples,
-                          math.nan, math.nan, math.nan, math.nan)
+                          None, None, None, None)
         self._row = r
         return r
 
@@ -416,13 +416,13 @@ class Recorder:
             m.merge(b.m)
         return m
 
-    def summary(self) -> LatencySummary:
+    def summary(self) -> M.Summary:
         return self.phase_moments().summary()
 
     def service_mean(self) -> float:
         return self.service_sum / self.service_n if self.service_n else math.nan
 
-    def window(self, now: float) -> tuple[LatencySummary, int, int, float]:
+    def window(self, now: float) -> tuple[M.Summary, int, int, float]:
         """(latency summary, requests, samples, seconds covered) for requests that
         ended in the window. Per-second granularity: the window is the last
         ``window_s`` seconds of the phase clock, the current partial second
@@ -430,7 +430,7 @@ class Recorder:
         (the fourth value): rates divide by that, not by ``window_s``."""
         return self.read(now)[1]
 
-    def read(self, now: float) -> tuple[Moments, tuple[LatencySummary, int, int, float]]:
+    def read(self, now: float) -> tuple[Moments, tuple[M.Summary, int, int, float]]:
         """``phase_moments()`` and ``window(now)`` at once: the live seconds are merged
         once for both (what a snapshot reads every second)."""
         now_sec = int(now - self.t0)
@@ -454,8 +454,9 @@ class Recorder:
         """The largest per-second P99 among the seconds still in the window (at least
         the window's P99 up to a bucket's width; a few microseconds, where merging the
         window takes a hundred); the phase P99 when the window has none."""
-        worst = max((r.p99 for b in self._live if (r := b.row()).count), default=math.nan)
-        return worst if worst == worst else self.summary().p99
+        worst = max((p for b in self._live if (p := b.row().p99) is not None),
+                    default=math.nan)
+        return worst if worst == worst else nan_if_none(self.summary().p99)
 
     def series(self) -> list[SecondRow]:
         """Per-second rows, oldest first (finalized and live)."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES
+from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES, nan_if_none, stat
 from xwatch.errors import XwatchError
 
 WL_LABELS = ("host", "gpu", "workload", "priority", "mode", "phase")
@@ -140,22 +140,22 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
             lab = [host, workload_gpu(w), w.name, w.priority_label, p.mode, p.name]
             _latency(hist, summ, lab, w)
             for key, q in PERCENTILES:
-                window.add_metric([*lab, _q(q)], _f(w.window.get(key)) / 1000.0)
+                window.add_metric([*lab, _q(q)], stat(w.window, key) / 1000.0)
             requests.add_metric(lab, w.count)
             late.add_metric(lab, w.late)
             errors.add_metric(lab, w.errors)
             samples.add_metric(lab, w.samples)
-            unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished)
-            rate.add_metric(lab, w.achieved_rate)
-            wrate.add_metric(lab, w.window_rate)
-            sps.add_metric(lab, w.samples_per_s)
-            wsps.add_metric(lab, w.window_samples_per_s)
+            unfinished.add_metric(lab, -1 if w.unfinished is None else w.unfinished.count)
+            rate.add_metric(lab, nan_if_none(w.throughput.requests_per_s))
+            wrate.add_metric(lab, nan_if_none(w.throughput.window_requests_per_s))
+            sps.add_metric(lab, nan_if_none(w.throughput.samples_per_s))
+            wsps.add_metric(lab, nan_if_none(w.throughput.window_samples_per_s))
             if w.target_rate:
                 target.add_metric(lab, w.target_rate)
             for mname, m in w.metrics.items():
                 named_n.add_metric([*lab, mname], m.count)
                 for key, q in PERCENTILES:
-                    named.add_metric([*lab, mname, _q(q)], _f(m.phase.get(key)) / 1000.0)
+                    named.add_metric([*lab, mname, _q(q)], stat(m.phase, key) / 1000.0)
             state.add_metric([*lab, w.state], 1)
             stalled.add_metric(lab, 1 if w.stalled_since is not None else 0)
             if w.goodput is not None:
@@ -193,12 +193,12 @@ def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
         b = [(f"{le / 1000.0:g}", float(c)) for le, c in zip(LATENCY_BUCKETS_MS, w.buckets)]
         b.append(("+Inf", float(w.count)))
         hist.add_metric(lab, b, w.latency_sum_ms / 1000.0)
-    total = (w.phase.mean * w.phase.count / 1000.0) if w.phase.count else 0.0
+    total = (stat(w.phase, "mean") * w.phase_count / 1000.0) if w.phase_count else 0.0
     name = summ.name
     d = dict(zip(WL_LABELS, lab))
     for key, q in PERCENTILES:
-        summ.add_sample(name, {**d, "quantile": _q(q)}, _f(w.phase.get(key)) / 1000.0)
-    summ.add_sample(name + "_count", d, float(w.phase.count))
+        summ.add_sample(name, {**d, "quantile": _q(q)}, stat(w.phase, key) / 1000.0)
+    summ.add_sample(name + "_count", d, float(w.phase_count))
     summ.add_sample(name + "_sum", d, total)
 
 

@@ -18,9 +18,10 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core.analysis.phases import baseline, by_priority, label
-from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
 from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
@@ -148,15 +149,16 @@ def build_report(snap: SessionSnapshot) -> Report:
 
         row("state", state_text)
         row("requests", lambda w: float(w.count), 0)
-        row("achieved rate (req/s)", lambda w: w.achieved_rate)
-        row("samples/s", lambda w: w.samples_per_s, 1)
+        row("achieved rate (req/s)", lambda w: nan_if_none(w.throughput.requests_per_s))
+        row("samples/s", lambda w: nan_if_none(w.throughput.samples_per_s), 1)
         for key, row_name in LAT_ROWS:
-            row(row_name, lambda w, key=key: w.phase.get(key) if w.count else math.nan)
+            row(row_name, lambda w, key=key: stat(w.phase, key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
-        row("unfinished at end", lambda w: float(w.unfinished) if w.unfinished is not None
-            else math.nan, 0)
-        row("longest unfinished wait (ms)", lambda w: w.unfinished_max_wait_ms)
+        row("unfinished at end", lambda w: float(w.unfinished.count)
+            if w.unfinished is not None else math.nan, 0)
+        row("longest unfinished wait (ms)", lambda w: math.nan if w.unfinished is None
+            or w.unfinished.max_wait_ms is None else w.unfinished.max_wait_ms)
         row("stalls", lambda w: "; ".join(
             f"{x.since:.1f}-" + (f"{x.until:.1f}" if x.until is not None else "end")
             + f" s ({x.why})" for x in w.stalls) or "none")
@@ -167,9 +169,8 @@ def build_report(snap: SessionSnapshot) -> Report:
                 if m in w.metrics else math.nan, 0)
             for key, q in CI_PERCENTILES:
                 row(f"{mname}: {key.upper()} [95%]", lambda w, m=mname, q=q: (
-                    percentile_interval(Hist(w.metrics[m].hist, w.metrics[m].phase.min,
-                                             w.metrics[m].phase.max, w.metrics[m].integral),
-                                        q).text() if m in w.metrics and w.metrics[m].hist
+                    percentile_interval(hist_of(w.metrics[m]), q).text()
+                    if m in w.metrics and w.metrics[m].hist.buckets
                     else "-"))
         if scen.slo and scen.slo.workload == wspec.name:
             what = f"{scen.slo.named} " if scen.slo.named else ""
@@ -177,7 +178,8 @@ def build_report(snap: SessionSnapshot) -> Report:
                 lambda w: (w.goodput * 100) if w.goodput is not None else math.nan, 1)
         sec.tables.append(("", Table(header, rows)))
         notes = sorted({w.unfinished_note for p in snap.phases for w in p.workloads
-                        if w.name == wspec.name and w.unfinished and w.unfinished_note})
+                        if w.name == wspec.name and w.unfinished is not None
+                        and w.unfinished.count and w.unfinished_note})
         if notes:
             sec.paragraphs.append("Latency rows include requests still unfinished at the end "
                                   "of the phase, each counted at its waiting time so far (a "
@@ -210,7 +212,8 @@ def build_report(snap: SessionSnapshot) -> Report:
             lw_changes = []
             for lw in lows:
                 plw = p.workload(lw.name)
-                lw_changes.append(f"{lw.name}: " + (change(lw.samples_per_s, plw.samples_per_s, 1)
+                lw_changes.append(f"{lw.name}: " + (change(nan_if_none(lw.throughput.samples_per_s),
+                                                           nan_if_none(plw.throughput.samples_per_s), 1)
                                                     if plw else "-"))
             r.append("; ".join(lw_changes) or "-")
             rows.append(r)
@@ -232,7 +235,7 @@ def build_report(snap: SessionSnapshot) -> Report:
             if w is None or w.count == 0:
                 rows.append([label(p), "-", "no data", "-"])
                 continue
-            iv = percentile_interval(hist_of(w), slo.percentile) if w.hist else None
+            iv = percentile_interval(hist_of(w), slo.percentile) if w.latency_hist.buckets else None
             v = iv.est if iv is not None else percentile_of(w, slo.percentile)
             if iv is None:
                 verdict = "pass" if v < slo.latency_ms else "FAIL"

@@ -28,6 +28,7 @@ from xwatch.core.analysis.verdict import (
     steps,
 )
 from xwatch.core.engine.snapshot import CaptureSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.model import Section, Table, change, num
 from xwatch.core.export.render.svgchart import lane_chart
 
@@ -239,11 +240,11 @@ def state_text(w: WorkloadSnapshot) -> str:
 
 
 def percentile_of(w: WorkloadSnapshot, q: float) -> float:
-    if w.hist:  # exact nearest rank on the phase's histogram
+    if w.latency_hist.buckets:  # exact nearest rank on the phase's histogram
         return percentile_interval(hist_of(w), q).est
     table = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}
     if q in table:
-        return w.phase.get(table[q])
+        return stat(w.phase, table[q])
     # a snapshot without its histogram (older xwatch): the recorded CDF (1% steps)
     for v, f in w.cdf:
         if f * 100 >= q - 1e-9:
@@ -312,7 +313,7 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
         p99s = []
         for p in ps:
             w = p.workload(hi.name) if hi else None
-            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.hist else None
+            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.latency_hist.buckets else None
             if iv is not None:
                 p99s.append(iv.est)
             lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]
@@ -320,7 +321,8 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
                          percentile_interval(hist_of(w), 50.0).text()
                          if iv is not None and w is not None else "-",
                          iv.text() if iv else "-",
-                         "; ".join(f"{x.name} {num(x.samples_per_s, 1)}" for x in lows) or "-"])
+                         "; ".join(f"{x.name} {num(nan_if_none(x.throughput.samples_per_s), 1)}"
+                                   for x in lows) or "-"])
         if len(ps) > 1 and p99s:
             rows.append([key, "spread of P99", "", "", f"{min(p99s):.2f} to {max(p99s):.2f}", ""])
     hn = hi.name if hi else "high"

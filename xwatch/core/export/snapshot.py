@@ -4,9 +4,14 @@ The document is the struct tree of ``core.model`` (schema id ``xwatch.snapshot/1
 its JSON Schema, generated from the structs, in ``snapshot.schema.json`` beside this
 file; prose in ``docs/snapshot.md``): msgspec encodes it and decodes it, naming the
 field and why when a file does not fit. What a phase or a session recorded (XSched,
-MPS, telemetry, advice, ...) is the same struct in memory and in the document, so
-only the statistics are converted here (NaN <-> null, rounding, the histograms'
-intervals). Snapshots of earlier xwatch versions are brought to the current shape
+MPS, telemetry, advice, ...) and a workload's statistics (its summaries, per-second
+rows, exit, unfinished requests, rates, histograms) are the same structs in memory and
+in the document, written and read as they are. What is computed here is derived at
+export: the percentile intervals from the histograms, the captures' analyses, the
+per-GPU groups, the answer, the combined log tail and bucket bounds, a metric's short
+rows, and the rounding of what the dashboard reads every 2 s unrounded (the CDF, the
+slowest requests, goodput, the exact latency sum; rounding them per snapshot would cost
+every tick). Snapshots of earlier xwatch versions are brought to the current shape
 first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
@@ -41,7 +46,6 @@ from xwatch.core.analysis.verdict import answer_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
     CaptureSnapshot,
-    ExitInfo,
     LogLine,
     MetricSnapshot,
     PhaseSnapshot,
@@ -53,7 +57,6 @@ from xwatch.core.engine.stats import (
     EMPTY,
     LATENCY_BUCKETS_MS,
     RELATIVE_WIDTH,
-    LatencySummary,
     SecondRow,
 )
 from xwatch.core.engine.worker.trace import load_trace
@@ -83,12 +86,6 @@ def host_environment() -> D.Environment:
         env={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)})
 
 
-def _summary(s: LatencySummary) -> D.Summary:
-    f = _num
-    return D.Summary(mean=f(s.mean), std=f(s.std), min=f(s.min), p50=f(s.p50), p90=f(s.p90),
-                     p95=f(s.p95), p99=f(s.p99), p999=f(s.p999), max=f(s.max))
-
-
 def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
     iv = percentile_interval(h, q)
     return D.Interval(est=_num(iv.est), lo=_num(iv.lo), hi=_num(iv.hi),
@@ -97,12 +94,10 @@ def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
 
 def _metric_doc(m: MetricSnapshot) -> D.Metric:
     return D.Metric(
-        count=m.count, summary=_summary(m.phase), window=_summary(m.window),
-        ci={k: _interval(Hist(m.hist, m.phase.min, m.phase.max, m.integral), q)
-            for k, q in CI_PERCENTILES} if m.hist else {},
-        series=[(r.sec, r.count, _num(r.p50), _num(r.p99), _num(r.max), _num(r.mean))
-                for r in m.series],
-        hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(m.hist), integral=m.integral),
+        count=m.count, summary=m.phase, window=m.window,
+        ci={k: _interval(hist_of(m), q) for k, q in CI_PERCENTILES} if m.hist.buckets else {},
+        series=[(r.sec, r.count, r.p50, r.p99, r.max, r.mean) for r in m.series],
+        hist=m.hist,
         goodput=_num(m.goodput) if m.goodput is not None else None)
 
 
@@ -113,32 +108,24 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         description=w.description, state=w.state, pid=w.pid,
         count=w.count, errors=w.errors, late=w.late, samples=w.samples,
         malformed=w.malformed,
-        latency_ms=_summary(w.phase),
-        window_latency_ms=_summary(w.window),
-        service_mean_ms=_num(w.service_mean_ms),
-        throughput=D.Throughput(requests_per_s=_num(w.achieved_rate),
-                                samples_per_s=_num(w.samples_per_s),
-                                window_requests_per_s=_num(w.window_rate),
-                                window_samples_per_s=_num(w.window_samples_per_s)),
-        target_rate=w.target_rate, achieved_rate=_num(w.achieved_rate),
-        measured_s=_num(w.measured_s),
+        latency_ms=w.phase,
+        window_latency_ms=w.window,
+        service_mean_ms=w.service_mean_ms,
+        throughput=w.throughput,
+        target_rate=w.target_rate, achieved_rate=w.throughput.requests_per_s,
+        measured_s=w.measured_s,
         goodput=_num(w.goodput) if w.goodput is not None else None,
-        exit=None if w.exit is None else D.Exit(
-            code=w.exit.code, signal=w.exit.signal, reason=w.exit.reason,
-            ran_to_end=w.exit.ran_to_end, message=w.exit.message),
+        exit=w.exit,
         error=w.error,
         log_tail=list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
         stderr_tail=list(w.stderr_tail),
         stdout_tail=list(w.log_tail),
         hello=w.hello,
         launch=w.launch,
-        series=[(r.sec, r.count, r.errors, r.late, r.samples, _num(r.p50), _num(r.p99),
-                 _num(r.max), _num(r.mean)) for r in w.series],
+        series=list(w.series),
         cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
         annotations=list(w.annotations),
-        unfinished=None if w.unfinished is None else D.Unfinished(
-            count=w.unfinished, max_wait_ms=_num(w.unfinished_max_wait_ms),
-            in_percentiles=w.unfinished_in_percentiles, note=w.unfinished_note),
+        unfinished=w.unfinished,
         unfinished_note=w.unfinished_note,
         after_end=w.after_end,
         stalled_since=w.stalled_since,
@@ -148,8 +135,7 @@ def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
         latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
         latency_sum_ms=_num(w.latency_sum_ms),
         pipe_closed_at=w.pipe_closed_at,
-        latency_hist=D.Hist(relative_width=RELATIVE_WIDTH, buckets=list(w.hist),
-                            integral=w.integral),
+        latency_hist=w.latency_hist,
         metrics={k: _metric_doc(m) for k, m in w.metrics.items()},
         stages=dict(w.stages),
         latency_ci_ms={k: _interval(h, q, too_few(h.n, q)) for k, q in CI_PERCENTILES},
@@ -370,68 +356,61 @@ def _f(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def _summary_from(d: D.Summary | None, count: int) -> LatencySummary:
-    if d is None or count == 0:
-        return EMPTY
-    return LatencySummary(count, _f(d.mean), _f(d.std), _f(d.min), _f(d.p50), _f(d.p90),
-                          _f(d.p95), _f(d.p99), _f(d.p999), _f(d.max))
+def _summary_from(d: D.Summary | None, count: int) -> D.Summary:
+    """A recorded summary; none where the workload counted no request (the censored
+    waits of its unfinished requests are then not read back)."""
+    return EMPTY if d is None or count == 0 else d
 
 
-def _hist_from(h: D.Hist | None) -> tuple[tuple[int, int], ...]:
+def _hist_from(h: D.Hist | None) -> D.Hist:
     """The fine histogram, if the snapshot has one of this xwatch's bucket width
     (older snapshots have none: their intervals are then unknown, not invented)."""
-    if h is None or h.relative_width != RELATIVE_WIDTH:
-        return ()
-    return tuple(h.buckets)
+    if h is None:
+        return D.Hist(relative_width=RELATIVE_WIDTH)
+    if h.relative_width != RELATIVE_WIDTH:
+        return D.Hist(relative_width=RELATIVE_WIDTH, integral=h.integral)
+    return h
 
 
 def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
     n = m.count
     return MetricSnapshot(
         name, n, _summary_from(m.summary, n), _summary_from(m.window, n),
-        tuple(SecondRow(r[0], r[1], 0, 0, 0, _f(r[2]), _f(r[3]), _f(r[4]), _f(r[5]))
-              for r in m.series),
-        _hist_from(m.hist), m.hist is not None and m.hist.integral, m.goodput)
+        tuple(SecondRow(r[0], r[1], 0, 0, 0, *r[2:]) for r in m.series),
+        _hist_from(m.hist), m.goodput, n)
 
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
     """One workload (its hello, raw JSON from the workload, as the file has it)."""
-    tp, ex, u = w.throughput, w.exit, w.unfinished
+    tp = w.throughput  # absent in the oldest snapshots: nothing per second
     return WorkloadSnapshot(
         name=name, priority=w.priority,
         priority_label=str(w.priority if w.priority_label is UNSET else w.priority_label),
         description=w.description, state=w.state, pid=w.pid,
         phase=_summary_from(w.latency_ms, w.count),
         window=_summary_from(w.window_latency_ms, w.count),
-        service_mean_ms=_f(w.service_mean_ms),
+        service_mean_ms=w.service_mean_ms,
         count=w.count, errors=w.errors, late=w.late, samples=w.samples,
         malformed=w.malformed, target_rate=w.target_rate,
-        achieved_rate=_f(tp.requests_per_s) if tp else 0.0,
-        samples_per_s=_f(tp.samples_per_s) if tp else 0.0,
-        window_rate=_f(tp.window_requests_per_s) if tp else math.nan,
-        window_samples_per_s=_f(tp.window_samples_per_s) if tp else math.nan,
-        measured_s=_f(w.measured_s), goodput=w.goodput,
-        series=tuple(SecondRow(r[0], r[1], r[2], r[3], r[4], _f(r[5]), _f(r[6]), _f(r[7]),
-                               _f(r[8])) for r in w.series),
+        throughput=tp or D.Throughput(requests_per_s=0.0, samples_per_s=0.0),
+        measured_s=w.measured_s, goodput=w.goodput,
+        series=tuple(SecondRow(*r) for r in w.series),
         cdf=tuple((_f(v), fr) for v, fr in w.cdf),
-        exit=None if ex is None else ExitInfo(ex.code, ex.signal, ex.reason, ex.ran_to_end,
-                                              ex.message),
+        exit=w.exit,
         error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
         hello=w.hello, launch=w.launch, inflight_s=0.0,
         annotations=tuple(w.annotations),
-        unfinished=None if u is None else u.count,
-        unfinished_max_wait_ms=math.nan if u is None else _f(u.max_wait_ms),
-        unfinished_in_percentiles=u is not None and u.in_percentiles,
-        unfinished_note=w.unfinished_note if u is None else u.note,
+        unfinished=w.unfinished,
+        unfinished_note=w.unfinished_note if w.unfinished is None else w.unfinished.note,
         after_end=w.after_end, stalled_since=w.stalled_since,
         stalls=tuple(w.stalls),
         slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
         gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
         latency_sum_ms=_f(w.latency_sum_ms or 0.0),
-        hist=_hist_from(w.latency_hist),
-        integral=w.latency_hist is not None and w.latency_hist.integral,
+        latency_hist=_hist_from(w.latency_hist),
         metrics={k: _metric_from(k, m) for k, m in w.metrics.items()},
-        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages))
+        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages), phase_count=w.count,
+        window_count=w.count)
 
 
 def _unset(v: T | msgspec.UnsetType) -> T | None:

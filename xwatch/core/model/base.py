@@ -11,7 +11,7 @@ from msgspec import UNSET, UnsetType
 
 SCHEMA_ID: Final = "xwatch.snapshot/1"
 
-#: a JSON number that is null where it is unknown (NaN in memory)
+#: a JSON number that is null where it is unknown (None in memory too)
 Num = float | None
 #: a setting's value as a sweep or advise names it ("low.threshold": 2)
 SettingValue = int | float | str | bool
@@ -76,6 +76,19 @@ class Exit(Doc, frozen=True, kw_only=True):
     reason: str = "?"
     ran_to_end: bool = False
     message: str = ""
+
+    def describe(self) -> str:
+        """In one line: ``failed (exit code 1): why`` or ``stopped (killed by SIGINT)``."""
+        if self.signal:
+            import signal as _s
+            try:
+                name = _s.Signals(self.signal).name
+            except ValueError:
+                name = str(self.signal)
+            how = f"killed by {name}"
+        else:
+            how = f"exit code {self.code}"
+        return f"{self.reason} ({how})" + (f": {self.message}" if self.message else "")
 
 
 class Unfinished(Doc, frozen=True, kw_only=True):

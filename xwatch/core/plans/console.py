@@ -10,12 +10,13 @@ import math
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
-from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
+from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 
 
-def ms(v: float) -> str:
+def ms(v: float | None) -> str:
     if v is None or math.isnan(v):
         return "-"
     return f"{v:.2f}" if v < 100 else f"{v:.1f}" if v < 1000 else f"{v:.0f}"
@@ -38,7 +39,8 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
     head = f"{len(groups)} GPUs: {rollup_text(r, ms)}"
     if r.worst_high_p99_ms is not None:
         head += "; by GPU " + " ".join(ms(g.high_window_p99) for g in groups)
-    high_rate = sum(g.high.window_rate for g in groups if g.high is not None)
+    high_rate = sum(nan_if_none(g.high.throughput.window_requests_per_s) for g in groups
+                    if g.high is not None)
     parts = [head, f"HIGH {rate(high_rate)}/s, LOW {rate(r.low_samples_per_s)} smp/s in all"]
     odd = [f"{w.name} {w.state}" for g in groups for w in g.workloads if w.state != "running"]
     if odd:
@@ -49,9 +51,9 @@ def _per_gpu_parts(p: PhaseSnapshot) -> list[str] | None:
 def _workload_part(w: WorkloadSnapshot) -> str:
     if w.count:
         s = (f"{w.name} {w.state} n={w.count} p50={ms(w.window.p50)} p99={ms(w.window.p99)}ms "
-             f"{rate(w.window_rate)}/s")
+             f"{rate(w.throughput.window_requests_per_s)}/s")
         if w.samples != w.count:
-            s += f" {rate(w.window_samples_per_s)} smp/s"
+            s += f" {rate(w.throughput.window_samples_per_s)} smp/s"
         if w.late:
             s += f" late={w.late}"
         if w.errors:
@@ -78,16 +80,18 @@ def _many_parts(p: PhaseSnapshot) -> list[str] | None:
     top = max(w.priority for w in p.workloads)
     highs = [w for w in p.workloads if w.priority == top]
     lows = [w for w in p.workloads if w.priority < top]
-    p99 = [(w.window.p99, w.name) for w in highs if w.count and w.window.p99 == w.window.p99]
+    p99 = [(v, w.name) for w in highs if w.count and (v := w.window.p99) is not None]
     head = f"{len(highs)} HIGH: P99 "
     if p99:
         (worst, wn), (best, bn) = max(p99), min(p99)
         head += f"worst {ms(worst)}ms ({wn}), best {ms(best)}ms ({bn})"
     else:
         head += "-"
-    parts = [head + f", {rate(sum(w.window_rate for w in highs))}/s in all"]
+    hr = sum(nan_if_none(w.throughput.window_requests_per_s) for w in highs)
+    parts = [head + f", {rate(hr)}/s in all"]
     if lows:
-        parts.append(f"{len(lows)} LOW: {rate(sum(w.window_samples_per_s for w in lows))} "
+        ls = sum(nan_if_none(w.throughput.window_samples_per_s) for w in lows)
+        parts.append(f"{len(lows)} LOW: {rate(ls)} "
                      "smp/s in all")
     odd = [f"{w.name} {w.state}" for w in p.workloads if w.state != "running"]
     if odd:
@@ -123,17 +127,18 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     for w in order:
         L = w.phase
         rows.append((w.name, w.state, str(w.count), str(w.errors), str(w.late),
-                     rate(w.achieved_rate), rate(w.target_rate), rate(w.samples_per_s),
+                     rate(w.throughput.requests_per_s), rate(w.target_rate),
+                     rate(w.throughput.samples_per_s),
                      ms(L.mean), ms(L.p50), ms(L.p95), ms(L.p99), ms(L.p999), ms(L.max)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
     heads = {g.workloads[0].name: _gpu_head(g) for g in groups if g.workloads} \
         if len(groups) > 1 else {}
     extra = []
     for w in p.workloads:
-        if w.unfinished:
-            extra.append(f"  {w.name}: {w.unfinished} request(s) unfinished at the end, longest "
-                         f"wait {ms(w.unfinished_max_wait_ms)} ms ("
-                         + ("included in the percentiles" if w.unfinished_in_percentiles
+        if (u := w.unfinished) is not None and u.count:
+            extra.append(f"  {w.name}: {u.count} request(s) unfinished at the end, longest "
+                         f"wait {ms(u.max_wait_ms)} ms ("
+                         + ("included in the percentiles" if u.in_percentiles
                             else "not in the percentiles") + f"; {w.unfinished_note})")
         if w.after_end:
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
@@ -173,7 +178,8 @@ def _gpu_head(g: GpuGroup) -> str:
     h = g.high
     p99 = "-"
     if h is not None and h.count:
-        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(h.phase.p99)) if h.hist
+        p99 = (percentile_interval(hist_of(h), 99.0).text(_fmt(stat(h.phase, "p99")))
+               if h.latency_hist.buckets
                else ms(h.phase.p99)) + " ms"
     util = "n/a" if g.util_pct is None else f"{g.util_pct:.0f}%"
     where = " ".join(x for x in (g.name, g.bus_id) if x)
@@ -191,21 +197,21 @@ def _gpus_tail(groups: list[GpuGroup]) -> str:
 def interval_lines(p: PhaseSnapshot) -> list[str]:
     """Each workload's P50/P95/P99 with its 95% interval (order statistics), e.g.
     ``high: P50 4.32 [4.28, 4.37]  P95 ...  P99 13.9 [11.4, 15.0] ms``."""
-    rows = [w for w in p.workloads if w.count and w.hist]
+    rows = [w for w in p.workloads if w.count and w.latency_hist.buckets]
     if not rows:
         return []
     out = ["  95% intervals (order statistics; 'open': too few requests for that bound):"]
     for w in rows:
-        h = hist_of(w)
-        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(w.phase.get(k), w.integral))}"
+        h, whole = hist_of(w), w.latency_hist.integral
+        parts = [f"{k.upper()} {percentile_interval(h, q).text(_fmt(stat(w.phase, k), whole))}"
                  for k, q in CI_PERCENTILES]
         out.append(f"    {w.name}: " + "  ".join(parts) + " ms")
         for name, m in w.metrics.items():  # named per-request metrics (ttft_ms, ...)
-            if not m.count or not m.hist:
+            if not m.count or not m.hist.buckets:
                 continue
-            hm = Hist(m.hist, m.phase.min, m.phase.max, m.integral)
+            hm = hist_of(m)
             parts = [f"{k.upper()} "
-                     f"{percentile_interval(hm, q).text(_fmt(m.phase.get(k), m.integral))}"
+                     f"{percentile_interval(hm, q).text(_fmt(stat(m.phase, k), m.hist.integral))}"
                      for k, q in CI_PERCENTILES]
             gp = f"  goodput {m.goodput * 100:.1f}%" if m.goodput is not None else ""
             out.append(f"    {w.name} {name} (n={m.count}): " + "  ".join(parts) + f" ms{gp}")

@@ -241,8 +241,8 @@ class CdfChart(_Chart):
             if self.gpu is not None and self.gpu in roles.high:
                 name = roles.high[self.gpu]
             elif snap.phases[-1].workloads:
-                p99 = {w.name: w.phase.p99 for w in snap.phases[-1].workloads
-                       if w.name in roles.high.values() and w.phase.p99 == w.phase.p99}
+                p99 = {w.name: w.phase.p99 or 0.0 for w in snap.phases[-1].workloads
+                       if w.name in roles.high.values() and w.phase.p99 is not None}
                 if p99:
                     name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]

@@ -260,8 +260,8 @@ class LaneStrip(LinePanel):
         if len(roles.gpus) > 1:
             why = ""
             if gpu is None:
-                p99 = {g: w.phase.p99 for g, n in roles.high.items()
-                       if (w := p.workload(n)) is not None and w.phase.p99 == w.phase.p99}
+                p99 = {g: v for g, n in roles.high.items()
+                       if (w := p.workload(n)) is not None and (v := w.phase.p99) is not None}
                 gpu = max(p99, key=lambda g: p99[g]) if p99 else roles.gpus[0]
                 why = " (worst HIGH P99)"
             on = {w.name for w in p.workloads if w.gpu == gpu}

@@ -15,6 +15,7 @@ from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
 from xwatch.core.analysis.verdict import UNMEASURED, latency_change
 from xwatch.core.engine.snapshot import FAILED, RUNNING, PhaseSnapshot, SessionSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.ui.widgets.format import delta, ms, pct, rate
 from xwatch.ui.widgets.lines import ScrollLinePanel
 
@@ -25,7 +26,7 @@ STATE_STYLE = {RUNNING: "green", FAILED: "bold red", "finished": "cyan", "stoppe
 Cell = Text | str
 
 
-def _pct(v: float, n: int, q: float) -> Cell:
+def _pct(v: float | None, n: int, q: float) -> Cell:
     """A percentile's cell; ``*`` (dim) where its requests are fewer than it needs:
     it is their maximum (``analysis.stats.pooled``)."""
     return Text(ms(v) + "*", style="dim") if too_few(n, q) else ms(v)
@@ -92,15 +93,17 @@ class WorkloadTable(ScrollLinePanel):
         live = p.status == "running"  # after a phase ends, the window is stale: show the phase
         for w in p.workloads:
             state = w.state + (f" {w.inflight_s:.0f}s" if w.inflight_s >= 2 else "")
-            lat = w.window if live else w.phase
+            lat, n = (w.window, w.window_count) if live else (w.phase, w.phase_count)
             self._rows[w.name] = (
                 w.name, Text(state, style=STATE_STYLE.get(w.state, "")), w.priority_label,
-                w.description[:20], _pct(lat.p50, lat.count, 50.0),
-                _pct(lat.p95, lat.count, 95.0), _pct(lat.p99, lat.count, 99.0),
-                ms(lat.max), _pct(w.phase.p99, w.phase.count, 99.0), ms(w.phase.max),
-                rate(w.window_rate if live else w.achieved_rate),
+                w.description[:20], _pct(lat.p50, n, 50.0),
+                _pct(lat.p95, n, 95.0), _pct(lat.p99, n, 99.0),
+                ms(lat.max), _pct(w.phase.p99, w.phase_count, 99.0), ms(w.phase.max),
+                rate(w.throughput.window_requests_per_s if live
+                     else w.throughput.requests_per_s),
                 rate(w.target_rate) if w.target_rate else "loop",
-                rate(w.window_samples_per_s if live else w.samples_per_s), str(w.count),
+                rate(w.throughput.window_samples_per_s if live
+                     else w.throughput.samples_per_s), str(w.count),
                 str(w.late), Text(str(w.errors), style="red" if w.errors else ""))
         groups = gpu_groups(p, snap.telemetry, snap.window_s if live else None) \
             if len({w.gpu for w in p.workloads if w.gpu is not None}) > 1 else []
@@ -261,17 +264,17 @@ class CompareTable(DataTable[str]):
             if w is None or w.count == 0:
                 return float("nan")
             if key == "rate":
-                return float(w.achieved_rate)
+                return float(nan_if_none(w.throughput.requests_per_s))
             if key == "sps":
-                return float(w.samples_per_s)
-            return float(w.phase.get(key))
+                return float(nan_if_none(w.throughput.samples_per_s))
+            return stat(w.phase, key)
 
         def cell(p: PhaseSnapshot, name: str, key: str) -> str:
             v = val(p, name, key)
             if key in ("rate", "sps"):
                 return rate(v)
             w = p.workload(name)
-            if key in self.QS and w is not None and w.hist and v == v:
+            if key in self.QS and w is not None and w.latency_hist.buckets and v == v:
                 h = hist_of(w)
                 iv = percentile_interval(h, self.QS[key])
                 few = " *" if too_few(h.n, self.QS[key]) else ""

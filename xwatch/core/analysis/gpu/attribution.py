@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from xwatch.core.analysis.phases import by_priority
 from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 CATEGORIES = ("LOW running", "LOW suspended", "LOW idle", "HIGH suspended", "unknown")
 #: a poll this close to a request (when none fell inside it) still speaks for it
@@ -71,7 +72,7 @@ def attribute(phase: PhaseSnapshot, slo_ms: float | None = None,
     if slo_ms is not None and slo_workload in (None, hi.name):
         threshold, kind = slo_ms, "SLO"
     else:
-        threshold, kind = hi.phase.p99, "phase P99"
+        threshold, kind = nan_if_none(hi.phase.p99), "phase P99"
     if math.isnan(threshold):
         return None
     slow = [(t, lat) for t, lat in hi.slowest if lat > threshold]

@@ -20,6 +20,7 @@ from typing import Any
 from xwatch.core import model as M
 from xwatch.core.engine.pci import bus_from_hello, format_bus, parse_bus_id
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,11 @@ def gpu_groups(p: PhaseSnapshot, telemetry: M.Telemetry | None = None,
                     s.name if s is not None else "")
         out.append(GpuGroup(
             gpu=g, workloads=ws, high=top,
-            high_p50=top.phase.p50 if top else math.nan,
-            high_p99=top.phase.p99 if top else math.nan,
-            high_window_p99=top.window.p99 if top else math.nan,
-            low_samples_per_s=sum(w.samples_per_s for w in lows),
-            low_window_samples_per_s=sum(w.window_samples_per_s for w in lows),
+            high_p50=nan_if_none(top.phase.p50) if top else math.nan,
+            high_p99=nan_if_none(top.phase.p99) if top else math.nan,
+            high_window_p99=nan_if_none(top.window.p99) if top else math.nan,
+            low_samples_per_s=sum(nan_if_none(w.throughput.samples_per_s) for w in lows),
+            low_window_samples_per_s=sum(nan_if_none(w.throughput.window_samples_per_s) for w in lows),
             bus_id=format_bus(bus) if bus else (s.bus_id or "") if s is not None else "",
             name=name, util_pct=util, mem_used_mib=mem,
             telemetry_device=dev, matched_by=how))
@@ -210,7 +211,7 @@ def rollup_series(phases: Sequence[PhaseSnapshot], offsets: Sequence[float],
             for r in w.series:
                 if r.sec < 0:
                     continue
-                v = float(getattr(r, key))
+                v = float(nan_if_none(getattr(r, key)))
                 if how == "sum":
                     acc[r.sec] = acc.get(r.sec, 0.0) + (v if v == v else 0.0)
                 elif v == v:

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from xwatch.core.engine.snapshot import WorkloadSnapshot
-from xwatch.core.engine.stats import LogHistogram, bucket_value, nearest_rank
+from xwatch.core.engine.snapshot import MetricSnapshot, WorkloadSnapshot
+from xwatch.core.engine.stats import LogHistogram, bucket_value, nan_if_none, nearest_rank
 
 CONFIDENCE = 0.95
 DRAWS = 4000
@@ -131,7 +131,7 @@ def rank_bounds(n: int, q: float, confidence: float = CONFIDENCE) -> tuple[int |
 class Hist:
     """A phase's latencies as xwatch keeps them: fine buckets plus exact min/max."""
 
-    items: tuple[tuple[int, int], ...]  # (bucket index, count), ascending
+    items: Sequence[tuple[int, int]]  # (bucket index, count), ascending
     vmin: float
     vmax: float
     #: the values were whole numbers: a bucket's value is rounded to one (exact below
@@ -155,10 +155,11 @@ class Hist:
         return [float(round(v)) for v in vals] if self.integral else vals
 
 
-def hist_of(w: WorkloadSnapshot) -> Hist:
+def hist_of(w: WorkloadSnapshot | MetricSnapshot) -> Hist:
     """A workload's phase latencies (the censored waits of unfinished requests
-    included, as in its phase percentiles)."""
-    return Hist(w.hist, w.phase.min, w.phase.max, w.integral)
+    included, as in its phase percentiles), or a named metric's values."""
+    h = w.latency_hist if isinstance(w, WorkloadSnapshot) else w.hist
+    return Hist(h.buckets, nan_if_none(w.phase.min), nan_if_none(w.phase.max), h.integral)
 
 
 def merge(hists: Iterable[Hist]) -> Hist:

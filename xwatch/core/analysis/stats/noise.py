@@ -115,7 +115,7 @@ class Floor:
 
 def run_length(ps: Sequence[PhaseSnapshot]) -> float:
     """The mean measured seconds of the runs (their longest workload each)."""
-    lens = [max((w.measured_s for w in p.workloads if w.measured_s == w.measured_s),
+    lens = [max((w.measured_s for w in p.workloads if w.measured_s is not None),
                 default=math.nan) for p in ps]
     lens = [x for x in lens if x == x]
     return sum(lens) / len(lens) if lens else math.nan

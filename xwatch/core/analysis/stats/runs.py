@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.stats.intervals import (
     CONFIDENCE,
-    Hist,
     Interval,
     betainc,
     hist_of,
@@ -40,6 +39,7 @@ from xwatch.core.analysis.stats.intervals import (
 )
 from xwatch.core.analysis.stats.resolution import resolved_sd, widen
 from xwatch.core.engine.snapshot import WorkloadSnapshot
+from xwatch.core.engine.stats import nan_if_none, stat
 
 Z95 = 1.959963984540054
 RATE = "samples/s"
@@ -108,8 +108,8 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     times, ``rate x cv / sqrt(n)`` (the delta method on rate = batch / mean time),
     not from whole seconds, which a loop of 6 iterations a second quantizes."""
     if metric == RATE:
-        est = w.samples_per_s
-        m, sd, n = w.phase.mean, w.phase.std, w.count
+        est = nan_if_none(w.throughput.samples_per_s)
+        m, sd, n = stat(w.phase, "mean"), stat(w.phase, "std"), w.count
         se = est * (sd / m) / math.sqrt(n) if n > 1 and m > 0 and sd == sd else math.nan
         return RunValue(est, se)
     name, _, pq = metric.rpartition(":")
@@ -117,15 +117,14 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
         named = w.metrics.get(name)
         if named is None or not named.count:
             return RunValue(math.nan, math.nan)
-        iv = percentile_interval(Hist(named.hist, named.phase.min, named.phase.max,
-                                      named.integral), percentile_of(pq))
+        iv = percentile_interval(hist_of(named), percentile_of(pq))
         se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None \
             else math.nan
         return RunValue(iv.est, se)
     q = percentile_of(metric)
-    if not w.hist:  # an older snapshot: the recorded percentile, its error unknown
+    if not w.latency_hist.buckets:  # an older snapshot: the recorded percentile, its error unknown
         key = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}.get(q)
-        return RunValue(w.phase.get(key) if key and w.count else math.nan, math.nan)
+        return RunValue(stat(w.phase, key) if key and w.count else math.nan, math.nan)
     iv = percentile_interval(hist_of(w), q)
     se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None else math.nan
     return RunValue(iv.est, se)

@@ -31,13 +31,12 @@ from xwatch.core.engine.snapshot import (
     STOPPED,
     WAITING,
     WARMING,
-    ExitInfo,
     MetricSnapshot,
     WorkloadSnapshot,
     utc_now,
 )
 from xwatch.core.engine.spool import EventSpool
-from xwatch.core.engine.stats import Moments, Recorder
+from xwatch.core.engine.stats import RELATIVE_WIDTH, Moments, Recorder
 from xwatch.core.engine.worker.arrivals import due_times
 from xwatch.scenario import Scenario, Workload
 
@@ -110,7 +109,7 @@ class WorkloadRun:
         self.hello: dict[str, Any] = {}
         self.ready_t0: float | None = None
         self.ready_wall: str | None = None
-        self.exit: ExitInfo | None = None
+        self.exit: M.Exit | None = None
         self.error: str | None = None
         self.error_traceback: str | None = None
         self.malformed = 0
@@ -330,7 +329,7 @@ class WorkloadRun:
         msg = self.error or ""
         if reason == FAILED:  # the most informative line: XSched's [ERRO] beats the worker's error
             msg = best_cause([*self.stderr, *([msg] if msg else [])]) or msg
-        self.exit = ExitInfo(code, sig, reason, ran, msg)
+        self.exit = M.Exit(code=code, signal=sig, reason=reason, ran_to_end=ran, message=msg)
         self.state = reason
         level = "error" if reason == FAILED else "info"
         self.phase.session.log("xwatch", level, f"{self.spec.name}: {self.exit.describe()}")
@@ -338,7 +337,7 @@ class WorkloadRun:
 
     def on_spawn_error(self, message: str) -> None:
         self.error = message
-        self.exit = ExitInfo(None, None, FAILED, False, message)
+        self.exit = M.Exit(reason=FAILED, message=message)
         self.state = FAILED
         self.end_t = time.monotonic()
         self.phase.session.log("xwatch", "error", f"{self.spec.name}: {message}")
@@ -494,21 +493,25 @@ class WorkloadRun:
         label = spec.priority if isinstance(spec.priority, str) else str(spec.priority)
         named = {}
         for k, r in self.metrics.items():
-            m, (win, _, _, _) = r.read(min(now, end))
+            m, (win, win_n, _, _) = r.read(min(now, end))
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
-                                      tuple(m.hist.items()), m.integral,
-                                      r.under_slo / m.n if r.slo_ms and m.n else None)
+                                      M.Hist(relative_width=RELATIVE_WIDTH,
+                                             buckets=list(m.hist.items()),
+                                             integral=m.integral),
+                                      r.under_slo / m.n if r.slo_ms and m.n else None, win_n)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
-            phase=phase, window=window, service_mean_ms=rec.service_mean(),
+            phase=phase, window=window,
+            service_mean_ms=round(rec.service_mean(), 6) if rec.service_n else None,
             count=count, errors=rec.errors, late=rec.late, samples=rec.samples,
             malformed=self.malformed, target_rate=spec.rate,
-            achieved_rate=count / measured if measured > 0 else 0.0,
-            samples_per_s=rec.samples / measured if measured > 0 else 0.0,
-            window_rate=wn / span_w if span_w > 0 else 0.0,
-            window_samples_per_s=wsamples / span_w if span_w > 0 else 0.0,
-            measured_s=measured,
+            throughput=M.Throughput(
+                requests_per_s=round(count / measured, 6) if measured > 0 else 0.0,
+                samples_per_s=round(rec.samples / measured, 6) if measured > 0 else 0.0,
+                window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
+                window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
+            measured_s=round(measured, 6),
             goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
@@ -516,17 +519,21 @@ class WorkloadRun:
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
             log_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
-            unfinished=self.unfinished,
-            unfinished_max_wait_ms=self.unfinished_m.max if self.unfinished_m else math.nan,
-            unfinished_in_percentiles=in_pct, unfinished_note=self.unfinished_note,
+            unfinished=None if self.unfinished is None else M.Unfinished(
+                count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
+                if self.unfinished_m else None, in_percentiles=in_pct,
+                note=self.unfinished_note),
+            unfinished_note=self.unfinished_note,
             after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),
             stalls=tuple(self.stalls),
             slowest=self._slowest_rows(),
             gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
-            hist=tuple(moments.hist.items()), integral=moments.integral,
-            pipe_closed_at=self.pipe_closed_at, metrics=named,
+            latency_hist=M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(moments.hist.items()),
+                                integral=moments.integral),
+            pipe_closed_at=self.pipe_closed_at, metrics=named, phase_count=moments.n,
+            window_count=wn,
             stages=self.stages_since_start(),
         )
 

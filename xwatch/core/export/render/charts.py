@@ -18,8 +18,8 @@ LOG_RATIO = 20.0
 
 def spread_apart(snap: SessionSnapshot) -> bool:
     """Whether the workloads' median latencies differ by more than ``LOG_RATIO``."""
-    meds = [w.phase.p50 for p in snap.phases for w in p.workloads
-            if w.count and w.phase.p50 == w.phase.p50 and w.phase.p50 > 0]
+    meds = [v for p in snap.phases for w in p.workloads
+            if w.count and (v := w.phase.p50) is not None and v > 0]
     return bool(meds) and max(meds) / min(meds) > LOG_RATIO
 
 
@@ -56,8 +56,8 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     worst = ""
     if rolled:  # the HIGH copy with the worst P99 in the last phase
         last = snap.phases[-1]
-        p99 = {w.name: w.phase.p99 for w in last.workloads
-               if w.name in roles.high.values() and w.count and w.phase.p99 == w.phase.p99}
+        p99 = {w.name: w.phase.p99 or 0.0 for w in last.workloads
+               if w.name in roles.high.values() and w.count and w.phase.p99 is not None}
         if p99:
             hi = last.workload(max(p99, key=lambda n: p99[n])) or hi
             worst = " (the GPU with the worst HIGH P99)"
