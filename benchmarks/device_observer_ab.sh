@@ -8,7 +8,7 @@
 #   2. benchmarks/dashboard_cpu.py (intensive, NVML, 20 s) per mode: old, new, old,
 #      new; natively once more with per-process GPU queries every 2 s (the old default);
 #   3. benchmarks/dashboard_breakdown.py in an XSched and an MPS phase.
-# STEPS=23 leaves step 1 out, and so on; SECS sets the measured window (default 20 s;
+# STEPS=23 leaves step 1 out, and so on; ROUNDS of step 2 (default 2); SECS sets the measured window (default 20 s;
 # CPU times tick at 10 ms: 20 s resolves 0.05% of a core, 40 s 0.025%).
 # OUTDIR/progress.txt says where it is; OUTDIR/done marks the end.
 set -u
@@ -28,7 +28,7 @@ wait $LOAD
 fi
 if [[ $STEPS == *2* ]]; then
 say "2: old against new, per mode"
-for i in 1 2; do
+for i in $(seq 1 ${ROUNDS:-2}); do
   for m in native mps xsched; do
     extra=""; [ $m = xsched ] && extra="--xsched $XS"
     (cd "$OLD" && PYTHONPATH=$OLD:${PYTHONPATH#*:} run "dash-$m-old-$i.txt" $D --mode $m $extra)
