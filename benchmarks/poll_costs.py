@@ -1,6 +1,7 @@
 """What each of the observer's periodic polls costs this machine's CPU, taken apart.
 
-    python benchmarks/poll_costs.py [--queues 288] [--polls 500] [--nvml] [--spawn TOOL]
+    python benchmarks/poll_costs.py [--queues 288] [--polls 500] [--gap S] [--nvml]
+                                    [--spawn TOOL]
 
 The dashboard's background work is a handful of polls (docs/benchmarks.md, "the
 observer per mode"): XSched's ``/xqueues`` ten times a second, NVML twice a second
@@ -14,7 +15,10 @@ CPU (``time.thread_time``: what the dashboard's figure counts) and the wall time
 - ``/xqueues``: xwatch's own client against a local stand-in that answers what
   XSched 1.2's xserver answers (``--queues`` XQueues, the real server's three-space
   indent), split into the HTTP exchange and the decoding; then the same over one
-  kept-alive connection (``XWATCH_XSERVER_KEEPALIVE=1``);
+  kept-alive connection (``XWATCH_XSERVER_KEEPALIVE=1``); with ``--gap S`` also
+  polls S seconds apart, as the dashboard polls, taken apart into connect, send,
+  receive, close and copy, and again with the next connection opened right after a
+  poll (pre-connected) to see whether a spaced poll's cost is its connection;
 - ``nvml`` (``--nvml``, on an NVIDIA machine): each NVML call a telemetry sample
   makes, on GPU 0;
 - ``spawn`` (``--spawn TOOL``): ``subprocess.run`` of TOOL as the MPS watch runs
@@ -91,7 +95,7 @@ def syscalls(n: int) -> None:
     row("stat('/')", per_call(lambda: os.stat("/"), n * 20))
 
 
-def xqueues(queues: int, n: int) -> None:
+def xqueues(queues: int, n: int, gap: float = 0.0) -> None:
     import tempfile
 
     from xwatch.core.xsched.client import XserverClient, decode_xqueues
@@ -115,10 +119,71 @@ def xqueues(queues: int, n: int) -> None:
         k = XserverClient(port)
         k.keepalive = True
         row("poll (one kept-alive connection)", per_call(k.xqueue_rows, n))
+        k._drop()  # the stand-in serves one connection at a time
+        if gap > 0:
+            spaced(port, gap, max(20, min(n, int(30 / gap))))
     finally:
         srv.kill()
         srv.wait()
         os.unlink(port_file)
+
+
+def _steps(port: int, gap: float, n: int, preconnect: bool) -> list[float]:
+    """Polls ``gap`` seconds apart: each step's thread CPU per poll, microseconds."""
+    import socket
+
+    req = b"GET /xqueues HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    buf = bytearray(1 << 17)
+    tt = time.thread_time
+    acc = [0.0] * 5  # connect, send, receive, close, copy
+
+    def connect() -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(2.0)
+        s.connect(("127.0.0.1", port))
+        return s
+
+    nxt = connect() if preconnect else None
+    for _ in range(n):
+        time.sleep(gap)
+        t0 = tt()
+        s = nxt if nxt is not None else connect()
+        t1 = tt()
+        s.sendall(req)
+        t2 = tt()
+        got = 0
+        while True:
+            k = s.recv_into(memoryview(buf)[got:])
+            if not k:
+                break
+            got += k
+        t3 = tt()
+        s.close()
+        t4 = tt()
+        bytes(buf[:got])
+        t5 = tt()
+        conn = t1 - t0
+        if preconnect:
+            nxt = connect()
+            conn += tt() - t5  # the next poll's connection is this poll's cost
+        for i, v in enumerate((conn, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+            acc[i] += v
+    if nxt is not None:
+        nxt.close()
+    return [v / n * 1e6 for v in acc]
+
+
+def spaced(port: int, gap: float, n: int) -> None:
+    """The HTTP exchange of polls ``gap`` apart, step by step, fresh and pre-connected."""
+    print(f"/xqueues polled {gap:g} s apart ({n} polls), thread CPU per poll in us:")
+    print(f"  {'':<34} {'connect':>8} {'send':>6} {'recv':>6} {'close':>6} {'copy':>6} "
+          f"{'total':>6}")
+    for pre in (False, True, False, True):
+        steps = _steps(port, gap, n, pre)
+        name = "pre-connected after the last poll" if pre else "fresh connection (as xwatch)"
+        print(f"  {name:<34} " + " ".join(f"{v:{w}.0f}" for v, w in
+                                          zip(steps, (8, 6, 6, 6, 6))) +
+              f" {sum(steps):6.0f}", flush=True)
 
 
 def nvml(n: int) -> None:
@@ -184,10 +249,12 @@ def main() -> None:
     ap.add_argument("--polls", type=int, default=500)
     ap.add_argument("--nvml", action="store_true")
     ap.add_argument("--spawn", metavar="TOOL")
+    ap.add_argument("--gap", type=float, default=0.0, metavar="S",
+                    help="also poll /xqueues S seconds apart, step by step (0.1: as xwatch)")
     a = ap.parse_args()
     print(json.dumps({"cpus": os.cpu_count(), "uname": " ".join(os.uname())}))
     syscalls(a.polls)
-    xqueues(a.queues, a.polls)
+    xqueues(a.queues, a.polls, a.gap)
     if a.nvml:
         nvml(a.polls)
     if a.spawn:

@@ -129,3 +129,24 @@ async def test_four_gpus_fold_only_where_they_would_not_fit(size: tuple[int, int
         assert table.folded is folded
         assert len(_visible(table)) == (1 + 4 + 1 if folded else 1 + 4 + 8 + 1)
         await pilot.press("q")
+
+
+async def test_a_rejected_backend_says_what_to_do_in_whole_words() -> None:
+    """The GPU panel names why each other backend was not used: the words that say what
+    to do, in full, and the exception's own text left to the snapshot."""
+    import msgspec
+
+    from xwatch.core.telemetry import why_not
+
+    snap = fleet_snapshot()
+    assert snap.telemetry is not None
+    why = why_not("amdsmi", KeyError("/opt/rocm/lib/libamd_smi.so: cannot open shared object"))
+    tel = msgspec.structs.replace(snap.telemetry, rejected={"amdsmi": why})
+    app = make_app(replay=msgspec.structs.replace(snap, telemetry=tel), replay_source="fleet")
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause(0.3)
+        text = " ".join(app.query_one(GpuPanel).plain.split())
+        assert "not amdsmi: library missing: libamd_smi.so (ROCm's amd-smi-lib) was not " \
+               "found" in text
+        assert "KeyError" not in text  # the exception's text: in the snapshot, not here
+        await pilot.press("q")

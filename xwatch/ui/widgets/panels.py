@@ -18,6 +18,7 @@ from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.analysis.verdict import answer_lines
+from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.sections import policy_label, xsched_version
 from xwatch.core.xsched.engagement import EXIT_CRASH
@@ -58,7 +59,8 @@ class GpuPanel(LinePanel):
         if tel is not None and tel.reason:
             t.append(f"  ({tel.reason})", style="dim")
         for name, why in (tel.rejected if tel is not None else {}).items():
-            t.append(f"\n  not {name}: {why[:70]}", style="dim")
+            # what to do (before the exception's own text), cut at a word, not mid-word
+            t.append(f"\n  not {name}: {clip(why.split('; ', 1)[0], 100)}", style="dim")
         cost = tel.poll_cost_ms if tel is not None else M.PollCost()
         pcost = tel.proc_poll_cost_ms if tel is not None and tel.proc_poll_cost_ms \
             else M.PollCost()
