@@ -1,5 +1,5 @@
 """XSched explained, against the faithful fake: preflight catches a crashing shim
-in seconds (before any real workload loads), passes an engaged one (cached for the
+in seconds (beside the real workloads' load, before they measure), passes an engaged one (cached for the
 session), flags work that XSched never schedules, can be skipped; calibrate runs
 its four phases into one snapshot and the report splits HIGH's latency change."""
 
@@ -77,8 +77,11 @@ def test_preflight_catches_a_crashing_shim_before_workloads_load(tmp_path: Path,
     by = {x["workloads"][0]: x for x in v}
     assert by["high"]["status"] == "crashed" and by["low"]["status"] == "engaged"
     assert by["high"]["cause"].startswith("cuda error 1: invalid argument @ ")
-    # the real workloads never started
-    assert all(w["pid"] is None for w in ph["workloads"].values())
+    # the real workloads started beside the probes (held by the start gate), were
+    # stopped by the failure, and measured nothing
+    assert ph["t_measure"] is None
+    for w in ph["workloads"].values():
+        assert w["count"] == 0 and "spawn" in w["stages"] and "gate" not in w["stages"], w
     report = (tmp_path / "o" / "report.md").read_text()
     assert "## XSched preflight" in report and "| crashed |" in report
 
@@ -100,6 +103,13 @@ def test_preflight_engaged_then_phase_runs_and_no_preflight_skips(tmp_path: Path
     assert all(x["status"] == "engaged" for x in vs)
     assert v["queues_max"] == 2 and v["iters"] >= 3
     assert v["stream"] == "n/a"
+    # the probes ran beside the workloads' load: spawned before the preflight settled,
+    # released by the start gate only after it passed
+    for name in ("high", "low"):
+        st = ph["workloads"][name]["stages"]
+        assert st["daemon"] <= st["spawn"] < st["mode"] <= st["gate"], st
+        # its probes do SMOKE_SECONDS (2 s) of work after the spawn: not before it
+        assert st["mode"] - st["spawn"] >= 1.5, st
     # the phase ran, HIGH and LOW measured over the same window
     assert ph["workloads"]["high"]["count"] > 0 and ph["workloads"]["low"]["count"] > 0
     assert ph["xsched"]["poll_ms"] == 100 and "0.0.0.0" in ph["xsched"]["listen"]
@@ -140,6 +150,7 @@ async def test_preflight_verdict_is_cached_for_the_session(tmp_path: Path,
         ph = session.new_phase("xsched")
         t0 = time.monotonic()
         await ctl.enter(ph)
+        await ctl.settle(ph)  # the preflight runs beside the load: settled here
         took.append(time.monotonic() - t0)
         await ctl.leave(ph)
         ph.finish()

@@ -96,6 +96,7 @@ class XschedController:
         self.client: XserverClient | None = None
         self.phase: Phase | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._probe: asyncio.Task[None] | None = None  # the preflight, until settled
         self._readers: list[asyncio.Task[None]] = []
         self.log: deque[str] = deque(maxlen=400)
         self._failure: str | None = None
@@ -135,14 +136,16 @@ class XschedController:
         )
         phase.line_watchers.append(self._watch_line)
         await self._start_xserver(phase)
-        if self.preflight:
-            await self._preflight(phase, plats, envs)
+        # the preflight runs beside the workloads' load (their imports take seconds;
+        # the start gate holds them until it passed, and its failure stops them)
+        self._probe = asyncio.create_task(self._preflight(phase, plats, envs)) \
+            if self.preflight else None
         self._poller = asyncio.create_task(self._poll_loop(phase))
         return envs
 
     async def _preflight(self, phase: Phase, plats: dict[str, str],
                          envs: dict[str, dict[str, str]]) -> None:
-        """Smoke-test the shim before the real workloads load (see ``preflight``)."""
+        """Smoke-test the shim while the real workloads load (see ``preflight``)."""
         scen = dataclasses.replace(self.scenario, workloads=tuple(
             w for w in self.scenario.workloads if w.name in phase.runs))
         probes = plan_probes(scen, self.install, plats, envs)
@@ -166,10 +169,19 @@ class XschedController:
             raise XschedError(reason, title="XSched preflight failed")
 
     async def settle(self, phase: Phase) -> None:
-        """Nothing left to wait for: the preflight ran in ``enter``, before any workload
-        loaded under the shim (a shim that fails must fail before the real models load)."""
+        """Wait for the preflight, which runs beside the workloads' start (the start gate
+        holds them until it passed); raise its failure, and the runner stops them. A
+        shim that fails still fails the phase in the probes' seconds, not after a load."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            await probe
 
     async def leave(self, phase: Phase) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:  # left before it settled: its probes are killed on the way out
+            probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await probe
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

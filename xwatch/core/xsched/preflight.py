@@ -1,12 +1,14 @@
-"""Preflight: before an XSched phase starts its real workloads (whose models can
-take minutes to load), run a few seconds of tiny GPU work under the shim with
-each workload's own XSched environment and the running xserver, on a created
-stream and on the default stream, and say what XSched did with it. A workload that
+"""Preflight: while an XSched phase's real workloads load (held by the start gate
+until it passed; its failure stops them, so a broken shim still fails the phase in
+the probes' seconds, not after the models loaded), run a few seconds of tiny GPU
+work under the shim with each workload's own XSched environment and the running
+xserver, on a created stream and on the default stream, and say what XSched did
+with it. A workload that
 captures CUDA graphs (an LLM decoder with ``decode = "graphed"``) gets a third probe,
 ``graph``: the same work captured once as a graph and replayed (XSched 49079bc's shim
 queues kernels launched during a capture into its own queue instead of the graph,
 and the graphed decoder crashed under it on an H100; the probe says so in seconds,
-before the model loads).
+before the decoder measures anything).
 
 One probe per distinct (python, platform, device, stream, workload environment)
 among the built-in model workloads, all in parallel. A probe's verdict is one of
