@@ -1,6 +1,7 @@
 """The advise race against a planted frontier: how often it chooses wrongly, how often
-it says "met" falsely, and how many minutes it takes, today's method against the
-one before it (issue 41, goal 2).
+it says "met" falsely, and how many minutes it takes: the race before issue 41's goal
+2, the race with intervals over every look ("now"), and the same with the looks'
+boundary calibrated to their correlation ("new").
 
 The truth: ten candidates shaped like the H100's ``intensive`` (the typical run's
 HIGH P99 and the LOW samples/s per setting; MPS at 75% of the SMs is the cheapest
@@ -20,16 +21,20 @@ the bottom up:
 
 "before" is the race as it was (Student's t over each candidate's own runs at a
 Bonferroni level 1 - 0.05/candidates, every survivor every round, no correction for
-the looks), "now" is ``analysis.stats.race`` (``analysis.stats.sequential``). Both stop at a
-decision, when no candidate is left, or before a round that would overrun the
-budget; at the budget both choose, as ``xwatch advise`` does, the cheapest candidate
-that meets the SLO with confidence. "wrong" counts races that chose anything but
+the looks), "now" is ``analysis.stats.race`` over ``analysis.stats.sequential`` as it was
+before the calibrated boundary (a union bound over the looks, ``union_look_alpha``, and
+a noisier setting borrowing the pool's degrees of freedom as the squared ratio of the
+variances: copies here), "new" the same with ``sequential`` as it is (the looks from 6
+to 65 runs through ``analysis.stats.looks``' boundary, borrowing by the F test). All
+stop at a decision, when no candidate is left, or before a round that would overrun
+the budget; at the budget all choose, as ``xwatch advise`` does, the cheapest
+candidate that meets the SLO with confidence. "wrong" counts races that chose anything but
 MPS 75%, "false met" those whose choice truly misses the SLO.
 
     python benchmarks/race_sim.py [TRIALS] [BUDGET_MIN] [SCENARIO ...]
 
 Scenarios: equal, unequal, heavy, whole, few (16 requests a run: the P99 is the
-run's maximum), all by default. 200 trials of all five take about 3 minutes on one
+run's maximum), all by default. 200 trials of all five take about 5 minutes on one
 core here.
 """
 
@@ -39,11 +44,13 @@ import math
 import random
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
 from xwatch.core.analysis.stats import race
+from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval, rank_bounds
 from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.analysis.stats.runs import mean_interval, t_ppf
@@ -147,6 +154,29 @@ def _old_order(cands: Sequence[Candidate], obj: Objective) -> list[Candidate]:
     return [c for c in cands if c.alive]
 
 
+# ------------------------------------------------------------ the race now, before "new"
+def _moderated_now(r: seq.LogRuns, prior: seq.Prior | None) -> tuple[float, int]:
+    """``analysis.stats.sequential.moderated`` before the F test (a copy)."""
+    if prior is None or prior.df < r.df:
+        return (r.var, r.df) if r.df else (math.nan, 0)
+    own = r.var if r.df else 0.0
+    if own <= prior.var:
+        return max(prior.var, r.floor), prior.df
+    df = r.df + int((prior.df - r.df) * (prior.var / own) ** 2.0)
+    return max(own, r.floor), df
+
+
+@contextmanager
+def as_now() -> Iterator[None]:
+    """``analysis.stats.sequential`` spending and pooling as "now" did."""
+    saved = seq.look_alpha, seq.moderated
+    seq.look_alpha, seq.moderated = seq.union_look_alpha, _moderated_now  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        seq.look_alpha, seq.moderated = saved
+
+
 # ------------------------------------------------------------ one race
 @dataclass(frozen=True)
 class Outcome:
@@ -213,9 +243,15 @@ def main() -> int:
     for name in names:
         sc = SCENARIOS[name]
         for label, judge, order in (("before", old_judge, _old_order),
-                                    ("now", race.judge, race.to_run)):
-            outs = [run_race(seed, sc, budget_min * 60.0, judge, order)
-                    for seed in range(trials)]
+                                    ("now", race.judge, race.to_run),
+                                    ("new", race.judge, race.to_run)):
+            if label == "now":
+                with as_now():
+                    outs = [run_race(seed, sc, budget_min * 60.0, judge, order)
+                            for seed in range(trials)]
+            else:
+                outs = [run_race(seed, sc, budget_min * 60.0, judge, order)
+                        for seed in range(trials)]
             print(f"| {name} | {label} " + summary(outs, budget_min), flush=True)
     return 0
 

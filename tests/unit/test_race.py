@@ -39,7 +39,8 @@ def test_an_interval_is_the_geometric_mean_with_pooled_t_at_the_looks_share() ->
     iv = cs[0].slo
     assert iv.est == pytest.approx(2.0)  # the geometric mean
     own = ss_a / 2  # a is noisier than the pool: its own variance, fewer borrowed df
-    df = 2 + int(2 * (pooled / own) ** seq.POWER)
+    f = own / (ss_b / 2)  # against b's: F(2, 2), whose upper tail at f is 1 / (1 + f)
+    df = 2 + round(2 / (1.0 + f))
     half = t_ppf(1 - alpha / 2, df) * math.sqrt(own / 3)
     assert iv.hi == pytest.approx(2.0 * math.exp(half))
     assert iv.lo == pytest.approx(2.0 * math.exp(-half))
