@@ -13,8 +13,8 @@ tail, a metric's short rows, and the rounding of what the dashboard reads every 
 unrounded (the CDF, the slowest requests, goodput, the exact latency sum; rounding them
 per snapshot would cost every tick); on reading, what a file may lack and a snapshot in
 memory always has (``_workload_from``). A phase's optional facts are None in memory and
-absent (``UNSET``) in the document. Snapshots of earlier xwatch versions are brought to the current shape
-first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
+absent (``UNSET``) in the document. Snapshots of earlier xwatch versions are brought to
+the current shape first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.

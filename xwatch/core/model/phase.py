@@ -32,10 +32,10 @@ from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
 # once (the docstring below is the schema's description: it stays as the file's).
 # Where the file's name is not the attribute's, ``name=`` gives the file's (``phase``
 # is ``latency_ms``, ``window`` is ``window_latency_ms``). ``Sequence`` where the live
-# snapshot holds tuples (a file reads as lists); the schema is a list's. The exporter
-# (``export.snapshot``) derives ``achieved_rate``, ``log_tail`` and ``latency_ci_ms``
-# (empty in a live snapshot) and rounds ``cdf``, ``slowest``, ``goodput`` and
-# ``latency_sum_ms``, which a live snapshot holds unrounded.
+# snapshot holds tuples (a file reads as lists; an absent one is ``()``); the schema is
+# a list's. The exporter (``export.snapshot``) derives ``achieved_rate``, ``log_tail``
+# and ``latency_ci_ms`` (empty in a live snapshot) and rounds ``cdf``, ``slowest``,
+# ``goodput`` and ``latency_sum_ms``, which a live snapshot holds unrounded.
 class Workload(Doc, frozen=True, kw_only=True):
     """One workload in one phase. ``series`` rows: ``[sec, count, errors, late,
     samples, p50, p99, max, mean]``; ``cdf``: ``[latency ms, fraction]``;
@@ -64,34 +64,36 @@ class Workload(Doc, frozen=True, kw_only=True):
     goodput: Num = None
     exit: Exit | None = None  # how its process ended (null: still running)
     error: str | None = None
-    log_tail: Sequence[str] = []  # derived: the last stderr lines, then stdout's
-    stderr_tail: Sequence[str] = []
-    stdout_tail: Sequence[str] = []
+    log_tail: Sequence[str] = ()  # derived: the last stderr lines, then stdout's
+    stderr_tail: Sequence[str] = ()
+    stdout_tail: Sequence[str] = ()
     #: the workload's hello event: raw JSON from the workload (an edge)
     hello: RawJSON = {}
     launch: Launch = Launch()
-    series: Sequence[tuple[int, int, int, int, int, Num, Num, Num, Num]] = []
-    cdf: Sequence[tuple[Num, float]] = []
-    annotations: Sequence[Annotation] = []
+    series: Sequence[tuple[int, int, int, int, int, Num, Num, Num, Num]] = ()
+    cdf: Sequence[tuple[Num, float]] = ()
+    annotations: Sequence[Annotation] = ()
     #: requests due (scheduled send time passed) but not completed when the phase's
-    #: measurement ended (null while it runs or where it cannot be known:
-    #: ``unfinished_note`` then says why)
+    #: measurement ended: how many, the longest wait, whether ``phase``'s percentiles
+    #: include their waits (censored), how they were counted; null while it runs or
+    #: where it cannot be known (``unfinished_note`` then says why)
     unfinished: Unfinished | None = None
     unfinished_note: str = ""
     after_end: int = 0  # requests that completed after the measured end (not counted)
     stalled_since: float | None = None  # seconds after phase start; null: not stalled
-    stalls: Sequence[Stall] = []
-    slowest: Sequence[tuple[Num, Num]] = []
+    stalls: Sequence[Stall] = ()  # since, until (null: to the end), why, bound
+    slowest: Sequence[tuple[Num, Num]] = ()  # the phase's slowest requests
     gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
     #: measured requests with latency <= each bound (ms; cumulative)
-    latency_buckets_ms: Sequence[tuple[float, int]] = []
+    latency_buckets_ms: Sequence[tuple[float, int]] = ()
     latency_sum_ms: Num = None  # exact sum over the measured requests (``count``)
     #: seconds into the phase at which it closed its event pipe while still running
     pipe_closed_at: float | None = None
     #: the fine histogram behind ``phase`` (censored unfinished waits included)
     latency_hist: Hist | None = None
     metrics: dict[str, Metric] = {}
-    #: when each stage of its start and stop was reached, seconds after the phase start
+    #: when each stage of its start and stop was reached, seconds after the phase start,
+    #: in time order (``engine.snapshot.STAGES``)
     stages: dict[str, float] = {}
     latency_ci_ms: dict[str, Interval] = {}  # derived: the percentiles' intervals
 

@@ -481,7 +481,7 @@ class WorkloadRun:
         # an ended phase's window ends where its measurement ended, not at the clock
         moments, (window, wn, wsamples, wspan) = rec.read(min(now, end))
         count = moments.n
-        buckets = list(zip(LATENCY_BUCKETS_MS, moments.cumulative()))
+        buckets = tuple(zip(LATENCY_BUCKETS_MS, moments.cumulative()))
         latency_sum = moments.mean * count if count else 0.0
         if self.unfinished_m is not None:
             moments.merge(self.unfinished_m)  # censored: "at least this long"
