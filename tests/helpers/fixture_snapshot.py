@@ -126,7 +126,7 @@ def workload_snapshot(name: str, priority: int, summary: object, count: int, sps
                                                   window_requests_per_s=0.0,
                                                   window_samples_per_s=0.0),
         measured_s=10.0, goodput=None, series=(), cdf=(), exit=None,
-        error=None, stderr_tail=(), log_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
+        error=None, stderr_tail=(), stdout_tail=(), hello={}, launch=M.Launch(), inflight_s=0.0,
         slowest=slowest)
 
 

@@ -63,7 +63,8 @@ def test_histogram_buckets_count_and_sum() -> None:
     import msgspec
 
     counts = tuple(min(w.count, i * 50) for i in range(len(LATENCY_BUCKETS_MS)))
-    w2 = msgspec.structs.replace(w, buckets=counts, latency_sum_ms=(w.phase.mean or 0.0) * w.count)
+    w2 = msgspec.structs.replace(w, latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, counts)),
+                                 latency_sum_ms=(w.phase.mean or 0.0) * w.count)
     p2 = msgspec.structs.replace(snap.phases[0], workloads=(w2,))
     m = _scrape(msgspec.structs.replace(snap, phases=(p2,)))
     lab = {"workload": w.name, "phase": p2.name}

@@ -17,7 +17,13 @@ from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.report import build_report, write_reports
-from xwatch.core.export.snapshot import load_snapshot, load_snapshot_dict, write_snapshot
+from xwatch.core.export.snapshot import (
+    encode_document,
+    load_snapshot,
+    load_snapshot_dict,
+    snapshot_document,
+    write_snapshot,
+)
 from xwatch.errors import SnapshotError
 from xwatch.scenario import load_scenario
 
@@ -48,6 +54,31 @@ def test_fixture_and_fresh_snapshots_validate(tmp_path: Path) -> None:
                                                                      "snapshot.json"]
     assert doc["events_kept"] == 1 and doc["events_dropped"] == 0
     s.close()
+
+
+def test_named_metrics_keep_their_first_order_and_a_read_snapshot_writes_as_read(
+        tmp_path: Path) -> None:
+    # the order a workload first sent its metrics in, whatever PYTHONHASHSEED
+    s = Session(load_scenario("demo"))
+    ph = s.new_phase("native")
+    run = ph.runs["high"]
+    run.on_events([{"type": "ready", "t0": ph.t_start}])
+    run.on_events([{"seq": k + 1, "t": ph.t_start + 0.01 * k, "latency_ms": 5.0 + k % 3,
+                    "zeta_ms": 1.0 + k, "alpha_ms": [2.0, 3.0], "tpot_ms": 4.0}
+                   for k in range(50)])
+    ph.finish()
+    order = ["zeta_ms", "alpha_ms", "tpot_ms"]
+    live = s.snapshot().phases[0].workload("high")
+    assert live is not None and list(live.metrics) == order
+    path = write_snapshot(s, tmp_path / "out")
+    s.close()
+    snap = load_snapshot(path)
+    back = snap.phases[0].workload("high")
+    assert back is not None and list(back.metrics) == order
+    assert back.phase == live.phase and back.latency_hist == live.latency_hist
+    assert list(back.latency_buckets_ms) == list(live.latency_buckets_ms)
+    # a read snapshot is the document it was read from
+    assert encode_document(snapshot_document(snap)) == path.read_bytes()
 
 
 def test_spool_is_compressed_capped_and_stats_stay_exact(tmp_path: Path) -> None:

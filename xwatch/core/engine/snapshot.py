@@ -2,9 +2,9 @@
 
 ``Session.snapshot()`` (``engine.live``) builds these; the dashboard's timer, the
 headless progress line, the exporter, replay and the tests all read the same
-objects. A workload's statistics are the snapshot document's own structs (``model``:
-``Summary``, ``Exit``, ``Unfinished``, ``Throughput``, ``Hist``; the per-second rows are
-``stats.SecondRow``), so the exporter writes them as they are. Also the workload
+objects. A workload's snapshot is the snapshot document's ``model.Workload`` with the
+live-only fields beside it (its per-second rows are ``stats.SecondRow``), so the
+exporter writes its statistics as they are. Also the workload
 states and the start/stop stages they name. Owns no behaviour beyond small read-only
 helpers.
 """
@@ -74,76 +74,43 @@ class MetricSnapshot(msgspec.Struct, frozen=True):
 
 
 
-class WorkloadSnapshot(msgspec.Struct, frozen=True):
-    """Everything about one workload in one phase, frozen at snapshot time."""
+class WorkloadSnapshot(M.Workload, frozen=True, kw_only=True):
+    """Everything about one workload in one phase, frozen at snapshot time: the
+    document's ``Workload`` (every statistic the file has is a field there, named and
+    described once) and, beside it, what only a snapshot in memory has. Fields
+    redeclared here are the document's, narrowed to what a snapshot in memory always
+    holds (a file may lack them: ``export.snapshot`` fills them on reading)."""
 
     name: str
-    priority: int
-    priority_label: str
-    description: str
-    state: str
-    pid: int | None
-    #: latency statistics (ms) over the phase's measured requests, censored unfinished
-    #: waits included, and over the requests that ended in the last ``window_s``
-    #: seconds: the snapshot's own ``Summary`` (6 decimals; None: no request)
-    phase: M.Summary
-    window: M.Summary
-    service_mean_ms: float | None  # the worker's own service time, mean (None: none)
-    count: int
-    errors: int
-    late: int
-    samples: int
-    malformed: int
-    target_rate: float | None
-    #: requests and samples per second over the measured time and over the window
-    #: (rounded to 6 decimals, as written; None: unknown)
-    throughput: M.Throughput
-    measured_s: float | None  # seconds measured (None: unknown, an older snapshot)
-    goodput: float | None
-    series: tuple[SecondRow, ...]
-    cdf: tuple[tuple[float, float], ...]
-    exit: M.Exit | None  # how its process ended (None: still running)
-    error: str | None
-    stderr_tail: tuple[str, ...]
-    log_tail: tuple[str, ...]
-    hello: M.RawJSON  # the workload's hello event, as it sent it
-    launch: M.Launch
-    inflight_s: float
-    annotations: tuple[M.Annotation, ...] = ()
-    #: requests due (scheduled send time passed) but not completed when the phase's
-    #: measurement ended: how many, the longest wait, whether ``phase``'s percentiles
-    #: include their waits (censored), how they were counted; None while it runs or
-    #: where it cannot be known (``unfinished_note`` then says why)
-    unfinished: M.Unfinished | None = None
-    unfinished_note: str = ""
-    after_end: int = 0  # requests that completed after the measured end (not counted)
-    stalled_since: float | None = None  # seconds after phase start; None if not stalled
-    stalls: tuple[M.Stall, ...] = ()  # since, until (None: still), why, bound_s
-    #: the slowest requests of the phase: (end, seconds after phase start; latency ms)
-    slowest: tuple[tuple[float, float], ...] = ()
-    gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
-    #: measured requests with latency <= each of ``stats.LATENCY_BUCKETS_MS`` (cumulative)
-    buckets: tuple[int, ...] = ()
-    latency_sum_ms: float = 0.0  # exact sum over the measured requests (``count``)
-    #: seconds into the phase at which it closed its event pipe while still running
-    pipe_closed_at: float | None = None
-    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets of
-    #: ``stats.RELATIVE_WIDTH``, censored unfinished waits included): (bucket index,
-    #: count), ascending, empty where unknown (older snapshots); intervals and pooled
-    #: repeats are computed from it. ``integral``: every latency the workload reported
-    #: was a whole number, so its percentiles are exact (counted per value) and
-    #: interval bounds are shown as whole numbers
-    latency_hist: M.Hist = M.Hist(relative_width=RELATIVE_WIDTH)
+    #: how long the request in flight has run (an alive workload's; 0 otherwise)
+    inflight_s: float = 0.0
     #: how many values ``phase`` and ``window`` summarize: ``count`` plus the censored
     #: unfinished waits, and the requests in the window (a read snapshot does not have
     #: them: both are its ``count``)
     phase_count: int = 0
     window_count: int = 0
-    #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...)
-    metrics: dict[str, MetricSnapshot] = msgspec.field(default_factory=dict)
-    #: when each stage of its start and stop was reached, in seconds after the phase's
-    #: start, in time order (``STAGES``; ``docs/snapshot.md``)
-    stages: dict[str, float] = msgspec.field(default_factory=dict)
+    # ---- the document's fields, narrowed
+    priority_label: str
+    #: the summaries (6 decimals, as written; None: no request; a read snapshot's
+    #: are empty where the workload counted no request)
+    phase: M.Summary
+    window: M.Summary
+    throughput: M.Throughput  # rounded to 6 decimals, as written (None: unknown)
+    series: tuple[SecondRow, ...] = ()
+    #: (latency ms, fraction) and (end, seconds after phase start; latency ms) of the
+    #: slowest requests, unrounded (the exporter rounds them; NaN: unknown)
+    cdf: tuple[tuple[float, float], ...] = ()
+    slowest: tuple[tuple[float, float], ...] = ()
+    latency_sum_ms: float = 0.0
+    #: the fine histogram behind ``phase`` (``stats.LogHistogram`` buckets of
+    #: ``stats.RELATIVE_WIDTH``): intervals and pooled repeats are computed from it;
+    #: empty where unknown (older snapshots). ``integral``: every latency the workload
+    #: reported was a whole number, so its percentiles are exact (counted per value)
+    latency_hist: M.Hist = M.Hist(relative_width=RELATIVE_WIDTH)
+    #: named per-request metrics the workload reported ("ttft_ms", "tpot_ms", ...): in
+    #: the document a ``Metric`` each (its rows shorter, its intervals derived)
+    metrics: dict[str, MetricSnapshot] = msgspec.field(  # type: ignore[assignment]
+        default_factory=dict)
 
 
 #: a worker's reduced kernel trace (``worker.trace.load_trace``): raw JSON from a

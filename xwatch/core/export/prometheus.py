@@ -23,7 +23,7 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
-from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, PERCENTILES, nan_if_none, stat
+from xwatch.core.engine.stats import PERCENTILES, nan_if_none, stat
 from xwatch.errors import XwatchError
 
 WL_LABELS = ("host", "gpu", "workload", "priority", "mode", "phase")
@@ -189,8 +189,8 @@ def _q(q: float) -> str:
 
 
 def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
-    if w.buckets:  # measured requests only (never censored waits)
-        b = [(f"{le / 1000.0:g}", float(c)) for le, c in zip(LATENCY_BUCKETS_MS, w.buckets)]
+    if w.latency_buckets_ms:  # measured requests only (never censored waits)
+        b = [(f"{le / 1000.0:g}", float(c)) for le, c in w.latency_buckets_ms]
         b.append(("+Inf", float(w.count)))
         hist.add_metric(lab, b, w.latency_sum_ms / 1000.0)
     total = (stat(w.phase, "mean") * w.phase_count / 1000.0) if w.phase_count else 0.0

@@ -4,15 +4,17 @@ The document is the struct tree of ``core.model`` (schema id ``xwatch.snapshot/1
 its JSON Schema, generated from the structs, in ``snapshot.schema.json`` beside this
 file; prose in ``docs/snapshot.md``): msgspec encodes it and decodes it, naming the
 field and why when a file does not fit. What a phase or a session recorded (XSched,
-MPS, telemetry, advice, ...) and a workload's statistics (its summaries, per-second
-rows, exit, unfinished requests, rates, histograms) are the same structs in memory and
-in the document, written and read as they are. What is computed here is derived at
-export: the percentile intervals from the histograms, the captures' analyses, the
-per-GPU groups, the answer, the combined log tail and bucket bounds, a metric's short
-rows, and the rounding of what the dashboard reads every 2 s unrounded (the CDF, the
-slowest requests, goodput, the exact latency sum; rounding them per snapshot would cost
-every tick). Snapshots of earlier xwatch versions are brought to the current shape
-first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
+MPS, telemetry, advice, ...) is the same structs in memory and in the document, written
+and read as they are; a workload's snapshot is the document's ``Workload`` itself (with
+what only a live snapshot has beside it), so its fields are copied by name, none listed
+here. What is computed here is derived at export: the percentile intervals from the
+histograms, the captures' analyses, the per-GPU groups, the answer, the combined log
+tail, a metric's short rows, and the rounding of what the dashboard reads every 2 s
+unrounded (the CDF, the slowest requests, goodput, the exact latency sum; rounding them
+per snapshot would cost every tick); on reading, what a file may lack and a snapshot in
+memory always has (``_workload_from``). A phase's optional facts are None in memory and
+absent (``UNSET``) in the document. Snapshots of earlier xwatch versions are brought to
+the current shape first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
 target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.
@@ -55,7 +57,6 @@ from xwatch.core.engine.snapshot import (
 )
 from xwatch.core.engine.stats import (
     EMPTY,
-    LATENCY_BUCKETS_MS,
     RELATIVE_WIDTH,
     SecondRow,
 )
@@ -101,45 +102,26 @@ def _metric_doc(m: MetricSnapshot) -> D.Metric:
         goodput=_num(m.goodput) if m.goodput is not None else None)
 
 
+#: the document's fields of a workload: a live snapshot's are copied as they are
+_WORKLOAD_FIELDS = D.Workload.__struct_fields__
+
+
 def _workload_doc(w: WorkloadSnapshot) -> D.Workload:
+    """The document's ``Workload``: the snapshot's own fields, but for what is derived
+    at export (below): the rounding of what the dashboard reads every 2 s unrounded,
+    the combined log tail, the intervals, a named metric's short rows."""
     h = hist_of(w)
-    return D.Workload(
-        priority=w.priority, priority_label=w.priority_label,
-        description=w.description, state=w.state, pid=w.pid,
-        count=w.count, errors=w.errors, late=w.late, samples=w.samples,
-        malformed=w.malformed,
-        latency_ms=w.phase,
-        window_latency_ms=w.window,
-        service_mean_ms=w.service_mean_ms,
-        throughput=w.throughput,
-        target_rate=w.target_rate, achieved_rate=w.throughput.requests_per_s,
-        measured_s=w.measured_s,
-        goodput=_num(w.goodput) if w.goodput is not None else None,
-        exit=w.exit,
-        error=w.error,
-        log_tail=list(w.stderr_tail)[-20:] + list(w.log_tail)[-10:],
-        stderr_tail=list(w.stderr_tail),
-        stdout_tail=list(w.log_tail),
-        hello=w.hello,
-        launch=w.launch,
-        series=list(w.series),
-        cdf=[(_num(v), round(f, 4)) for v, f in w.cdf],
-        annotations=list(w.annotations),
-        unfinished=w.unfinished,
-        unfinished_note=w.unfinished_note,
-        after_end=w.after_end,
-        stalled_since=w.stalled_since,
-        stalls=list(w.stalls),
-        slowest=[(_num(t), _num(v)) for t, v in w.slowest],
-        gpu=w.gpu,
-        latency_buckets_ms=list(zip(LATENCY_BUCKETS_MS, w.buckets)),
-        latency_sum_ms=_num(w.latency_sum_ms),
-        pipe_closed_at=w.pipe_closed_at,
-        latency_hist=w.latency_hist,
-        metrics={k: _metric_doc(m) for k, m in w.metrics.items()},
-        stages=dict(w.stages),
-        latency_ci_ms={k: _interval(h, q, too_few(h.n, q)) for k, q in CI_PERCENTILES},
-    )
+    return D.Workload(**{
+        **{f: getattr(w, f) for f in _WORKLOAD_FIELDS},
+        "achieved_rate": w.throughput.requests_per_s,
+        "goodput": _num(w.goodput) if w.goodput is not None else None,
+        "log_tail": list(w.stderr_tail)[-20:] + list(w.stdout_tail)[-10:],
+        "cdf": [(_num(v), round(f, 4)) for v, f in w.cdf],
+        "slowest": [(_num(t), _num(v)) for t, v in w.slowest],
+        "latency_sum_ms": _num(w.latency_sum_ms),
+        "metrics": {k: _metric_doc(m) for k, m in w.metrics.items()},
+        "latency_ci_ms": {k: _interval(h, q, too_few(h.n, q)) for k, q in CI_PERCENTILES},
+    })
 
 
 def trace_file(phase: PhaseSnapshot, cap_id: int, name: str) -> str:
@@ -381,36 +363,27 @@ def _metric_from(name: str, m: D.Metric) -> MetricSnapshot:
 
 
 def _workload_from(name: str, w: D.Workload) -> WorkloadSnapshot:
-    """One workload (its hello, raw JSON from the workload, as the file has it)."""
-    tp = w.throughput  # absent in the oldest snapshots: nothing per second
-    return WorkloadSnapshot(
-        name=name, priority=w.priority,
-        priority_label=str(w.priority if w.priority_label is UNSET else w.priority_label),
-        description=w.description, state=w.state, pid=w.pid,
-        phase=_summary_from(w.latency_ms, w.count),
-        window=_summary_from(w.window_latency_ms, w.count),
-        service_mean_ms=w.service_mean_ms,
-        count=w.count, errors=w.errors, late=w.late, samples=w.samples,
-        malformed=w.malformed, target_rate=w.target_rate,
-        throughput=tp or D.Throughput(requests_per_s=0.0, samples_per_s=0.0),
-        measured_s=w.measured_s, goodput=w.goodput,
-        series=tuple(SecondRow(*r) for r in w.series),
-        cdf=tuple((_f(v), fr) for v, fr in w.cdf),
-        exit=w.exit,
-        error=w.error, stderr_tail=tuple(w.stderr_tail), log_tail=tuple(w.stdout_tail),
-        hello=w.hello, launch=w.launch, inflight_s=0.0,
-        annotations=tuple(w.annotations),
-        unfinished=w.unfinished,
-        unfinished_note=w.unfinished_note if w.unfinished is None else w.unfinished.note,
-        after_end=w.after_end, stalled_since=w.stalled_since,
-        stalls=tuple(w.stalls),
-        slowest=tuple((_f(t), _f(v)) for t, v in w.slowest),
-        gpu=w.gpu, buckets=tuple(n for _, n in w.latency_buckets_ms),
-        latency_sum_ms=_f(w.latency_sum_ms or 0.0),
-        latency_hist=_hist_from(w.latency_hist),
-        metrics={k: _metric_from(k, m) for k, m in w.metrics.items()},
-        pipe_closed_at=w.pipe_closed_at, stages=dict(w.stages), phase_count=w.count,
-        window_count=w.count)
+    """One workload as the file has it (its hello raw JSON from the workload), with
+    what a snapshot in memory always has where a file may lack it: a summary and rates
+    (none where it counted no request, none per second in the oldest snapshots), a
+    histogram of this xwatch's width, rows and CDF points as tuples (NaN: unknown)."""
+    n = w.count
+    return WorkloadSnapshot(**{
+        **msgspec.structs.asdict(w),
+        "name": name,
+        "priority_label": str(w.priority if w.priority_label is UNSET else w.priority_label),
+        "phase": _summary_from(w.phase, n),
+        "window": _summary_from(w.window, n),
+        "throughput": w.throughput or D.Throughput(requests_per_s=0.0, samples_per_s=0.0),
+        "series": tuple(SecondRow(*r) for r in w.series),
+        "cdf": tuple((_f(v), fr) for v, fr in w.cdf),
+        "slowest": tuple((_f(t), _f(v)) for t, v in w.slowest),
+        "latency_sum_ms": _f(w.latency_sum_ms or 0.0),
+        "latency_hist": _hist_from(w.latency_hist),
+        "metrics": {k: _metric_from(k, m) for k, m in w.metrics.items()},
+        "unfinished_note": w.unfinished_note if w.unfinished is None else w.unfinished.note,
+        "phase_count": n, "window_count": n,
+    })
 
 
 def _unset(v: T | msgspec.UnsetType) -> T | None:

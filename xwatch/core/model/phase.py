@@ -4,7 +4,9 @@ mode recorded."""
 
 from __future__ import annotations
 
-from msgspec import UNSET, UnsetType
+from collections.abc import Sequence
+
+from msgspec import UNSET, UnsetType, field
 
 from xwatch.core.model.base import (
     Annotation,
@@ -25,6 +27,15 @@ from xwatch.core.model.base import (
 from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
 
 
+# A workload's statistics in memory too: ``engine.snapshot.WorkloadSnapshot`` is this
+# struct with what only a live snapshot has beside it, so a statistic is a field here,
+# once (the docstring below is the schema's description: it stays as the file's).
+# Where the file's name is not the attribute's, ``name=`` gives the file's (``phase``
+# is ``latency_ms``, ``window`` is ``window_latency_ms``). ``Sequence`` where the live
+# snapshot holds tuples (a file reads as lists; an absent one is ``()``); the schema is
+# a list's. The exporter (``export.snapshot``) derives ``achieved_rate``, ``log_tail``
+# and ``latency_ci_ms`` (empty in a live snapshot) and rounds ``cdf``, ``slowest``,
+# ``goodput`` and ``latency_sum_ms``, which a live snapshot holds unrounded.
 class Workload(Doc, frozen=True, kw_only=True):
     """One workload in one phase. ``series`` rows: ``[sec, count, errors, late,
     samples, p50, p99, max, mean]``; ``cdf``: ``[latency ms, fraction]``;
@@ -40,39 +51,51 @@ class Workload(Doc, frozen=True, kw_only=True):
     late: int = 0
     samples: int = 0
     malformed: int = 0
-    latency_ms: Summary | None = None
-    window_latency_ms: Summary | None = None
-    service_mean_ms: Num = None
+    #: latency (ms) over the phase's measured requests, censored unfinished waits
+    #: included, and over the requests that ended in the last ``window_s`` seconds
+    phase: Summary | None = field(default=None, name="latency_ms")
+    window: Summary | None = field(default=None, name="window_latency_ms")
+    service_mean_ms: Num = None  # the worker's own service time, mean
+    #: requests and samples per second over the measured time and over the window
     throughput: Throughput | None = None
     target_rate: float | None = None
-    achieved_rate: Num = None
-    measured_s: Num = None
+    achieved_rate: Num = None  # derived: ``throughput.requests_per_s``
+    measured_s: Num = None  # seconds measured
     goodput: Num = None
-    exit: Exit | None = None
+    exit: Exit | None = None  # how its process ended (null: still running)
     error: str | None = None
-    log_tail: list[str] = []
-    stderr_tail: list[str] = []
-    stdout_tail: list[str] = []
+    log_tail: Sequence[str] = ()  # derived: the last stderr lines, then stdout's
+    stderr_tail: Sequence[str] = ()
+    stdout_tail: Sequence[str] = ()
     #: the workload's hello event: raw JSON from the workload (an edge)
     hello: RawJSON = {}
     launch: Launch = Launch()
-    series: list[tuple[int, int, int, int, int, Num, Num, Num, Num]] = []
-    cdf: list[tuple[Num, float]] = []
-    annotations: list[Annotation] = []
+    series: Sequence[tuple[int, int, int, int, int, Num, Num, Num, Num]] = ()
+    cdf: Sequence[tuple[Num, float]] = ()
+    annotations: Sequence[Annotation] = ()
+    #: requests due (scheduled send time passed) but not completed when the phase's
+    #: measurement ended: how many, the longest wait, whether ``phase``'s percentiles
+    #: include their waits (censored), how they were counted; null while it runs or
+    #: where it cannot be known (``unfinished_note`` then says why)
     unfinished: Unfinished | None = None
     unfinished_note: str = ""
-    after_end: int = 0
-    stalled_since: float | None = None
-    stalls: list[Stall] = []
-    slowest: list[tuple[Num, Num]] = []
-    gpu: int | None = None
-    latency_buckets_ms: list[tuple[float, int]] = []
-    latency_sum_ms: Num = None
+    after_end: int = 0  # requests that completed after the measured end (not counted)
+    stalled_since: float | None = None  # seconds after phase start; null: not stalled
+    stalls: Sequence[Stall] = ()  # since, until (null: to the end), why, bound
+    slowest: Sequence[tuple[Num, Num]] = ()  # the phase's slowest requests
+    gpu: int | None = None  # the GPU this copy is pinned to (multi-GPU runs)
+    #: measured requests with latency <= each bound (ms; cumulative)
+    latency_buckets_ms: Sequence[tuple[float, int]] = ()
+    latency_sum_ms: Num = None  # exact sum over the measured requests (``count``)
+    #: seconds into the phase at which it closed its event pipe while still running
     pipe_closed_at: float | None = None
+    #: the fine histogram behind ``phase`` (censored unfinished waits included)
     latency_hist: Hist | None = None
     metrics: dict[str, Metric] = {}
+    #: when each stage of its start and stop was reached, seconds after the phase start,
+    #: in time order (``engine.snapshot.STAGES``)
     stages: dict[str, float] = {}
-    latency_ci_ms: dict[str, Interval] = {}
+    latency_ci_ms: dict[str, Interval] = {}  # derived: the percentiles' intervals
 
 
 # ------------------------------------------------------------------ captures

@@ -36,7 +36,7 @@ from xwatch.core.engine.snapshot import (
     utc_now,
 )
 from xwatch.core.engine.spool import EventSpool
-from xwatch.core.engine.stats import RELATIVE_WIDTH, Moments, Recorder
+from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, RELATIVE_WIDTH, Moments, Recorder
 from xwatch.core.engine.worker.arrivals import due_times
 from xwatch.scenario import Scenario, Workload
 
@@ -208,7 +208,7 @@ class WorkloadRun:
                         get("late") is True, get("ok") is not False, sv)
                 keep(e)
                 if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
-                    self._named(e, e.keys() - REQUEST_KEYS, t)
+                    self._named(e, t)
                 if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
                     self._slowest_version += 1
                     item = (lat, t, (round(t - t_start, 4), lat))
@@ -236,11 +236,12 @@ class WorkloadRun:
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
 
-    def _named(self, e: dict[str, Any], keys: Any, t: float) -> None:
+    def _named(self, e: dict[str, Any], t: float) -> None:
         """A request's named metrics: numbers (or lists of numbers, e.g. every token's
-        latency) under keys ending in ``_ms``; anything else is ignored."""
-        for k in keys:
-            if not k.endswith("_ms"):
+        latency) under keys ending in ``_ms``; anything else is ignored. In the order
+        the workload first sent them (the event's key order), whatever the hash seed."""
+        for k in e:
+            if k in REQUEST_KEYS or not k.endswith("_ms"):
                 continue
             v = e[k]
             vals = v if type(v) is list else (v,)
@@ -480,7 +481,7 @@ class WorkloadRun:
         # an ended phase's window ends where its measurement ended, not at the clock
         moments, (window, wn, wsamples, wspan) = rec.read(min(now, end))
         count = moments.n
-        buckets = tuple(moments.cumulative())
+        buckets = tuple(zip(LATENCY_BUCKETS_MS, moments.cumulative()))
         latency_sum = moments.mean * count if count else 0.0
         if self.unfinished_m is not None:
             moments.merge(self.unfinished_m)  # censored: "at least this long"
@@ -517,7 +518,7 @@ class WorkloadRun:
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
-            log_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
+            stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
@@ -529,7 +530,7 @@ class WorkloadRun:
                            if self.stalled_since is not None else None),
             stalls=tuple(self.stalls),
             slowest=self._slowest_rows(),
-            gpu=spec.gpu, buckets=buckets, latency_sum_ms=latency_sum,
+            gpu=spec.gpu, latency_buckets_ms=buckets, latency_sum_ms=latency_sum,
             latency_hist=M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(moments.hist.items()),
                                 integral=moments.integral),
             pipe_closed_at=self.pipe_closed_at, metrics=named, phase_count=moments.n,
