@@ -61,3 +61,24 @@ def test_sigkill_of_xwatch_still_leaves_no_workload(tmp_path: Path) -> None:
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=10)
     assert wait_gone(kids, 10) == []
+
+
+def test_a_child_hears_the_stop_request_where_xwatch_was_started_ignoring_it() -> None:
+    """A shell's ``cmd &`` starts xwatch with SIGINT ignored, and an ignored disposition
+    survives exec: without ``child_setup`` undoing it an exec'd worker ignored xwatch's
+    SIGINT and was stopped by SIGTERM 3 s later (seen on the H100)."""
+    from xwatch.core.engine.supervisor import child_setup
+
+    probe = ("import signal as s; g = s.getsignal; print(g(s.SIGINT) is s.default_int_handler, "
+             "g(s.SIGINT) == s.SIG_IGN, g(s.SIGTERM) == s.SIG_DFL, g(s.SIGTERM) == s.SIG_IGN)")
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        plain = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        ours = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              preexec_fn=child_setup())
+    finally:
+        signal.signal(signal.SIGINT, old[0])
+        signal.signal(signal.SIGTERM, old[1])
+    # KeyboardInterrupt on SIGINT? SIGINT ignored? SIGTERM default? SIGTERM ignored?
+    assert plain.stdout.split() == ["False", "True", "False", "True"]  # inherited
+    assert ours.stdout.split() == ["True", "False", "True", "False"], ours.stdout + ours.stderr

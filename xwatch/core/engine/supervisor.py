@@ -49,8 +49,15 @@ except (OSError, AttributeError):  # pragma: no cover
     _prctl = None
 
 
+#: the stop requests a child must hear (``ManagedProcess.stop``): an ignored disposition
+#: survives exec, so one xwatch inherited (a shell's ``cmd &`` ignores SIGINT) is undone
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 def child_setup(sig: int = signal.SIGKILL) -> Callable[[], None]:
-    """A ``preexec_fn``: die with ``sig`` when the parent dies (also across exec)."""
+    """A ``preexec_fn``: die with ``sig`` when the parent dies (also across exec), and
+    hear SIGINT and SIGTERM even where xwatch was started with them ignored (else an
+    exec'd worker ignored the stop request and was stopped by SIGTERM 3 s later)."""
     parent = os.getpid()
 
     def setup() -> None:
@@ -58,6 +65,9 @@ def child_setup(sig: int = signal.SIGKILL) -> Callable[[], None]:
             _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent:  # parent died before prctl took effect
             os._exit(70)
+        for s in STOP_SIGNALS:
+            if signal.getsignal(s) == signal.SIG_IGN:
+                signal.signal(s, signal.SIG_DFL)
 
     return setup
 
