@@ -10,6 +10,7 @@ from xwatch.core.analysis.gpu.gpus import gpu_roles, rollup_series
 from xwatch.core.analysis.phases import by_priority, label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.export.render.braille import cut, readable
 from xwatch.core.export.render.svgchart import line_chart
 
 #: HIGH and LOW this many times apart get a log latency axis (as on the dashboard)
@@ -98,15 +99,20 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     if adv is not None:
         slo = adv.slo
         cross: list[tuple[str, list[tuple[float, float]]]] = []
-        for c in adv.candidates:
+        shown = [c for c in adv.candidates
+                 if c.slo_metric.estimate is not None and c.price.estimate is not None]
+        xr = readable([c.price.estimate for c in shown if c.price.estimate is not None])
+        yr = readable([c.slo_metric.estimate for c in shown
+                       if c.slo_metric.estimate is not None], [slo.latency_ms])
+        for c in shown:
             s, pr = c.slo_metric, c.price
             if s.estimate is None or pr.estimate is None:
                 continue
-            bars = [(pr.lo if pr.lo is not None else pr.estimate, s.estimate),
-                    (pr.hi if pr.hi is not None else pr.estimate, s.estimate),
+            bars = [(cut(pr.lo, *xr) or pr.estimate, s.estimate),  # ends cut at the edge
+                    (cut(pr.hi, *xr) or pr.estimate, s.estimate),
                     (pr.estimate, math.nan),
-                    (pr.estimate, s.lo if s.lo is not None else s.estimate),
-                    (pr.estimate, s.hi if s.hi is not None else s.estimate)]
+                    (pr.estimate, cut(s.lo, *yr) or s.estimate),
+                    (pr.estimate, cut(s.hi, *yr) or s.estimate)]
             cross.append((f"{c.label} ({c.status})", bars))
         if cross:
             charts.append(line_chart(
