@@ -36,3 +36,7 @@ def test_readable_and_cut() -> None:
     assert readable([2.0, 8.0], [10.0]) == (0.5, 40.0)
     assert cut(None, 0.5, 40.0) is None and cut(1e13, 0.5, 40.0) == 40.0
     assert cut(0.0, 0.5, 40.0) == 0.5
+    nan = float("nan")
+    assert cut(nan, 0.5, 40.0) != cut(nan, 0.5, 40.0)  # NaN stays NaN
+    assert not any("cut at the edge" in ln for ln in
+                   scatter([("a", 6000.0, 16.0, nan, nan, 12.0, 20.0)], hline=10.0))

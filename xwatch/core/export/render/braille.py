@@ -24,8 +24,8 @@ def readable(estimates: Sequence[float], also: Sequence[float] = ()) -> tuple[fl
 
 
 def cut(v: float | None, lo: float, hi: float) -> float | None:
-    """``v`` within [lo, hi] (None stays None)."""
-    return None if v is None else min(hi, max(lo, v))
+    """``v`` within [lo, hi] (None and NaN stay as they are)."""
+    return v if v is None or v != v else min(hi, max(lo, v))
 
 
 def scatter(points: Sequence[tuple[str, float, float, float | None, float | None,
@@ -39,7 +39,8 @@ def scatter(points: Sequence[tuple[str, float, float, float | None, float | None
     yr = readable([p[2] for p in points], [hline] if hline is not None else [])
     clipped = [(m, x, y, cut(xl, *xr), cut(xh, *xr), cut(yl, *yr), cut(yh, *yr))
                for m, x, y, xl, xh, yl, yh in points]
-    was_cut = clipped != list(points)
+    was_cut = any(a != b for p, q in zip(points, clipped) for a, b in zip(p[3:], q[3:])
+                  if a is not None and a == a)
     points = clipped
     xs = [v for _, x, _, xl, xh, _, _ in points for v in (x, xl, xh) if v is not None
           and math.isfinite(v)]
@@ -70,10 +71,10 @@ def scatter(points: Sequence[tuple[str, float, float, float | None, float | None
         if not (math.isfinite(x) and math.isfinite(y)):
             continue
         for a, b in ((xl, xh),):
-            if a is not None and b is not None:
+            if a is not None and b is not None and math.isfinite(a) and math.isfinite(b):
                 for i in range(21):
                     dot(a + (b - a) * i / 20, y)
-        if yl is not None and yh is not None:
+        if yl is not None and yh is not None and math.isfinite(yl) and math.isfinite(yh):
             for i in range(21):
                 dot(x, yl + (yh - yl) * i / 20)
         cx, cy = dot(x, y)
