@@ -54,6 +54,16 @@ JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still exists (a zombie counts as gone)."""
+    try:
+        import psutil
+
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except Exception:
+        return False
+
+
 def _children(pid: int) -> set[int]:
     try:
         import psutil
@@ -86,6 +96,10 @@ class MpsController:
         self._reader: asyncio.Task[None] | None = None
         self._watch: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[WorkloadRun, float]] = {}
+        self._looked: set[str] = set()  # workloads a client list was read for while alive
+        #: set when a workload starts running: the watch asks for the client list at
+        #: once, not at its next 2 s poll (a short phase's workloads may be gone by then)
+        self._wake: asyncio.Event | None = None
         self._hung = False  # it stopped answering: no quit, straight to SIGKILL
         self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
 
@@ -103,6 +117,8 @@ class MpsController:
         self._failure = None
         self._servers: set[int] = set()  # MPS servers seen in this phase
         self._pending = {}
+        self._looked = set()
+        self._wake = asyncio.Event()
         self.log.clear()
         phase.mps = M.Mps(
             tool=self.tool, pipe_dir=self.pipe_dir, log_dir=self.log_dir,
@@ -156,9 +172,12 @@ class MpsController:
                 os.killpg(self.proc.pid, 9)
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
-        """Queue the workload for the client-list check (done off the event loop)."""
+        """Queue the workload for the client-list check (done off the event loop, at
+        once: the watch is woken)."""
         self._pending[run.spec.name] = (run, time.monotonic())
         self._set_wl(run.spec.name, status="pending")
+        if self._wake is not None:
+            self._wake.set()
 
     # -- daemon
     async def _start_daemon(self, phase: Phase) -> None:
@@ -263,7 +282,13 @@ class MpsController:
     async def _watch_loop(self, phase: Phase) -> None:
         silent_since: float | None = None
         while True:
-            await asyncio.sleep(self.poll_s)
+            wake = self._wake
+            if wake is None:
+                await asyncio.sleep(self.poll_s)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), self.poll_s)
+                wake.clear()
             try:
                 listed = control.pids(await asyncio.to_thread(
                     control.command, self.tool, self.pipe_dir, "get_server_list", 3.0))
@@ -333,6 +358,8 @@ class MpsController:
         for name, (run, since) in list(self._pending.items()):
             if run.pid is None:
                 continue
+            if not final and _alive(run.pid):
+                self._looked.add(name)  # a list was read while it ran
             mine = _children(run.pid)
             server = next((s for s, cl in lists.items() if mine & set(cl)), None)
             if server is not None:
@@ -340,6 +367,11 @@ class MpsController:
                              client_pids=sorted(mine & set(lists[server])), warnings=[])
                 del self._pending[name]
                 self._note(f"{name} (pid {run.pid}) is a client of MPS server {server}")
+            elif final and name not in self._looked and not _alive(run.pid):
+                # gone before any list was read while it ran: no evidence either way
+                self._set_wl(name, status="unverified", warnings=[
+                    f"pid {run.pid} exited before the client list was read"])
+                del self._pending[name]
             elif final or now - since > JOIN_GRACE_S or run.state not in ("running", "stalled"):
                 rec = self._set_wl(name, status="not-in-mps", warnings=[
                     f"not in MPS: pid {run.pid} is not among the clients of "
