@@ -1,0 +1,58 @@
+"""The MPS client-list verdicts at a phase's end: a workload a list was read for while it
+ran and never found is ``not-in-mps``; one that exited before any list was read while it
+ran is ``unverified`` (no evidence either way), not accused of running outside MPS."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from xwatch.core import model as M
+from xwatch.core.mps.controller import MpsController
+from xwatch.scenario import load_scenario
+
+
+def _controller(clients: dict[int, list[int]]) -> MpsController:
+    ctl = MpsController("/nonexistent/nvidia-cuda-mps-control", load_scenario("demo"))
+    ctl.clients = lambda: clients  # type: ignore[method-assign]
+    ctl.phase = SimpleNamespace(  # type: ignore[assignment]
+        mps=M.Mps(tool="t", pipe_dir="p", log_dir="l"),
+        session=SimpleNamespace(log=lambda *a: None))
+    return ctl
+
+
+def _run(pid: int) -> SimpleNamespace:
+    return SimpleNamespace(pid=pid, state="running", spec=SimpleNamespace(name="low"))
+
+
+def _gone_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def test_gone_before_any_list_is_unverified() -> None:
+    ctl = _controller({100: []})
+    ctl._pending = {"low": (_run(_gone_pid()), 0.0)}  # type: ignore[dict-item]
+    asyncio.run(ctl._judge_pending(final=True))
+    assert ctl.phase is not None and ctl.phase.mps is not None
+    rec = ctl.phase.mps.workloads["low"]
+    assert rec.status == "unverified" and "exited before" in rec.warnings[0]
+
+
+def test_looked_for_while_alive_and_never_found_is_not_in_mps() -> None:
+    ctl = _controller({100: []})
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        ctl._pending = {"low": (_run(proc.pid), 1e12)}  # type: ignore[dict-item]
+        asyncio.run(ctl._judge_pending(final=False))  # alive, not listed: still pending
+        assert ctl.phase is not None and ctl.phase.mps is not None
+        assert "low" not in ctl.phase.mps.workloads
+    finally:
+        proc.kill()
+        proc.wait()
+    asyncio.run(ctl._judge_pending(final=True))  # gone now, but it was looked for
+    rec = ctl.phase.mps.workloads["low"]
+    assert rec.status == "not-in-mps" and "not in MPS" in rec.warnings[0]
