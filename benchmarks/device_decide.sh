@@ -22,7 +22,6 @@ R=${1:?outdir}; XS=${2:?xsched root}; OLD=${3:-}
 mkdir -p "$R"
 source "$(dirname "$0")/device_lib.sh"
 STEPS=${STEPS:-1234}
-say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
 D="python3 benchmarks/dashboard_cpu.py --scenario intensive --telemetry nvml --device cuda:0 --seconds 20"
 if [[ $STEPS == *1* ]]; then
   say "1: the observer"

@@ -1,9 +1,11 @@
 # Shared by the device_*.sh scripts (sourced, with R set to the output folder):
 # run LOG CMD... runs CMD into R/LOG, notes the command, its exit status and time in
 # R/commands.txt, then what it left behind (workers, MPS daemons, xservers) in
-# R/leftovers.txt; left NAME notes the leftovers alone. Also writes R/gpu.txt.
+# R/leftovers.txt; left NAME notes the leftovers alone; say TEXT adds a timed line to
+# R/progress.txt. Also writes R/gpu.txt.
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 X="python3 -m xwatch"
+say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
 left() { echo "--- left behind after $1:" >> "$R/leftovers.txt"
          ps -eo pid,stat,args | grep -E "xwatch.core.engine|nvidia-cuda-mps|xserver" \
            | grep -v grep >> "$R/leftovers.txt"; }

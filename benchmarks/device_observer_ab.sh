@@ -15,7 +15,6 @@ set -u
 R=${1:?outdir}; XS=${2:?xsched root}; OLD=${3:?old source}
 mkdir -p "$R"
 source "$(dirname "$0")/device_lib.sh"
-say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
 STEPS=${STEPS:-123}
 D="python3 benchmarks/dashboard_cpu.py --scenario intensive --telemetry nvml --device cuda:0 --seconds ${SECS:-20}"
 if [[ $STEPS == *1* ]]; then

@@ -14,7 +14,6 @@ set -u
 R=${1:?outdir}; XS=${2:?xsched root}
 mkdir -p "$R"
 source "$(dirname "$0")/device_lib.sh"
-say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
 say "1: poll costs"
 { uname -a; cat /proc/version; dmesg 2>/dev/null | head -5; nproc
   lscpu | grep -E "Model name|MHz|Hypervisor"; } > "$R/machine.txt" 2>&1

@@ -16,7 +16,6 @@ R=${1:?outdir}; XS=${2:?xsched root}; OLD=${3:-}
 mkdir -p "$R"
 source "$(dirname "$0")/device_lib.sh"
 STEPS=${STEPS:-12}
-say() { echo "$(date +%T) $*" >> "$R/progress.txt"; }
 K="python3 benchmarks/restart.py intensive --modes native,xsched --device cuda:0 --xsched $XS"
 if [[ $STEPS == *1* ]]; then
   say "1: the x key"

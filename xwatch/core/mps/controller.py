@@ -282,13 +282,11 @@ class MpsController:
     async def _watch_loop(self, phase: Phase) -> None:
         silent_since: float | None = None
         while True:
-            wake = self._wake
-            if wake is None:
-                await asyncio.sleep(self.poll_s)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(wake.wait(), self.poll_s)
-                wake.clear()
+            wake = self._wake  # made by ``enter``, which starts this loop
+            assert wake is not None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(wake.wait(), self.poll_s)
+            wake.clear()
             try:
                 listed = control.pids(await asyncio.to_thread(
                     control.command, self.tool, self.pipe_dir, "get_server_list", 3.0))
