@@ -24,17 +24,24 @@ C_PROGRAM = r"""
 #include <unistd.h>
 #include <fcntl.h>
 #include <string.h>
+#include <signal.h>
 
 int main(int argc, char **argv) {
     int log = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);  /* unbuffered record */
+    sigset_t stop;  /* xwatch's stop (SIGINT, then SIGTERM) lands between lines, never */
+    sigemptyset(&stop);  /* between a line and its record */
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
     for (int i = 0;; i++) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
+        sigprocmask(SIG_BLOCK, &stop, NULL);
         printf("t=%ld.%09ld Task %d completed in %d ms\n", (long)ts.tv_sec, ts.tv_nsec, i,
                5 + i % 7);
         char buf[32];
         int n = snprintf(buf, sizeof buf, "%d\n", i);
         write(log, buf, n);
+        sigprocmask(SIG_UNBLOCK, &stop, NULL);
         usleep(20000);
     }
 }
