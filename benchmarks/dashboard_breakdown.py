@@ -120,6 +120,8 @@ def main() -> None:
     ap.add_argument("--telemetry", default="host")
     ap.add_argument("--device")
     ap.add_argument("--gpus", help="replicate onto these GPUs, as --gpus")
+    ap.add_argument("--warm", type=float, default=3.0, metavar="S",
+                    help="as dashboard_cpu --warm")
     ap.add_argument("--mode", choices=("native", "xsched", "mps"),
                     help="default: xsched with --xsched, else native")
     a = ap.parse_args()
@@ -142,7 +144,7 @@ def main() -> None:
     r = asyncio.run(dashboard_cpu.measure(ref, a.seconds, None, a.telemetry, a.xsched,
                                           a.mode or ("xsched" if a.xsched else "native"),
                                           a.device,
-                                          gpus=gpus))
+                                          gpus=gpus, warm=a.warm))
     print(f"{a.scenario}: dashboard CPU {r['cpu_pct']:.2f}% of one core")
     print(dashboard_cpu.thread_line(r))
     for c in CACHES:

@@ -47,7 +47,7 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                   device: str | None = None, settle: float = 60.0,
                   gpus: tuple[int, ...] | None = None,
                   size: tuple[int, int] = (150, 46),
-                  proc_interval: float | None = None) -> dict[str, float]:
+                  proc_interval: float | None = None, warm: float = 3.0) -> dict[str, float]:
     scen = load_scenario(scenario_ref).with_overrides(device=device, gpus=gpus)
     backend = mps = None
     if xsched:
@@ -61,7 +61,9 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
     me = psutil.Process()
     async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has
-        # counted requests (at most ``settle`` s), then 3 s more, so start-up stays out
+        # counted requests (at most ``settle`` s), then ``warm`` s more, so start-up stays
+        # out (an XSched phase polls at its fast pace for its first 20 s: --warm 25 for
+        # the settled pace)
         end = time.monotonic() + settle
         started = False
         while time.monotonic() < end:
@@ -80,7 +82,7 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
                     print(f"  {name}: {run.state} n={run.rec.count}")
             for ln in app.session.logs_since(0)[-25:]:
                 print(f"  log {ln.source} {ln.stream}: {ln.text[:300]}")
-        await pilot.pause(3.0)
+        await pilot.pause(warm)
         prof = None
         if profile:
             import cProfile
@@ -181,6 +183,8 @@ def main() -> None:
     ap.add_argument("--settle", type=float, default=60.0, metavar="S",
                     help="at most this long to wait for every workload's first requests "
                          "(model load, preflight) before measuring")
+    ap.add_argument("--warm", type=float, default=3.0, metavar="S",
+                    help="seconds between every workload counting and the measured window")
     ap.add_argument("--proc-interval", type=float, metavar="S",
                     help="seconds between per-process GPU queries (default: the app's, "
                          "as --telemetry-proc-interval)")
@@ -190,7 +194,8 @@ def main() -> None:
         return
     if a.scenario:
         r = asyncio.run(measure(a.scenario, a.seconds, a.profile, a.telemetry, a.xsched,
-                                a.mode, a.device, a.settle, proc_interval=a.proc_interval))
+                                a.mode, a.device, a.settle, proc_interval=a.proc_interval,
+                                warm=a.warm))
         print(f"{a.scenario} ({a.mode}, telemetry {a.telemetry}) dashboard CPU "
               f"{r['cpu_pct']:5.2f}% of one core, ingesting {r['events_per_s']:8.0f} events/s")
         print(thread_line(r))

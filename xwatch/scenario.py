@@ -44,6 +44,10 @@ MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
 BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
+#: the /xqueues polls' settled pace by default (``[xsched] settled_poll_ms``): on recorded
+#: H100 phases, 5 polls a second gave 90% of slow requests the attribution that 10 gave
+#: (``benchmarks/attribution_pace.py``) for 40% less of the observer's poll CPU
+SETTLED_POLL_MS = 200
 #: every policy name an XSched release has had; which an install has, and their numbers,
 #: come from the install itself (``xwatch.core.xsched.meta``) when XSched mode starts
 POLICIES: tuple[str, ...] = KNOWN_POLICIES
@@ -298,6 +302,11 @@ XSCHED_KEYS: tuple[Key, ...] = (
         "evidence, the scheduler lane and tail attribution (20-10000 ms; the mean: each "
         "interval is 0.5-1.5x this, so a periodic workload is not always met at the same "
         "point of its cycle).", _int(20, 10000)),
+    Key("settled_poll_ms", "integer", "(200, or poll_ms if slower)", "The slower pace of the "
+        "polls once every workload's engagement verdict is settled, more than 20 s into the "
+        "measurement and 10 s after a live change: the lane and tail attribution sample "
+        "less often, the verdicts are not delayed (>= poll_ms; equal to it: one pace).",
+        _int(20, 10000)),
 )
 
 WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
@@ -544,6 +553,13 @@ class XschedSettings:
     port: int = 50000
     platform: str | None = None
     poll_ms: int = 100
+    settled_poll_ms: int | None = None  # None: max(poll_ms, SETTLED_POLL_MS)
+
+    @property
+    def settled_ms(self) -> int:
+        """The settled pace (see ``settled_poll_ms``)."""
+        return self.settled_poll_ms if self.settled_poll_ms is not None else \
+            max(self.poll_ms, SETTLED_POLL_MS)
 
 
 @dataclass(frozen=True)
@@ -788,6 +804,10 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         if not isinstance(data["xsched"], dict):
             raise ctx.error("xsched", "must be a table [xsched]")
         xs = XschedSettings(**_apply(ctx, "xsched", data["xsched"], XSCHED_KEYS))
+        if xs.settled_poll_ms is not None and xs.settled_poll_ms < xs.poll_ms:
+            raise ctx.error("xsched.settled_poll_ms", f"{xs.settled_poll_ms} is faster than "
+                            f"poll_ms ({xs.poll_ms}): the settled pace is the slower one "
+                            "(set both equal to poll at one pace)")
     return Scenario(
         name=top.get("name", default_name),
         description=top.get("description", ""),

@@ -423,3 +423,83 @@ def test_polls_are_jittered_so_a_periodic_workload_is_not_aliased() -> None:
     assert abs(sum(waits) / n - 0.1) < 0.003  # the mean interval is the poll interval
     assert 0.06 <= sample(waits) <= 0.10
     assert next_poll_wait(0.1, 0.2, rng) == 0.02  # a slow poll: the next soon, not at once
+
+
+def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path: Path) -> None:
+    """The pace: ``poll_s`` while a running workload's verdict is pending, for the
+    measurement's first FAST_FIRST_S, CHANGE_FAST_S after a live change and while polls
+    fail; ``settled_s`` otherwise. The negative verdict's expected ready polls use the
+    mean interval of the polls actually taken, whatever the pace was."""
+    from collections import deque
+
+    from xwatch.core.engine.live.session import Session
+    from xwatch.core.xsched.client import XQueueRow
+    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll
+    from xwatch.core.xsched.polling import Answer
+
+    scen = load_scenario("demo")
+    assert scen.xsched.settled_ms == 200
+    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+    assert (ctl.poll_s, ctl.settled_s) == (0.1, 0.2)
+    s = Session(scen)
+    ph = s.new_phase("xsched")
+    ctl.phase = ph
+    ph.xsched = M.Xsched(root="")
+    stats = {w.name: QueueStats() for w in scen.workloads}
+    ctl._stats = stats
+    for r in ph.runs.values():
+        r.state = "running"
+    ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
+    fails = _Fails()
+    t0 = ph.t_start
+    ready = Answer.of([XQueueRow(handle=1, pid=11, ready=True),
+                       XQueueRow(handle=2, pid=22, ready=True)])
+
+    def drain(ans: Answer | Exception, t: float) -> None:
+        ctl._drain(ph, deque([_Poll(t, None, ans, [(n, r.pid, r.state, 1)
+                                                     for n, r in ph.runs.items()])]),
+                   stats, fails)
+
+    for r in ph.runs.values():
+        r.rec.add(5.0, t0 + 0.5)  # requests completing: the verdicts can be judged
+    drain(ready, t0 + 1)
+    assert {w.status for w in ph.xsched.workloads.values()} == {"engaged"}
+    assert ctl.pace_s == 0.1  # not measuring yet
+    ph.t_measure = t0 - ctl.FAST_FIRST_S  # measuring long enough
+    drain(ready, t0 + 2)
+    assert ctl.pace_s == 0.2
+    ctl._annotate("high: priority -> 3")  # a live change: fast again for a while
+    assert ctl.pace_s == 0.1
+    drain(ready, t0 + 3)
+    assert ctl.pace_s == 0.1
+    ctl._fast_until = 0.0
+    drain(XschedError("xserver at x not reachable: refused"), t0 + 4)
+    assert ctl.pace_s == 0.1  # a failing poll: fast until one answers
+    drain(ready, t0 + 5)
+    assert ctl.pace_s == 0.2
+    ph.runs["low"].state = "starting"  # pending while not running does not hold the pace
+    stats["low"] = QueueStats()
+    drain(Answer.of([XQueueRow(handle=1, pid=11, ready=True)]), t0 + 6)
+    assert ctl.pace_s == 0.2
+    ph.runs["low"].state = "running"  # pending while running does
+    drain(Answer.of([XQueueRow(handle=1, pid=11, ready=True)]), t0 + 7)
+    assert ph.xsched.workloads["low"].status == "pending" and ctl.pace_s == 0.1
+    s.close()
+    # the mean interval of the polls taken, not the configured one
+    q = QueueStats(active_polls=11, active_first=100.0, active_last=102.0)
+    assert q.mean_gap(0.1) == pytest.approx(0.2)
+    assert QueueStats(active_polls=1, active_first=5.0, active_last=5.0).mean_gap(0.1) == 0.1
+
+
+def test_settled_poll_ms_defaults_to_the_slower_pace_and_is_never_faster(tmp_path: Path) -> None:
+    from xwatch.errors import ScenarioError
+
+    f = tmp_path / "s.toml"
+    body = '[[workload]]\nname="h"\npriority="high"\nmodel="resnet18"\n'
+    f.write_text(body + "[xsched]\npoll_ms = 500\n")
+    assert load_scenario(str(f)).xsched.settled_ms == 500
+    f.write_text(body + "[xsched]\npoll_ms = 50\nsettled_poll_ms = 50\n")
+    assert load_scenario(str(f)).xsched.settled_ms == 50
+    f.write_text(body + "[xsched]\npoll_ms = 300\nsettled_poll_ms = 200\n")
+    with pytest.raises(ScenarioError, match=r"xsched\.settled_poll_ms.*faster than poll_ms \(300\)"):
+        load_scenario(str(f))

@@ -104,6 +104,7 @@ class Xsched(Doc, frozen=True, kw_only=True):
     workloads: dict[str, XschedWorkload] = {}
     changes: list[Annotation] = []
     poll_ms: int | UnsetType = UNSET
+    settled_poll_ms: int | UnsetType = UNSET  # the pace once the verdicts settled
     listen: str | UnsetType = UNSET
     xserver_exit: XserverExit | UnsetType | None = UNSET
     policy_running: int | UnsetType | None = UNSET

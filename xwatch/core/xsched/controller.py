@@ -81,13 +81,25 @@ class XschedController:
     UNREACHABLE_POLLS = 5
     UNREACHABLE_S = 2.0
 
+    #: the polls keep the fast pace (``poll_s``) this long into the measurement, and this
+    #: long after a live change (priority, policy, XQueue config), whatever the verdicts
+    FAST_FIRST_S = 20.0
+    CHANGE_FAST_S = 10.0
+
     def __init__(self, install: XschedInstall, scenario: Scenario,
                  poll_s: float | None = None, start_timeout_s: float = 15.0,
-                 preflight: bool = True) -> None:
+                 preflight: bool = True, settled_s: float | None = None) -> None:
         self.install = install
         self.preflight = preflight
         self.scenario = scenario
         self.poll_s = poll_s if poll_s is not None else scenario.xsched.poll_ms / 1000.0
+        # the pace once the verdicts are settled (``[xsched] settled_poll_ms``), never
+        # faster than ``poll_s``
+        self.settled_s = max(self.poll_s, settled_s if settled_s is not None
+                             else scenario.xsched.settled_ms / 1000.0)
+        self.pace_s = self.poll_s  # the poll thread's mean interval now (set on the loop)
+        self._fast_until = 0.0  # monotonic: a live change keeps the fast pace until then
+        self._failing = False  # the last poll failed: fast until one answers
         self.start_timeout_s = start_timeout_s
         self.policy = scenario.xsched.policy
         self.meta: InstallMeta | None = None  # read when a phase starts (and by doctor)
@@ -117,6 +129,7 @@ class XschedController:
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
         self._failure = None
+        self.pace_s, self._fast_until, self._failing = self.poll_s, 0.0, False
         phase.xsched = M.Xsched(
             root=str(self.install.root), source=self.install.source,
             policy=self.policy, platforms=plats, env=envs,
@@ -130,6 +143,7 @@ class XschedController:
             params={w.name: M.QueueParams(**queue_params(w)) for w in scen.workloads},
             xserver_cmd=None, port=None, log_tail=[], samples=[],
             workloads={}, changes=[], poll_ms=round(self.poll_s * 1000),
+            settled_poll_ms=round(self.settled_s * 1000),
             listen="xserver listens on all interfaces (0.0.0.0) on its port, without "
                    "authentication: anyone who can reach this host can change priorities",
             xserver_exit=None,
@@ -350,7 +364,7 @@ class XschedController:
                     wake()
                 if rc is not None:
                     return
-                stop.wait(next_poll_wait(self.poll_s, time.monotonic() - t0, rng))
+                stop.wait(next_poll_wait(self.pace_s, time.monotonic() - t0, rng))
 
         fails = _Fails()
         thread = threading.Thread(target=poll, name="xsched-poll", daemon=True)
@@ -396,6 +410,7 @@ class XschedController:
                 except Exception as e:
                     self._note(f"/xqueues answer not understood: {e!r}", "warning")
                 fails.count = 0
+        self._failing = fails.count > 0
         self._refresh_engagement(phase)
 
     def _ingest(self, phase: Phase, answer: Answer, stats: dict[str, QueueStats], t: float,
@@ -415,6 +430,9 @@ class XschedController:
                 st.polls += 1
                 if count:
                     st.active_polls += 1
+                    if st.active_first is None:
+                        st.active_first = t
+                    st.active_last = t
             ready, susp = c.ready, c.suspended
             if c.queues:
                 st.samples += 1
@@ -449,6 +467,7 @@ class XschedController:
         table = final or now - self._table_t >= self.QUEUE_TABLE_S
         if table:
             self._table_t = now
+        settled = True
         for name, run in phase.runs.items():
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
@@ -456,7 +475,8 @@ class XschedController:
             expect = None  # only asked for while no ready queue was seen
             if rec.count and not st.ready:
                 svc = rec.service_mean() if rec.service_n else rec.phase_moments().mean
-                expect = expected_ready_polls(rec.count, svc, self.poll_s, st.active_polls)
+                expect = expected_ready_polls(rec.count, svc, st.mean_gap(self.poll_s),
+                                              st.active_polls)
             status, warns = engagement(True, info.scheduler, st, rec.count,
                                        run.state == "running", expect, final,
                                        None if info.shim_mapped is msgspec.UNSET
@@ -472,6 +492,17 @@ class XschedController:
                     queues=[queue_row(q) for q in st.latest])
             else:
                 self._set_wl(phase, name, status=status, warnings=warns)
+            settled = settled and (status != "pending" or run.state not in ("running", "stalled"))
+        self._pace(phase, settled, now)
+
+    def _pace(self, phase: Phase, settled: bool, now: float) -> None:
+        """The polls' pace: ``settled_s`` once every running workload has a verdict, the
+        measurement is ``FAST_FIRST_S`` old and no live change or failed poll is recent;
+        else ``poll_s``. Only the lane and the attribution then sample less often: no
+        verdict waits on a slow poll, and a failed poll brings the fast pace back."""
+        fast = (not settled or self._failing or now < self._fast_until
+                or phase.t_measure is None or now - phase.t_measure < self.FAST_FIRST_S)
+        self.pace_s = self.poll_s if fast else self.settled_s
 
     # -- live control
     def _handles(self, name: str) -> tuple[int, ...]:
@@ -487,6 +518,9 @@ class XschedController:
         if self.phase.xsched is not None:
             self.phase.xsched.changes.append(note)
         self._note(text)
+        # the user watches the lane answer the change: polled at the fast pace a while
+        self._fast_until = time.monotonic() + self.CHANGE_FAST_S
+        self.pace_s = self.poll_s
 
     async def set_priority(self, name: str, priority: int) -> int:
         """POST /hint for every queue of workload ``name``; returns queues changed."""

@@ -28,6 +28,15 @@ class QueueStats:
     max_queues: int = 0  # most queues seen in one poll during the phase
     handles: tuple[int, ...] = ()
     latest: tuple[XQueueRow, ...] = ()  # its queues in the latest poll (the first 64)
+    active_first: float | None = None  # monotonic time of the first active poll
+    active_last: float = 0.0  # and of the latest
+
+    def mean_gap(self, default_s: float) -> float:
+        """The mean interval between the active polls (the pace changes over a phase);
+        ``default_s`` before there are two."""
+        if self.active_first is None or self.active_polls < 2:
+            return default_s
+        return (self.active_last - self.active_first) / (self.active_polls - 1) or default_s
 
 
 #: a workload is called not-scheduled only once this many polls would have seen its
@@ -39,8 +48,8 @@ EXPECTED_READY_MIN = 10.0
 def expected_ready_polls(count: int, service_ms: float, poll_s: float,
                          active_polls: int) -> float:
     """Polls in which a workload's queues should have been seen ready: its GPU-busy
-    time (requests x mean service time) over the poll interval, at most one per poll
-    since its first request. A 20 req/s, 5 ms workload is busy 10% of the time: ~10
+    time (requests x mean service time) over the (mean) poll interval, at most one per
+    poll since its first request. A 20 req/s, 5 ms workload is busy 10% of the time: ~10
     polls at 10 Hz take ~10 s, not the first three."""
     if not (service_ms > 0) or poll_s <= 0:
         return float(active_polls)
