@@ -14,6 +14,14 @@ Each terminal cell holds 2 x 4 braille dots; a cell takes the colour of the last
 drawn through it (as plotext does). Values outside the limits are clipped to the edge.
 The legend takes rows of its own between the title and the plot (plotext drew it over
 the top-left corner of the data).
+
+Cost (the dashboard redraws its four charts every 2 s): the dots are ORed into one
+byte per cell and the colours numbered in another (``_dots``), a row of bytes becomes
+its text with one ``str.translate`` and its colour runs come from a regex, and with a
+widget's style the rows come back already styled and fitted to the width, so the
+widget wraps each in one ``Strip`` and Textual adds nothing to it.
+tests/unit/test_plot_reference.py holds the plain per-dot renderer this one must
+match cell for cell.
 """
 
 from __future__ import annotations
@@ -163,8 +171,9 @@ def legend_layout(entries: Sequence[tuple[str, str]], width: int, most: int
 
 # Dots are ORed into one byte per cell. A cell's dot for dot column dx, dot row dy:
 _BIT = tuple(_DOT[k >> 2][k & 3] for k in range(8))  # index ((dx & 1) << 2) | (dy & 3)
-# ``mask | bit`` for a whole row of cells at once (bytes.translate)
-_OR = {bit: bytes(m | bit for m in range(256)) for bit in set(_BIT) | {0x05, 0x28}}
+_EVERY_OTHER = (0x01 | 0x04, 0x08 | 0x20)  # dot rows 0 and 2 of a cell's left, right column
+# ``mask | bit`` for a whole row or column of cells at once (bytes.translate)
+_OR = {bit: bytes(m | bit for m in range(256)) for bit in (*_BIT, *_EVERY_OTHER)}
 # a row of masks (decoded as latin-1, one character per cell) to its braille text
 _GLYPH = {m: chr(0x2800 + m) for m in range(1, 256)} | {0: " "}
 _RUNS = re.compile(rb"(.)\1*", re.S)  # runs of one colour number in a row of cells
@@ -246,7 +255,7 @@ def render_figure(fig: Figure, width: int, height: int,
                 else mask[a:a + plot_w].decode("latin-1").translate(_GLYPH))
         runs = color[a:a + plot_w]
         segs = [Segment(no_tick if lab is None else lab.rjust(label_w) + "┤", plain)]
-        segs += [Segment(text[a:b], styles[runs[a]]) for a, b in map(span, finditer(runs))]
+        segs += [Segment(text[i:j], styles[runs[i]]) for i, j in map(span, finditer(runs))]
         rows.append(segs + end)
     # x axis: round ticks, a label under each where it fits
     vals = nice_ticks(x0, x1, max(2, plot_w // 10))
@@ -327,8 +336,7 @@ def _dots(fig: Figure, plot_w: int, plot_h: int, x0: float, x1: float, y0: float
             dx = min(last_x, max(0, round((x - x0) * sx)))
             ci = numbers[c]
             cx = dx >> 1
-            # every other dot row: rows 0 and 2 of each cell
-            mask[cx::plot_w] = mask[cx::plot_w].translate(_OR[bit[(dx & 1) << 2] | bit[((dx & 1) << 2) | 2]])
+            mask[cx::plot_w] = mask[cx::plot_w].translate(_OR[_EVERY_OTHER[dx & 1]])
             color[cx::plot_w] = bytes((ci,)) * plot_h
     for xs, ys, _, c in fig.lines:
         ci = numbers[c]
