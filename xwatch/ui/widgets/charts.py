@@ -55,33 +55,33 @@ class _Chart(Widget):
         self._version = 0
         self._built: tuple[object, ...] | None = None
         self._strips: list[Strip] = []
-
-    _style_now: Style | None = None
+        self._blank = Strip.blank(0)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._style_now = self.rich_style  # once per repaint, not once per row
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._style_now = None
+        self._build()  # once per repaint, not once per row
+        return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        width, height = self.size
-        style = self._style_now if self._style_now is not None else self.rich_style
-        key = (self._version, width, height, style)
-        if key != self._built:
-            self._built = key
-            self.draws += 1
-            try:
-                rows = render_figure(self.plt, width, height)
-            except Exception as e:  # a chart that cannot draw says so, the app goes on
-                rows = [[Segment(f"(chart not drawable: {type(e).__name__}: {e})",
-                                 Style(dim=True))]]
-            self._strips = [Strip(r).crop_extend(0, width, style).apply_style(style)
-                            for r in rows]
         if 0 <= y < len(self._strips):
             return self._strips[y]
-        return Strip.blank(width, style)
+        return self._blank
+
+    def _build(self) -> None:
+        """The rows as strips, drawn again when the data, the size or the style changed;
+        each strip carries the widget's style already (Textual adds nothing to it)."""
+        width, height = self.size
+        style = self.rich_style
+        key = (self._version, width, height, style)
+        if key == self._built:
+            return
+        self._built = key
+        self.draws += 1
+        self._blank = Strip.blank(width, style)
+        try:
+            self._strips = [Strip(r, width) for r in render_figure(self.plt, width, height, style)]
+        except Exception as e:  # a chart that cannot draw says so, the app goes on
+            row = [Segment(f"(chart not drawable: {type(e).__name__}: {e})", Style(dim=True))]
+            self._strips = [Strip(row).crop_extend(0, width, style).apply_style(style)]
 
     def _begin(self, title: str) -> None:
         self._version += 1  # drawn again at the next repaint
