@@ -546,3 +546,19 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "20", "30"]
         assert 0 <= p.t_stop - last_exit < 0.25, p.t_stop - last_exit
         assert all(r.state == "finished" for r in p.runs.values())
         await app.action_quit()
+
+
+async def test_the_table_bands_follow_a_theme_change() -> None:
+    """The table keeps its band styles between repaints (Textual forgets them at each),
+    and takes the new ones when the theme changes."""
+    app = make_app(replay=load_snapshot(FIXTURE), replay_source="fixture")
+    async with app.run_test(size=(120, 34)) as pilot:
+        await pilot.pause(0.2)
+        table = app.query_one(WorkloadTable)
+        before = table._bands()
+        assert table._bands() is before  # kept
+        app.theme = "textual-light"
+        await pilot.pause(0.2)
+        after = table._bands()
+        assert after != before
+        assert after[0] == table.get_component_rich_style("workload-table--header")
