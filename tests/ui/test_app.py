@@ -489,3 +489,76 @@ async def test_shift_m_switches_every_widget_to_a_named_metric(tmp_path: Path) -
         assert app.metric == "latency_ms"
         await wait_for(lambda: "metric" not in str(status.render()), pilot)
         await app.action_quit()
+
+
+async def test_a_phase_ends_at_its_planned_end_and_its_watch_wakes_seldom(
+        tmp_path: Path) -> None:
+    """The phase's watch wakes at the planned end itself (within a quarter second, as
+    the old 4 Hz poll), and while measuring at most about once a second (it woke 4
+    times a second: a tenth of the dashboard's CPU outside the charts)."""
+    import time
+
+    app = make_app(load_scenario(str(live_scenario(tmp_path, duration=4))), telemetry="off")
+    wakes: list[float] = []
+    pause = app._phase_pause
+
+    async def counted(phase: Any, duration: float, exits: Any) -> Any:
+        if phase.t_measure is not None:
+            wakes.append(time.monotonic())
+        return await pause(phase, duration, exits)
+
+    app._phase_pause = counted  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(lambda: app.session is not None and bool(app.session.phases)
+                       and app.session.phases[0].t_end is not None, pilot)
+        p = app.session.phases[0]  # type: ignore[union-attr]
+        assert p.t_measure is not None and p.t_stop is not None
+        late = p.t_stop - (p.t_measure + 4)
+        assert 0 <= late < 0.25, late
+        assert p.status == "done"
+        assert len(wakes) <= 4 + 2, len(wakes)  # 4 s measured: about one wake a second
+        await app.action_quit()
+
+
+async def test_a_phase_whose_workloads_all_exited_ends_at_once(tmp_path: Path) -> None:
+    """Every workload finished (a request count) long before the planned end: the
+    phase ends within a quarter second of the last exit, not at its next look."""
+    f = tmp_path / "short.toml"
+    f.write_text(f"""
+name = "short"
+duration_s = 60
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50", "40"]
+[[workload]]
+name = "low"
+priority = "low"
+command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "20", "30"]
+""")
+    app = make_app(load_scenario(str(f)), telemetry="off")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(lambda: app.session is not None and bool(app.session.phases)
+                       and app.session.phases[0].t_stop is not None, pilot)
+        p = app.session.phases[0]  # type: ignore[union-attr]
+        assert p.t_stop is not None
+        last_exit = max(r.end_t for r in p.runs.values() if r.end_t is not None)
+        assert 0 <= p.t_stop - last_exit < 0.25, p.t_stop - last_exit
+        assert all(r.state == "finished" for r in p.runs.values())
+        await app.action_quit()
+
+
+async def test_the_table_bands_follow_a_theme_change() -> None:
+    """The table keeps its band styles between repaints (Textual forgets them at each),
+    and takes the new ones when the theme changes."""
+    app = make_app(replay=load_snapshot(FIXTURE), replay_source="fixture")
+    async with app.run_test(size=(120, 34)) as pilot:
+        await pilot.pause(0.2)
+        table = app.query_one(WorkloadTable)
+        before = table._bands()
+        assert table._bands() is before  # kept
+        app.theme = "textual-light"
+        await pilot.pause(0.2)
+        after = table._bands()
+        assert after != before
+        assert after[0] == table.get_component_rich_style("workload-table--header")

@@ -46,10 +46,13 @@ class GpuPanel(LinePanel):
 
     def _put(self, t: Text) -> None:
         width = max(10, self.size.width or 80)
+        key = (width, text_key(t))
+        if key == self._key:  # unchanged (most snapshots of a quiet GPU): no wrap
+            return
         lines: list[Text] = list(t.wrap(self.app.console, width))
         self._tallest = max(self._tallest, len(lines))
         lines += [Text()] * (self._tallest - len(lines))
-        self.set_lines(lines, (width, text_key(t)))
+        self.set_lines(lines, key)
 
     def show(self, snap: SessionSnapshot) -> None:
         tel = snap.telemetry

@@ -1,4 +1,10 @@
-"""The header line and the alert bar."""
+"""The header line and the alert bar.
+
+The header changes with every 2 s snapshot (its clock): it is drawn through the line
+API (``LinePanel``), its one line cut into segments once per change. As a ``Static``
+each repaint turned it into a ``Content``, wrapped and re-styled it: 1 ms a repaint
+on the H100 for one line, as much as the workload table.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,16 @@ from rich.text import Text
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, SessionSnapshot
 from xwatch.ui.widgets.format import text_key
+from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
 
 
-class StatusLine(QuietStatic):
-    """Scenario, mode, phase and its clock, devices, telemetry backend."""
+class StatusLine(LinePanel):
+    """Scenario, mode, phase and its clock, devices, telemetry backend: one line, its
+    height 1 (the style's). Wider than the screen, it is cut at a word as a ``Static``
+    wraps it (what follows the first line was never seen)."""
+
+    _text: Text | None = None
 
     def show(self, snap: SessionSnapshot, duration_s: float, replay: str | None,
              paused: bool, metric: str | None = None) -> None:
@@ -42,7 +53,30 @@ class StatusLine(QuietStatic):
             t.append(f" · metric {metric}", style="bold yellow")
         if paused:
             t.append("  CHARTS PAUSED", style="bold yellow")
-        self.set_content(t, text_key(t), t.plain)
+        self._text = t
+        self._put()
+
+    def _put(self) -> None:
+        t = self._text
+        if t is None:
+            return
+        width = self.size.width or 80  # before the first layout: redone on resize
+        key = (width, text_key(t))
+        if key == self._key:
+            return  # the same line: no wrap, no repaint
+        line = t
+        if t.cell_len > width:  # as Static wraps: the first line, its trailing space cut
+            line = t.wrap(self.app.console, width)[0]
+            line.rstrip()
+        self.set_lines([line], key)
+        self.plain = t.plain  # the whole line (tests, screen readers), as it was given
+
+    def on_resize(self) -> None:
+        self._put()
+
+    def render(self) -> Text:
+        """What the line says (the screen is drawn through ``render_line``)."""
+        return Text(self.plain)
 
 
 class AlertBar(QuietStatic):

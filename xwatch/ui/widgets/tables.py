@@ -121,9 +121,7 @@ class WorkloadTable(ScrollLinePanel):
         self.group_lines = {g: t.plain for g, t in heads.items()}
         if key == self._key:
             return  # nothing changed: no repaint
-        header = self.get_component_rich_style("workload-table--header")
-        even = self.get_component_rich_style("workload-table--even-row")
-        group = self.get_component_rich_style("workload-table--group")
+        header, even, group = self._bands()
         lines: list[Text | list[Segment]] = [self._line_of(self.COLUMNS, header)]
         focus_at = 0
         if not groups:
@@ -143,6 +141,23 @@ class WorkloadTable(ScrollLinePanel):
         if focus_changed and gpu is not None:
             n = 1 + len(next((g.workloads for g in groups if g.gpu == gpu), ()))
             self.call_after_refresh(self.scroll_to_line, focus_at, n)
+
+    _band_styles: tuple[Style, Style, Style] | None = None
+
+    def _bands(self) -> tuple[Style, Style, Style]:
+        """The header, even-row and group styles. Textual forgets its own cache of
+        them at every repaint, and this table repaints every 2 s: each walked the
+        ancestors' styles (a third of ``show``). Kept until the styles change (the
+        theme, the CSS), as Textual keeps a widget's visual style."""
+        if self._band_styles is None:
+            self._band_styles = (self.get_component_rich_style("workload-table--header"),
+                                 self.get_component_rich_style("workload-table--even-row"),
+                                 self.get_component_rich_style("workload-table--group"))
+        return self._band_styles
+
+    def notify_style_update(self) -> None:
+        self._band_styles = None
+        super().notify_style_update()
 
     @property
     def fit_rows(self) -> int:
