@@ -6,7 +6,8 @@
 # benchmarks/dashboard_cpu.py copied in (so both print alike). In order:
 #   1. benchmarks/poll_costs.py beside a running `intensive` (NVML calls taken apart);
 #   2. benchmarks/dashboard_cpu.py (intensive, NVML, 20 s) per mode: old, new, old,
-#      new; natively once more with per-process GPU queries every 2 s (the old default);
+#      new (XSched after WARM_XSCHED s); natively once more with per-process GPU queries
+#      every 2 s (the old default; PROC2=0 leaves it out);
 #   3. benchmarks/dashboard_breakdown.py in an XSched and an MPS phase.
 # STEPS=23 leaves step 1 out, and so on; ROUNDS of step 2 (default 2); SECS sets the measured window (default 20 s;
 # CPU times tick at 10 ms: 20 s resolves 0.05% of a core, 40 s 0.025%).
@@ -29,7 +30,9 @@ if [[ $STEPS == *2* ]]; then
 say "2: old against new, per mode"
 for i in $(seq 1 ${ROUNDS:-2}); do
   for m in native mps xsched; do
-    extra=""; [ $m = xsched ] && extra="--xsched $XS"
+    # an XSched phase polls at its fast pace for the measurement's first 20 s: measured
+    # after WARM_XSCHED s (default 25), the settled pace; the same for old and new
+    extra=""; [ $m = xsched ] && extra="--xsched $XS --warm ${WARM_XSCHED:-25}"
     (cd "$OLD" && PYTHONPATH=$OLD:${PYTHONPATH#*:} run "dash-$m-old-$i.txt" $D --mode $m $extra)
     run "dash-$m-new-$i.txt" $D --mode $m $extra
   done
@@ -39,7 +42,7 @@ fi
 if [[ $STEPS == *3* ]]; then
 say "3: breakdowns"
 run breakdown-xsched.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \
-  --telemetry nvml --device cuda:0 --xsched "$XS"
+  --telemetry nvml --device cuda:0 --xsched "$XS" --warm ${WARM_XSCHED:-25}
 run breakdown-mps.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \
   --telemetry nvml --device cuda:0 --mode mps
 run breakdown-native.txt python3 benchmarks/dashboard_breakdown.py intensive --seconds 30 \

@@ -1,8 +1,10 @@
 """The dashboard app and its factory ``make_app`` (shared by the CLI and tests).
 
-Data flow: the runner/supervisor feed the session on this event loop; a timer
-(2 Hz) takes one ``SessionSnapshot`` and hands it to every widget; charts redraw
-at most once a second. Blocking work (telemetry polls, exports, xserver HTTP)
+Data flow: the runner/supervisor feed the session on this event loop; a 1 Hz tick
+reads the logs and, every 2 s (at once when a state changed), takes one
+``SessionSnapshot`` and hands it to every visible widget; the latency and throughput
+charts redraw every 4 s, the CDF and utilization every 8 s, each only if its data
+changed. Blocking work (telemetry polls, exports, xserver HTTP)
 runs in threads. In replay mode the same widgets show a recorded snapshot.
 """
 
