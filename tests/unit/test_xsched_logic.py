@@ -440,7 +440,7 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
     scen = load_scenario("demo")
     assert scen.xsched.settled_ms == 200
     ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
-    assert (ctl.poll_s, ctl.settled_s) == (0.1, 0.2)
+    assert (ctl.pace.fast_s, ctl.pace.settled_s) == (0.1, 0.2)
     s = Session(scen)
     ph = s.new_phase("xsched")
     ctl.phase = ph
@@ -464,26 +464,26 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
         r.rec.add(5.0, t0 + 0.5)  # requests completing: the verdicts can be judged
     drain(ready, t0 + 1)
     assert {w.status for w in ph.xsched.workloads.values()} == {"engaged"}
-    assert ctl.pace_s == 0.1  # not measuring yet
-    ph.t_measure = t0 - ctl.FAST_FIRST_S  # measuring long enough
+    assert ctl.pace.now_s == 0.1  # not measuring yet
+    ph.t_measure = t0 - ctl.pace.FAST_FIRST_S  # measuring long enough
     drain(ready, t0 + 2)
-    assert ctl.pace_s == 0.2
+    assert ctl.pace.now_s == 0.2
     ctl._annotate("high: priority -> 3")  # a live change: fast again for a while
-    assert ctl.pace_s == 0.1
+    assert ctl.pace.now_s == 0.1
     drain(ready, t0 + 3)
-    assert ctl.pace_s == 0.1
-    ctl._fast_until = 0.0
+    assert ctl.pace.now_s == 0.1
+    ctl.pace._fast_until = 0.0
     drain(XschedError("xserver at x not reachable: refused"), t0 + 4)
-    assert ctl.pace_s == 0.1  # a failing poll: fast until one answers
+    assert ctl.pace.now_s == 0.1  # a failing poll: fast until one answers
     drain(ready, t0 + 5)
-    assert ctl.pace_s == 0.2
+    assert ctl.pace.now_s == 0.2
     ph.runs["low"].state = "starting"  # pending while not running does not hold the pace
     stats["low"] = QueueStats()
     drain(Answer.of([XQueueRow(handle=1, pid=11, ready=True)]), t0 + 6)
-    assert ctl.pace_s == 0.2
+    assert ctl.pace.now_s == 0.2
     ph.runs["low"].state = "running"  # pending while running does
     drain(Answer.of([XQueueRow(handle=1, pid=11, ready=True)]), t0 + 7)
-    assert ph.xsched.workloads["low"].status == "pending" and ctl.pace_s == 0.1
+    assert ph.xsched.workloads["low"].status == "pending" and ctl.pace.now_s == 0.1
     s.close()
     # the mean interval of the polls taken, not the configured one
     q = QueueStats(active_polls=11, active_first=100.0, active_last=102.0)

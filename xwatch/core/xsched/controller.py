@@ -42,7 +42,7 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.polling import Answer, AnswerCache, next_poll_wait, queue_row
+from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, next_poll_wait, queue_row
 from xwatch.core.xsched.preflight import (
     plan_probes,
     preflight_failure,
@@ -81,11 +81,6 @@ class XschedController:
     UNREACHABLE_POLLS = 5
     UNREACHABLE_S = 2.0
 
-    #: the polls keep the fast pace (``poll_s``) this long into the measurement, and this
-    #: long after a live change (priority, policy, XQueue config), whatever the verdicts
-    FAST_FIRST_S = 20.0
-    CHANGE_FAST_S = 10.0
-
     def __init__(self, install: XschedInstall, scenario: Scenario,
                  poll_s: float | None = None, start_timeout_s: float = 15.0,
                  preflight: bool = True, settled_s: float | None = None) -> None:
@@ -93,13 +88,8 @@ class XschedController:
         self.preflight = preflight
         self.scenario = scenario
         self.poll_s = poll_s if poll_s is not None else scenario.xsched.poll_ms / 1000.0
-        # the pace once the verdicts are settled (``[xsched] settled_poll_ms``), never
-        # faster than ``poll_s``
-        self.settled_s = max(self.poll_s, settled_s if settled_s is not None
-                             else scenario.xsched.settled_ms / 1000.0)
-        self.pace_s = self.poll_s  # the poll thread's mean interval now (set on the loop)
-        self._fast_until = 0.0  # monotonic: a live change keeps the fast pace until then
-        self._failing = False  # the last poll failed: fast until one answers
+        self.pace = Pace(self.poll_s, settled_s if settled_s is not None
+                         else scenario.xsched.settled_ms / 1000.0)
         self.start_timeout_s = start_timeout_s
         self.policy = scenario.xsched.policy
         self.meta: InstallMeta | None = None  # read when a phase starts (and by doctor)
@@ -129,7 +119,7 @@ class XschedController:
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
         self._failure = None
-        self.pace_s, self._fast_until, self._failing = self.poll_s, 0.0, False
+        self.pace.reset()
         phase.xsched = M.Xsched(
             root=str(self.install.root), source=self.install.source,
             policy=self.policy, platforms=plats, env=envs,
@@ -143,7 +133,7 @@ class XschedController:
             params={w.name: M.QueueParams(**queue_params(w)) for w in scen.workloads},
             xserver_cmd=None, port=None, log_tail=[], samples=[],
             workloads={}, changes=[], poll_ms=round(self.poll_s * 1000),
-            settled_poll_ms=round(self.settled_s * 1000),
+            settled_poll_ms=round(self.pace.settled_s * 1000),
             listen="xserver listens on all interfaces (0.0.0.0) on its port, without "
                    "authentication: anyone who can reach this host can change priorities",
             xserver_exit=None,
@@ -364,7 +354,7 @@ class XschedController:
                     wake()
                 if rc is not None:
                     return
-                stop.wait(next_poll_wait(self.pace_s, time.monotonic() - t0, rng))
+                stop.wait(next_poll_wait(self.pace.now_s, time.monotonic() - t0, rng))
 
         fails = _Fails()
         thread = threading.Thread(target=poll, name="xsched-poll", daemon=True)
@@ -410,7 +400,7 @@ class XschedController:
                 except Exception as e:
                     self._note(f"/xqueues answer not understood: {e!r}", "warning")
                 fails.count = 0
-        self._failing = fails.count > 0
+        self.pace.failing = fails.count > 0
         self._refresh_engagement(phase)
 
     def _ingest(self, phase: Phase, answer: Answer, stats: dict[str, QueueStats], t: float,
@@ -493,16 +483,7 @@ class XschedController:
             else:
                 self._set_wl(phase, name, status=status, warnings=warns)
             settled = settled and (status != "pending" or run.state not in ("running", "stalled"))
-        self._pace(phase, settled, now)
-
-    def _pace(self, phase: Phase, settled: bool, now: float) -> None:
-        """The polls' pace: ``settled_s`` once every running workload has a verdict, the
-        measurement is ``FAST_FIRST_S`` old and no live change or failed poll is recent;
-        else ``poll_s``. Only the lane and the attribution then sample less often: no
-        verdict waits on a slow poll, and a failed poll brings the fast pace back."""
-        fast = (not settled or self._failing or now < self._fast_until
-                or phase.t_measure is None or now - phase.t_measure < self.FAST_FIRST_S)
-        self.pace_s = self.poll_s if fast else self.settled_s
+        self.pace.judge(settled, phase.t_measure, now)
 
     # -- live control
     def _handles(self, name: str) -> tuple[int, ...]:
@@ -518,9 +499,7 @@ class XschedController:
         if self.phase.xsched is not None:
             self.phase.xsched.changes.append(note)
         self._note(text)
-        # the user watches the lane answer the change: polled at the fast pace a while
-        self._fast_until = time.monotonic() + self.CHANGE_FAST_S
-        self.pace_s = self.poll_s
+        self.pace.changed(time.monotonic())
 
     async def set_priority(self, name: str, priority: int) -> int:
         """POST /hint for every queue of workload ``name``; returns queues changed."""
