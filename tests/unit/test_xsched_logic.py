@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,23 @@ def wl(**kw: object) -> Workload:
     base = {"name": "w", "priority": "high", "model": "resnet18"}
     base.update(kw)
     return Workload(**base)  # type: ignore[arg-type]
+
+
+def _controller_in_phase(tmp_path: Path) -> tuple[Any, Any, Any, dict[str, QueueStats]]:
+    """The demo scenario's XSched controller on a fresh phase of a session, its evidence
+    per workload empty: (controller, session, phase, stats)."""
+    from xwatch.core.engine.live.session import Session
+    from xwatch.core.xsched.controller import XschedController
+
+    scen = load_scenario("demo")
+    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+    s = Session(scen)
+    ph = s.new_phase("xsched")
+    ctl.phase = ph
+    ph.xsched = M.Xsched(root="")
+    stats = {w.name: QueueStats() for w in scen.workloads}
+    ctl._stats = stats
+    return ctl, s, ph, stats
 
 
 def test_defaults_by_priority_match_the_reference() -> None:
@@ -248,23 +266,12 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     xserver fails the phase with its exit status, a malformed answer is only noted."""
     from collections import deque
 
-    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll
-    from xwatch.core.xsched.engagement import QueueStats
-    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.controller import _Fails, _Poll
     from xwatch.core.xsched.polling import Answer
     from xwatch.errors import XschedError
-    from xwatch.scenario import load_scenario
 
-    scen = load_scenario("demo")
-    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
-    s = Session(scen)
-    ph = s.new_phase("xsched")
-    ctl.phase = ph
-    ph.xsched = M.Xsched(root="")
-    stats = {w.name: QueueStats() for w in scen.workloads}
-    ctl._stats = stats
+    ctl, s, ph, stats = _controller_in_phase(tmp_path)
     runs = [("high", 11, "running", 5), ("low", 22, "running", 0)]
     good = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
     down = XschedError("xserver at x not reachable: refused")
@@ -432,21 +439,13 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
     mean interval of the polls actually taken, whatever the pace was."""
     from collections import deque
 
-    from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.controller import XschedController, _Fails, _Poll
+    from xwatch.core.xsched.controller import _Fails, _Poll
     from xwatch.core.xsched.polling import Answer
 
-    scen = load_scenario("demo")
-    assert scen.xsched.settled_ms == 200
-    ctl = XschedController(XschedInstall(tmp_path, "--xsched"), scen)
+    assert load_scenario("demo").xsched.settled_ms == 200
+    ctl, s, ph, stats = _controller_in_phase(tmp_path)
     assert (ctl.pace.fast_s, ctl.pace.settled_s) == (0.1, 0.2)
-    s = Session(scen)
-    ph = s.new_phase("xsched")
-    ctl.phase = ph
-    ph.xsched = M.Xsched(root="")
-    stats = {w.name: QueueStats() for w in scen.workloads}
-    ctl._stats = stats
     for r in ph.runs.values():
         r.state = "running"
     ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
