@@ -135,6 +135,10 @@ class XserverClient:
     once showed a ready XQueue while fresh connections saw them ready in 62 of ~70
     polls, so the engagement verdict was wrong. ``XWATCH_XSERVER_KEEPALIVE=1`` turns keep-alive on
     (one connection per calling thread), for xserver builds that serve it correctly.
+    Against 1.2.0 (H100, 2026-11-25, ``benchmarks/keepalive_probe.py``) one plain
+    kept-alive socket read what fresh connections read, for 0.12 ms a poll less, but
+    with kept-alive connections held open another client's polls timed out: not worth
+    0.03-0.06% of a core (``docs/results/h100-2026-11-25e.md``).
     """
 
     def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> None:
