@@ -71,6 +71,10 @@ def test_advise_picks_the_cheapest_setting_that_meets_the_slo(tmp_path: Path) ->
     assert adv["runs"] <= adv["grid_runs"]
     report = (out / "report.md").read_text()
     assert report.index("## Advice") < report.index("## Scenario")
+    # the table says what the race's intervals promise (every look), not per-look Bonferroni
+    assert "*Candidates (geometric means over runs, intervals that hold together at 95% " \
+        "over every candidate and every look)*" in report, report
+    assert "Bonferroni" not in report
     assert "<svg" in (out / "report.html").read_text()
     snap = load_snapshot(out / "snapshot.json")
     assert snap.advice is not None and snap.advice.choice is not None

@@ -272,8 +272,10 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
     iv = race.estimate_text
     rows = [[c.label, str(c.runs), iv(c.slo_metric, "{:.2f}"), iv(c.price, "{:,.0f}"),
              c.status, c.reason] for c in by_price]
-    s.tables.append((f"Candidates (95% intervals over runs, Bonferroni over "
-                     f"{len(rows)} candidates)", Table(
+    # the record says what its intervals promise; older ones: per-look Bonferroni t
+    promise = adv.intervals if adv.intervals is not UNSET else \
+        f"95% intervals over runs, Bonferroni over {len(rows)} candidates"
+    s.tables.append((f"Candidates ({promise})", Table(
                          ["candidate", "runs", f"{slo.workload} {slo.metric} (ms)",
                           "price (samples/s)", "status", "why"], rows)))
     pts = [(chr(ord("a") + i), c.price.estimate, c.slo_metric.estimate,

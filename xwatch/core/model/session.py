@@ -210,6 +210,9 @@ class Advice(Doc, frozen=True, kw_only=True):
     undecided: str | UnsetType = UNSET
     more_rounds: int | UnsetType | None = UNSET
     likely: str | UnsetType | None = UNSET
+    #: what the candidates' intervals promise (races since issue 41: 95% over every
+    #: candidate and every look); unset in older records (per-look Bonferroni t)
+    intervals: str | UnsetType = UNSET
 
 
 EVENTS_COLUMNS = ["phase", "workload", "seq", "t", "latency_ms", "service_ms",

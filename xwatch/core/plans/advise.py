@@ -313,6 +313,7 @@ class Race:
             if final and not decided else "",
             more_rounds=op.rounds if op is not None else None,
             likely=op.likely.label if op is not None and op.likely is not None else None,
+            intervals=INTERVALS,
         )
 
     def status(self) -> int:
