@@ -29,6 +29,7 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import STOPPED
 from xwatch.core.engine.spool import EventSpool, read_rows
 from xwatch.core.engine.stats import Recorder
+from xwatch.core.engine.strays import pid_alive
 from xwatch.errors import UsageError
 
 LIVE = ".live"
@@ -126,16 +127,6 @@ class Entry:
     summary: dict[str, Any]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
 def listing(base: Path | None = None) -> list[Entry]:
     """Every session folder, newest first."""
     base = base or root()
@@ -146,7 +137,7 @@ def listing(base: Path | None = None) -> list[Entry]:
                     reverse=True):
         meta = read_meta(d)
         if d.name.endswith(LIVE):
-            state = "running" if _alive(int(meta.get("pid") or 0)) else "interrupted"
+            state = "running" if pid_alive(int(meta.get("pid") or 0)) else "interrupted"
             out.append(Entry(d, state, meta, {}))
             continue
         summary: dict[str, Any] = {}

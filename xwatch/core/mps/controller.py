@@ -40,6 +40,7 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
+from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import read_lines, stop_group
@@ -52,16 +53,6 @@ SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 #: how long a running workload may take to appear in a client list
 JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still exists (a zombie counts as gone)."""
-    try:
-        import psutil
-
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except Exception:
-        return False
 
 
 def _children(pid: int) -> set[int]:
@@ -356,7 +347,7 @@ class MpsController:
         for name, (run, since) in list(self._pending.items()):
             if run.pid is None:
                 continue
-            if not final and _alive(run.pid):
+            if not final and pid_alive(run.pid, zombie=False):
                 self._looked.add(name)  # a list was read while it ran
             mine = _children(run.pid)
             server = next((s for s, cl in lists.items() if mine & set(cl)), None)
@@ -365,7 +356,7 @@ class MpsController:
                              client_pids=sorted(mine & set(lists[server])), warnings=[])
                 del self._pending[name]
                 self._note(f"{name} (pid {run.pid}) is a client of MPS server {server}")
-            elif final and name not in self._looked and not _alive(run.pid):
+            elif final and name not in self._looked and not pid_alive(run.pid, zombie=False):
                 # gone before any list was read while it ran: no evidence either way
                 self._set_wl(name, status="unverified", warnings=[
                     f"pid {run.pid} exited before the client list was read"])
