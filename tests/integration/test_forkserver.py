@@ -1,7 +1,8 @@
 """The fork server with real torch workers on the CPU (issue 41 goal 1): the first
 phase starts its workers by exec while the server imports; later phases fork them
 (no imports paid), they measure like the others, and nothing outlives xwatch, not
-even after a SIGKILL."""
+even after a SIGKILL. On several GPUs (issue 51 goal 5) every copy is forked, each
+seeing its own GPU's variables where its GPU runtime would read them."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ import psutil
 from tests.conftest import PY, ROOT, run_xwatch
 from tests.helpers.procs import wait_gone
 from tests.helpers.scenarios import tiny_models
+from xwatch.core.engine.worker import DEVICE_ENV
+
+FAKE_NVML = str(ROOT / "tests" / "data" / "fake_nvml")  # a machine with two GPUs
 
 
-def _noise(tmp_path: Path, repeat: int, env: dict[str, str] | None = None) -> dict:
+def _noise(tmp_path: Path, repeat: int, env: dict[str, str] | None = None,
+           scenario: str | None = None) -> dict:
     f = tmp_path / "s.toml"
-    f.write_text(tiny_models("forks", 2))
+    f.write_text(scenario or tiny_models("forks", 2))
     out = tmp_path / "out"
     r = run_xwatch("noise", str(f), "--repeat", str(repeat), "--telemetry", "off",
                    "--export", str(out), timeout=300,
@@ -49,6 +54,43 @@ def test_later_phases_fork_their_workers_which_measure_like_the_first(tmp_path: 
     assert len(servers) == 1
     pids = [w["hello"]["pid"] for p in doc["phases"] for w in p["workloads"].values()]
     assert len(set(pids)) == len(pids)  # a fresh process per workload and phase
+    assert wait_gone([*servers, *pids], 5) == []
+
+
+def test_copies_on_two_gpus_are_forked_each_seeing_its_own_gpu(tmp_path: Path) -> None:
+    """``gpus = [0, 1]`` (two fake NVML GPUs; the workers run on the CPU): the copies on
+    both GPUs are forked, and each copy's worker read its own CUDA_VISIBLE_DEVICES /
+    HIP_VISIBLE_DEVICES from the C library just before its first GPU call (the hello's
+    ``gpu_init_env``: what CUDA or HIP would have read). LOW's copies set OMP_NUM_THREADS,
+    read at ``import torch``: exec'd, and the launch says which variable kept them."""
+    scen = tiny_models("gpus", 2, top="gpus = [0, 1]", low='env = { OMP_NUM_THREADS = "1" }')
+    doc = _noise(tmp_path, 2, {"PYTHONPATH": FAKE_NVML + os.pathsep
+                               + os.environ.get("PYTHONPATH", "")}, scen)
+    first, second = doc["phases"]
+    assert list(second["workloads"]) == ["high@0", "low@0", "high@1", "low@1"]
+    servers = set()
+    for name, w in second["workloads"].items():
+        g = name.split("@")[1]
+        start = w["launch"]["start"]
+        seen = w["hello"]["gpu_init_env"]
+        assert {k: v for k, v in seen.items() if k in DEVICE_ENV} == {
+            "CUDA_VISIBLE_DEVICES": g, "HIP_VISIBLE_DEVICES": g,
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, (name, seen)
+        assert seen["CUDA_MPS_PIPE_DIRECTORY"].endswith("no-mps")  # natively: no daemon
+        assert w["hello"]["env"]["CUDA_VISIBLE_DEVICES"] == g and w["count"] > 0
+        if name.startswith("high"):
+            m = re.fullmatch(r"fork \(fork server pid (\d+)\)", start)
+            assert m, (name, start)
+            servers.add(int(m.group(1)))
+            assert w["stages"]["imports"] - w["stages"]["python"] < 0.5  # nothing imported
+        else:
+            assert start == ("exec (its environment differs from the fork server's in "
+                             "OMP_NUM_THREADS)"), (name, start)
+    assert len(servers) == 1
+    for name, w in first["workloads"].items():  # the server was still importing
+        assert w["launch"]["start"].startswith("exec"), (name, w["launch"])
+        assert w["hello"]["gpu_init_env"]["CUDA_VISIBLE_DEVICES"] == name.split("@")[1]
+    pids = [w["hello"]["pid"] for p in doc["phases"] for w in p["workloads"].values()]
     assert wait_gone([*servers, *pids], 5) == []
 
 

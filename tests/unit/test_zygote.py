@@ -6,7 +6,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from xwatch.core.engine.worker.zygote import LAZY_ENV, WORKER_MODULE, ForkServer, fixed_env
+import pytest
+
+from xwatch.core.engine.worker import DEVICE_ENV, GPU_INIT_ENV, MPS_CLIENT_ENV
+from xwatch.core.engine.worker.zygote import (
+    LAZY_ENV,
+    WORKER_ENV,
+    WORKER_MODULE,
+    ForkServer,
+    env_differences,
+    fixed_env,
+)
 
 ARGV = (sys.executable, "-u", "-m", WORKER_MODULE)
 BASE = {"PATH": "/usr/bin", "PYTHONPATH": "/x", "OMP_NUM_THREADS": "4"}
@@ -27,6 +37,83 @@ def test_only_variables_read_after_the_imports_may_differ() -> None:
     # another interpreter, or a command workload
     assert fs.why_not(("/opt/rocm/python", *ARGV[1:]), env) is not None
     assert fs.why_not(("sh", "-c", "x"), env) is not None
+
+
+def test_the_variables_that_may_differ_are_exactly_these() -> None:
+    """The rule, spelled out: a change to this list is a decision (docs/gpus-start.md)."""
+    device = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "HIP_VISIBLE_DEVICES",
+              "ROCR_VISIBLE_DEVICES"}
+    mps = {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_MPS_CLIENT_PRIORITY",
+           "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"}
+    assert set(DEVICE_ENV) == device
+    assert set(MPS_CLIENT_ENV) == mps
+    assert LAZY_ENV == WORKER_ENV | DEVICE_ENV | MPS_CLIENT_ENV
+    # read at load or at import, or by XSched's shim: never
+    for k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+              "PYTORCH_CUDA_ALLOC_CONF", "GPU_DEVICE_ORDINAL", "HSA_CU_MASK", "CUDA_LAUNCH_BLOCKING",
+              "XSCHED_SCHEDULER", "XSCHED_AUTO_XQUEUE_PRIORITY", "PATH"):
+        assert k not in LAZY_ENV, k
+
+
+def test_every_mps_client_variable_xwatch_sets_may_differ() -> None:
+    from xwatch.core.mps.env import mps_env
+    from xwatch.scenario import parse_scenario
+
+    s = parse_scenario({"workload": [{"name": "high", "priority": "high", "model": "resnet18",
+                                      "mps": {"active_thread_percentage": 50,
+                                              "pinned_mem_limit": "0=8G"}}]})
+    env = mps_env(s.workloads[0], "/p", "/l", True)
+    assert set(env) == MPS_CLIENT_ENV
+
+
+@pytest.mark.parametrize(("differs", "forks"), [
+    ({"CUDA_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, True),  # another GPU's copy
+    ({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, True),
+    ({"ROCR_VISIBLE_DEVICES": "GPU-4b2c1a9f"}, True),
+    ({"CUDA_MPS_CLIENT_PRIORITY": "1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30"}, True),
+    ({"XWATCH_WORKER_CONFIG": '{"name": "low@1"}'}, True),
+    ({"LD_LIBRARY_PATH": "/xsched/lib"}, False),  # XSched's shim on CUDA
+    ({"LD_PRELOAD": "/xsched/lib/libshimhip.so"}, False),  # ... and on HIP
+    ({"XSCHED_AUTO_XQUEUE_PRIORITY": "1"}, False),
+    ({"OMP_NUM_THREADS": "1"}, False),  # read at import
+    ({"GPU_DEVICE_ORDINAL": "1"}, False),  # never set by xwatch: not allowed
+    ({"CUDA_VISIBLE_DEVICES": "1", "PYTHONPATH": "/y"}, False),
+])
+def test_which_differences_allow_a_fork(differs: dict[str, str], forks: bool) -> None:
+    server = {**BASE, "CUDA_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0",
+              "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    env = {**server, **differs}
+    fs = ForkServer(["resnet18"], server, "/dev/null")
+    why = fs.why_not(ARGV, env)
+    assert (why is None) == forks, why
+    if not forks:  # the launch's 'exec (...)' names exactly what differs, nothing lazy
+        wrong = sorted(k for k in differs if k not in LAZY_ENV)
+        assert why == f"its environment differs from the fork server's in {', '.join(wrong)}"
+        assert env_differences(server, env) == wrong
+
+
+def test_a_variable_set_on_one_side_only_is_a_difference_too() -> None:
+    assert env_differences({**BASE, "OMP_NUM_THREADS": "4"}, {"PATH": "/usr/bin",
+                                                              "PYTHONPATH": "/x"}) == \
+        ["OMP_NUM_THREADS"]
+    assert env_differences(BASE, {**BASE, "MKL_NUM_THREADS": "1"}) == ["MKL_NUM_THREADS"]
+    assert env_differences({**BASE, "CUDA_VISIBLE_DEVICES": "0"}, BASE) == []
+    many = {f"V{i}": "1" for i in range(6)}
+    why = ForkServer(["resnet18"], BASE, "/dev/null").why_not(ARGV, {**BASE, **many})
+    assert why == "its environment differs from the fork server's in V0, V1, V2, V3 and 2 more"
+
+
+def test_gpu_init_env_is_what_the_c_library_holds() -> None:
+    """What the GPU runtime would read: a write that reached only Python's copy (a
+    fork server's bug) is not seen."""
+    prog = ("import os\nfrom xwatch.core.engine.worker.models import gpu_init_env\n"
+            "os.environ['CUDA_VISIBLE_DEVICES'] = '3'\n"
+            "os.environ._data[b'HIP_VISIBLE_DEVICES'] = b'5'\n"  # Python's copy alone
+            "print(sorted(gpu_init_env().items()))")
+    env = {k: v for k, v in __import__("os").environ.items() if k not in GPU_INIT_ENV}
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                         check=True, timeout=60, env=env).stdout.strip()
+    assert out == "[('CUDA_VISIBLE_DEVICES', '3')]"
 
 
 def _hazard(code: str) -> str:

@@ -10,10 +10,12 @@ under autocast when ``amp`` asks for it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from xwatch.core.engine.worker import GPU_INIT_ENV
 from xwatch.core.engine.worker.archs import BERT_ARCHS, LLM_ARCHS
 from xwatch.core.engine.worker.config import WorkerConfig
 
@@ -55,6 +57,27 @@ def open_device(torch: Any, device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
+def gpu_init_env() -> dict[str, str]:
+    """The variables the GPU runtime reads as it initializes (``GPU_INIT_ENV``), as the C
+    library's ``getenv`` returns them now: what CUDA or HIP would read if the first GPU
+    call came now. Python's ``os.environ`` is a copy that only its own writes keep in
+    step; a forked worker (``zygote``) must have set both before this."""
+    import ctypes
+
+    try:
+        getenv = ctypes.CDLL(None).getenv
+    except (OSError, AttributeError):  # pragma: no cover (no C library to ask)
+        return {k: os.environ[k] for k in sorted(GPU_INIT_ENV) if k in os.environ}
+    getenv.restype = ctypes.c_char_p
+    getenv.argtypes = [ctypes.c_char_p]
+    out = {}
+    for k in sorted(GPU_INIT_ENV):
+        v = getenv(k.encode())
+        if v is not None:
+            out[k] = bytes(v).decode(errors="replace")
+    return out
+
+
 def _no_mark(name: str) -> None:
     return None
 
@@ -62,9 +85,12 @@ def _no_mark(name: str) -> None:
 def build(cfg: WorkerConfig, mark: Callable[[str], None] = _no_mark
           ) -> tuple[Callable[[], Any], Any, dict[str, Any]]:
     """Return (forward, device, info). ``forward()`` runs one request. ``mark(stage)``
-    is called as the start's ``imports`` and ``context`` stages end (``loop.Stages``)."""
+    is called as the start's ``imports`` and ``context`` stages end (``loop.Stages``).
+    ``info["gpu_init_env"]``: ``gpu_init_env()`` before the first GPU call (asking
+    whether CUDA is there initializes it)."""
     import torch
 
+    seen = gpu_init_env()
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -74,7 +100,7 @@ def build(cfg: WorkerConfig, mark: Callable[[str], None] = _no_mark
     open_device(torch, device)
     mark("context")
     dtype = getattr(torch, DTYPES[cfg.dtype])
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = {"gpu_init_env": seen}
     if cfg.model.startswith("llama"):
         return _llm(torch, cfg, device, dtype, info)
     if cfg.model.startswith("bert"):

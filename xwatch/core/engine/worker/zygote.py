@@ -7,12 +7,25 @@ Every run is still a fresh process: its own pid, process group, CUDA context,
 allocator and caches; only the imported Python modules are shared, copy-on-write.
 A worker is forked only where that is the same as starting it: the built-in
 worker, under xwatch's own interpreter, with an environment equal to the server's
-except the variables read after the imports (``LAZY_ENV``: the worker's own
-settings and pipes, MPS's client variables, ``CUDA_VISIBLE_DEVICES``, all read at
-CUDA's initialization). XSched's shim is preloaded at exec (``LD_PRELOAD``), so
-XSched phases, other interpreters and command workloads are started as before. The
-server refuses to fork at all (and everything is started as before) if its imports
-left it unsafe to fork: a second thread, or the CUDA driver already loaded.
+except the variables read after the imports (``LAZY_ENV``): the worker's own settings
+and pipes (``WORKER_ENV``), and those the GPU runtime reads when it initializes
+(``worker.GPU_INIT_ENV``): which GPUs it sees (``CUDA_VISIBLE_DEVICES``,
+``CUDA_DEVICE_ORDER``, ``HIP_VISIBLE_DEVICES``, ``ROCR_VISIBLE_DEVICES``) and MPS's
+client variables. So the copies of a multi-GPU run, each pinned to its GPU by those
+variables, are forked like one GPU's copy (issue 51 goal 5): the child sets its
+environment (``os.environ``, hence the C library's too) before the worker runs, and
+the worker's first GPU call comes after that; its hello reports what the runtime read
+(``gpu_init_env``). Anything else that differs is a reason to exec, named in the
+launch's ``start`` ("exec (its environment differs from the fork server's in ...)").
+
+XSched's shim is exec'd, never forked: on CUDA it is found through ``LD_LIBRARY_PATH``
+(its ``libcuda.so.1``) by the dynamic loader, and ``import torch`` in the server has
+already loaded the real driver; on HIP it is ``LD_PRELOAD``; a server with the shim
+loaded cannot fork either (its static constructor starts a thread and the link to
+xserver, which a fork does not carry). Other interpreters and command workloads are
+exec'd too. The server refuses to fork at all (and everything is started as before)
+if its imports left it unsafe to fork: a second thread, or the CUDA driver already
+initialized (``fork_hazard``).
 
 Two sides in one module:
 - the server process, ``python -m xwatch.core.engine.worker.zygote MODEL ...``
@@ -45,7 +58,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
-from xwatch.core.engine.worker import CONFIG_ENV
+from xwatch.core.engine.worker import CONFIG_ENV, GPU_INIT_ENV
 
 SOCKET_ENV = "XWATCH_ZYGOTE_FD"
 #: set in a forked worker's environment: the fork server's pid
@@ -53,13 +66,13 @@ FORKED_ENV = "XWATCH_FORKED_FROM"
 #: "0": no fork server, every worker is exec'd
 ENABLE_ENV = "XWATCH_FORK_SERVER"
 WORKER_MODULE = "xwatch.core.engine.worker"
-#: read after the imports (at CUDA's initialization or by the worker itself), so a
-#: forked worker may differ from the server in them
-LAZY_ENV = frozenset({
-    CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER", FORKED_ENV,
-    "CUDA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
-    "CUDA_MPS_CLIENT_PRIORITY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"})
+#: xwatch's settings and pipes for the worker: read by the worker itself, after the imports
+WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER",
+                        FORKED_ENV})
+#: read after the imports (by the worker, or by the GPU runtime as it initializes, which
+#: the server never did), so a forked worker may differ from the server in them and in
+#: nothing else
+LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
 MAX_MSG = 1 << 20
 try:
     _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -70,6 +83,14 @@ except (OSError, AttributeError):  # pragma: no cover
 def fixed_env(env: Mapping[str, str]) -> dict[str, str]:
     """The part of an environment that must equal the server's for a fork."""
     return {k: v for k, v in env.items() if k not in LAZY_ENV}
+
+
+def env_differences(server: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
+    """The variables that keep a worker with ``env`` from being forked by a server with
+    ``server``'s environment, sorted: set in one and not the other, or set to another
+    value, outside ``LAZY_ENV``. Empty: a fork is the same as an exec."""
+    a, b = fixed_env(server), fixed_env(env)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
 # ------------------------------------------------------------------ the server
@@ -320,10 +341,11 @@ class ForkServer:
             return "the fork server is still importing"
         if tuple(argv[1:]) != ("-u", "-m", WORKER_MODULE) or argv[0] != sys.executable:
             return "not the built-in worker under xwatch's interpreter"
-        if fixed_env(env) != self.env:
-            diff = sorted(k for k in set(self.env) ^ set(fixed_env(env))
-                          | {k for k in self.env if env.get(k) != self.env[k]})
-            return f"its environment differs from the fork server's in {', '.join(diff[:4])}"
+        diff = env_differences(self.env, env)
+        if diff:
+            more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
+            return (f"its environment differs from the fork server's in "
+                    f"{', '.join(diff[:4])}{more}")
         return None
 
     def start(self) -> None:
