@@ -1,8 +1,10 @@
 """Where a phase's start goes: from the phase's start to its first measured second,
 stage by stage, per mode (issue 41 goal 1: <= 5 s natively, <= 8 s under MPS, for
-``intensive`` on the H100).
+``intensive`` on the H100; issue 51 goal 5: the same on several GPUs, every copy forked
+where one GPU's copy would be).
 
     python benchmarks/phase_start.py intensive --modes native,mps --repeat 3 --duration 5
+    python benchmarks/phase_start.py intensive --modes native,mps --repeat 3 --gpus 0,1
     python benchmarks/phase_start.py demo --modes native --repeat 3 --duration 2 --device cpu
     python benchmarks/phase_start.py --from DIR [DIR ...]     # snapshots already taken
     ... -- --no-preflight                                      # anything after -- goes to xwatch
@@ -22,8 +24,17 @@ median and range over phases of each step:
   gate's parts: the warm event read by xwatch, the others, the signal), and the phase's
   (the mode's daemon and preflight, the teardown, the gap to the next phase).
 
+Per mode it also says how every copy started (``launch.start``: forked from the fork
+server, or exec'd and why) and, in the phases after each run's first (the first is
+exec'd while the fork server imports), whether every copy was forked; with ``--gpus``
+(a copy of every workload per GPU, ``NAME@GPU``), whether each copy ran on the GPU it
+was pinned to: the PCI address its worker reported against the telemetry's address of
+that GPU index (both in PCI bus order); and the goal line: phase start -> first
+measured second against 5 s natively and 8 s under MPS, in the phases where every copy
+was forked.
+
 ``--markdown`` prints the tables as Markdown (for docs/benchmarks.md), ``--json FILE``
-writes every phase's intervals.
+writes every phase's intervals and copies.
 """
 
 from __future__ import annotations
@@ -39,6 +50,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from xwatch.core.engine.pci import bus_from_hello, format_bus, parse_bus_id  # noqa: E402
+
+#: phase start -> first measured second, seconds (issue 41 goal 1, issue 51 goal 5)
+GOALS = {"native": 5.0, "mps": 8.0}
 
 #: a workload's steps: (label, from stage, to stage); "start" is the phase's start
 STEPS: tuple[tuple[str, str, str], ...] = (
@@ -89,9 +107,33 @@ def workload_steps(stages: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def phase_steps(p: dict[str, Any], next_start: float | None = None) -> dict[str, Any]:
+def copies(p: dict[str, Any], buses: dict[int, tuple[int, int, int]]) -> dict[str, Any]:
+    """Each workload copy of a phase: its GPU (None: not replicated), how it started
+    (``fork``, ``exec``, or ``?`` in snapshots that did not say), the launch's words,
+    the GPU variables its worker read before its first GPU call (``gpu_init_env``), the
+    PCI address it reported, and ``placed``: that address is GPU ``gpu``'s in
+    ``buses`` (telemetry's, by index; None: not known)."""
+    out = {}
+    for n, w in p.get("workloads", {}).items():
+        start = str((w.get("launch") or {}).get("start") or "")
+        how = "fork" if start.startswith("fork") else "exec" if start.startswith("exec") else "?"
+        hello = w.get("hello") or {}
+        bus = bus_from_hello(hello)
+        gpu = w.get("gpu")
+        want = buses.get(gpu) if isinstance(gpu, int) else None
+        seen = hello.get("gpu_init_env")
+        out[n] = {"gpu": gpu, "how": how, "start": start, "bus": format_bus(bus) or None,
+                  "gpu_init_env": seen if isinstance(seen, dict) else None,
+                  "placed": None if bus is None or want is None else bus == want}
+    return out
+
+
+def phase_steps(p: dict[str, Any], next_start: float | None = None,
+                buses: dict[int, tuple[int, int, int]] | None = None,
+                first: bool = False) -> dict[str, Any]:
     """One phase: each workload's steps, the summary on the workload the start gate
-    waited for (the last warm), and the phase's own."""
+    waited for (the last warm), the phase's own, and its copies (``copies``);
+    ``first``: the first phase of its run (started while the fork server imports)."""
     wls = {n: w.get("stages") or {} for n, w in p.get("workloads", {}).items()}
     wls = {n: s for n, s in wls.items() if s}
     per = {n: workload_steps(s) for n, s in wls.items()}
@@ -122,17 +164,83 @@ def phase_steps(p: dict[str, Any], next_start: float | None = None) -> dict[str,
     if next_start is not None and left and isinstance(t_start, (int, float)):
         phase["mode left -> next phase's start"] = next_start - (t_start + max(left))
     return {"name": p.get("name"), "mode": p.get("mode"), "status": p.get("status"),
-            "waited_for": last, "summary": summary, "phase": phase, "workloads": per}
+            "waited_for": last, "summary": summary, "phase": phase, "workloads": per,
+            "first": first, "copies": copies(p, buses or {})}
+
+
+def telemetry_buses(doc: dict[str, Any]) -> dict[int, tuple[int, int, int]]:
+    """GPU index -> PCI address, from the snapshot's telemetry devices (``gpuN``)."""
+    devices = (((doc.get("telemetry") or {}).get("info") or {}).get("devices")) or []
+    out = {}
+    for d in devices:
+        name, bus = str(d.get("device", "")), parse_bus_id(d.get("bus_id"))
+        if name.startswith("gpu") and name[3:].isdigit() and bus is not None:
+            out[int(name[3:])] = bus
+    return out
 
 
 def breakdown(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Every phase of a snapshot document, in order (``phase_steps``)."""
     phases = doc.get("phases", [])
+    buses = telemetry_buses(doc)
     out = []
     for i, p in enumerate(phases):
         nxt = phases[i + 1].get("t_start") if i + 1 < len(phases) else None
-        out.append(phase_steps(p, nxt if isinstance(nxt, (int, float)) else None))
+        out.append(phase_steps(p, nxt if isinstance(nxt, (int, float)) else None, buses,
+                               first=i == 0))
     return out
+
+
+def starts(mine: list[dict[str, Any]]) -> list[str]:
+    """How one mode's copies started: forked and exec'd counts (all phases, and those
+    after their run's first), the exec'd ones' reasons, where each ran, and the goal."""
+    later = [p for p in mine if not p["first"]]
+    every = [c for p in mine for c in p["copies"].values()]
+    after = [c for p in later for c in p["copies"].values()]
+    hows = {h: sum(c["how"] == h for c in every) for h in ("fork", "exec", "?")}
+    lines = [f"copies started: {hows['fork']} forked, {hows['exec']} exec'd"
+             + (f", {hows['?']} not recorded" if hows["?"] else "") + f" (in {len(mine)} phase(s))"]
+    if later:
+        n = sum(c["how"] == "fork" for c in after)
+        lines.append(f"after each run's first phase: {n} of {len(after)} copies forked")
+    why: dict[str, list[str]] = {}
+    for p in mine:
+        for name, c in p["copies"].items():
+            if c["how"] != "fork":
+                why.setdefault(c["start"] or "(not recorded)", []).append(f"{p['name']}:{name}")
+    for reason, who in why.items():
+        lines.append(f"  {reason}: {len(who)} ({', '.join(who[:6])}{' ...' if len(who) > 6 else ''})")
+    gpus = sorted({c["gpu"] for c in every if isinstance(c["gpu"], int)})
+    if gpus:
+        placed = [c["placed"] for c in every if isinstance(c["gpu"], int)]
+        wrong = [f"{p['name']}:{n} ({c['bus']})" for p in mine for n, c in p["copies"].items()
+                 if c["placed"] is False]
+        unknown = sum(x is None for x in placed)
+        where = f"GPUs {','.join(map(str, gpus))}: "
+        if unknown == len(placed):
+            lines.append(where + "where each copy ran is not known (no copy reported a PCI "
+                         "address, or no telemetry named the GPUs)")
+        else:
+            lines.append(where + f"{sum(x is True for x in placed)} of {len(placed)} copies ran "
+                         "on the GPU they were pinned to (their PCI address = telemetry's for "
+                         f"that index), {len(wrong)} elsewhere"
+                         + (f": {', '.join(wrong)}" if wrong else "")
+                         + (f", {unknown} not known" if unknown else ""))
+    mode = str(mine[0]["mode"]) if mine else ""
+    goal = GOALS.get(mode)
+    full = [p["summary"]["phase start -> first measured second"] for p in later
+            if p["copies"] and all(c["how"] == "fork" for c in p["copies"].values())
+            and "phase start -> first measured second" in p["summary"]]
+    if goal is not None and full:
+        med, lo, hi = _stat(full)
+        ok = sum(x <= goal for x in full)
+        lines.append(f"goal: phase start -> first measured second <= {goal:g} s ({mode}), in "
+                     f"the {len(full)} phase(s) with every copy forked: median {med:.2f} s "
+                     f"({lo:.2f}-{hi:.2f}); {ok} of {len(full)} within the goal")
+    elif goal is not None:
+        lines.append(f"goal ({goal:g} s, {mode}): no phase after its run's first had every "
+                     "copy forked")
+    return lines
 
 
 def _stat(xs: Sequence[float]) -> tuple[float, float, float]:
@@ -174,6 +282,7 @@ def render(phases: list[dict[str, Any]], md: bool = False) -> str:
         order = [label for label, _, _ in SUMMARY] + ["  of which the start gate",
                                                       "phase start -> first measured second"]
         out.append(_table(f"summary (on {waited}, the last warm)", summary, order, md))
+        out.append("\n".join(("- " if md else "") + ln for ln in starts(mine)))
         wnames = list(dict.fromkeys(n for p in mine for n in p["workloads"]))
         for n in wnames:
             rows: dict[str, list[float]] = {}
@@ -186,11 +295,14 @@ def render(phases: list[dict[str, Any]], md: bool = False) -> str:
 
 
 def run_xwatch(scenario: str, modes: str, repeat: int, duration: float, export: Path,
-               device: str | None, extra: list[str]) -> tuple[int, list[Path]]:
+               device: str | None, extra: list[str], gpus: str | None = None
+               ) -> tuple[int, list[Path]]:
     """``xwatch compare`` into ``export``; with one mode (compare needs two), ``xwatch run
-    --headless --mode M`` ``repeat`` times into ``export/run-K``. The worst exit status
-    and the folders written."""
-    common = ["--duration", str(duration), *(["--device", device] if device else []), *extra]
+    --headless --mode M`` ``repeat`` times into ``export/run-K`` (each its own run: its
+    one phase is exec'd while the fork server imports). The worst exit status and the
+    folders written."""
+    common = ["--duration", str(duration), *(["--device", device] if device else []),
+              *(["--gpus", gpus] if gpus else []), *extra]
     if "," in modes:
         cmds = [(["compare", scenario, "--modes", modes, "--repeat", str(repeat)], export)]
     else:
@@ -221,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--duration", type=float, default=5.0, help="measured seconds a phase")
     ap.add_argument("--device", help="override every workload's device (cpu here)")
+    ap.add_argument("--gpus", help="a copy of every workload on each of these GPUs (0,1)")
     ap.add_argument("--export", type=Path, help="where xwatch writes the snapshot "
                     "(default: a temporary folder, named at the end)")
     ap.add_argument("--from", dest="snapshots", nargs="+", type=Path,
@@ -233,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         export = a.export or Path(tempfile.mkdtemp(prefix="xwatch-phase-start-"))
         rc, paths = run_xwatch(a.scenario, a.modes, a.repeat, a.duration, export, a.device,
-                               extra)
+                               extra, a.gpus)
         if not paths:
             return 1
         if rc:
