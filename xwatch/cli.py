@@ -311,7 +311,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                          "XSCHED_HOME", title="XSched not configured")
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
-        xs.other_xserver()  # another session's xserver: refused now, before anything starts
+        _check_box(xs, scen)
     mps = _mps_backend(args, scen, explicit=MPS in modes)
     _check_telemetry(getattr(args, "telemetry", "auto"))
     _check_export(getattr(args, "export", None))
@@ -343,7 +343,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
-        xs.other_xserver()  # another session's xserver: refused now, before anything starts
+        _check_box(xs, scen)
     plan_candidates(scen, obj, modes, args.set, xs, mps_backend)  # --set errors now
     _check_telemetry(args.telemetry)
     _check_export(args.export)
@@ -441,6 +441,19 @@ def _check_telemetry(choice: str) -> None:
     backend, _, _ = select_backend(choice)  # raises TelemetryError, naming the cause
     if backend is not None:
         backend.close()
+
+
+def _check_box(xs: Any, scen: Any) -> None:
+    """Another session's xserver on this machine: refused now, before anything starts
+    (or, joining it, its answer and policy checked)."""
+    from xwatch.core.xsched.compat import check_join
+
+    other = xs.other_xserver()
+    if other is not None:
+        change = check_join(xs.meta, scen, other)
+        print(f"xwatch: joining {other.describe()}", file=sys.stderr)
+        if change:
+            print(f"xwatch: WARNING: {change}", file=sys.stderr)
 
 
 def _platforms(scen: Any) -> set[str]:

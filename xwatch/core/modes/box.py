@@ -258,13 +258,15 @@ def find_xserver(key: int, key_of: Callable[[str | None], int],
     return None, None
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether two paths name the same file (unknown: assumed so)."""
-    try:
-        sa, sb = os.stat(a), os.stat(b)
-    except OSError:
-        return True
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+def _file_id(*paths: str) -> tuple[int, int] | None:
+    """(device, inode) of the first of ``paths`` that can be looked at, else None."""
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        return st.st_dev, st.st_ino
+    return None
 
 
 def find_mps_daemons(tool: str, own: set[int] = frozenset(),  # type: ignore[assignment]
@@ -272,14 +274,15 @@ def find_mps_daemons(tool: str, own: set[int] = frozenset(),  # type: ignore[ass
     """MPS control daemons of the same control tool (the same file: one driver) that
     run on this box, but for ``own``."""
     out = []
+    mine = _file_id(tool)
     for p in processes(proc):
         i = _where(p.argv, MPS_TOOL)
         if i is None or p.pid in own or not ({"-d", "-f"} & set(p.argv[i + 1:])):
             continue  # the tool run as a client: a command, not a daemon
-        path = _program(p, i, proc)
-        if os.path.isabs(path) and not _same_file(f"{proc}/{p.pid}/root{path}", tool) \
-                and not _same_file(path, tool):
-            continue
+        path = _program(p, i, proc)  # as its own root sees it (a container's), else ours
+        theirs = _file_id(f"{proc}/{p.pid}/root{path}", path) if os.path.isabs(path) else None
+        if mine is not None and theirs is not None and theirs != mine:
+            continue  # another driver's tool
         env = environ(p.pid, proc)
         if env is not None:
             pipe: str | None = env.get("CUDA_MPS_PIPE_DIRECTORY") or MPS_DEFAULT_PIPE

@@ -173,3 +173,23 @@ async def join(meta: InstallMeta, scen: Scenario, other: Xserver,
     return client, running, M.Joined(pid=other.pid, user=other.proc.user,
                                      command=other.proc.cmdline, port=other.port,
                                      policy_change=change)
+
+
+def check_join(meta: InstallMeta | None, scen: Scenario, other: Xserver) -> str | None:
+    """Before anything starts: the xserver to join answers, and its policy is the
+    scenario's unless ``[xsched] join = "set-policy"`` (blocking: HTTP). The policy
+    change joining will make, to be said at once, else None."""
+    if meta is None:
+        return None
+    try:
+        running = XserverClient(other.port or 0).get_policy()
+    except XschedError as e:
+        raise XschedError(f"cannot join {other.describe()}: {e}",
+                          title="xserver to join does not answer") from None
+    number = join_policy(meta, scen, running, other)
+    if number is None:
+        return None
+    user = other.proc.user if other.proc else "unknown"
+    return (f"joining xserver pid {other.pid} (user {user}) CHANGES ITS POLICY "
+            f"{meta.policies.label(running)} -> {scen.xsched.policy} ({number}) for every "
+            "session it serves")
