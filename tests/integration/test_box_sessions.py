@@ -141,6 +141,7 @@ def test_second_xsched_session_is_refused_and_the_first_runs_on(
         err = panel(r2.stderr)
         assert "XSERVER ALREADY RUNNING" in err and f"xserver pid {first.pid}" in err
         assert f"port {first.port}" in err and "--join-xserver" in err
+        assert f"Stop it (`kill -INT {first.pid}` as {first.proc.user})" in err
         assert f"key {channel_key(install)}" in err and str(install / "bin" / "xserver") in err
         assert xserver_pid(install) == first.pid  # no second xserver was started
     finally:

@@ -102,7 +102,8 @@ def refusal(other: Xserver, scen: Scenario) -> str:
     stop = f"stop it (`kill -INT {other.pid}` as {other.proc.user}), " if other.proc else ""
     if other.port is None:
         return why + f". Its port is unknown, so it cannot be joined: {stop}or run elsewhere"
-    return (why + f". {stop.capitalize() or 'Stop it, '}or join it: --join-xserver (or "
+    stop = stop[:1].upper() + stop[1:] if stop else "Stop it, "
+    return (why + f". {stop}or join it: --join-xserver (or "
             f"[xsched] join = \"keep-policy\" in {scen.source}) uses it as it runs, on "
             f"port {other.port}, and never stops it")
 
