@@ -125,3 +125,31 @@ def test_mps_daemons_their_folders_and_gpus(tmp_path: Path) -> None:
 def test_visible_devices_by_uuid_are_taken_to_serve_every_gpu() -> None:
     d = MpsDaemon(BoxProcess(1, 0, ("nvidia-cuda-mps-control", "-d")), "/p", "GPU-1234", True)
     assert d.serves({5})
+
+
+def test_join_keys_are_strict() -> None:
+    import pytest
+
+    from xwatch.errors import ScenarioError
+    from xwatch.scenario import parse_scenario
+
+    wl = {"workload": [{"name": "a", "priority": "high", "model": "resnet18"}]}
+    s = parse_scenario({**wl, "xsched": {"join": "set-policy"}, "mps": {"join": True}}, "f.toml")
+    assert (s.xsched.join, s.mps.join) == ("set-policy", True)
+    assert (parse_scenario(wl).xsched.join, parse_scenario(wl).mps.join) == ("no", False)
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({**wl, "xsched": {"join": "yes"}}, "f.toml")
+    assert "xsched.join" in str(e.value) and "keep-policy" in str(e.value)
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({**wl, "mps": {"joined": True}}, "f.toml")
+    assert "joined" in str(e.value) and "f.toml" in str(e.value)
+
+
+def test_gpu_indices_of_a_scenario() -> None:
+    from xwatch.scenario import parse_scenario
+
+    wl = {"workload": [{"name": "a", "priority": "high", "model": "resnet18"},
+                       {"name": "b", "priority": "low", "model": "resnet18",
+                        "device": "cuda:1"}]}
+    assert parse_scenario(wl).gpu_indices() == {0, 1}
+    assert parse_scenario({**wl, "gpus": [2, 3]}).gpu_indices() == {2, 3}
