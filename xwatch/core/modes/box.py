@@ -210,9 +210,14 @@ def _where(argv: tuple[str, ...], name: str) -> int | None:
 
 
 def _program(p: BoxProcess, i: int, proc: str = PROC) -> str:
-    """The path of the program at argv[i], made absolute with its working folder
-    when that can be read (else as given)."""
+    """The path of the program at argv[i]: the binary ``/proc`` links to, else made
+    absolute with its working folder when that can be read, else as given."""
     path = p.argv[i]
+    if i == 0:  # the binary itself (readable for one's own processes and root's)
+        with contextlib.suppress(OSError):
+            exe = os.readlink(f"{proc}/{p.pid}/exe")
+            if os.path.basename(exe) == os.path.basename(path):
+                return exe
     if not os.path.isabs(path) and "/" in path:
         with contextlib.suppress(OSError):
             path = os.path.join(os.readlink(f"{proc}/{p.pid}/cwd"), path)

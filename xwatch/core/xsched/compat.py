@@ -171,6 +171,16 @@ async def join(meta: InstallMeta, scen: Scenario, other: Xserver,
                               title="Policy not applied")
     note(f"joined {other.describe()}: this session neither started it nor stops it; only "
          "its own workloads' XQueues are counted")
+    try:
+        rows = await asyncio.to_thread(client.xqueue_rows)
+    except (XschedError, ValueError):
+        rows = []
+    if rows:  # HPF ranks per device: a HIGH of theirs on our GPU holds back our LOW
+        devs = sorted({r.device for r in rows if r.device is not None})
+        note(f"the joined xserver already schedules {len(rows)} XQueue(s) of "
+             f"{len({r.pid for r in rows})} other process(es) (XSched devices "
+             f"{', '.join(map(str, devs)) or 'unknown'}); priorities are ranked per device, "
+             "so on a GPU they share they compete with this session's", "warning")
     return client, running, M.Joined(pid=other.pid, user=other.proc.user,
                                      command=other.proc.cmdline, port=other.port,
                                      policy_change=change)
