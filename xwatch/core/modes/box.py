@@ -91,7 +91,8 @@ class Xserver:
                     f"{user_name(self.channel.cuid)}) is held by pid {who}, which is not "
                     "an xserver this process can see")
         chan = f"its channel: {key}, msqid {self.channel.msqid}" if self.channel else \
-            f"its channel ({key}) is not in this IPC namespace (a container?)"
+            f"its channel ({key}) is not in /proc/sysvipc/msg (still starting, or in " \
+            "another IPC namespace)"
         return (f"xserver pid {self.proc.pid}, user {self.proc.user}, port "
                 f"{self.port if self.port is not None else 'unknown'}, policy "
                 f"{self.policy or 'unknown'}; {chan}; command line: {self.proc.cmdline}")
