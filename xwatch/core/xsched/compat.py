@@ -103,8 +103,9 @@ def refusal(other: Xserver, scen: Scenario) -> str:
     if other.port is None:
         return why + f". Its port is unknown, so it cannot be joined: {stop}or run elsewhere"
     stop = stop[:1].upper() + stop[1:] if stop else "Stop it, "
+    where = "the scenario" if scen.source.startswith("<") else scen.source
     return (why + f". {stop}or join it: --join-xserver (or "
-            f"[xsched] join = \"keep-policy\" in {scen.source}) uses it as it runs, on "
+            f"[xsched] join = \"keep-policy\" in {where}) uses it as it runs, on "
             f"port {other.port}, and never stops it")
 
 
