@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import sys
 import textwrap
@@ -65,6 +66,15 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    help="headless: record S seconds (0.5-10) of GPU kernel activity from "
                         "every built-in workload mid-phase (torch.profiler), and break HIGH's "
                         "requests down by the LOW kernels they waited behind")
+    p.add_argument("--join-xserver", nargs="?", const="keep-policy",
+                   choices=("keep-policy", "set-policy"), metavar="keep-policy|set-policy",
+                   help="XSched: use the xserver already running on this machine (another "
+                        "session's) instead of refusing to start; it is never stopped. Its "
+                        "policy is kept (refused if it differs from the scenario's) unless "
+                        "=set-policy (overrides [xsched] join)")
+    p.add_argument("--join-mps", action="store_true",
+                   help="MPS: make the workloads clients of the MPS control daemon already "
+                        "serving these GPUs instead of refusing to start (overrides [mps] join)")
     p.add_argument("--no-preflight", action="store_true",
                    help="XSched and MPS phases: skip the few-second smoke test under the "
                         "mode that runs before the real workloads start")
@@ -237,7 +247,13 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     scen = load_scenario(args.scenario)
     gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
     duration = None if args.until_stopped else args.duration
-    return scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
+    scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
+    if getattr(args, "join_xserver", None):
+        scen = dataclasses.replace(scen, xsched=dataclasses.replace(
+            scen.xsched, join=args.join_xserver))
+    if getattr(args, "join_mps", False):
+        scen = dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
+    return scen
 
 
 def _metrics(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -295,6 +311,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                          "XSCHED_HOME", title="XSched not configured")
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
+        _check_box(xs, scen)
     mps = _mps_backend(args, scen, explicit=MPS in modes)
     _check_telemetry(getattr(args, "telemetry", "auto"))
     _check_export(getattr(args, "export", None))
@@ -326,6 +343,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
+        _check_box(xs, scen)
     plan_candidates(scen, obj, modes, args.set, xs, mps_backend)  # --set errors now
     _check_telemetry(args.telemetry)
     _check_export(args.export)
@@ -423,6 +441,19 @@ def _check_telemetry(choice: str) -> None:
     backend, _, _ = select_backend(choice)  # raises TelemetryError, naming the cause
     if backend is not None:
         backend.close()
+
+
+def _check_box(xs: Any, scen: Any) -> None:
+    """Another session's xserver on this machine: refused now, before anything starts
+    (or, joining it, its answer and policy checked)."""
+    from xwatch.core.xsched.compat import check_join
+
+    other = xs.other_xserver()
+    if other is not None:
+        change = check_join(xs.meta, scen, other)
+        print(f"xwatch: joining {other.describe()}", file=sys.stderr)
+        if change:
+            print(f"xwatch: WARNING: {change}", file=sys.stderr)
 
 
 def _platforms(scen: Any) -> set[str]:

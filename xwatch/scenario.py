@@ -52,6 +52,8 @@ SETTLED_POLL_MS = 200
 #: come from the install itself (``xwatch.core.xsched.meta``) when XSched mode starts
 POLICIES: tuple[str, ...] = KNOWN_POLICIES
 LV3_IMPLS = ("TSG", "TRAP")
+#: ``[xsched] join``: refuse, use it as it is, use it with this scenario's policy
+JOIN_XSERVER = ("no", "keep-policy", "set-policy")
 #: BERT architectures xwatch can build from a config (random weights, no download).
 BERT_ARCHS: Mapping[str, tuple[int, int, int, int, int]] = MappingProxyType(_BERT_ARCHS)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,32}$")
@@ -307,6 +309,23 @@ XSCHED_KEYS: tuple[Key, ...] = (
         "measurement and 10 s after a live change: the lane and tail attribution sample "
         "less often, the verdicts are not delayed (>= poll_ms; equal to it: one pace).",
         _int(20, 10000)),
+    Key("join", "string", "no", "An xserver already running on this machine (any user's: "
+        "XSched's shims reach their server through one fixed IPC channel, so there is one per "
+        "machine): 'no' refuses to start (naming its pid, user, port and command line); "
+        "'keep-policy' uses it (its port for /xqueues and engagement, never stopped) and "
+        "refuses if its policy differs from this scenario's; 'set-policy' uses it and sets "
+        "this scenario's policy, said in the log (it changes the policy for every session "
+        "it serves). --join-xserver[=set-policy] overrides.", _choice(*JOIN_XSERVER),
+        JOIN_XSERVER),
+)
+
+#: the MPS control daemon another session runs (``[mps] join``)
+MPS_KEYS: tuple[Key, ...] = (
+    Key("join", "boolean", False, "An MPS control daemon already running on this machine "
+        "(any user's) that serves a GPU this scenario uses: false refuses to start (naming "
+        "its pid, user and pipe directory); true makes the workloads its clients (through "
+        "its CUDA_MPS_PIPE_DIRECTORY) instead of starting a private daemon, never stops it "
+        "and changes no daemon-wide setting. --join-mps overrides.", _bool),
 )
 
 WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
@@ -554,12 +573,18 @@ class XschedSettings:
     platform: str | None = None
     poll_ms: int = 100
     settled_poll_ms: int | None = None  # None: max(poll_ms, SETTLED_POLL_MS)
+    join: str = "no"  # an xserver already running: JOIN_XSERVER
 
     @property
     def settled_ms(self) -> int:
         """The settled pace (see ``settled_poll_ms``)."""
         return self.settled_poll_ms if self.settled_poll_ms is not None else \
             max(self.poll_ms, SETTLED_POLL_MS)
+
+
+@dataclass(frozen=True)
+class MpsSettings:
+    join: bool = False  # use an MPS control daemon already running (``[mps] join``)
 
 
 @dataclass(frozen=True)
@@ -579,6 +604,19 @@ class Scenario:
     #: the workloads as written, before replication onto ``gpus`` (empty: not replicated)
     single: tuple[Workload, ...] = ()
     start_together: bool = True  # built-in workloads start measuring at once (start gate)
+    mps: MpsSettings = field(default_factory=MpsSettings)
+
+    def gpu_indices(self) -> set[int]:
+        """The GPUs the workloads use, in PCI bus order (a copy's ``gpus`` index, else its
+        ``cuda:N``; 'auto' and a bare 'cuda': 0)."""
+        out = set()
+        for w in self.workloads:
+            dev = w.device if w.device != "auto" else self.device
+            if w.gpu is not None:
+                out.add(w.gpu)
+            elif dev.startswith("cuda") or dev == "auto":
+                out.add(int(dev.partition(":")[2] or 0))
+        return out
 
     def workload(self, name: str) -> Workload:
         for w in self.workloads:
@@ -775,7 +813,7 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
                    default_name: str = "scenario") -> Scenario:
     """Validate already-decoded TOML data into a ``Scenario``."""
     ctx = _Ctx(path)
-    top = _apply(ctx, "", data, SCENARIO_KEYS, allowed_extra=("workload", "slo", "xsched"))
+    top = _apply(ctx, "", data, SCENARIO_KEYS, allowed_extra=("workload", "slo", "xsched", "mps"))
     raw_wls = data.get("workload")
     if not isinstance(raw_wls, list) or not raw_wls:
         raise ctx.error("workload", "needs at least one [[workload]] table")
@@ -808,6 +846,11 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
             raise ctx.error("xsched.settled_poll_ms", f"{xs.settled_poll_ms} is faster than "
                             f"poll_ms ({xs.poll_ms}): the settled pace is the slower one "
                             "(set both equal to poll at one pace)")
+    mps = MpsSettings()
+    if "mps" in data:
+        if not isinstance(data["mps"], dict):
+            raise ctx.error("mps", "must be a table [mps]")
+        mps = MpsSettings(**_apply(ctx, "mps", data["mps"], MPS_KEYS))
     return Scenario(
         name=top.get("name", default_name),
         description=top.get("description", ""),
@@ -819,6 +862,7 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         xsched=xs,
         source=path,
         start_together=top.get("start_together", True),
+        mps=mps,
     ).on_gpus(top.get("gpus", ()))
 
 
@@ -874,4 +918,5 @@ def keys_reference_markdown() -> str:
     table("[workload.mps] (MPS mode only, NVIDIA)", WORKLOAD_MPS_KEYS)
     table("[slo] (optional)", SLO_KEYS)
     table("[xsched] (optional)", XSCHED_KEYS)
+    table("[mps] (optional, NVIDIA)", MPS_KEYS)
     return "\n".join(lines)

@@ -24,6 +24,7 @@ class Row:
 
 R = "tests/faults/test_refused.py::"
 T = "tests/faults/test_runtime.py::"
+B = "tests/integration/test_box_sessions.py::"
 ROWS: tuple[Row, ...] = (
     # --- refused before anything starts
     Row("export", "`--export` folder cannot be made (`/proc/xw/out`)",
@@ -47,6 +48,17 @@ ROWS: tuple[Row, ...] = (
         "exit 2 naming the missing shim and the one found", R + "test_xsched_install_of_the_wrong_platform"),
     Row("MPS", "`--mode mps` without `nvidia-cuda-mps-control`, or without an NVIDIA GPU",
         "exit 2 saying what to do", R + "test_mps_where_it_cannot_run"),
+    Row("XSched", "another session's xserver already holds the machine's XSched channel",
+        "exit 2 naming its pid, user, port and command line, and how to join; the first "
+        "session runs on untouched (a second xserver would take the channel over)",
+        B + "test_second_xsched_session_is_refused_and_the_first_runs_on"),
+    Row("XSched", "`--join-xserver` to an xserver running another policy",
+        "exit 2 naming both policies; `=set-policy` changes it, said before anything starts "
+        "and in the report", B + "test_joining_another_policy_is_refused_unless_asked_to_set_it"),
+    Row("MPS", "another session's MPS control daemon serves the GPU asked for",
+        "exit 2 naming its pid, user and pipe folder; `--join-mps` uses it and never stops it; "
+        "the first session runs on untouched",
+        B + "test_second_mps_session_is_refused_then_joins_and_the_first_runs_on"),
     Row("scenario", "unknown or invalid key", "exit 2 naming file, key and allowed values",
         R + "test_bad_scenario_key_names_file_key_and_allowed_values"),
     Row("snapshots", "corrupt, truncated or future-version snapshot for `replay`/`report`",

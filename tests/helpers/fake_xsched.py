@@ -10,6 +10,13 @@
   /xqueue/<hex>, /config/<hex>, /policy, /hint), two XQueues per registered
   live pid (``FAKE_XQUEUES_PER_PROCESS`` in its env: more, as PyTorch under the real
   shim creates ~144), logs like the real daemon, stops on SIGINT, refuses a port in use.
+  It holds its install's channel as the real one does: a System V message queue whose
+  key is the install's ``XSCHED_SERVER_CHANNEL_KEY`` (written into its
+  ``include/xsched/protocol/def.h``; unique per fake install, where XSched's is 1), made
+  with ``IPC_CREAT | IPC_EXCL``. Finding it taken, it removes the holder's queue and
+  makes its own (XSched's ipc library does so when its "delete it? (y/n)" prompt reads
+  no "n", as with stdin closed); the first xserver's blocked receive then fails and it
+  shuts down, as the real one does. It removes its queue when it stops.
   Every control call is appended to ``<root>/run/calls.jsonl``.
   ``FAKE_XQUEUE_READY`` in a workload's env picks how its queues look:
   ``toggle`` (default: alternately ready), ``never`` (idle), ``always``.
@@ -20,11 +27,13 @@ None of this is XSched code.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 SHIM_C = r"""
@@ -74,7 +83,7 @@ __attribute__((constructor)) static void fake_shim_init(void) {
 """
 
 XSERVER_PY = r'''
-import json, os, signal, sys, threading, time
+import ctypes, errno, json, os, signal, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -89,8 +98,41 @@ def log(msg):
     print(f"[INFO @ T{os.getpid()} @ {time.strftime('%H:%M:%S')}.000000] {msg}", flush=True)
 ENUM = __ENUM__
 HUNG = threading.Event()
+STOPPING = threading.Event()
 if policy_name not in POLICIES:
     log(f"unknown policy {policy_name}"); sys.exit(1)
+KEY = __KEY__  # the install's XSCHED_SERVER_CHANNEL_KEY
+libc = ctypes.CDLL(None, use_errno=True)
+libc.msgrcv.restype = ctypes.c_ssize_t
+libc.msgrcv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long, ctypes.c_int]
+IPC_CREAT, IPC_EXCL, IPC_RMID = 0o1000, 0o2000, 0
+
+def take_channel():
+    q = libc.msgget(KEY, IPC_CREAT | IPC_EXCL | 0o666)
+    if q == -1 and ctypes.get_errno() == errno.EEXIST:
+        log(f"kReceiver of Node (key: 0x{KEY:x}) already exists, deleting it")
+        libc.msgctl(libc.msgget(KEY, 0o666), IPC_RMID, None)
+        q = libc.msgget(KEY, IPC_CREAT | IPC_EXCL | 0o666)
+    if q == -1:
+        log(f"failed to create message queue, key: 0x{KEY:x}"); sys.exit(1)
+    return q
+
+QID = take_channel()
+
+def receive():
+    buf = ctypes.create_string_buffer(8192)
+    while True:
+        if libc.msgrcv(QID, buf, 8192 - 8, 0, 0) >= 0:
+            continue
+        if ctypes.get_errno() == errno.EINTR:
+            continue
+        if not STOPPING.is_set():  # taken over by another xserver
+            log("recv_chan_ receive failed, exiting RecvWorker thread")
+            log("xserver stopping")
+            os._exit(0)
+        return
+
+threading.Thread(target=receive, daemon=True).start()
 state = {"policy": POLICIES[policy_name], "polls": 0, "config": {}, "prio": {}}
 lock = threading.Lock()
 
@@ -217,11 +259,15 @@ try:
     srv = ThreadingHTTPServer(("0.0.0.0", port), H)
 except OSError as e:
     log(f"failed to start HTTP server on port {port}: {e}")
+    STOPPING.set()
+    libc.msgctl(QID, IPC_RMID, None)
     sys.exit(1)
 with open(os.path.join(RUN, "xserver.pid"), "w") as f:
     f.write(str(os.getpid()))
 def stop(*a):
     log("xserver stopping")
+    STOPPING.set()
+    libc.msgctl(QID, IPC_RMID, None)  # as Server::Stop removes recv_chan_
     threading.Thread(target=srv.shutdown).start()
 signal.signal(signal.SIGINT, stop)
 log(f"xserver started with policy {policy_name} on port {port}")
@@ -265,6 +311,20 @@ SETTINGS["1.2.0"] = [*SETTINGS["1.0.0"], "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"
                      "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE"]
 
 
+def channel_key(root: Path) -> int:
+    """The fake install's ``XSCHED_SERVER_CHANNEL_KEY``: one of its own, so fake
+    installs of tests that run at once do not share a channel (never 0 or 1)."""
+    return 2 + zlib.crc32(str(Path(root).resolve()).encode()) % 0x7FFFFFF0
+
+
+def remove_channel(root: Path) -> bool:
+    """Remove the fake install's message queue if it is left (an xserver killed by
+    SIGKILL leaves it, as the real one does); whether there was one."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    q = libc.msgget(channel_key(root), 0o666)
+    return q != -1 and libc.msgctl(q, 0, None) == 0
+
+
 def write_meta(root: Path, version: str | None = "1.2.0", types_h: bool = True,
                def_h: bool = True) -> None:
     """The files an install describes itself with: lib/cmake/XSched/XSchedConfig.cmake
@@ -290,7 +350,8 @@ def write_meta(root: Path, version: str | None = "1.2.0", types_h: bool = True,
     if def_h:
         (inc / "protocol").mkdir(parents=True, exist_ok=True)
         (inc / "protocol" / "def.h").write_text("".join(
-            f'#define {v}_ENV_NAME "{v}"\n' for v in SETTINGS[rel]))
+            f'#define {v}_ENV_NAME "{v}"\n' for v in SETTINGS[rel])
+            + f"#define XSCHED_SERVER_CHANNEL_KEY    {channel_key(root)}\n")
 
 
 def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
@@ -318,7 +379,8 @@ def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
         xs = root / "bin" / "xserver"
         xs.write_text(f"#!{sys.executable}\n" + textwrap.dedent(XSERVER_PY)
                       .replace("__POLICIES__", repr(names)).replace("__ENUM__", repr(enum))
-                      .replace("__CLASSES__", classes))
+                      .replace("__CLASSES__", classes)
+                      .replace("__KEY__", str(channel_key(root))))
         xs.chmod(0o755)
     return root
 

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
+from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
@@ -48,6 +49,14 @@ LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
             ("p999", "P99.9 (ms)"), ("max", "max (ms)"))
 
+
+def joined_note(j: M.Joined | UnsetType) -> str:
+    """How a joined daemon (another session's) reads in the environment table."""
+    if not isinstance(j, M.Joined):
+        return ""
+    change = f"; this session set its policy {j.policy_change}" if j.policy_change else ""
+    return (f" (another session's, joined: pid {j.pid}, user {j.user}; not started or "
+            f"stopped by this session{change})")
 
 def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
@@ -95,7 +104,9 @@ def build_report(snap: SessionSnapshot) -> Report:
             ver = f"{xsched_version(xs)}, " if xs.version is not UNSET else ""
             rows.append([f"XSched ({p.name})", f"{ver}root `{xs.root}`, "
                          f"policy {policy_label(xs)}, xserver "
-                         f"`{' '.join(xs.xserver_cmd or [])}`"])
+                         f"`{' '.join(xs.xserver_cmd or [])}`" + joined_note(xs.joined)])
+        if p.mps and p.mps.joined:
+            rows.append([f"MPS ({p.name})", "control daemon" + joined_note(p.mps.joined)])
     e.tables.append(("", Table(["what", "value"], rows)))
     for p in snap.phases:
         xs = p.xsched

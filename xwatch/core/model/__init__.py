@@ -43,6 +43,7 @@ from xwatch.core.model.base import (
 from xwatch.core.model.modes import (
     DaemonExit,
     Isolation,
+    Joined,
     Mps,
     MpsParams,
     MpsPreflight,
@@ -119,6 +120,7 @@ __all__ = [
     "Hist",
     "Interval",
     "Isolation",
+    "Joined",
     "Launch",
     "Machine",
     "Message",

@@ -81,6 +81,18 @@ class XserverExit(Doc, frozen=True, kw_only=True):
     reason: str = ""
 
 
+class Joined(Doc, frozen=True, kw_only=True):
+    """A daemon another session started, which this phase used instead of its own
+    (``[xsched] join``, ``[mps] join``): it was neither started nor stopped here."""
+
+    pid: int | None  # None: only its channel's holder was seen
+    user: str
+    command: str
+    port: int | None = None  # xserver's HTTP port
+    pipe_dir: str | None = None  # the MPS control daemon's folder
+    policy_change: str | None = None  # the policy this session set on it, said in the log
+
+
 class Xsched(Doc, frozen=True, kw_only=True):
     """The XSched phase: the install, its version and policies, each workload's
     environment and queue settings, the xserver and what ``/xqueues`` showed."""
@@ -108,6 +120,7 @@ class Xsched(Doc, frozen=True, kw_only=True):
     listen: str | UnsetType = UNSET
     xserver_exit: XserverExit | UnsetType | None = UNSET
     policy_running: int | UnsetType | None = UNSET
+    joined: Joined | UnsetType = UNSET  # another session's xserver, used as it ran
 
 
 class Verdict(Doc, frozen=True, kw_only=True):
@@ -200,6 +213,7 @@ class Mps(Doc, frozen=True, kw_only=True):
     server_exit: MpsServerExit | UnsetType = UNSET
     changes: list[Annotation] = []
     topology: str | UnsetType = UNSET
+    joined: Joined | UnsetType = UNSET  # another session's control daemon, used as it ran
 
 
 # ------------------------------------------------------------------ isolation

@@ -1,8 +1,9 @@
 """Talking to ``nvidia-cuda-mps-control``: where it is, one command at a time over
 its stdin (as its man page documents), and what must hold before a phase may start.
 
-A control daemon is reached through ``CUDA_MPS_PIPE_DIRECTORY``; xwatch always
-passes its own private folder, so it never talks to a system-wide daemon.
+A control daemon is reached through ``CUDA_MPS_PIPE_DIRECTORY``; xwatch passes its
+own private folder, so it never talks to a system-wide daemon, unless it joins one
+that another session runs (``[mps] join``): then that daemon's folder.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from xwatch.core.modes.box import MpsDaemon, find_mps_daemons, own_pids, process, user_name
 from xwatch.errors import MpsError
+from xwatch.scenario import Scenario
 
 TOOL = "nvidia-cuda-mps-control"
 SERVER = "nvidia-cuda-mps-server"
@@ -79,9 +82,54 @@ def foreign_servers(own: set[int] = frozenset()) -> list[tuple[int, str]]:  # ty
     return out
 
 
-def check_can_run(tool: str | None, compute_modes: dict[int, str] | None) -> None:
+def other_daemon(tool: str, scen: Scenario) -> MpsDaemon | None:
+    """The MPS control daemon another session runs on this machine (any user's) that
+    serves a GPU ``scen`` uses, to join; an MpsError saying what to do unless the
+    scenario joins one (or it cannot be joined: its pipe directory unknown)."""
+    gpus = scen.gpu_indices()
+    found = [d for d in find_mps_daemons(tool, own_pids()) if d.serves(gpus)]
+    if not found:
+        return None
+    d = found[0]
+    on = ", ".join(map(str, sorted(gpus)))
+    if not scen.mps.join:
+        raise MpsError(
+            f"{d.describe()}. It serves GPU {on}, which this session uses: a private daemon "
+            "beside it would start a second MPS server on the same GPU, and neither "
+            "session's numbers would be those of one MPS. Stop it (`echo quit | "
+            f"CUDA_MPS_PIPE_DIRECTORY={d.pipe_dir or '<its folder>'} {TOOL}` as "
+            f"{d.proc.user}), or join it: --join-mps (or [mps] join = true in {scen.source}) "
+            "makes the workloads its clients and never stops it",
+            title="MPS control daemon already running")
+    if d.pipe_dir is None:
+        raise MpsError(f"cannot join {d.describe()}: its pipe directory is unknown (its "
+                       f"environment is {d.proc.user}'s, and no {TOOL}.pid of it is in the "
+                       "default folder); run as that user, or stop it",
+                       title="MPS daemon cannot be joined")
+    return d
+
+
+def check_joinable(tool: str, daemon: MpsDaemon) -> list[int]:
+    """The servers of a daemon to join (it must answer); an MpsError when one runs as
+    another user: the daemon serves one user at a time, so this session's clients would
+    wait until that user's clients are done (NVIDIA's man page)."""
+    assert daemon.pipe_dir is not None
+    servers = pids(command(tool, daemon.pipe_dir, "get_server_list"))
+    for s in servers:
+        p = process(s)
+        if p is not None and p.uid != os.getuid():
+            raise MpsError(f"cannot join {daemon.describe()}: its MPS server (pid {s}) runs "
+                           f"as {user_name(p.uid)}, and the daemon serves one user at a time: "
+                           f"this session's clients would wait until {user_name(p.uid)}'s "
+                           "are done", title="MPS daemon serves another user")
+    return servers
+
+
+def check_can_run(tool: str | None, compute_modes: dict[int, str] | None,
+                  join: bool = False) -> None:
     """Titled errors for what stops MPS before anything starts: no tool, no NVIDIA
-    GPU, a GPU whose compute mode refuses MPS, an MPS server already serving."""
+    GPU, a GPU whose compute mode refuses MPS, an MPS server already serving (but one
+    of a daemon this session ``join``s)."""
     if tool is None:
         raise MpsError(f"MPS mode needs {TOOL}, which was found neither on PATH nor in "
                        f"{', '.join(EXTRA_DIRS)}. Install NVIDIA's driver utilities (MPS ships "
@@ -99,7 +147,7 @@ def check_can_run(tool: str | None, compute_modes: dict[int, str] | None) -> Non
                            "Set it back with `nvidia-smi -i N -c DEFAULT` (or "
                            "EXCLUSIVE_PROCESS, which MPS supports)",
                            title="GPU compute mode refuses MPS")
-    other = foreign_servers()
+    other = foreign_servers() if not join else []
     if other:
         pid, cmd = other[0]
         raise MpsError(f"an MPS server is already running (pid {pid}: {cmd}); its clients "

@@ -43,6 +43,7 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
+from xwatch.core.modes.box import MpsDaemon
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
@@ -93,12 +94,16 @@ class MpsController:
         self._wake: asyncio.Event | None = None
         self._hung = False  # it stopped answering: no quit, straight to SIGKILL
         self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
+        self.joined: MpsDaemon | None = None  # another session's daemon, used as it runs
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         scen = self.scenario
         base = Path(phase.session.scratch_dir) / f"mps-{phase.index}"
         self.pipe_dir, self.log_dir = str(base / "pipe"), str(base / "log")
+        self.joined = await asyncio.to_thread(control.other_daemon, self.tool, scen)
+        if self.joined is not None and self.joined.pipe_dir is not None:
+            self.pipe_dir = self.joined.pipe_dir  # its clients reach it there
         os.makedirs(self.pipe_dir, exist_ok=True)
         os.makedirs(self.log_dir, exist_ok=True)
         top = max(w.priority_value for w in scen.workloads)
@@ -171,7 +176,23 @@ class MpsController:
             self._wake.set()
 
     # -- daemon
+    async def _join(self, phase: Phase, d: MpsDaemon) -> None:
+        """Use another session's control daemon: it must answer and serve no other
+        user; it is neither started nor stopped here, and no daemon-wide setting of it
+        is changed."""
+        servers = await asyncio.to_thread(control.check_joinable, self.tool, d)
+        if phase.mps is not None:
+            phase.mps = replace(phase.mps, daemon_cmd=list(d.proc.argv), daemon_pid=d.proc.pid,
+                                topology="another session's control daemon, joined",
+                                joined=M.Joined(pid=d.proc.pid, user=d.proc.user,
+                                                command=d.proc.cmdline, pipe_dir=d.pipe_dir))
+        self._note(f"joined {d.describe()} (servers now: {servers or 'none'}): this session "
+                   "neither started it nor stops it; only its own workloads are looked up "
+                   "in the client lists")
+
     async def _start_daemon(self, phase: Phase) -> None:
+        if self.joined is not None:
+            return await self._join(phase, self.joined)
         env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
                "CUDA_MPS_LOG_DIRECTORY": self.log_dir}
         for k in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
@@ -283,7 +304,8 @@ class MpsController:
                     control.command, self.tool, self.pipe_dir, "get_server_list", 3.0))
                 silent_since = None
                 gone = sorted(self._servers - set(listed))
-                self._servers |= set(listed)
+                if self.joined is None:  # joined: only the servers its workloads used
+                    self._servers |= set(listed)
                 if gone and self._failure is None:
                     self._failure = self._server_died(phase, gone)
                     self._note(self._failure, "error")
@@ -301,6 +323,14 @@ class MpsController:
                                      f"({now - phase.t_start:.1f} s into phase {phase.name})")
                     self._note(self._failure, "error")
                     return
+            d = self.joined
+            if d is not None and not pid_alive(d.proc.pid, zombie=False) and \
+                    self._failure is None:
+                self._failure = (f"the joined MPS control daemon (pid {d.proc.pid}, user "
+                                 f"{d.proc.user}) is gone {time.monotonic() - phase.t_start:.1f}"
+                                 f" s into phase {phase.name}")
+                self._note(self._failure, "error")
+                return
             proc = self.proc
             if proc is not None and proc.poll() is not None and self._failure is None:
                 rc = proc.returncode
@@ -352,6 +382,7 @@ class MpsController:
             mine = _children(run.pid)
             server = next((s for s, cl in lists.items() if mine & set(cl)), None)
             if server is not None:
+                self._servers.add(server)
                 self._set_wl(name, status="in-mps", server=server,
                              client_pids=sorted(mine & set(lists[server])), warnings=[])
                 del self._pending[name]
@@ -439,6 +470,11 @@ class MpsController:
         """``set_active_thread_percentage`` on every running server (new work only)."""
         if not 1 <= pct <= 100:
             raise MpsError(f"active thread percentage must be 1-100 (got {pct})")
+        if self.joined is not None:
+            raise MpsError(f"this session joined another's MPS control daemon (pid "
+                           f"{self.joined.proc.pid}): a server's active thread percentage "
+                           "applies to its other clients too, so it is left as it is",
+                           title="Setting of a joined MPS daemon")
         if self.proc is None:
             raise MpsError("MPS mode is not running")
         servers = control.pids(await asyncio.to_thread(
@@ -465,7 +501,10 @@ def backend_from_args(scen: Scenario, preflight: bool = True,
     ``explicit`` (the user asked for MPS) what stops it is a titled error instead."""
     tool = control.find_tool()
     try:
-        control.check_can_run(tool, control.nvml_compute_modes() if tool else None)
+        if tool is not None:  # another session's daemon: refused unless joined
+            control.other_daemon(tool, scen)
+        control.check_can_run(tool, control.nvml_compute_modes() if tool else None,
+                              join=scen.mps.join)
     except MpsError as e:
         if explicit:
             raise

@@ -161,6 +161,13 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
     gpu = bool(info.get("available")) or "probe_error" in info
     from xwatch.core.xsched.preflight import verdict_line
 
+    try:  # another session's xserver: starting one here would take its channel over
+        ctl.other_xserver()
+    except XwatchError as e:
+        out.append(Check("WARN", "xserver", f"not started, so the running one is left "
+                         f"alone: {e}"))
+        return out
+
     try:
         line, verdicts = asyncio.run(start_probe_stop())
         if not gpu:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import random
 import subprocess
 import threading
 import time
@@ -25,12 +24,20 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
+from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes.box import Xserver
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
-from xwatch.core.xsched.compat import check_policy, check_scenario
+from xwatch.core.xsched.compat import (
+    check_policy,
+    check_scenario,
+    join,
+    other_xserver,
+    running_policy_note,
+)
 from xwatch.core.xsched.engagement import (
     EXIT_CRASH,
     FAILING_VERDICTS,
@@ -42,7 +49,9 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, next_poll_wait, queue_row
+from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, poll_thread, queue_row
+from xwatch.core.xsched.polling import Fails as _Fails
+from xwatch.core.xsched.polling import Poll as _Poll
 from xwatch.core.xsched.preflight import (
     plan_probes,
     preflight_failure,
@@ -54,22 +63,6 @@ from xwatch.scenario import Scenario
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
-
-
-@dataclasses.dataclass(slots=True)
-class _Poll:
-    """One ``/xqueues`` poll, as the poll thread hands it to the loop."""
-
-    t: float  # monotonic, when the poll started
-    rc: int | None  # xserver's exit status if it had exited by then
-    res: Answer | Exception  # the queues by process, or what failed
-    runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
-
-
-@dataclasses.dataclass(slots=True)
-class _Fails:
-    count: int = 0  # consecutive failed polls
-    first: float = 0.0  # when the first of them started
 
 
 class XschedController:
@@ -96,6 +89,7 @@ class XschedController:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.client: XserverClient | None = None
+        self.joined: Xserver | None = None  # another session's xserver, used as it runs
         self.phase: Phase | None = None
         self._poller: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[None] | None = None  # the preflight, until settled
@@ -223,7 +217,27 @@ class XschedController:
                 os.killpg(self.proc.pid, 9)
 
     # -- xserver
+    def other_xserver(self) -> Xserver | None:
+        """The xserver already serving this machine's XSched channel (any user's), to
+        join; an XschedError saying what to do unless the scenario joins one."""
+        return other_xserver(self.install.xserver, self.scenario, self._note)
+
+    async def _join(self, phase: Phase, other: Xserver) -> None:
+        """Use ``other``, another session's xserver, for this phase (``compat.join``)."""
+        assert other.proc is not None
+        meta = self.meta or read_meta(self.install.root)
+        self.client, running, rec = await join(meta, self.scenario, other, self._note)
+        self.joined, self.port, self.proc = other, other.port, None
+        if phase.xsched is not None:
+            phase.xsched = replace(phase.xsched, xserver_cmd=list(other.proc.argv),
+                                   port=other.port, joined=rec)
+        self._check_running_policy(phase, running)
+
     async def _start_xserver(self, phase: Phase) -> None:
+        self.joined = None
+        other = await asyncio.to_thread(self.other_xserver)
+        if other is not None:
+            return await self._join(phase, other)
         requested = self.scenario.xsched.port
         port = free_port(requested)
         if port != requested:
@@ -327,37 +341,16 @@ class XschedController:
         inbox: deque[_Poll] = deque()  # append/popleft are atomic: the thread's hand-off
         arrived = asyncio.Event()
         stop = threading.Event()
-        client, proc = self.client, self.proc
 
         def wake() -> None:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(arrived.set)
 
-        rng = random.Random()
         cache = self._answers = AnswerCache()
-
-        def poll() -> None:
-            handed = 0.0
-            while not stop.is_set():
-                t0 = time.monotonic()
-                rc = proc.poll() if proc is not None else None
-                res: Answer | Exception
-                try:
-                    res = cache.answer(client.xqueues_raw())
-                except Exception as e:
-                    res = e
-                # who ran at poll time (a dict copy is one step under the GIL)
-                runs = [(n, r.pid, r.state, r.rec.count) for n, r in list(phase.runs.items())]
-                inbox.append(_Poll(t0, rc, res, runs))
-                if rc is not None or isinstance(res, Exception) or t0 - handed >= self.HANDOFF_S:
-                    handed = t0
-                    wake()
-                if rc is not None:
-                    return
-                stop.wait(next_poll_wait(self.pace.now_s, time.monotonic() - t0, rng))
-
         fails = _Fails()
-        thread = threading.Thread(target=poll, name="xsched-poll", daemon=True)
+        thread = threading.Thread(target=poll_thread, name="xsched-poll", daemon=True, args=(
+            self.client, self.proc, phase.runs, self.pace, cache, inbox, wake, stop,
+            self.HANDOFF_S))
         thread.start()
         try:
             while True:
@@ -520,12 +513,10 @@ class XschedController:
             return
         phase.xsched = replace(phase.xsched, policy_running=running)
         want = phase.xsched.policy_number
-        want = None if want is msgspec.UNSET else want
-        if self.meta is not None and want is not None and running != want:
-            self._note(f"xserver started with {self.policy} reports policy "
-                       f"{self.meta.policies.label(running)}, but {self.meta.policies.source} "
-                       f"numbers {self.policy} {want}: the install's header and binaries "
-                       "disagree; policy numbers shown may be wrong", "warning")
+        note = running_policy_note(self.meta, self.policy,
+                                   None if want is msgspec.UNSET else want, running)
+        if note:
+            self._note(note, "warning")
 
     def policy_names(self) -> list[str]:
         """The policies this install can create (for the control screen)."""
@@ -534,7 +525,9 @@ class XschedController:
 
     def hung_or_gone(self) -> str:
         """'hung' while xserver's process lives (its HTTP API silent), else 'gone'."""
-        return "hung" if self.proc is not None and self.proc.poll() is None else "gone"
+        alive = self.proc.poll() is None if self.proc is not None else \
+            self.joined is not None and pid_alive(self.joined.pid or 0, zombie=False)
+        return "hung" if alive else "gone"
 
     async def set_policy(self, name: str) -> None:
         """Set the policy by the install's own number, then read it back from xserver.
@@ -542,6 +535,10 @@ class XschedController:
         stops answering (alive) is named hung and fails the phase."""
         if self.client is None:
             raise XschedError("XSched mode is not running")
+        if self.joined is not None and self.scenario.xsched.join != "set-policy":
+            raise XschedError(f"this session joined another's xserver (pid {self.joined.pid})"
+                              ": its policy is theirs too ([xsched] join = \"set-policy\" "
+                              "allows changing it)", title="Policy of a joined xserver")
         meta = self.meta or read_meta(self.install.root)
         number = check_policy(meta, name, "k policy")
         try:
@@ -549,7 +546,8 @@ class XschedController:
             back = await asyncio.to_thread(self.client.get_policy)
         except XschedError as e:
             state = self.hung_or_gone()
-            pid = self.proc.pid if self.proc is not None else None
+            pid = self.proc.pid if self.proc is not None else \
+                self.joined.pid if self.joined is not None else None
             why = (f"xserver (pid {pid}) is hung: alive, but it did not answer after "
                    f"POST /policy?policy={number} ({name}): {e}" if state == "hung" else
                    f"xserver is gone after POST /policy?policy={number} ({name}): {e}")

@@ -307,3 +307,20 @@ def _read_meta(root_s: str, _stamp: tuple[tuple[str, int, int], ...]) -> Install
         notes.append("the install's version is unknown and it has no "
                      "include/xsched/protocol/def.h: XSCHED_* settings are not checked")
     return InstallMeta(str(root), version, vsource, table, settings, ssource, tuple(notes))
+
+
+_CHANNEL_RE = re.compile(rb"#\s*define\s+XSCHED_SERVER_CHANNEL_KEY\s+(0x[0-9A-Fa-f]+|[0-9]+)")
+
+
+def channel_key(xserver: str | Path | None) -> int:
+    """The System V message-queue key through which an install's shims reach its
+    xserver (``XSCHED_SERVER_CHANNEL_KEY`` in its ``include/xsched/protocol/def.h``;
+    1, XSched's, when the header is missing). ``xserver``: the binary (``bin/xserver``
+    of the install) or the install's folder; None: XSched's key."""
+    if xserver is None:
+        return 1
+    p = Path(xserver)
+    root = p.parent.parent if p.name == "xserver" else p
+    raw = _read(root / DEF_H)
+    m = _CHANNEL_RE.search(raw) if raw else None
+    return int(m.group(1), 0) if m else 1

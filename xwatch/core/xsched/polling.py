@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
 from itertools import groupby
 from operator import attrgetter
+from typing import Any
 
 from xwatch.core import model as M
-from xwatch.core.xsched.client import XQueueRow, decode_xqueues
+from xwatch.core.xsched.client import XQueueRow, XserverClient, decode_xqueues
 
 _pid = attrgetter("pid")
 _ready = attrgetter("ready")
@@ -144,3 +150,47 @@ class Pace:
         fast = (not settled or self.failing or now < self._fast_until
                 or measuring_since is None or now - measuring_since < self.FAST_FIRST_S)
         self.now_s = self.fast_s if fast else self.settled_s
+
+
+@dataclasses.dataclass(slots=True)
+class Poll:
+    """One ``/xqueues`` poll, as the poll thread hands it to the loop."""
+
+    t: float  # monotonic, when the poll started
+    rc: int | None  # xserver's exit status if it had exited by then
+    res: Answer | Exception  # the queues by process, or what failed
+    runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
+
+
+@dataclasses.dataclass(slots=True)
+class Fails:
+    count: int = 0  # consecutive failed polls
+    first: float = 0.0  # when the first of them started
+
+
+def poll_thread(client: XserverClient, proc: subprocess.Popen[bytes] | None,
+                runs_now: Mapping[str, Any], pace: Pace, cache: AnswerCache,
+                inbox: deque[Poll], wake: Callable[[], None], stop: threading.Event,
+                handoff_s: float) -> None:
+    """The poll thread: ``/xqueues`` at the pace's interval into ``inbox``, with who ran
+    then; ``wake`` the loop every ``handoff_s``, and at once on a failure or an exited
+    xserver (``proc``: ours; None for a joined one), until ``stop``."""
+    rng = random.Random()
+    handed = 0.0
+    while not stop.is_set():
+        t0 = time.monotonic()
+        rc = proc.poll() if proc is not None else None
+        res: Answer | Exception
+        try:
+            res = cache.answer(client.xqueues_raw())
+        except Exception as e:
+            res = e
+        # who ran at poll time (a dict copy is one step under the GIL)
+        runs = [(n, r.pid, r.state, r.rec.count) for n, r in list(runs_now.items())]
+        inbox.append(Poll(t0, rc, res, runs))
+        if rc is not None or isinstance(res, Exception) or t0 - handed >= handoff_s:
+            handed = t0
+            wake()
+        if rc is not None:
+            return
+        stop.wait(next_poll_wait(pace.now_s, time.monotonic() - t0, rng))

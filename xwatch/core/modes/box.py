@@ -1,0 +1,326 @@
+"""The box: the daemons of other sessions that a mode's own daemon would collide with,
+found before one is started (any user's, through ``/proc``).
+
+XSched: the shims and xserver meet on one System V message queue whose key is a
+compile-time constant (``XSCHED_SERVER_CHANNEL_KEY``, 1 in 1.2.0's
+``protocol/include/xsched/protocol/def.h``). xserver creates it with
+``msgget(key, IPC_CREAT | IPC_EXCL | 0666)`` and, finding it taken, removes the
+holder's queue and makes its own: the first xserver's ``msgrcv`` then fails, it
+shuts down, and its shims die with "failed to send event to server". So a second
+xserver on a box breaks the first, and one xserver serves the whole box. It is found
+as a process named ``xserver`` whose install uses the same key (its argv gives the
+port: ``xserver [POLICY PORT]``, default HPF on 50000) or by the queue itself
+(``/proc/sysvipc/msg``: its creator's uid, its last sender and receiver).
+
+MPS: a control daemon (``nvidia-cuda-mps-control -d`` or ``-f``) of the same driver's
+tool serves the GPUs its ``CUDA_VISIBLE_DEVICES`` lists (all when unset); it is
+reached through its ``CUDA_MPS_PIPE_DIRECTORY`` (default ``/tmp/nvidia-mps``, where
+it writes ``nvidia-cuda-mps-control.pid``). Another user's environment cannot be
+read: such a daemon is taken to serve every GPU, through the default folder if its
+pid file is there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+XSERVER = "xserver"
+#: XSched's defaults (protocol/def.h, service/server/src/main.cpp)
+XSCHED_CHANNEL_KEY = 1
+XSCHED_DEFAULT_PORT = 50000
+XSCHED_DEFAULT_POLICY = "HPF"
+MPS_TOOL = "nvidia-cuda-mps-control"
+MPS_DEFAULT_PIPE = "/tmp/nvidia-mps"
+MPS_PID_FILE = "nvidia-cuda-mps-control.pid"
+PROC = "/proc"
+
+
+@dataclass(frozen=True)
+class BoxProcess:
+    """A process of this box: its pid, owner and command line."""
+
+    pid: int
+    uid: int
+    argv: tuple[str, ...]
+
+    @property
+    def user(self) -> str:
+        return user_name(self.uid)
+
+    @property
+    def cmdline(self) -> str:
+        return " ".join(self.argv)
+
+
+@dataclass(frozen=True)
+class MsgQueue:
+    """One System V message queue (a line of ``/proc/sysvipc/msg``)."""
+
+    key: int
+    msqid: int
+    cuid: int  # its creator's uid
+    lspid: int  # the last process that sent to it (0: none yet)
+    lrpid: int  # the last process that received from it
+
+
+@dataclass(frozen=True)
+class Xserver:
+    """An xserver already serving this box's XSched channel."""
+
+    key: int
+    proc: BoxProcess | None  # None: only its channel's holder was seen
+    port: int | None
+    policy: str | None
+    channel: MsgQueue | None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def describe(self) -> str:
+        key = f"System V message queue key {self.key}"
+        if self.proc is None:
+            assert self.channel is not None
+            who = self.channel.lrpid or self.channel.lspid
+            return (f"XSched's channel ({key}, msqid {self.channel.msqid}, made by "
+                    f"{user_name(self.channel.cuid)}) is held by pid {who}, which is not "
+                    "an xserver this process can see")
+        chan = f"its channel: {key}, msqid {self.channel.msqid}" if self.channel else \
+            f"its channel ({key}) is not in /proc/sysvipc/msg (still starting, or in " \
+            "another IPC namespace)"
+        return (f"xserver pid {self.proc.pid}, user {self.proc.user}, port "
+                f"{self.port if self.port is not None else 'unknown'}, policy "
+                f"{self.policy or 'unknown'}; {chan}; command line: {self.proc.cmdline}")
+
+
+@dataclass(frozen=True)
+class MpsDaemon:
+    """An MPS control daemon already running on this box."""
+
+    proc: BoxProcess
+    pipe_dir: str | None  # None: unknown (another user's environment, no pid file)
+    visible: str | None  # its CUDA_VISIBLE_DEVICES; None: unset (every GPU)
+    env_read: bool  # whether its environment could be read
+
+    def serves(self, gpus: set[int]) -> bool:
+        """Whether it serves any of ``gpus`` (unknown: assumed so)."""
+        if self.visible is None:
+            return True
+        items = [x.strip() for x in self.visible.split(",") if x.strip()]
+        if not all(x.isdigit() for x in items):
+            return True  # UUIDs or MIG names: not mapped to indices here
+        return bool({int(x) for x in items} & gpus)
+
+    def describe(self) -> str:
+        gpus = ("every GPU (its environment is not readable)" if not self.env_read else
+                "every GPU" if self.visible is None else f"CUDA_VISIBLE_DEVICES={self.visible}")
+        return (f"MPS control daemon pid {self.proc.pid}, user {self.proc.user}, pipe "
+                f"directory {self.pipe_dir or 'unknown'}, serving {gpus}; command line: "
+                f"{self.proc.cmdline}")
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def process(pid: int, proc: str = PROC) -> BoxProcess | None:
+    """Process ``pid`` (None when gone, a zombie, or a kernel thread)."""
+    raw = _read(f"{proc}/{pid}/cmdline")
+    status = _read(f"{proc}/{pid}/status")
+    if not raw or status is None:
+        return None
+    uid = -1
+    for line in status.decode(errors="replace").splitlines():
+        if line.startswith("State:") and "Z" in line.split()[1:2]:
+            return None
+        if line.startswith("Uid:"):
+            uid = int(line.split()[1])
+    argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
+    return BoxProcess(pid, uid, argv)
+
+
+def processes(proc: str = PROC) -> Iterator[BoxProcess]:
+    """Every live process this one can see."""
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return
+    for d in names:
+        if d.isdigit():
+            p = process(int(d), proc)
+            if p is not None:
+                yield p
+
+
+def environ(pid: int, proc: str = PROC) -> dict[str, str] | None:
+    """Process ``pid``'s environment; None when it cannot be read (another user's)."""
+    raw = _read(f"{proc}/{pid}/environ")
+    if raw is None:
+        return None
+    out = {}
+    for item in raw.split(b"\0"):
+        k, eq, v = item.partition(b"=")
+        if eq:
+            out[k.decode(errors="replace")] = v.decode(errors="replace")
+    return out
+
+
+def msg_queues(path: str = f"{PROC}/sysvipc/msg") -> list[MsgQueue]:
+    """The System V message queues of this IPC namespace."""
+    raw = _read(path)
+    if raw is None:
+        return []
+    lines = raw.decode(errors="replace").splitlines()
+    if not lines:
+        return []
+    head = lines[0].split()
+    out = []
+    for line in lines[1:]:
+        row = dict(zip(head, line.split(), strict=False))
+        try:
+            out.append(MsgQueue(int(row["key"]), int(row["msqid"]), int(row["cuid"]),
+                                int(row["lspid"]), int(row["lrpid"])))
+        except (KeyError, ValueError):
+            continue
+    return out
+
+
+def _where(argv: tuple[str, ...], name: str) -> int | None:
+    """Index of the argv item that is program ``name`` (argv[0], or the script an
+    interpreter runs: argv[1]); None if neither."""
+    for i in range(min(2, len(argv))):
+        if os.path.basename(argv[i]) == name:
+            return i
+    return None
+
+
+def _program(p: BoxProcess, i: int, proc: str = PROC) -> str:
+    """The path of the program at argv[i]: the binary ``/proc`` links to, else made
+    absolute with its working folder when that can be read, else as given."""
+    path = p.argv[i]
+    if i == 0:  # the binary itself (readable for one's own processes and root's)
+        with contextlib.suppress(OSError):
+            exe = os.readlink(f"{proc}/{p.pid}/exe")
+            if os.path.basename(exe) == os.path.basename(path):
+                return exe
+    if not os.path.isabs(path) and "/" in path:
+        with contextlib.suppress(OSError):
+            path = os.path.join(os.readlink(f"{proc}/{p.pid}/cwd"), path)
+    return path
+
+
+def xserver_args(argv: tuple[str, ...], i: int) -> tuple[str | None, int | None]:
+    """(policy, port) of an xserver from its argv (``xserver`` alone: XSched's
+    defaults; anything but two arguments: unknown)."""
+    rest = argv[i + 1:]
+    if not rest:
+        return XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
+    if len(rest) == 2 and rest[1].isdigit():
+        return rest[0], int(rest[1])
+    return None, None
+
+
+def find_xserver(key: int, key_of: Callable[[str | None], int],
+                 own: set[int] = frozenset(),  # type: ignore[assignment]
+                 proc: str = PROC) -> tuple[Xserver | None, MsgQueue | None]:
+    """(the xserver already on this box's channel ``key``, else None; the channel's
+    queue when it exists without a live holder: stale, left by an xserver that was
+    killed, which a new xserver replaces). ``key_of(program path)`` is the channel
+    key of the install an xserver binary belongs to; ``own``: pids to pass over."""
+    chan = next((q for q in msg_queues(f"{proc}/sysvipc/msg") if q.key == key), None)
+    found = []
+    for p in processes(proc):
+        i = _where(p.argv, XSERVER)
+        if i is None or p.pid in own:
+            continue
+        if key_of(_program(p, i, proc)) != key:
+            continue  # another install's channel
+        policy, port = xserver_args(p.argv, i)
+        found.append(Xserver(key, p, port, policy, chan))
+    if found:  # the channel's last receiver first
+        found.sort(key=lambda x: (chan is None or x.pid != chan.lrpid, x.pid or 0))
+        return found[0], None
+    if chan is not None:
+        holders = [q for q in (chan.lrpid, chan.lspid) if q > 0 and q not in own]
+        if any(process(h, proc) is not None for h in holders):
+            return Xserver(key, None, None, None, chan), None
+        return None, chan
+    return None, None
+
+
+def _file_id(*paths: str) -> tuple[int, int] | None:
+    """(device, inode) of the first of ``paths`` that can be looked at, else None."""
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        return st.st_dev, st.st_ino
+    return None
+
+
+def find_mps_daemons(tool: str, own: set[int] = frozenset(),  # type: ignore[assignment]
+                     proc: str = PROC) -> list[MpsDaemon]:
+    """MPS control daemons of the same control tool (the same file: one driver) that
+    run on this box, but for ``own``."""
+    out = []
+    mine = _file_id(tool)
+    for p in processes(proc):
+        i = _where(p.argv, MPS_TOOL)
+        if i is None or p.pid in own or not ({"-d", "-f"} & set(p.argv[i + 1:])):
+            continue  # the tool run as a client: a command, not a daemon
+        path = _program(p, i, proc)  # as its own root sees it (a container's), else ours
+        theirs = _file_id(f"{proc}/{p.pid}/root{path}", path) if os.path.isabs(path) else None
+        if mine is not None and theirs is not None and theirs != mine:
+            continue  # another driver's tool
+        env = environ(p.pid, proc)
+        if env is not None:
+            pipe: str | None = env.get("CUDA_MPS_PIPE_DIRECTORY") or MPS_DEFAULT_PIPE
+            visible = env.get("CUDA_VISIBLE_DEVICES")
+        else:
+            pidf = _read(str(Path(MPS_DEFAULT_PIPE) / MPS_PID_FILE))
+            pipe = MPS_DEFAULT_PIPE if pidf and pidf.strip() == str(p.pid).encode() else None
+            visible = None
+        out.append(MpsDaemon(p, pipe, visible, env is not None))
+    return out
+
+
+def own_pids() -> set[int]:
+    """This process and its descendants (the daemons a session started itself)."""
+    kids: dict[int, list[int]] = {}
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return {os.getpid()}
+    for d in names:
+        if not d.isdigit():
+            continue
+        raw = _read(f"{PROC}/{d}/stat")
+        if raw is None:
+            continue
+        with contextlib.suppress(ValueError, IndexError):
+            ppid = int(raw.rsplit(b")", 1)[1].split()[1])
+            kids.setdefault(ppid, []).append(int(d))
+    out, todo = set(), [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += kids.get(pid, [])
+    return out
