@@ -1,0 +1,219 @@
+"""Every GPU in the answer: a workload's copies on several GPUs (``--gpus``, copies
+named ``high@0``, ``high@1``, ...) folded into one value per run, and a GPU whose copies
+differ from the others beyond noise named as a finding.
+
+**The run stays the unit, the GPU is a block.** In one run (phase) every GPU runs its
+own copy of each workload. A run's value of a metric is the mean over its copies of
+the log of each copy's own value (its P50 or P99 of its own requests): the geometric
+mean of the copies' values, in ms; samples/s, which add up, take the arithmetic mean
+(the box's total divided by its GPUs). The existing run-to-run intervals
+(``analysis.stats.runs``: Student's t over runs, paired by run) then run over those
+values, with ``k - 1`` degrees of freedom however many GPUs there are.
+
+Why this and not a model with run, GPU and copy effects (``docs/gpus-answer.md``,
+``tests/unit/test_gpu_copies.py``, ``benchmarks/gpu_width_sim.py``): with the same
+GPUs in every run the GPU effects are the same in every run's mean, so they cancel in
+a paired difference and never inflate it; the copies' noise enters each run's mean
+divided by the GPUs; the effects every GPU of a run shares (clocks, the host) stay in
+the run's value, which is what the t over runs needs to see. With balanced runs the
+mixed model's interval is this one whenever it estimates a run-to-run variance above
+zero; where that estimate is truncated to zero it pools the copy-level residuals into
+more degrees of freedom, and then it covers 89-93% instead of 95% when the runs share
+an effect (HIGH P50 on a 4- or 8-GPU box, 2-3 runs); it gains width only where the runs
+share none (HIGH P99), and little beyond 2 runs. The run mean covers 95% in every
+structure simulated, with whole-unit and bucketed values (its resolution is the
+copies', ``resolution_ms`` over every copy's value).
+
+**A slow GPU is a finding, not noise** (``gpu_findings``): for each GPU, per run, the
+log of its copy's value minus the mean log of the other GPUs' copies in that run (run
+effects cancel), a t interval over every usable run of the session, Bonferroni-corrected
+over every GPU and metric compared (with 2 GPUs the two contrasts are one test), so a
+uniform box names none at the promised rate. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xwatch.core.analysis.stats.intervals import CONFIDENCE, Interval
+from xwatch.core.analysis.stats.resolution import resolution_ms, resolved_sd, widen
+from xwatch.core.analysis.stats.runs import RATE, RunValue, run_value, t_ppf
+from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+
+
+def role(name: str) -> str:
+    """The scenario's name of a workload (``high`` for the copy ``high@1``)."""
+    return name.partition("@")[0]
+
+
+def copies_of(p: PhaseSnapshot, name: str) -> tuple[WorkloadSnapshot, ...]:
+    """The copies of workload ``name`` (a copy's or the scenario's name) that counted
+    requests in ``p``, by GPU; a workload that was not replicated is its one copy."""
+    r = role(name)
+    ws = [w for w in p.workloads if w.count and role(w.name) == r]
+    return tuple(sorted(ws, key=lambda w: (w.gpu if w.gpu is not None else -1, w.name)))
+
+
+def combine(values: Sequence[RunValue], metric: str) -> RunValue:
+    """One run's value from its copies' values: the geometric mean of percentiles (the
+    mean of the logs), the arithmetic mean of samples/s; the standard error by the
+    delta method from the copies' own (copies are independent given the run)."""
+    vs = [v for v in values if v.est == v.est]
+    if not vs:
+        return RunValue(math.nan, math.nan)
+    if len(vs) == 1:
+        return vs[0]
+    m = len(vs)
+    if metric == RATE or any(v.est <= 0 for v in vs):
+        est = sum(v.est for v in vs) / m
+        se = math.sqrt(sum(v.se ** 2 for v in vs)) / m
+        return RunValue(est, se)
+    est = math.exp(sum(math.log(v.est) for v in vs) / m)
+    se = est * math.sqrt(sum((v.se / v.est) ** 2 for v in vs)) / m
+    return RunValue(est, se)
+
+
+@dataclass(frozen=True)
+class RunCopies:
+    """One run of one workload over its copies."""
+
+    value: RunValue
+    #: each copy's own estimate, by GPU (None: the workload was not replicated)
+    per_gpu: Mapping[int | None, float]
+
+    @property
+    def copies(self) -> int:
+        return len(self.per_gpu)
+
+
+def run_copies(ws: Sequence[WorkloadSnapshot], metric: str) -> RunCopies:
+    """``metric`` of one run from its copies ``ws`` (``copies_of``)."""
+    vals = [run_value(w, metric) for w in ws]
+    return RunCopies(combine(vals, metric), {w.gpu: v.est for w, v in zip(ws, vals)})
+
+
+def copies_resolution(runs: Sequence[RunCopies], metric: str) -> float:
+    """The resolution of runs' values made from copies: the copies' own (a mean of
+    values each within half its grid of what it measured is within half the grid
+    too); samples/s: 0 (continuous)."""
+    if metric == RATE:
+        return 0.0
+    return resolution_ms([v for r in runs for v in r.per_gpu.values()])
+
+
+def width_words(runs: int, gpus: int) -> str:
+    """``"3 runs x 2 GPUs"``, ``"3 runs"`` (one copy each), ``"1 run x 4 GPUs"``."""
+    r = f"{runs} run{'s' if runs != 1 else ''}"
+    return f"{r} x {gpus} GPUs" if gpus > 1 else r
+
+
+# ------------------------------------------------------------ a GPU unlike the others
+@dataclass(frozen=True)
+class GpuFinding:
+    """One GPU's copies against the other GPUs' in the same runs: the ratio of its
+    value to theirs (geometric), as a relative change with its simultaneous interval."""
+
+    workload: str  # the scenario's name
+    metric: str
+    gpu: int
+    others: tuple[int, ...]
+    rel: Interval  # relative: +0.35 = 35% higher than the others
+    runs: int
+    tests: int  # how many contrasts share the 5% (Bonferroni)
+
+    @property
+    def way(self) -> int:
+        lo, hi = self.rel.lo, self.rel.hi
+        if lo is not None and lo > 0:
+            return 1
+        if hi is not None and hi < 0:
+            return -1
+        return 0
+
+    def text(self) -> str:
+        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs)"``."""
+        iv = self.rel
+        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}"
+        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}"
+        vs = "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
+        return (f"GPU {self.gpu}'s {self.workload} {self.metric} is {iv.est * 100:+.0f}% "
+                f"[{lo}, {hi}] vs {vs} ({self.runs} runs; 95% over {self.tests} "
+                f"comparison{'s' if self.tests != 1 else ''})")
+
+
+def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+              tests: int, resolution: float = 0.0) -> dict[int, tuple[Interval, int]]:
+    """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs, per run
+    of ``table`` (a run: GPU -> that copy's value; runs missing a GPU skipped), its
+    interval over runs at ``1 - 0.05 / tests`` (never narrower than ``resolution``,
+    taken relative to the values), as a relative change; and the runs it used. With 2
+    GPUs only the first is returned (the second is its mirror)."""
+    out: dict[int, tuple[Interval, int]] = {}
+    logs = metric != RATE
+    for g in gpus[:1] if len(gpus) == 2 else gpus:
+        ds, scale = [], []
+        for row in table:
+            if g not in row or not all(h in row for h in gpus):
+                continue
+            vals = [row[h] for h in gpus]
+            if any(v != v or (logs and v <= 0) for v in vals):
+                continue
+            others = [row[h] for h in gpus if h != g]
+            if logs:
+                ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
+            else:  # samples/s: relative to the others' mean
+                mo = sum(others) / len(others)
+                if not mo > 0:
+                    continue
+                ds.append(row[g] / mo - 1.0)
+            scale.append(min(vals))
+        k = len(ds)
+        if k < 2:
+            continue
+        mean = sum(ds) / k
+        sd = math.sqrt(sum((d - mean) ** 2 for d in ds) / (k - 1))
+        # the grid, relative to the smallest value: one term for the GPU, one for the rest
+        r = resolution / min(scale) if resolution > 0 and min(scale) > 0 else 0.0
+        q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
+        half = t_ppf(q, k - 1) * resolved_sd(sd, r, r) / math.sqrt(k)
+        lo, hi = widen(mean - half, mean + half, mean, 2 * r)
+        if logs:
+            out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
+        else:
+            out[g] = (Interval(mean, lo, hi), k)
+    return out
+
+
+def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]]
+                 ) -> list[GpuFinding]:
+    """Every contrast of ``wanted`` ((workload, metric) pairs, by the scenario's names)
+    over the runs ``phases`` (the usable ones, any step: each run's own effects
+    cancel), its GPUs those present in every run; beyond noise or not (``way``).
+    Bonferroni over every GPU contrast of every pair. Fewer than 3 GPUs' worth of
+    copies: one contrast per pair (GPU a vs GPU b)."""
+    plans: list[tuple[str, str, list[int], list[dict[int, float]], float]] = []
+    for name, metric in wanted:
+        table: list[dict[int, float]] = []
+        runs: list[RunCopies] = []
+        for p in phases:
+            ws = [w for w in copies_of(p, name) if w.gpu is not None]
+            if len(ws) < 2:
+                continue
+            rc = run_copies(ws, metric)
+            runs.append(rc)
+            table.append({g: v for g, v in rc.per_gpu.items() if g is not None})
+        if not table:
+            continue
+        common = sorted(set.intersection(*(set(t) for t in table)))
+        if len(common) < 2:
+            continue
+        plans.append((name, metric, common, table, copies_resolution(runs, metric)))
+    tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _ in plans)
+    out = []
+    for name, metric, common, table, res in plans:
+        for g, (iv, k) in contrasts(table, common, metric, tests, res).items():
+            out.append(GpuFinding(role(name), metric, g, tuple(h for h in common if h != g),
+                                  iv, k, tests))
+    return out
