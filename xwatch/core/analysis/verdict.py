@@ -504,8 +504,8 @@ METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's esti
 METHOD_GPUS = ("Several GPUs: each run's value is the mean over its GPUs' copies (the "
                "geometric mean of their percentiles, the mean of their samples/s); 'N runs "
                "x M GPUs' is what stands behind a number; the interval is still over runs. "
-               "A GPU unlike the others is named below, 95% over every GPU and number "
-               "compared.")
+               "A GPU unlike the others is named in a Finding, 95% over every GPU and "
+               "number compared.")
 
 
 def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:

@@ -18,9 +18,11 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
-from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.analysis.stats.runs import RunValue
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
@@ -48,6 +50,13 @@ LAT_ROWS = (("mean", "mean (ms)"), ("std", "std (ms)"), ("min", "min (ms)"), ("p
             ("p90", "P90 (ms)"), ("p95", "P95 (ms)"), ("p99", "P99 (ms)"),
             ("p999", "P99.9 (ms)"), ("max", "max (ms)"))
 
+
+
+def _copies_pct(p: PhaseSnapshot, name: str, key: str) -> float:
+    """``key`` ("p50") of workload ``name`` in ``p``: every GPU's copy, their geometric
+    mean (``analysis.stats.copies``); one copy: its own."""
+    return combine([RunValue(nan_if_none(getattr(w.phase, key)), math.nan)
+                    for w in copies_of(p, name)], key).est
 
 def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
@@ -205,8 +214,9 @@ def build_report(snap: SessionSnapshot) -> Report:
                 continue
             phi = p.workload(hi.name) if hi else None
             r = [label(p)]
-            if hi and phi:
-                r += [change(hi.phase.p50, phi.phase.p50), change(hi.phase.p99, phi.phase.p99)]
+            if hi and phi:  # every GPU's copy of HIGH: their geometric mean (--gpus)
+                r += [change(_copies_pct(base, hi.name, "p50"), _copies_pct(p, hi.name, "p50")),
+                      change(_copies_pct(base, hi.name, "p99"), _copies_pct(p, hi.name, "p99"))]
             else:
                 r += ["-", "-"]
             lw_changes = []
@@ -217,7 +227,7 @@ def build_report(snap: SessionSnapshot) -> Report:
                                                     if plw else "-"))
             r.append("; ".join(lw_changes) or "-")
             rows.append(r)
-        hn = hi.name if hi else "high"
+        hn = (role(hi.name) if hi.gpu is not None else hi.name) if hi else "high"
         t.paragraphs.append(f"Each phase against the baseline {base.name}. Negative latency "
                             "change = better for the high-priority workload; negative "
                             "throughput change = the cost paid by the low-priority ones.")

@@ -24,11 +24,12 @@ share none (HIGH P99), and little beyond 2 runs. The run mean covers 95% in ever
 structure simulated, with whole-unit and bucketed values (its resolution is the
 copies', ``resolution_ms`` over every copy's value).
 
-**A slow GPU is a finding, not noise** (``gpu_findings``): for each GPU, per run, the
-log of its copy's value minus the mean log of the other GPUs' copies in that run (run
-effects cancel), a t interval over every usable run of the session, Bonferroni-corrected
-over every GPU and metric compared (with 2 GPUs the two contrasts are one test), so a
-uniform box names none at the promised rate. Pure.
+**A slow GPU is a finding, not noise** (``gpu_findings``, ``name_gpus``): for each GPU,
+per run, the log of its copy's value minus the mean log of the other GPUs' copies in
+that run (run effects cancel), a t interval over every usable run of the session,
+Bonferroni-corrected over every GPU and metric compared (with 2 GPUs the two contrasts
+are one test), so a uniform box names none at the promised rate; step-down, so that
+one slow GPU does not make the others look fast. Pure.
 """
 
 from __future__ import annotations
@@ -145,29 +146,24 @@ class GpuFinding:
 
 def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
               tests: int, resolution: float = 0.0) -> dict[int, tuple[Interval, int]]:
-    """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs, per run
+    """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs (of any
+    ``metric``: samples/s as a ratio too), per run
     of ``table`` (a run: GPU -> that copy's value; runs missing a GPU skipped), its
     interval over runs at ``1 - 0.05 / tests`` (never narrower than ``resolution``,
     taken relative to the values), as a relative change; and the runs it used. With 2
     GPUs only the first is returned (the second is its mirror)."""
     out: dict[int, tuple[Interval, int]] = {}
-    logs = metric != RATE
+    del metric  # every metric on the log scale (samples/s too: a ratio)
     for g in gpus[:1] if len(gpus) == 2 else gpus:
         ds, scale = [], []
         for row in table:
-            if g not in row or not all(h in row for h in gpus):
+            if not all(h in row for h in gpus):
                 continue
             vals = [row[h] for h in gpus]
-            if any(v != v or (logs and v <= 0) for v in vals):
+            if any(not v > 0 or math.isinf(v) for v in vals):
                 continue
             others = [row[h] for h in gpus if h != g]
-            if logs:
-                ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
-            else:  # samples/s: relative to the others' mean
-                mo = sum(others) / len(others)
-                if not mo > 0:
-                    continue
-                ds.append(row[g] / mo - 1.0)
+            ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
             scale.append(min(vals))
         k = len(ds)
         if k < 2:
@@ -179,20 +175,49 @@ def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
         q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
         half = t_ppf(q, k - 1) * resolved_sd(sd, r, r) / math.sqrt(k)
         lo, hi = widen(mean - half, mean + half, mean, 2 * r)
-        if logs:
-            out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
-        else:
-            out[g] = (Interval(mean, lo, hi), k)
+        out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
+    return out
+
+
+def _beyond(iv: Interval) -> bool:
+    return (iv.lo is not None and iv.lo > 0) or (iv.hi is not None and iv.hi < 0)
+
+
+def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+              tests: int, resolution: float = 0.0
+              ) -> list[tuple[int, Interval, int, tuple[int, ...]]]:
+    """The GPUs unlike the others, step-down: the contrast furthest from 0 among those
+    beyond noise is named, that GPU leaves the reference, and the rest are tested again
+    among themselves (so one slow GPU does not make the others look fast), each at the
+    first step's level (``tests``). With 2 GPUs left the one named is the higher
+    latency (the lower samples/s). (gpu, relative interval, runs, the GPUs it was
+    compared with)."""
+    left = list(gpus)
+    out: list[tuple[int, Interval, int, tuple[int, ...]]] = []
+    while len(left) >= 2:
+        got = {g: v for g, v in contrasts(table, left, metric, tests, resolution).items()
+               if _beyond(v[0])}
+        if not got:
+            break
+        g = max(got, key=lambda h: abs(math.log1p(got[h][0].est)))
+        iv, k = got[g]
+        if len(left) == 2 and (iv.est < 0) == (metric != RATE):  # name the worse one
+            g = left[1] if g == left[0] else left[0]
+            iv = Interval(1 / (1 + iv.est) - 1,
+                          None if iv.hi is None else 1 / (1 + iv.hi) - 1,
+                          None if iv.lo is None else 1 / (1 + iv.lo) - 1)
+        out.append((g, iv, k, tuple(h for h in left if h != g)))
+        left.remove(g)
     return out
 
 
 def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]]
                  ) -> list[GpuFinding]:
-    """Every contrast of ``wanted`` ((workload, metric) pairs, by the scenario's names)
-    over the runs ``phases`` (the usable ones, any step: each run's own effects
-    cancel), its GPUs those present in every run; beyond noise or not (``way``).
-    Bonferroni over every GPU contrast of every pair. Fewer than 3 GPUs' worth of
-    copies: one contrast per pair (GPU a vs GPU b)."""
+    """The GPUs named unlike the others (``name_gpus``) for each of ``wanted``
+    ((workload, metric) pairs, by the scenario's names) over the runs ``phases`` (the
+    usable ones, any step: each run's own effects cancel), among the GPUs present in
+    every run. Bonferroni over every GPU contrast of every pair (with 2 GPUs, one
+    contrast per pair)."""
     plans: list[tuple[str, str, list[int], list[dict[int, float]], float]] = []
     for name, metric in wanted:
         table: list[dict[int, float]] = []
@@ -213,7 +238,6 @@ def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, st
     tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _ in plans)
     out = []
     for name, metric, common, table, res in plans:
-        for g, (iv, k) in contrasts(table, common, metric, tests, res).items():
-            out.append(GpuFinding(role(name), metric, g, tuple(h for h in common if h != g),
-                                  iv, k, tests))
+        for g, iv, k, others in name_gpus(table, common, metric, tests, res):
+            out.append(GpuFinding(role(name), metric, g, others, iv, k, tests))
     return out

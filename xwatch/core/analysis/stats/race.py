@@ -45,6 +45,7 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.copies import copies_of, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
@@ -124,7 +125,8 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not usable(p):
         return  # stopped before its end: not a run
-    v = run_value(w, obj.metric)
+    # with --gpus every GPU's copy counts: the run's value is the mean over the copies
+    v = run_copies(copies_of(p, obj.workload) or (w,), obj.metric).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
     rates = [run_value(lw, RATE) for n in lows if (lw := p.workload(n)) is not None and lw.count]
