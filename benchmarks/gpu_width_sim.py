@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xwatch.core.analysis.stats.copies import combine  # noqa: E402
-from xwatch.core.analysis.stats.resolution import resolution_ms  # noqa: E402
-from xwatch.core.analysis.stats.runs import RunValue, paired_interval, t95  # noqa: E402
-from xwatch.core.engine.stats import bucket_index, bucket_value  # noqa: E402
+from xwatch.core.analysis.stats.copies import combine
+from xwatch.core.analysis.stats.resolution import resolution_ms
+from xwatch.core.analysis.stats.runs import RunValue, paired_interval, t95
+from xwatch.core.engine.stats import bucket_index, bucket_value
 
 #: (copy, run-shared, GPU) SDs of the log metric, issue 51's noise run
 STRUCTURES = {"HIGH P50": (0.034, 0.025, 0.0), "HIGH P99": (0.15, 0.0, 0.023)}
