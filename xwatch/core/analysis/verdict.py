@@ -405,7 +405,8 @@ def findings(snap: SessionSnapshot) -> list[GpuFinding]:
     hi, lows = by_priority(base_p)
     slo_wl, slo_m = slo_metric(snap)
     runs = [p for p in snap.phases if usable(p)]
-    return [f for f in gpu_findings(runs, answered(hi, lows, slo_wl, slo_m)) if f.way]
+    return [f for f in gpu_findings(runs, answered(hi, lows, slo_wl, slo_m), step_key)
+            if f.way]
 
 
 def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
@@ -531,7 +532,7 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
         lines += [f"Finding: {f.text()}, not averaged away." for f in fs]
         if not fs:
             lines.append(f"No GPU's copies differ from the others' beyond noise ({gpus} "
-                         "GPUs compared; it needs 2 runs or more).")
+                         "GPUs compared; it needs 2 runs of a step or more).")
     many = len(ans) > 1  # name the step, or two steps' "high P99" read as one
     advice = [f"{step_label(a.step)} vs {step_label(a.base_step)}, {x}" if many else x
               for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]

@@ -26,7 +26,8 @@ copies', ``resolution_ms`` over every copy's value).
 
 **A slow GPU is a finding, not noise** (``gpu_findings``, ``name_gpus``): for each GPU,
 per run, the log of its copy's value minus the mean log of the other GPUs' copies in
-that run (run effects cancel), a t interval over every usable run of the session,
+that run (run effects cancel), a t interval over every usable run of the session (each
+step a block of its own: the runs' spread around their step's mean is the noise),
 Bonferroni-corrected over every GPU and metric compared (with 2 GPUs the two contrasts
 are one test), so a uniform box names none at the promised rate; step-down, so that
 one slow GPU does not make the others look fast. Pure.
@@ -35,7 +36,7 @@ one slow GPU does not make the others look fast. Pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xwatch.core.analysis.stats.intervals import CONFIDENCE, Interval
@@ -145,18 +146,26 @@ class GpuFinding:
 
 
 def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
-              tests: int, resolution: float = 0.0) -> dict[int, tuple[Interval, int]]:
+              tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
+              ) -> dict[int, tuple[Interval, int]]:
     """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs (of any
     ``metric``: samples/s as a ratio too), per run
     of ``table`` (a run: GPU -> that copy's value; runs missing a GPU skipped), its
     interval over runs at ``1 - 0.05 / tests`` (never narrower than ``resolution``,
     taken relative to the values), as a relative change; and the runs it used. With 2
-    GPUs only the first is returned (the second is its mirror)."""
+    GPUs only the first is returned (the second is its mirror).
+
+    ``steps`` (one per row): the step each run belongs to. A GPU's difference may
+    depend on the step (3 ms more under a mode is a smaller ratio on a slower GPU), so
+    the steps are fixed blocks: the estimate is the runs' mean, its noise the spread
+    of the runs around their own step's mean, with ``runs - steps`` degrees of
+    freedom (none, and no interval, with one run per step)."""
     out: dict[int, tuple[Interval, int]] = {}
     del metric  # every metric on the log scale (samples/s too: a ratio)
+    keys = list(steps) if steps is not None else [""] * len(table)
     for g in gpus[:1] if len(gpus) == 2 else gpus:
-        ds, scale = [], []
-        for row in table:
+        ds, scale, blocks = [], [], []
+        for row, key in zip(table, keys):
             if not all(h in row for h in gpus):
                 continue
             vals = [row[h] for h in gpus]
@@ -165,15 +174,19 @@ def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
             others = [row[h] for h in gpus if h != g]
             ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
             scale.append(min(vals))
+            blocks.append(key)
         k = len(ds)
-        if k < 2:
+        df = k - len(set(blocks))
+        if df < 1:
             continue
         mean = sum(ds) / k
-        sd = math.sqrt(sum((d - mean) ** 2 for d in ds) / (k - 1))
+        block_mean = {b: sum(d for d, c in zip(ds, blocks) if c == b) / blocks.count(b)
+                      for b in set(blocks)}
+        sd = math.sqrt(sum((d - block_mean[b]) ** 2 for d, b in zip(ds, blocks)) / df)
         # the grid, relative to the smallest value: one term for the GPU, one for the rest
         r = resolution / min(scale) if resolution > 0 and min(scale) > 0 else 0.0
         q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
-        half = t_ppf(q, k - 1) * resolved_sd(sd, r, r) / math.sqrt(k)
+        half = t_ppf(q, df) * resolved_sd(sd, r, r) / math.sqrt(k)
         lo, hi = widen(mean - half, mean + half, mean, 2 * r)
         out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
     return out
@@ -184,7 +197,7 @@ def _beyond(iv: Interval) -> bool:
 
 
 def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
-              tests: int, resolution: float = 0.0
+              tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
               ) -> list[tuple[int, Interval, int, tuple[int, ...]]]:
     """The GPUs unlike the others, step-down: the contrast furthest from 0 among those
     beyond noise is named, that GPU leaves the reference, and the rest are tested again
@@ -195,7 +208,8 @@ def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
     left = list(gpus)
     out: list[tuple[int, Interval, int, tuple[int, ...]]] = []
     while len(left) >= 2:
-        got = {g: v for g, v in contrasts(table, left, metric, tests, resolution).items()
+        got = {g: v for g, v in contrasts(table, left, metric, tests, resolution,
+                                          steps).items()
                if _beyond(v[0])}
         if not got:
             break
@@ -211,17 +225,19 @@ def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
     return out
 
 
-def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]]
+def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]],
+                 step_of: Callable[[PhaseSnapshot], str] = lambda p: p.mode
                  ) -> list[GpuFinding]:
     """The GPUs named unlike the others (``name_gpus``) for each of ``wanted``
     ((workload, metric) pairs, by the scenario's names) over the runs ``phases`` (the
-    usable ones, any step: each run's own effects cancel), among the GPUs present in
-    every run. Bonferroni over every GPU contrast of every pair (with 2 GPUs, one
-    contrast per pair)."""
-    plans: list[tuple[str, str, list[int], list[dict[int, float]], float]] = []
+    usable ones, any step: each run's own effects cancel; ``step_of``: a run's step,
+    a block of its own), among the GPUs present in every run. Bonferroni over every GPU
+    contrast of every pair (with 2 GPUs, one contrast per pair)."""
+    plans: list[tuple[str, str, list[int], list[dict[int, float]], float, list[str]]] = []
     for name, metric in wanted:
         table: list[dict[int, float]] = []
         runs: list[RunCopies] = []
+        steps: list[str] = []
         for p in phases:
             ws = [w for w in copies_of(p, name) if w.gpu is not None]
             if len(ws) < 2:
@@ -229,15 +245,16 @@ def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, st
             rc = run_copies(ws, metric)
             runs.append(rc)
             table.append({g: v for g, v in rc.per_gpu.items() if g is not None})
+            steps.append(step_of(p))
         if not table:
             continue
         common = sorted(set.intersection(*(set(t) for t in table)))
         if len(common) < 2:
             continue
-        plans.append((name, metric, common, table, copies_resolution(runs, metric)))
-    tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _ in plans)
+        plans.append((name, metric, common, table, copies_resolution(runs, metric), steps))
+    tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _, _ in plans)
     out = []
-    for name, metric, common, table, res in plans:
-        for g, iv, k, others in name_gpus(table, common, metric, tests, res):
+    for name, metric, common, table, res, steps in plans:
+        for g, iv, k, others in name_gpus(table, common, metric, tests, res, steps):
             out.append(GpuFinding(role(name), metric, g, others, iv, k, tests))
     return out
