@@ -17,8 +17,12 @@ GPUs", is checked against the prediction, and the real run on the GPU machine
 widths (hi - lo, relative to the baseline) from each run's answer.
 
     python benchmarks/gpu_width_sim.py [--runs 3] [--sims 2000] [--base-ms 20]
+    python benchmarks/gpu_width_sim.py --measured ONE_GPU/snapshot.json TWO_GPUS/snapshot.json
 
-CPU only, a few seconds.
+CPU only, a few seconds. ``--measured`` reads the answers of the two real runs
+(``benchmarks/device_gpus_answer.sh`` makes them) and prints each HIGH interval's width
+relative to its baseline, the ratio of the GPUs' run to the one-GPU run, and the
+prediction for that many runs and GPUs beside it.
 """
 
 from __future__ import annotations
@@ -78,12 +82,46 @@ def simulated(sds: tuple[float, float, float], gpus: int, runs: int, sims: int,
     return total / sims
 
 
+def measured(one: str, many: str) -> None:
+    """The widths of the real runs' HIGH P50 and P99 changes (every step against the
+    baseline), each relative to its baseline, and their ratio against the prediction."""
+    import json
+
+    def widths(path: str) -> dict[tuple[str, str], tuple[float, int, int]]:
+        doc = json.loads(Path(path).read_text())
+        out = {}
+        for a in doc.get("answer", []):
+            if a["metric"] in ("P50", "P99") and a["workload"].partition("@")[0] == "high" \
+                    and a.get("lo") is not None and a.get("hi") is not None and a.get("base"):
+                out[(a["step"], a["metric"])] = ((a["hi"] - a["lo"]) / a["base"], a["runs"],
+                                                 a.get("gpus", 1))
+        return out
+
+    w1, wn = widths(one), widths(many)
+    print(f"{'step':<12} {'metric':<6} {'1 GPU':>8} {'GPUs':>5} {'width':>8} {'ratio':>6} "
+          f"{'predicted':>9}")
+    for key in sorted(set(w1) & set(wn)):
+        (a, k1, _), (b, k, g) = w1[key], wn[key]
+        name = "HIGH " + key[1]
+        pred = predicted(STRUCTURES[name], g, k) / predicted(STRUCTURES[name], 1, k1) \
+            if k >= 2 and k1 >= 2 else math.nan
+        print(f"{key[0]:<12} {key[1]:<6} {a * 100:>7.1f}% {g:>5} {b * 100:>7.1f}% "
+              f"{b / a:>6.2f} {pred:>9.2f}")
+    if not set(w1) & set(wn):
+        print("no HIGH P50/P99 change with an interval in both answers (one run each?)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="runs per step (--repeat)")
     ap.add_argument("--sims", type=int, default=2000)
     ap.add_argument("--base-ms", type=float, default=20.0, help="the metric's level")
+    ap.add_argument("--measured", nargs=2, metavar=("ONE_GPU", "GPUS"),
+                    help="two snapshot.json of the real runs: compare their widths")
     args = ap.parse_args()
+    if args.measured:
+        measured(*args.measured)
+        return 0
     if args.runs < 2:
         ap.error("--runs needs at least 2 (one run has no run-level interval)")
     print(f"paired difference of two steps, {args.runs} runs each (same wall time on every "
