@@ -251,3 +251,44 @@ def test_a_slow_gpu_is_named_in_the_answer_not_averaged_away() -> None:
     text = "\n".join(answer_lines(snap))
     assert "Finding: GPU 2's high P50 is +99% [" in text
     assert not findings(_session(None, 1.0))
+
+
+def test_the_noise_floor_calibrate_and_the_race_take_every_copy() -> None:
+    """The floor records ``high/P99`` over the copies (not ``high@0/...``); calibrate's
+    rows and its recovered P99 are about ``high`` over every GPU; advise's race takes a
+    run's SLO value as the copies' geometric mean."""
+    from xwatch.core.analysis.calibrate import calibrate
+    from xwatch.core.analysis.stats.noise import floor_of
+    from xwatch.core.analysis.stats.race import Candidate, Objective, record_run
+
+    snap = _session(None, 1.0)
+    native = [p for p in snap.phases if p.mode == "native"]
+    fl = floor_of(native, "native", "now", "s", "d", {})
+    assert "high/P99" in fl.splits and "low/samples/s" in fl.splits
+    assert not any("@" in k for k in fl.splits)
+
+    cal_phases = []
+    rng = random.Random(5)
+    for r in (1, 2):
+        for role, mode, scale in (("alone", "native", 1.0), ("alone", "xsched", 1.05),
+                                  ("together", "native", 2.0), ("together", "xsched", 1.2)):
+            ws = [_copy(rng, n, g, scale * (1.0 + 0.1 * g)) for g in (0, 1, 2)
+                  for n in ("high", "low")]
+            cal_phases.append(PhaseSnapshot(len(cal_phases), f"{role}-{mode}-{r}", mode, "done",
+                                            "", None, 10.0, True, tuple(ws), calibrate=role,
+                                            repeat=r, step=f"{role}-{mode}"))
+    cal = calibrate(SessionSnapshot(SCEN, tuple(cal_phases), (), 0.0, 10.0))
+    assert cal is not None and cal.workload == "high"
+    assert cal.recovered_p99 is not None and cal.recovered_p99.gpus == 3
+    p50 = next(x for x in cal.rows if x.pct == "P50")
+    last = cal_phases[-1]  # together-xsched, run 2: the row reads the last run's copies
+    gm = math.exp(sum(math.log(float(last.workload(f"high@{g}").phase.p50))
+                      for g in (0, 1, 2)) / 3)
+    assert p50.together_xsched == pytest.approx(gm, rel=1e-9)
+
+    c = Candidate("native", "native", {})
+    p = snap.phases[0]
+    record_run(c, p, Objective("high@0", "P99", 100.0), ["low@0", "low@1", "low@2"])
+    want = math.exp(sum(math.log(float(p.workload(f"high@{g}").phase.p99))
+                        for g in (0, 1, 2)) / 3)
+    assert c.slo_values == [pytest.approx(want, rel=2e-2)]
