@@ -18,7 +18,7 @@ import pytest
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core.analysis.stats.copies import combine, name_gpus, width_words
 from xwatch.core.analysis.stats.resolution import resolution_ms
-from xwatch.core.analysis.stats.runs import RunValue, paired_interval, t95
+from xwatch.core.analysis.stats.runs import RunValue, mean_interval, paired_interval, t95
 from xwatch.core.analysis.verdict import answer, answer_lines, answer_records, findings
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
@@ -113,16 +113,21 @@ CASES = [  # structure, runs, GPUs, base ms, quantization, a GPU effect pattern
 @pytest.mark.parametrize("shift", [0.0, 0.2])
 def test_the_run_mean_of_the_copies_covers_the_truth_95_percent(case: tuple, shift: float
                                                                 ) -> None:  # type: ignore[type-arg]
-    """Coverage of B - A (shift 0: an A/A, which must stay within noise at 95%)."""
+    """Coverage of B - A (shift 0: an A/A, which must stay within noise at 95%), and
+    of A's own value (the box's level: its GPUs' effects are part of it)."""
     _, sds, k, gpus, base, quant = case
-    rng = random.Random(hash((case[0], shift)) % 10_000)
-    covered = 0
+    rng = random.Random(sum(map(ord, case[0])) + int(shift * 10))
+    covered = covered_a = 0
     for _ in range(SIMS):
         fx = [rng.gauss(0.0, sds[2]) for _ in range(gpus)]
         a, b = _box(rng, k, gpus, sds, base, shift, quant, fx)
         lo, hi = _method_a(a, b)
         covered += lo <= _truth(sds, gpus, base, shift, fx) <= hi
+        va = mean_interval(_run_means(a), resolution_ms([v for r in a for v in r]))
+        level = _truth(sds, gpus, base, math.log(2.0), fx)  # E[A's geometric mean]
+        covered_a += va.lo is not None and va.hi is not None and va.lo <= level <= va.hi
     assert covered / SIMS >= 0.95 - _tolerance(SIMS), (case[0], covered / SIMS)
+    assert covered_a / SIMS >= 0.95 - _tolerance(SIMS), (case[0], covered_a / SIMS)
 
 
 def test_the_pooling_mixed_model_loses_its_95_percent_where_runs_share_an_effect() -> None:
