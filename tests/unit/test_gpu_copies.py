@@ -291,9 +291,30 @@ def test_the_noise_floor_calibrate_and_the_race_take_every_copy() -> None:
                       for g in (0, 1, 2)) / 3)
     assert p50.together_xsched == pytest.approx(gm, rel=1e-9)
 
-    c = Candidate("native", "native", {})
     p = snap.phases[0]
-    record_run(c, p, Objective("high@0", "P99", 100.0), ["low@0", "low@1", "low@2"])
     want = math.exp(sum(math.log(float(p.workload(f"high@{g}").phase.p99))
                         for g in (0, 1, 2)) / 3)
-    assert c.slo_values == [pytest.approx(want, rel=2e-2)]
+    for name in ("high@0", "high"):  # a copy's name, or the scenario's ([slo] workload)
+        c = Candidate("native", "native", {})
+        record_run(c, p, Objective(name, "P99", 100.0), ["low@0", "low@1", "low@2"])
+        assert c.status != "failed" and c.slo_values == [pytest.approx(want, rel=2e-2)]
+
+
+def test_advise_on_several_gpus_takes_the_slo_workload_by_the_scenarios_name() -> None:
+    """``[slo] workload = "high"`` (or ``--slo high.P99=10``) with ``--gpus``: the
+    objective names ``high``, the price is every LOW copy, the run-length check reads
+    a copy's rate (it used to raise KeyError, or refuse ``--slo high...``)."""
+    from xwatch.core.plans.advise import check_runs_can_bound, lows_of, objective
+    from xwatch.errors import UsageError
+
+    scen = parse_scenario({"duration_s": 10, "slo": {"workload": "high", "latency_ms": 50},
+                           "workload": [
+                               {"name": "high", "priority": "high", "model": "resnet18",
+                                "rate": 5},
+                               {"name": "low", "priority": "low", "model": "resnet50"}]}
+                          ).on_gpus((0, 1))
+    for text in (None, "high.P99=10", "high@1.P99=10"):
+        obj = objective(scen, text)
+        assert lows_of(scen, obj) == ["low@0", "low@1"]
+        with pytest.raises(UsageError, match="at 5 requests/s"):
+            check_runs_can_bound(scen, obj)  # 50 requests a run cannot bound a P99
