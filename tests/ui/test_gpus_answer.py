@@ -21,4 +21,13 @@ async def test_compare_tab_counts_every_gpu_and_names_the_slow_one() -> None:
         assert "MPS vs native (3 runs x 3 GPUs each, paired)" in text
         assert "high@" not in text.split("Finding")[0]
         assert "Finding: GPU 2's high P50 is +" in text
+        # the table's rows are copies: each copy's change is its own (GPU 2's copy is
+        # twice as slow, so MPS's x1.5 adds twice as many ms to it)
+        from xwatch.ui.widgets.tables import CompareTable
+
+        table = app.query_one(CompareTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        d0, d2 = (float(str(next(r for r in rows if r[0] == f"high@{g}" and r[1] == "P50 ms")
+                               [1 + 6 + 1]).split()[0]) for g in (0, 2))
+        assert 1.7 < d2 / d0 < 2.3, (d0, d2)
         await app.action_quit()

@@ -222,8 +222,9 @@ def _session(slow_gpu: int | None, mps_scale: float, runs: int = 3) -> SessionSn
         for mode, scale in (("native", 1.0), ("mps", mps_scale)):
             ws = [_copy(rng, n, g, scale * (2.0 if g == slow_gpu else 1.0))
                   for g in (0, 1, 2) for n in ("high", "low")]
-            phases.append(PhaseSnapshot(len(phases), f"{mode}-{r}", mode, "done", "", None,
-                                        10.0, True, tuple(ws), repeat=r, step=mode))
+            phases.append(PhaseSnapshot(len(phases), f"{mode}-{r}", mode, "done", "",
+                                        f"t{len(phases)}", 10.0, True, tuple(ws), repeat=r,
+                                        step=mode))
     return SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0, created_at="now")
 
 

@@ -100,13 +100,16 @@ def steps(snap: SessionSnapshot) -> dict[str, list[PhaseSnapshot]]:
 Copies = tuple[WorkloadSnapshot, ...]
 
 
-def _runs(ps: Sequence[PhaseSnapshot], name: str) -> list[tuple[Any, Copies]]:
+def _runs(ps: Sequence[PhaseSnapshot], name: str, exact: bool = False
+          ) -> list[tuple[Any, Copies]]:
     """(pairing key, the workload's copies in the run) of each usable phase: the
     repeat number where the plan recorded it, else the order. ``name``: the scenario's
-    name of the workload (every copy counts) or one copy's."""
+    name of the workload or one copy's: every copy counts, unless ``exact`` (that
+    workload alone)."""
     out = []
     for i, p in enumerate(ps):
-        ws = copies_of(p, name)
+        w = p.workload(name) if exact else None
+        ws = ((w,) if w is not None and w.count else ()) if exact else copies_of(p, name)
         if ws and usable(p):
             out.append((f"#{i}" if p.repeat is None else p.repeat, ws))
     return out
@@ -253,11 +256,12 @@ def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
 
 def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
            other: Sequence[PhaseSnapshot],
-           floors: Mapping[str, Floor] | None = None) -> Change | None:
+           floors: Mapping[str, Floor] | None = None, exact: bool = False) -> Change | None:
     """``metric`` of workload ``name``: the ``other`` step against ``base``, over runs.
     ``name`` is the scenario's name (every GPU's copy counts: each run's value is the
-    mean over its copies, ``analysis.stats.copies``) or one copy's."""
-    ra, rb = _runs(base, name), _runs(other, name)
+    mean over its copies, ``analysis.stats.copies``) or one copy's; ``exact``: that
+    copy alone (the Compare table's row of one copy)."""
+    ra, rb = _runs(base, name, exact), _runs(other, name, exact)
     if not ra or not rb:
         return None
     copies = {id(ws): run_copies(ws, metric) for _, ws in ra + rb}
@@ -329,8 +333,9 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
 
 def latency_change(name: str, q: float, base: Sequence[PhaseSnapshot],
                    other: Sequence[PhaseSnapshot],
-                   floors: Mapping[str, Floor] | None = None) -> Change | None:
-    return change(name, f"P{q:g}", base, other, floors)
+                   floors: Mapping[str, Floor] | None = None, exact: bool = False
+                   ) -> Change | None:
+    return change(name, f"P{q:g}", base, other, floors, exact)
 
 
 def rate_change(name: str, base: Sequence[PhaseSnapshot], other: Sequence[PhaseSnapshot],
