@@ -14,7 +14,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.noise import floors_in
+from xwatch.core.analysis.stats.runs import RunValue
 from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
@@ -90,23 +92,27 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
     """The decomposition, or None when the snapshot holds no calibrate phases."""
     if not any(p.calibrate for p in snap.phases):
         return None
+    # with --gpus every GPU's copy of HIGH counts (analysis.stats.copies): each run's
+    # value is the geometric mean of the copies', named by the scenario's name
     high = high_names(snap.scenario)[0]
+    if snap.scenario.gpus:
+        high = role(high)
     lows = [w.name for w in snap.scenario.workloads if w.name not in high_names(snap.scenario)]
     mode = mode_of(snap)
     phases = {(r, m): _find(snap, r, m) for r in ("alone", "together")
               for m in ("native", mode)}
     def usable(p: PhaseSnapshot | None) -> bool:
-        w = p.workload(high) if p is not None else None
-        return p is not None and p.status != "failed" and w is not None and w.count > 0
+        return p is not None and p.status != "failed" and bool(copies_of(p, high))
 
     missing = tuple(f"{r} {m}" + ("" if p is None else f" ({p.status})")
                     for (r, m), p in phases.items() if not usable(p))
 
     def val(role: str, mode: str, key: str) -> float:
         p = phases[(role, mode)]
-        w = p.workload(high) if p is not None else None
-        return stat(w.phase, key) if w is not None and w.count and p is not None \
-            and p.status != "failed" else math.nan
+        if p is None or p.status == "failed":
+            return math.nan
+        vs = [RunValue(stat(w.phase, key), math.nan) for w in copies_of(p, high)]
+        return combine(vs, key).est
 
     rows = tuple(Row(label, val("alone", "native", k), val("alone", mode, k),
                      val("together", "native", k), val("together", mode, k))

@@ -7,7 +7,9 @@ import math
 from dataclasses import dataclass
 
 from xwatch.core.analysis.phases import by_priority
-from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.analysis.stats.copies import combine, copies_of
+from xwatch.core.analysis.stats.runs import RunValue
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none
 
 
@@ -37,13 +39,19 @@ def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[Swee
     hi, lows = by_priority(ref)
     pts = []
     for p in ([native] if native else []) + setting_phases:
-        w = p.workload(hi.name) if hi else None
+        # HIGH: every GPU's copy (``--gpus``), their geometric mean; LOW: every copy's sum
+        ws = copies_of(p, hi.name) if hi else ()
         low_sps = sum(nan_if_none(lw_p.throughput.samples_per_s) for lw in lows
                       if (lw_p := p.workload(lw.name)) is not None)
-        ok = p.status != "failed" and w is not None and w.count > 0
+        ok = p.status != "failed" and bool(ws)
+
+        def pct(key: str, ws: tuple[WorkloadSnapshot, ...] = ws) -> float:
+            return combine([RunValue(nan_if_none(getattr(w.phase, key)), math.nan)
+                            for w in ws], key).est
+
         pts.append(SweepPoint(p, p.setting or "native", p.status, ok,
-                              nan_if_none(w.phase.p50) if ok and w else math.nan,
-                              nan_if_none(w.phase.p99) if ok and w else math.nan,
+                              pct("p50") if ok else math.nan,
+                              pct("p99") if ok else math.nan,
                               low_sps if ok else math.nan, p is native))
     return native, pts
 

@@ -26,6 +26,15 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.stats.copies import (
+    GpuFinding,
+    copies_of,
+    copies_resolution,
+    gpu_findings,
+    role,
+    run_copies,
+    width_words,
+)
 from xwatch.core.analysis.stats.intervals import (
     WITHIN_NOISE,
     Hist,
@@ -33,10 +42,11 @@ from xwatch.core.analysis.stats.intervals import (
     diff_interval,
     direction,
     hist_of,
+    merge,
 )
 from xwatch.core.analysis.stats.noise import Floor, floors_in, one_run_interval, run_length, usable
 from xwatch.core.analysis.stats.pooled import few_note, pooled_diff_interval, pooled_interval, too_few
-from xwatch.core.analysis.stats.resolution import resolution_ms, widen
+from xwatch.core.analysis.stats.resolution import widen
 from xwatch.core.analysis.stats.runs import (
     RATE,
     Z95,
@@ -46,7 +56,6 @@ from xwatch.core.analysis.stats.runs import (
     metric_unit,
     paired_interval,
     percentile_of,
-    run_value,
 )
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.modes.base import label as mode_label
@@ -87,19 +96,27 @@ def steps(snap: SessionSnapshot) -> dict[str, list[PhaseSnapshot]]:
 
 
 # ------------------------------------------------------------ pairing runs
-def _runs(ps: Sequence[PhaseSnapshot], name: str) -> list[tuple[Any, WorkloadSnapshot]]:
-    """(pairing key, the workload's run) of each usable phase: the repeat number
-    where the plan recorded it, else the order."""
+#: one run of a workload: its copies (one per GPU with ``--gpus``, else the workload)
+Copies = tuple[WorkloadSnapshot, ...]
+
+
+def _runs(ps: Sequence[PhaseSnapshot], name: str, exact: bool = False
+          ) -> list[tuple[Any, Copies]]:
+    """(pairing key, the workload's copies in the run) of each usable phase: the
+    repeat number where the plan recorded it, else the order. ``name``: the scenario's
+    name of the workload or one copy's: every copy counts, unless ``exact`` (that
+    workload alone)."""
     out = []
     for i, p in enumerate(ps):
-        w = p.workload(name)
-        if w is not None and w.count and usable(p):
-            out.append((f"#{i}" if p.repeat is None else p.repeat, w))
+        w = p.workload(name) if exact else None
+        ws = ((w,) if w is not None and w.count else ()) if exact else copies_of(p, name)
+        if ws and usable(p):
+            out.append((f"#{i}" if p.repeat is None else p.repeat, ws))
     return out
 
 
-def _pairs(a: list[tuple[Any, WorkloadSnapshot]], b: list[tuple[Any, WorkloadSnapshot]]
-           ) -> list[tuple[WorkloadSnapshot, WorkloadSnapshot]]:
+def _pairs(a: list[tuple[Any, Copies]], b: list[tuple[Any, Copies]]
+           ) -> list[tuple[Copies, Copies]]:
     keys_b = {k for k, _ in b}
     if all(not str(k).startswith("#") for k, _ in a + b) and keys_b & {k for k, _ in a}:
         bd = dict(b)
@@ -134,6 +151,13 @@ class Change:
     few: int = 0
     #: the runs' requests were pooled (``few`` with two or more runs each)
     pooled: bool = False
+    #: the fewest GPUs whose copies made one run's value (1: not replicated);
+    #: ``analysis.stats.copies``: each run's value is the mean over its copies
+    gpus: int = 1
+
+    def behind(self) -> str:
+        """``"3 runs x 2 GPUs"``: what stands behind the number (per side)."""
+        return width_words(self.repeats, self.gpus)
 
     def few_text(self) -> str:
         """``"P99 of 42 requests is their maximum (needs 100); runs pooled"`` or ""."""
@@ -178,7 +202,8 @@ class Change:
         iv = f"within-run [{lo}, {hi}]" if self.basis == UNMEASURED else f"[{lo}, {hi}]"
         how = f" (one run each, against the {self.floor})" if self.basis == FLOOR else ""
         few = f" ({self.few_text()})" if self.few else ""
-        return f"{d.est:+.2f} {self.unit}{rel} {iv}, {self.words()}{how}{few}"
+        gpus = f" ({self.behind()})" if self.gpus > 1 else ""
+        return f"{d.est:+.2f} {self.unit}{rel} {iv}{gpus}, {self.words()}{how}{few}"
 
     def advice(self) -> str | None:
         """How many runs would narrow a wide interval to +-10% of the baseline, and
@@ -202,20 +227,22 @@ class Change:
                 f"±{TARGET * 100:.0f}% of the baseline")
 
 
-def _one_run_within(x: WorkloadSnapshot, y: WorkloadSnapshot, metric: str,
+def _one_run_within(xs: Copies, ys: Copies, metric: str,
                     vx: RunValue, vy: RunValue, resolution: float = 0.0) -> Interval:
     """The within-run interval of a one-run difference (a percentile's: never
-    narrower than the difference's ``resolution``)."""
+    narrower than the difference's ``resolution``; of copies' means: from their
+    standard errors)."""
     d = vy.est - vx.est
-    if metric != RATE:
-        iv = diff_interval(hist_of(x), hist_of(y), percentile_of(metric))
+    if metric != RATE and len(xs) == 1 and len(ys) == 1:
+        iv = diff_interval(hist_of(xs[0]), hist_of(ys[0]), percentile_of(metric))
         if iv.lo is None or iv.hi is None:
             return Interval(d, iv.lo, iv.hi)
         return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
     if vx.se != vx.se or vy.se != vy.se:
         return Interval(d, None, None)
     half = Z95 * math.sqrt(vx.se ** 2 + vy.se ** 2)
-    return Interval(d, d - half, d + half)
+    lo, hi = widen(d - half, d + half, d, resolution)
+    return Interval(d, lo, hi)
 
 
 def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
@@ -229,34 +256,43 @@ def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
 
 def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
            other: Sequence[PhaseSnapshot],
-           floors: Mapping[str, Floor] | None = None) -> Change | None:
-    """``metric`` of workload ``name``: the ``other`` step against ``base``, over runs."""
-    ra, rb = _runs(base, name), _runs(other, name)
+           floors: Mapping[str, Floor] | None = None, exact: bool = False) -> Change | None:
+    """``metric`` of workload ``name``: the ``other`` step against ``base``, over runs.
+    ``name`` is the scenario's name (every GPU's copy counts: each run's value is the
+    mean over its copies, ``analysis.stats.copies``) or one copy's; ``exact``: that
+    copy alone (the Compare table's row of one copy)."""
+    ra, rb = _runs(base, name, exact), _runs(other, name, exact)
     if not ra or not rb:
         return None
-    values = {id(w): run_value(w, metric) for _, w in ra + rb}
+    copies = {id(ws): run_copies(ws, metric) for _, ws in ra + rb}
+    values = {k: c.value for k, c in copies.items()}
     va = [values[id(w)] for _, w in ra]
     vb = [values[id(w)] for _, w in rb]
     pairs = _pairs(ra, rb)
     pv = [(values[id(x)], values[id(y)]) for x, y in pairs]
     per = tuple(y.est - x.est for x, y in pv)
     unit = metric_unit(metric)
-    # a percentile's per-run values sit on a grid (analysis.stats.resolution); samples/s do not
-    res_a = 0.0 if metric == RATE else resolution_ms([v.est for v in va])
-    res_b = 0.0 if metric == RATE else resolution_ms([v.est for v in vb])
+    gpus = min(len(ws) for _, ws in ra + rb)
+    name = role(name) if gpus > 1 else name
+    # a percentile's per-run values sit on a grid (analysis.stats.resolution), the
+    # copies' grid where a run's value is their mean; samples/s do not
+    res_a = copies_resolution([copies[id(w)] for _, w in ra], metric)
+    res_b = copies_resolution([copies[id(w)] for _, w in rb], metric)
     few = 0
     if metric != RATE:
         q = percentile_of(metric)
-        hists = {id(w): _hist(w, metric) for _, w in ra + rb}
-        least = min(h.n for h in hists.values())
+        hists = {id(ws): [_hist(w, metric) for w in ws] for _, ws in ra + rb}
+        least = min(h.n for hs in hists.values() for h in hs)
         few = least if too_few(least, q) else 0
-    histograms = ":" in metric or all(w.latency_hist.buckets for _, w in ra + rb)  # not an old snapshot
+    histograms = ":" in metric or all(w.latency_hist.buckets for _, ws in ra + rb
+                                      for w in ws)  # not an old snapshot
     if few and histograms and len(pairs) >= 2:  # every request of every run, as runs
-        hp = [(hists[id(x)], hists[id(y)]) for x, y in pairs]
-        return Change(name, metric, unit, pooled_interval([hists[id(w)] for _, w in ra], q),
-                      pooled_interval([hists[id(w)] for _, w in rb], q),
+        runs = {k: merge(hs) for k, hs in hists.items()}  # a run: its copies' requests
+        hp = [(runs[id(x)], runs[id(y)]) for x, y in pairs]
+        return Change(name, metric, unit, pooled_interval([runs[id(w)] for _, w in ra], q),
+                      pooled_interval([runs[id(w)] for _, w in rb], q),
                       pooled_diff_interval(hp, q), per, len(pairs), RUNS, few=few,
-                      pooled=True)
+                      pooled=True, gpus=gpus)
     if len(pairs) >= 2:
         ses = [x.se ** 2 + y.se ** 2 for x, y in pv]
         diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv], res_a, res_b)
@@ -268,7 +304,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
                       math.hypot(res_a, res_b))
         return Change(name, metric, unit, mean_interval([v.est for v in va], res_a),
                       mean_interval([v.est for v in vb], res_b), diff, per, k, RUNS,
-                      noise=noise, few=few)
+                      noise=noise, few=few, gpus=gpus)
     # one run each: the machine's recorded run-to-run noise, or no verdict
     (x, y), (vx, vy) = pairs[0], pv[0]
     within = _one_run_within(x, y, metric, vx, vy, res_a + res_b)
@@ -286,18 +322,20 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
         fl, first, second, bare = fb, sb, None, base[0].mode
     else:
         return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED,
-                      few=few)
+                      few=few, gpus=gpus)
     run_s = run_length([p for p in list(base) + list(other) if usable(p)])
     diff = one_run_interval(within.est, within, first, second, run_s, res_a + res_b)
     what = fl.describe() + ("" if second is not None else
                             f"; {mode_label(bare)}'s own floor unmeasured, taken as equal")
-    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what, few=few)
+    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what, few=few,
+                  gpus=gpus)
 
 
 def latency_change(name: str, q: float, base: Sequence[PhaseSnapshot],
                    other: Sequence[PhaseSnapshot],
-                   floors: Mapping[str, Floor] | None = None) -> Change | None:
-    return change(name, f"P{q:g}", base, other, floors)
+                   floors: Mapping[str, Floor] | None = None, exact: bool = False
+                   ) -> Change | None:
+    return change(name, f"P{q:g}", base, other, floors, exact)
 
 
 def rate_change(name: str, base: Sequence[PhaseSnapshot], other: Sequence[PhaseSnapshot],
@@ -314,9 +352,19 @@ class StepAnswer:
     repeats: int
     changes: tuple[Change, ...]
 
+    @property
+    def gpus(self) -> int:
+        """The GPUs whose copies make each run's value (the fewest of any change)."""
+        return min((c.gpus for c in self.changes), default=1)
+
     def sentence(self) -> str:
         parts = [f"{c.workload} {c.metric} {c.text()}" for c in self.changes]
-        rep = f" ({self.repeats} runs each, paired)" if self.repeats > 1 else " (one run each)"
+        g = self.gpus
+        if g > 1:
+            rep = f" ({width_words(self.repeats, g)} each" + \
+                (", paired)" if self.repeats > 1 else ")")
+        else:
+            rep = f" ({self.repeats} runs each, paired)" if self.repeats > 1 else " (one run each)"
         return f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: " + \
             ("; ".join(parts) if parts else "nothing to compare")
 
@@ -331,6 +379,39 @@ def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
     p = baseline(snap)
     hi = by_priority(p)[0] if p is not None else None
     return (hi.name if hi is not None else None), "P99"
+
+
+def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
+             slo_wl: str | None, slo_m: str) -> list[tuple[str, str]]:
+    """(workload, metric) of every number the answer compares: HIGH's P50, P99 (and
+    the SLO's percentile), each LOW's samples/s; copies on several GPUs once, by the
+    scenario's name (``analysis.stats.copies``: every copy counts)."""
+    out: list[tuple[str, str]] = []
+    if hi is not None:
+        metrics = ["P50", "P99"]
+        if slo_wl is not None and role(slo_wl) == role(hi.name) and slo_m not in metrics:
+            metrics.append(slo_m)
+        out += [(hi.name, m) for m in metrics]
+    seen = set()
+    for lw in lows:
+        if role(lw.name) not in seen:
+            seen.add(role(lw.name))
+            out.append((lw.name, RATE))
+    return out
+
+
+def findings(snap: SessionSnapshot) -> list[GpuFinding]:
+    """Every GPU whose copies differ from the other GPUs' beyond noise, over every
+    usable run of the session, for every number the answer compares (Bonferroni over
+    them all, ``analysis.stats.copies.gpu_findings``)."""
+    base_p = baseline(snap)
+    if base_p is None or not any(w.gpu is not None for w in base_p.workloads):
+        return []
+    hi, lows = by_priority(base_p)
+    slo_wl, slo_m = slo_metric(snap)
+    runs = [p for p in snap.phases if usable(p)]
+    return [f for f in gpu_findings(runs, answered(hi, lows, slo_wl, slo_m), step_key)
+            if f.way]
 
 
 def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
@@ -351,16 +432,8 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
         # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
         fl = {} if ps and ps[0].calibrate == "alone" else floors
         ch: list[Change] = []
-        if hi is not None:
-            metrics = ["P50", "P99"]
-            if slo_wl == hi.name and slo_m not in metrics:
-                metrics.append(slo_m)
-            for m in metrics:
-                c = change(hi.name, m, base, ps, fl)
-                if c is not None:
-                    ch.append(c)
-        for lw in lows:
-            c = change(lw.name, RATE, base, ps, fl)
+        for name, m in answered(hi, lows, slo_wl, slo_m):
+            c = change(name, m, base, ps, fl)
             if c is not None:
                 ch.append(c)
         if ch:  # nothing comparable (failed phases, or a snapshot without histograms)
@@ -400,7 +473,8 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
                      basis=c.basis, base=r(c.base.est), value=r(c.other.est),
                      floor=c.floor if c.floor else UNSET,
                      few_requests=c.few if c.few else UNSET,
-                     pooled=c.pooled if c.few else UNSET)
+                     pooled=c.pooled if c.few else UNSET,
+                     gpus=c.gpus if c.gpus > 1 else UNSET)
             for a in answer(snap) for c in a.changes]
 
 
@@ -416,7 +490,8 @@ def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
     out = []
     for a in answer(snap):
         for c in a.changes:
-            if fail_if == "slower" and c.workload == wl and c.metric == metric and c.way > 0:
+            if (fail_if == "slower" and wl is not None and role(c.workload) == role(wl)
+                    and c.metric == metric and c.way > 0):
                 out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
             if fail_if == "lower-throughput" and c.metric == RATE and c.way < 0:
                 out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
@@ -432,6 +507,22 @@ METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's esti
           "paired in the interleaved order; one run per step is judged against the "
           "machine's recorded noise floor, else gets no verdict. 'within noise': the "
           "interval includes 0.")
+METHOD_GPUS = ("Several GPUs: each run's value is the mean over its GPUs' copies (the "
+               "geometric mean of their percentiles, the mean of their samples/s); 'N runs "
+               "x M GPUs' is what stands behind a number; the interval is still over runs. "
+               "A GPU unlike the others is named in a Finding, 95% over every GPU and "
+               "number compared.")
+
+
+def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:
+    """The GPUs named as unlike the others, as the snapshot carries them."""
+    def r(v: float | None) -> float | None:
+        return None if v is None or v != v else round(v, 6)
+
+    return [M.GpuFinding(workload=f.workload, metric=f.metric, gpu=f.gpu,
+                         others=list(f.others), relative=r(f.rel.est), lo=r(f.rel.lo),
+                         hi=r(f.rel.hi), runs=f.runs, tests=f.tests, text=f.text())
+            for f in findings(snap)]
 
 
 def answer_lines(snap: SessionSnapshot) -> list[str]:
@@ -440,6 +531,13 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
     if not ans:
         return []
     lines = [a.sentence() for a in ans]
+    gpus = max(a.gpus for a in ans)
+    if gpus > 1:
+        fs = findings(snap)
+        lines += [f"Finding: {f.text()}, not averaged away." for f in fs]
+        if not fs:
+            lines.append(f"No GPU's copies differ from the others' beyond noise ({gpus} "
+                         "GPUs compared; it needs 2 runs of a step or more).")
     many = len(ans) > 1  # name the step, or two steps' "high P99" read as one
     advice = [f"{step_label(a.step)} vs {step_label(a.base_step)}, {x}" if many else x
               for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]
@@ -450,4 +548,6 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
                      f"this machine's floor once with `xwatch noise {snap.scenario.name}"
                      f" --mode native` (and each mode), or run with --repeat 3 or more.")
     lines.append(METHOD)
+    if gpus > 1:
+        lines.append(METHOD_GPUS)
     return lines

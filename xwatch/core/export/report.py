@@ -19,9 +19,11 @@ from msgspec import UNSET, UnsetType
 
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
-from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.analysis.stats.runs import RunValue
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
@@ -57,6 +59,14 @@ def joined_note(j: M.Joined | UnsetType) -> str:
     change = f"; this session set its policy {j.policy_change}" if j.policy_change else ""
     return (f" (another session's, joined: pid {j.pid}, user {j.user}; not started or "
             f"stopped by this session{change})")
+
+
+def _copies_pct(p: PhaseSnapshot, name: str, key: str) -> float:
+    """``key`` ("p50") of workload ``name`` in ``p``: every GPU's copy, their geometric
+    mean (``analysis.stats.copies``); one copy: its own."""
+    return combine([RunValue(nan_if_none(getattr(w.phase, key)), math.nan)
+                    for w in copies_of(p, name)], key).est
+
 
 def build_report(snap: SessionSnapshot) -> Report:
     scen = snap.scenario
@@ -216,8 +226,9 @@ def build_report(snap: SessionSnapshot) -> Report:
                 continue
             phi = p.workload(hi.name) if hi else None
             r = [label(p)]
-            if hi and phi:
-                r += [change(hi.phase.p50, phi.phase.p50), change(hi.phase.p99, phi.phase.p99)]
+            if hi and phi:  # every GPU's copy of HIGH: their geometric mean (--gpus)
+                r += [change(_copies_pct(base, hi.name, "p50"), _copies_pct(p, hi.name, "p50")),
+                      change(_copies_pct(base, hi.name, "p99"), _copies_pct(p, hi.name, "p99"))]
             else:
                 r += ["-", "-"]
             lw_changes = []
@@ -228,7 +239,7 @@ def build_report(snap: SessionSnapshot) -> Report:
                                                     if plw else "-"))
             r.append("; ".join(lw_changes) or "-")
             rows.append(r)
-        hn = hi.name if hi else "high"
+        hn = (role(hi.name) if hi.gpu is not None else hi.name) if hi else "high"
         t.paragraphs.append(f"Each phase against the baseline {base.name}. Negative latency "
                             "change = better for the high-priority workload; negative "
                             "throughput change = the cost paid by the low-priority ones.")

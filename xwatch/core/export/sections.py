@@ -18,6 +18,7 @@ from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import by_priority, label
+from xwatch.core.analysis.stats.copies import copies_of, role
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.verdict import (
     UNMEASURED,
@@ -314,20 +315,26 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
     for key, ps in groups.items():
         p99s = []
         for p in ps:
-            w = p.workload(hi.name) if hi else None
-            iv = percentile_interval(hist_of(w), 99.0) if w is not None and w.latency_hist.buckets else None
-            if iv is not None:
-                p99s.append(iv.est)
-            lows = [x for x in p.workloads if hi is None or x.priority < hi.priority]
-            rows.append([key, str(1 if p.repeat is None else p.repeat), p.status,
-                         percentile_interval(hist_of(w), 50.0).text()
-                         if iv is not None and w is not None else "-",
-                         iv.text() if iv else "-",
-                         "; ".join(f"{x.name} {num(nan_if_none(x.throughput.samples_per_s), 1)}"
-                                   for x in lows) or "-"])
+            # every GPU's copy of HIGH (``--gpus``), each on a row of its own, LOWs with it
+            ws: list[WorkloadSnapshot | None] = list(copies_of(p, hi.name)) if hi else []
+            for w in ws or [None]:
+                iv = percentile_interval(hist_of(w), 99.0) \
+                    if w is not None and w.latency_hist.buckets else None
+                if iv is not None:
+                    p99s.append(iv.est)
+                lows = [x for x in p.workloads if (hi is None or x.priority < hi.priority)
+                        and (w is None or x.gpu == w.gpu)]
+                rep = str(1 if p.repeat is None else p.repeat)
+                rows.append([key, rep if w is None or w.gpu is None else f"{rep} (GPU {w.gpu})",
+                             p.status,
+                             percentile_interval(hist_of(w), 50.0).text()
+                             if iv is not None and w is not None else "-",
+                             iv.text() if iv else "-",
+                             "; ".join(f"{x.name} {num(nan_if_none(x.throughput.samples_per_s), 1)}"
+                                       for x in lows) or "-"])
         if len(ps) > 1 and p99s:
             rows.append([key, "spread of P99", "", "", f"{min(p99s):.2f} to {max(p99s):.2f}", ""])
-    hn = hi.name if hi else "high"
+    hn = (role(hi.name) if hi.gpu is not None else hi.name) if hi else "high"
     s.tables.append(("Each phase (95% intervals)", Table(
         ["step", "repeat", "status", f"{hn} P50 (ms)", f"{hn} P99 (ms)", "samples/s"], rows)))
     return s

@@ -44,7 +44,7 @@ from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import too_few
-from xwatch.core.analysis.verdict import answer_records
+from xwatch.core.analysis.verdict import answer_records, finding_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
     CaptureSnapshot,
@@ -196,6 +196,7 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
                       noise_floors=_opt(snap.noise_floors)),
         answer=answer_records(snap),
+        gpu_findings=finding_records(snap),
         advice=snap.advice,
     )
 

@@ -158,6 +158,26 @@ class Answer(Doc, frozen=True, kw_only=True):
     floor: str | UnsetType = UNSET
     few_requests: int | UnsetType = UNSET
     pooled: bool | UnsetType = UNSET
+    #: the GPUs whose copies make each run's value (``--gpus``: the mean over the
+    #: copies, ``analysis.stats.copies``); absent: one copy ("N runs x M GPUs")
+    gpus: int | UnsetType = UNSET
+
+
+class GpuFinding(Doc, frozen=True, kw_only=True):
+    """A GPU whose copies differ from the other GPUs' beyond noise
+    (``analysis.verdict.finding_records``): its value relative to theirs, over runs,
+    with its interval (95% over every GPU and number compared)."""
+
+    workload: str
+    metric: str
+    gpu: int
+    others: list[int] = []
+    relative: Num = None  # +0.35: 35% above the other GPUs (samples/s: the same, relative)
+    lo: Num = None
+    hi: Num = None
+    runs: int
+    tests: int = 1
+    text: str = ""
 
 
 class Slo(Doc, frozen=True, kw_only=True):
@@ -237,5 +257,7 @@ class Snapshot(Doc, frozen=True, kw_only=True):
     events_columns: list[str] = msgspec.field(default_factory=lambda: list(EVENTS_COLUMNS))
     extra: Extra = Extra()
     answer: list[Answer] = []
+    #: GPUs whose copies differ from the others' beyond noise (several GPUs only)
+    gpu_findings: list[GpuFinding] = []
     advice: Advice | None = None
 

@@ -60,7 +60,7 @@ def objective(scen: Scenario, text: str | None) -> Objective:
         else:  # WORKLOAD.PNN or PNN
             wl, _, metric = lhs.rpartition(".")
             name = ""
-        names = [w.name for w in scen.workloads]
+        names = list(dict.fromkeys(n for w in scen.workloads for n in (w.base_name, w.name)))
         if not wl:
             wl = slo.workload if slo else _top(scen)
         try:
@@ -90,7 +90,8 @@ def _top(scen: Scenario) -> str:
 
 def lows_of(scen: Scenario, obj: Objective) -> list[str]:
     """The workloads below the SLO workload's priority: their samples/s is the price."""
-    top = scen.workload(obj.workload).priority_value
+    top = max(w.priority_value for w in scen.workloads  # --gpus: the copies of "high" too
+              if obj.workload in (w.name, w.base_name))
     return [w.name for w in scen.workloads if w.priority_value < top]
 
 
@@ -338,7 +339,7 @@ def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
     """A race whose runs cannot bound the SLO percentile from above can never say
     "met": refuse it before it spends the budget (an open-loop SLO workload: its
     requests a run are its rate times the run's seconds)."""
-    w = next((x for x in scen.workloads if x.name == obj.workload), None)
+    w = next((x for x in scen.workloads if obj.workload in (x.name, x.base_name)), None)
     if w is None or not w.rate or ":" in obj.metric or not scen.duration_s:
         return  # closed loop or a named metric: only the runs can tell
     q = percentile_of(obj.metric)

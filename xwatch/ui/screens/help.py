@@ -45,7 +45,9 @@ HELP = """\
 - **Compare**: the run is the unit. A change between one run of each mode is judged
   against this machine's recorded noise floor (`xwatch noise`; `~` within it), or not at
   all (`?`: run-to-run noise unmeasured). `a` adds runs; with two or more each, the
-  answer's interval is Student's t over the paired runs.
+  answer's interval is Student's t over the paired runs. On several GPUs (`--gpus`)
+  every GPU's copy counts: a run's value is the mean over its copies ("3 runs x 2
+  GPUs"), and a GPU unlike the others is named as a finding.
 - **Goodput** is the share of the SLO workload's requests at or under the SLO latency.
 - NVML's GPU **utilization** is the share of time *a kernel was running*, not how full
   the GPU is.

@@ -257,7 +257,7 @@ class CompareTable(DataTable[str]):
         if ck in self._diffs:
             return self._diffs[ck]
         q = self.QS[key]
-        c = latency_change(name, q, [base], [p], self._floors)
+        c = latency_change(name, q, [base], [p], self._floors, exact=True)  # this copy's
         mark = "" if c is None else " ?" if c.basis == UNMEASURED else " ~" if c.way == 0 else ""
         mark += " *" if c is not None and c.few else ""
         out = "-" if c is None else f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]{mark}"

@@ -21,9 +21,16 @@ from typing import Any
 import msgspec
 
 from xwatch.core import model as M
+from xwatch.core.analysis.stats.copies import (
+    RunCopies,
+    copies_of,
+    copies_resolution,
+    role,
+    run_copies,
+)
 from xwatch.core.analysis.stats.intervals import Interval
-from xwatch.core.analysis.stats.resolution import bucket_width, resolution_ms, widen
-from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, run_value, split, t95
+from xwatch.core.analysis.stats.resolution import bucket_width, widen
+from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, split, t95
 from xwatch.core.engine.snapshot import PhaseSnapshot
 
 #: the metrics a floor records for every workload
@@ -123,19 +130,24 @@ def run_length(ps: Sequence[PhaseSnapshot]) -> float:
 
 def floor_of(phases: Sequence[PhaseSnapshot], mode: str, created_at: str, scenario: str,
              digest: str, machine: Mapping[str, Any]) -> Floor:
-    """The floor of the usable runs among ``phases`` (all of one setting)."""
+    """The floor of the usable runs among ``phases`` (all of one setting). With copies
+    on several GPUs (``--gpus``) a run's value is the mean over its copies, as the
+    answer takes it (``analysis.stats.copies``), recorded under the scenario's name."""
     ps = [p for p in phases if usable(p)]
     run_s = run_length(ps)
-    names = list(dict.fromkeys(w.name for p in ps for w in p.workloads))
+    names = list(dict.fromkeys(role(w.name) if w.gpu is not None else w.name
+                               for p in ps for w in p.workloads))
     splits: dict[str, Split] = {}
     for name in names:
         for metric in FLOOR_METRICS:
             vals: list[RunValue] = []
+            runs: list[RunCopies] = []
             for p in ps:
-                w = p.workload(name)
-                if w is not None and w.count:
-                    vals.append(run_value(w, metric))
-            res = 0.0 if metric == RATE else resolution_ms([v.est for v in vals])
+                ws = copies_of(p, name)
+                if ws:
+                    runs.append(run_copies(ws, metric))
+                    vals.append(runs[-1].value)
+            res = copies_resolution(runs, metric)
             s = split(vals, run_s, res)
             if s is not None:
                 splits[f"{name}/{metric}"] = s

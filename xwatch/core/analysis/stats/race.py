@@ -45,6 +45,7 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.copies import copies_of, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
@@ -118,13 +119,15 @@ class Candidate:
 
 def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str]) -> None:
     """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate)."""
-    w = p.workload(obj.workload)
-    if p.status == "failed" or w is None or not w.count:
+    # with --gpus every GPU's copy counts (the objective names the scenario's workload,
+    # ``high``, or one copy): the run's value is the mean over the copies
+    ws = copies_of(p, obj.workload)
+    if p.status == "failed" or not ws:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
     if not usable(p):
         return  # stopped before its end: not a run
-    v = run_value(w, obj.metric)
+    v = run_copies(ws, obj.metric).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
     rates = [run_value(lw, RATE) for n in lows if (lw := p.workload(n)) is not None and lw.count]

@@ -1,0 +1,260 @@
+"""Every GPU in the answer: a workload's copies on several GPUs (``--gpus``, copies
+named ``high@0``, ``high@1``, ...) folded into one value per run, and a GPU whose copies
+differ from the others beyond noise named as a finding.
+
+**The run stays the unit, the GPU is a block.** In one run (phase) every GPU runs its
+own copy of each workload. A run's value of a metric is the mean over its copies of
+the log of each copy's own value (its P50 or P99 of its own requests): the geometric
+mean of the copies' values, in ms; samples/s, which add up, take the arithmetic mean
+(the box's total divided by its GPUs). The existing run-to-run intervals
+(``analysis.stats.runs``: Student's t over runs, paired by run) then run over those
+values, with ``k - 1`` degrees of freedom however many GPUs there are.
+
+Why this and not a model with run, GPU and copy effects (``docs/gpus-answer.md``,
+``tests/unit/test_gpu_copies.py``, ``benchmarks/gpu_width_sim.py``): with the same
+GPUs in every run the GPU effects are the same in every run's mean, so they cancel in
+a paired difference and never inflate it; the copies' noise enters each run's mean
+divided by the GPUs; the effects every GPU of a run shares (clocks, the host) stay in
+the run's value, which is what the t over runs needs to see. With balanced runs the
+mixed model's interval is this one whenever it estimates a run-to-run variance above
+zero; where that estimate is truncated to zero it pools the copy-level residuals into
+more degrees of freedom, and then it covers 89-93% instead of 95% when the runs share
+an effect (HIGH P50 on a 4- or 8-GPU box, 2-3 runs); it gains width only where the runs
+share none (HIGH P99), and little beyond 2 runs. The run mean covers 95% in every
+structure simulated, with whole-unit and bucketed values (its resolution is the
+copies', ``resolution_ms`` over every copy's value).
+
+**A slow GPU is a finding, not noise** (``gpu_findings``, ``name_gpus``): for each GPU,
+per run, the log of its copy's value minus the mean log of the other GPUs' copies in
+that run (run effects cancel), a t interval over every usable run of the session (each
+step a block of its own: the runs' spread around their step's mean is the noise),
+Bonferroni-corrected over every GPU and metric compared (with 2 GPUs the two contrasts
+are one test), so a uniform box names none at the promised rate; step-down, so that
+one slow GPU does not make the others look fast. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from xwatch.core.analysis.stats.intervals import CONFIDENCE, Interval
+from xwatch.core.analysis.stats.resolution import resolution_ms, resolved_sd, widen
+from xwatch.core.analysis.stats.runs import RATE, RunValue, run_value, t_ppf
+from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+
+
+def role(name: str) -> str:
+    """The scenario's name of a workload (``high`` for the copy ``high@1``)."""
+    return name.partition("@")[0]
+
+
+def copies_of(p: PhaseSnapshot, name: str) -> tuple[WorkloadSnapshot, ...]:
+    """The copies of workload ``name`` (a copy's or the scenario's name) that counted
+    requests in ``p``, by GPU; a workload that was not replicated is its one copy."""
+    r = role(name)
+    ws = [w for w in p.workloads if w.count and role(w.name) == r]
+    return tuple(sorted(ws, key=lambda w: (w.gpu if w.gpu is not None else -1, w.name)))
+
+
+def combine(values: Sequence[RunValue], metric: str) -> RunValue:
+    """One run's value from its copies' values: the geometric mean of percentiles (the
+    mean of the logs), the arithmetic mean of samples/s; the standard error by the
+    delta method from the copies' own (copies are independent given the run)."""
+    vs = [v for v in values if v.est == v.est]
+    if not vs:
+        return RunValue(math.nan, math.nan)
+    if len(vs) == 1:
+        return vs[0]
+    m = len(vs)
+    if metric == RATE or any(v.est <= 0 for v in vs):
+        est = sum(v.est for v in vs) / m
+        se = math.sqrt(sum(v.se ** 2 for v in vs)) / m
+        return RunValue(est, se)
+    est = math.exp(sum(math.log(v.est) for v in vs) / m)
+    se = est * math.sqrt(sum((v.se / v.est) ** 2 for v in vs)) / m
+    return RunValue(est, se)
+
+
+@dataclass(frozen=True)
+class RunCopies:
+    """One run of one workload over its copies."""
+
+    value: RunValue
+    #: each copy's own estimate, by GPU (None: the workload was not replicated)
+    per_gpu: Mapping[int | None, float]
+
+    @property
+    def copies(self) -> int:
+        return len(self.per_gpu)
+
+
+def run_copies(ws: Sequence[WorkloadSnapshot], metric: str) -> RunCopies:
+    """``metric`` of one run from its copies ``ws`` (``copies_of``)."""
+    vals = [run_value(w, metric) for w in ws]
+    return RunCopies(combine(vals, metric), {w.gpu: v.est for w, v in zip(ws, vals)})
+
+
+def copies_resolution(runs: Sequence[RunCopies], metric: str) -> float:
+    """The resolution of runs' values made from copies: the copies' own (a mean of
+    values each within half its grid of what it measured is within half the grid
+    too); samples/s: 0 (continuous)."""
+    if metric == RATE:
+        return 0.0
+    return resolution_ms([v for r in runs for v in r.per_gpu.values()])
+
+
+def width_words(runs: int, gpus: int) -> str:
+    """``"3 runs x 2 GPUs"``, ``"3 runs"`` (one copy each), ``"1 run x 4 GPUs"``."""
+    r = f"{runs} run{'s' if runs != 1 else ''}"
+    return f"{r} x {gpus} GPUs" if gpus > 1 else r
+
+
+# ------------------------------------------------------------ a GPU unlike the others
+@dataclass(frozen=True)
+class GpuFinding:
+    """One GPU's copies against the other GPUs' in the same runs: the ratio of its
+    value to theirs (geometric), as a relative change with its simultaneous interval."""
+
+    workload: str  # the scenario's name
+    metric: str
+    gpu: int
+    others: tuple[int, ...]
+    rel: Interval  # relative: +0.35 = 35% higher than the others
+    runs: int
+    tests: int  # how many contrasts share the 5% (Bonferroni)
+
+    @property
+    def way(self) -> int:
+        lo, hi = self.rel.lo, self.rel.hi
+        if lo is not None and lo > 0:
+            return 1
+        if hi is not None and hi < 0:
+            return -1
+        return 0
+
+    def text(self) -> str:
+        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs)"``."""
+        iv = self.rel
+        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}"
+        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}"
+        vs = "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
+        return (f"GPU {self.gpu}'s {self.workload} {self.metric} is {iv.est * 100:+.0f}% "
+                f"[{lo}, {hi}] vs {vs} ({self.runs} runs; 95% over {self.tests} "
+                f"comparison{'s' if self.tests != 1 else ''})")
+
+
+def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+              tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
+              ) -> dict[int, tuple[Interval, int]]:
+    """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs (of any
+    ``metric``: samples/s as a ratio too), per run
+    of ``table`` (a run: GPU -> that copy's value; runs missing a GPU skipped), its
+    interval over runs at ``1 - 0.05 / tests`` (never narrower than ``resolution``,
+    taken relative to the values), as a relative change; and the runs it used. With 2
+    GPUs only the first is returned (the second is its mirror).
+
+    ``steps`` (one per row): the step each run belongs to. A GPU's difference may
+    depend on the step (3 ms more under a mode is a smaller ratio on a slower GPU), so
+    the steps are fixed blocks: the estimate is the runs' mean, its noise the spread
+    of the runs around their own step's mean, with ``runs - steps`` degrees of
+    freedom (none, and no interval, with one run per step)."""
+    out: dict[int, tuple[Interval, int]] = {}
+    del metric  # every metric on the log scale (samples/s too: a ratio)
+    keys = list(steps) if steps is not None else [""] * len(table)
+    for g in gpus[:1] if len(gpus) == 2 else gpus:
+        ds, scale, blocks = [], [], []
+        for row, key in zip(table, keys):
+            if not all(h in row for h in gpus):
+                continue
+            vals = [row[h] for h in gpus]
+            if any(not v > 0 or math.isinf(v) for v in vals):
+                continue
+            others = [row[h] for h in gpus if h != g]
+            ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
+            scale.append(min(vals))
+            blocks.append(key)
+        k = len(ds)
+        df = k - len(set(blocks))
+        if df < 1:
+            continue
+        mean = sum(ds) / k
+        block_mean = {b: sum(d for d, c in zip(ds, blocks) if c == b) / blocks.count(b)
+                      for b in set(blocks)}
+        sd = math.sqrt(sum((d - block_mean[b]) ** 2 for d, b in zip(ds, blocks)) / df)
+        # the grid, relative to the smallest value: one term for the GPU, one for the rest
+        r = resolution / min(scale) if resolution > 0 and min(scale) > 0 else 0.0
+        q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
+        half = t_ppf(q, df) * resolved_sd(sd, r, r) / math.sqrt(k)
+        lo, hi = widen(mean - half, mean + half, mean, 2 * r)
+        out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
+    return out
+
+
+def _beyond(iv: Interval) -> bool:
+    return (iv.lo is not None and iv.lo > 0) or (iv.hi is not None and iv.hi < 0)
+
+
+def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+              tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
+              ) -> list[tuple[int, Interval, int, tuple[int, ...]]]:
+    """The GPUs unlike the others, step-down: the contrast furthest from 0 among those
+    beyond noise is named, that GPU leaves the reference, and the rest are tested again
+    among themselves (so one slow GPU does not make the others look fast), each at the
+    first step's level (``tests``). With 2 GPUs left the one named is the higher
+    latency (the lower samples/s). (gpu, relative interval, runs, the GPUs it was
+    compared with)."""
+    left = list(gpus)
+    out: list[tuple[int, Interval, int, tuple[int, ...]]] = []
+    while len(left) >= 2:
+        got = {g: v for g, v in contrasts(table, left, metric, tests, resolution,
+                                          steps).items()
+               if _beyond(v[0])}
+        if not got:
+            break
+        g = max(got, key=lambda h: abs(math.log1p(got[h][0].est)))
+        iv, k = got[g]
+        if len(left) == 2 and (iv.est < 0) == (metric != RATE):  # name the worse one
+            g = left[1] if g == left[0] else left[0]
+            iv = Interval(1 / (1 + iv.est) - 1,
+                          None if iv.hi is None else 1 / (1 + iv.hi) - 1,
+                          None if iv.lo is None else 1 / (1 + iv.lo) - 1)
+        out.append((g, iv, k, tuple(h for h in left if h != g)))
+        left.remove(g)
+    return out
+
+
+def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]],
+                 step_of: Callable[[PhaseSnapshot], str] = lambda p: p.mode
+                 ) -> list[GpuFinding]:
+    """The GPUs named unlike the others (``name_gpus``) for each of ``wanted``
+    ((workload, metric) pairs, by the scenario's names) over the runs ``phases`` (the
+    usable ones, any step: each run's own effects cancel; ``step_of``: a run's step,
+    a block of its own), among the GPUs present in every run. Bonferroni over every GPU
+    contrast of every pair (with 2 GPUs, one contrast per pair)."""
+    plans: list[tuple[str, str, list[int], list[dict[int, float]], float, list[str]]] = []
+    for name, metric in wanted:
+        table: list[dict[int, float]] = []
+        runs: list[RunCopies] = []
+        steps: list[str] = []
+        for p in phases:
+            ws = [w for w in copies_of(p, name) if w.gpu is not None]
+            if len(ws) < 2:
+                continue
+            rc = run_copies(ws, metric)
+            runs.append(rc)
+            table.append({g: v for g, v in rc.per_gpu.items() if g is not None})
+            steps.append(step_of(p))
+        if not table:
+            continue
+        common = sorted(set.intersection(*(set(t) for t in table)))
+        if len(common) < 2:
+            continue
+        plans.append((name, metric, common, table, copies_resolution(runs, metric), steps))
+    tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _, _ in plans)
+    out = []
+    for name, metric, common, table, res, steps in plans:
+        for g, iv, k, others in name_gpus(table, common, metric, tests, res, steps):
+            out.append(GpuFinding(role(name), metric, g, others, iv, k, tests))
+    return out
