@@ -118,3 +118,44 @@ def test_budget_must_be_positive(tmp_path: Path, budget: str) -> None:
     r = run_xwatch("advise", str(f), "--budget", budget, "--telemetry", "off",
                    env=_env(tmp_path), timeout=60)
     assert r.returncode == 2 and "--budget must be > 0" in r.stderr
+
+
+def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Path) -> None:
+    """advise --gpus 0,1 (fake NVML): each MPS phase runs both MPS candidates at once,
+    one a GPU, each copy with its own SM share (MPS client settings may differ within
+    a phase), the pair swapped every round; native runs in phases of its own; every
+    run records its GPU; the same decision as on one device."""
+    out = tmp_path / "out"
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
+                   "low.mps.active_thread_percentage=50,25", "--telemetry", "off",
+                   "--budget", "3", "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "candidates in 2 phases on GPUs 0,1" in r.stdout, r.stdout
+    doc = json.loads((out / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    adv = doc["advice"]
+    assert adv["choice"]["settings"] == {"low.mps.active_thread_percentage": 50}
+    cands = {c["label"]: c for c in adv["candidates"]}
+    for c in cands.values():  # a GPU per run, rotated round after round
+        assert len(c["gpus"]) == c["runs"] >= 2, c
+        assert all(a != b for a, b in zip(c["gpus"], c["gpus"][1:])), c
+    mps_phases = [p for p in doc["phases"] if p["mode"] == "mps"]
+    assert mps_phases and all(p["status"] == "done" for p in mps_phases)
+    for p in mps_phases[:2]:  # the first two rounds run every candidate
+        names = sorted(p["workloads"])
+        assert names == ["high@0", "high@1", "low@0", "low@1"], names
+        share = {n: int(e["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"])
+                 for n, e in p["mps"]["env"].items() if n.startswith("low")}
+        assert sorted(share.values()) == [25, 50], share  # both candidates in one phase
+        assert p["setting_values"] == {n: {"mps.active_thread_percentage": v}
+                                       for n, v in share.items()}
+        assert all(f"sm={v}% @GPU{n[-1]}" in p["candidate"] for n, v in share.items())
+    firsts = [p["mps"]["env"]["low@0"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"]
+              for p in mps_phases[:2]]
+    assert firsts[0] != firsts[1]  # the Latin square: the pair swapped GPUs
+    native = [p for p in doc["phases"] if p["mode"] == "native"]
+    assert all(len(p["workloads"]) == 2 for p in native)  # one candidate, one GPU
+    assert all(len(p["workloads"]) in (2, 4) for p in mps_phases)
+    runs = sum(c["runs"] for c in cands.values())
+    assert len(doc["phases"]) < runs  # two runs a phase where candidates shared one

@@ -95,6 +95,10 @@ class Candidate:
     price_ses: list[float] = field(default_factory=list)
     slo_fit: Fit = NO_FIT
     price_fit: Fit = NO_FIT
+    #: the GPU of each run, in order (a race over the box, ``plans.box``; empty on one
+    #: device): the GPU is a block, rotated over the runs, its effect part of the
+    #: run-to-run variance the intervals are built on
+    gpus: list[int] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -116,9 +120,12 @@ class Candidate:
         return self.slo.lo is not None and self.slo.lo > obj.latency_ms
 
 
-def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str]) -> None:
-    """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate)."""
-    w = p.workload(obj.workload)
+def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str],
+               gpu: int | None = None) -> None:
+    """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate).
+    ``gpu``: the phase held several candidates, ``c``'s copies are ``NAME@gpu``."""
+    at = "" if gpu is None else f"@{gpu}"
+    w = p.workload(obj.workload + at)
     if p.status == "failed" or w is None or not w.count:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
@@ -127,7 +134,10 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     v = run_value(w, obj.metric)
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
-    rates = [run_value(lw, RATE) for n in lows if (lw := p.workload(n)) is not None and lw.count]
+    if gpu is not None:
+        c.gpus.append(gpu)
+    rates = [run_value(lw, RATE) for n in lows
+             if (lw := p.workload(n + at)) is not None and lw.count]
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
@@ -367,7 +377,7 @@ def as_records(cands: Sequence[Candidate]) -> list[M.Candidate]:
 
     return [M.Candidate(label=c.label, mode=c.mode, settings=dict(c.settings), runs=c.runs,
                         slo_metric=iv(c.slo), price=iv(c.price), status=c.status,
-                        reason=c.reason) for c in cands]
+                        reason=c.reason, gpus=list(c.gpus)) for c in cands]
 
 
 def closest(cands: Sequence[Candidate]) -> Candidate | None:
