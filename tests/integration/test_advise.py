@@ -159,3 +159,53 @@ def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Pat
     assert all(len(p["workloads"]) in (2, 4) for p in mps_phases)
     runs = sum(c["runs"] for c in cands.values())
     assert len(doc["phases"]) < runs  # two runs a phase where candidates shared one
+
+
+def test_mps_and_xsched_sets_together_each_on_its_own_candidates(tmp_path: Path) -> None:
+    """``--set low.mps.active_thread_percentage=100,50 --set low.threshold=2,8`` on
+    GPUs 0,1 (the fake shim and xserver, the fake MPS tool): the MPS candidates get the
+    SM shares, the XSched candidates the thresholds, and candidates of one mode share a
+    phase (one xserver, one policy; one MPS daemon, per-client shares), never two modes."""
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        pytest.skip("needs a C compiler for the fake shim")
+    install = make_install(tmp_path / "xsched")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hi = scenarios.producer(40)
+    lo = scenarios.producer(20, "--rate-from-env", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:2")
+    f = scenarios.two(tmp_path, 1.5, hi=hi, lo=lo, top=(
+        f'[xsched]\nplatform = "hip"\nport = {port}\n'
+        '[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 50'))
+    out = tmp_path / "out"
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "mps,xsched", "--xsched",
+                   str(install), "--set", "low.mps.active_thread_percentage=100,50", "--set",
+                   "low.threshold=2,8", "--telemetry", "off", "--budget", "1.5",
+                   "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    doc = json.loads((out / "snapshot.json").read_text())
+    labels = sorted(c["label"] for c in doc["advice"]["candidates"])
+    assert labels == ["mps low sm=100%", "mps low sm=50%", "xsched low th=2",
+                      "xsched low th=8"], labels
+    first = {p["mode"]: p for p in reversed(doc["phases"][:2])}
+    assert set(first) == {"mps", "xsched"}  # round 1: one phase a mode
+    xs, mp = first["xsched"], first["mps"]
+    th = {n: w["launch"]["env"].get("XSCHED_AUTO_XQUEUE_THRESHOLD")
+          for n, w in xs["workloads"].items() if n.startswith("low")}
+    assert sorted(th.values()) == ["2", "8"], th  # both thresholds under one xserver
+    assert not any("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" in w["launch"]["env"]
+                   for w in xs["workloads"].values())
+    share = {n: e.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") for n, e in mp["mps"]["env"].items()
+             if n.startswith("low")}
+    assert sorted(share.values()) == ["100", "50"], share
+    assert not any(k.startswith("XSCHED_") for w in mp["workloads"].values()
+                   for k in w["launch"]["env"])
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
+                   "low.threshold=2,8", "--telemetry", "off", env=_env(tmp_path), timeout=60)
+    assert r.returncode == 2 and "SETTING FOR NO CANDIDATE" in r.stderr, r.stdout + r.stderr
+    said = " ".join(r.stderr.replace("│", " ").split())  # the panel wraps its lines
+    assert "'threshold' is an XSched key, but --modes native,mps races no xsched candidate" \
+        in said, said
