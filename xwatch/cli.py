@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     adv.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
                      help="replace a mechanism's candidate grid, in the sweep's syntax (e.g. "
                           "low.mps.active_thread_percentage=60,40 or low.threshold=2,4 "
-                          "--set low.batch_size=1,2)")
+                          "--set low.batch_size=1,2); MPS keys (mps.*) make the MPS "
+                          "candidates, XSched keys the XSched ones, both may be given; with "
+                          "--gpus each round runs its candidates side by side, one a GPU")
     adv.add_argument("--slo", metavar="[WL.][METRIC:]PNN=MS",
                      help="the objective (default: the scenario's [slo]), e.g. high.P99=10, "
                           "or on a named per-request metric chat.itl_ms:P99=6")
@@ -326,7 +328,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
-    plan_candidates(scen, obj, modes, args.set, xs, mps_backend)  # --set errors now
+    plan_candidates(scen, obj, modes, args.set, xs, mps_backend, skipped)  # --set errors now
     _check_telemetry(args.telemetry)
     _check_export(args.export)
     _check_devices(scen)
