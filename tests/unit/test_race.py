@@ -547,3 +547,35 @@ def test_box_races_keep_their_intervals_with_gpu_and_run_effects(gpu_sd: float, 
 
 def test_tied_to_one_gpu_a_slow_gpu_breaks_the_intervals() -> None:
     assert _box_misses(0.2, rotate=False, seed=11) > 0.2
+
+
+def test_a_neighbours_failure_fails_only_its_own_candidate() -> None:
+    """A box phase with a copy that crashed on GPU 1: the candidate on GPU 0 keeps its
+    run; the one on GPU 1 fails; a failure of the phase itself (its daemon) fails both;
+    a stall names its copy."""
+    from tests.unit.test_runs import _rate_run, _run
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+
+    rng = random.Random(1)
+    obj = Objective("high", "P50", 100.0)
+
+    def phase(status: str, error: str | None, crashed: str | None) -> PhaseSnapshot:
+        ws = []
+        for g in (0, 1):
+            hi = msgspec.structs.replace(_run(rng, 400, 1.0, 0.0), name=f"high@{g}")
+            lo = _rate_run(rng, 200, 1.0, name=f"low@{g}")
+            ws += [msgspec.structs.replace(w, state="failed") if w.name == crashed else w
+                   for w in (hi, lo)]
+        return PhaseSnapshot(0, "mps-1", "mps", status, "", None, 10.0, True, tuple(ws),
+                             error=error)
+
+    for p, ok0, ok1 in ((phase("failed", None, "low@1"), True, False),
+                        (phase("failed", "low@0 stalled since 3.1 s", None), False, True),
+                        (phase("failed", "MPS control daemon died", None), False, False),
+                        (phase("done", None, None), True, True)):
+        a, b = Candidate("a", "mps", {}), Candidate("b", "mps", {})
+        race.record_run(a, p, obj, ["low"], 0)
+        race.record_run(b, p, obj, ["low"], 1)
+        assert (a.runs == 1, b.runs == 1) == (ok0, ok1), (p.error, a.reason, b.reason)
+        assert (a.status == race.FAILED, b.status == race.FAILED) == (not ok0, not ok1)
+        assert a.gpus == ([0] if ok0 else []) and b.gpus == ([1] if ok1 else [])

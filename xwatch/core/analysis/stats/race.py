@@ -126,10 +126,11 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     ``gpu``: the phase held several candidates, ``c``'s copies are ``NAME@gpu``."""
     at = "" if gpu is None else f"@{gpu}"
     w = p.workload(obj.workload + at)
-    if p.status == "failed" or w is None or not w.count:
+    neighbour = gpu is not None and p.status == "failed" and _neighbours_failed(p, at)
+    if (p.status == "failed" and not neighbour) or w is None or not w.count:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
-    if not usable(p):
+    if not neighbour and not usable(p):
         return  # stopped before its end: not a run
     v = run_value(w, obj.metric)
     c.slo_values.append(v.est)
@@ -141,6 +142,20 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
+
+
+def _neighbours_failed(p: PhaseSnapshot, at: str) -> bool:
+    """A box phase (``plans.box``) failed only through other candidates' copies (a
+    workload on another GPU failed or stalled): the copies ``NAME@GPU`` ending in ``at``
+    ran to the end and count. A failure of the phase itself (its daemon, the isolation
+    proof) or of one of these copies fails every candidate it holds."""
+    parts = [x.strip() for x in (p.error or "").split(";") if x.strip()]
+    stalled = [x.partition(" ")[0] for x in parts if " stalled since " in x]
+    if len(stalled) < len(parts):
+        return False  # a failure of the whole phase
+    bad = [w.name for w in p.workloads if w.state == "failed"] + stalled
+    return bool(bad) and not any(n.endswith(at) for n in bad) and \
+        any(w.count for w in p.workloads if w.name.endswith(at))
 
 
 #: the error rate's split between the SLO metric and the price (a price varies ~1%
