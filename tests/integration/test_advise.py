@@ -132,6 +132,8 @@ def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Pat
                    "--budget", "3", "--export", str(out), env=_env(tmp_path), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "candidates in 2 phases on GPUs 0,1" in r.stdout, r.stdout
+    assert "-- GPU 1 · HIGH P99" in r.stdout  # each GPU's line: each its own candidate
+    assert "-- all 2 GPUs" not in r.stdout  # no worst GPU over different candidates
     doc = json.loads((out / "snapshot.json").read_text())
     jsonschema.validate(doc, SCHEMA)
     adv = doc["advice"]
