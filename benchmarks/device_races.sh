@@ -16,6 +16,8 @@
 # still exports). What the bounds cost: a 2-minute race seldom decides (the issue's
 # one-GPU race ran 7.7 min undecided); steps 1-2 then compare rounds, runs and
 # interval widths reached in the same budget, and OUT/summary.txt says which.
+# Dry run without GPUs (fake NVML and MPS tool, command workloads): GPUS_N=2 TEL=off and
+# LLM_SCEN / INT_SCEN / AA_SCEN naming small scenarios (see docs/gpus-races.md).
 # Output: OUT/summary.txt (read first), OUT/*.log, OUT/<step>/snapshot.json + report,
 # OUT/aa/aa.txt, OUT/commands.txt (commands, exit codes, seconds), OUT/leftovers.txt.
 set -u
@@ -24,26 +26,27 @@ mkdir -p "$R"
 . benchmarks/device_lib.sh
 LLM_DURATION=${LLM_DURATION:-10}; LLM_BUDGET=${LLM_BUDGET:-2}
 INT_DURATION=${INT_DURATION:-5}; INT_BUDGET=${INT_BUDGET:-2}
-AA_ROUNDS=${AA_ROUNDS:-4}; AA_DURATION=${AA_DURATION:-8}
-N=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+AA_ROUNDS=${AA_ROUNDS:-4}; AA_DURATION=${AA_DURATION:-8}; TEL=${TEL:-nvml}
+N=${GPUS_N:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 ALL=$(seq -s, 0 $(( (N > 0 ? N : 1) - 1 )))
 echo "gpus: $N ($ALL); steps: $STEPS; xsched: ${XS:-none}" > "$R/setup.txt"
-LLM=benchmarks/scenarios/llm-graphed-itl.toml
+LLM=${LLM_SCEN:-benchmarks/scenarios/llm-graphed-itl.toml}; INT=${INT_SCEN:-intensive}
+AA=${AA_SCEN:-intensive}  # (the *_SCEN overrides: dry runs on fake GPUs)
 INT_MODES=native,mps${XS:+,xsched}
 for step in $STEPS; do
   say "start $step"
   case $step in
     llm-box) run llm-box.log timeout -k 20 170 $X advise $LLM --gpus 0,1 --modes native,mps \
-               --duration "$LLM_DURATION" --budget "$LLM_BUDGET" --telemetry nvml \
+               --duration "$LLM_DURATION" --budget "$LLM_BUDGET" --telemetry "$TEL" \
                --export "$R/llm-box" ;;
     llm-one) run llm-one.log timeout -k 20 170 $X advise $LLM --device cuda:0 \
                --modes native,mps --duration "$LLM_DURATION" --budget "$LLM_BUDGET" \
-               --telemetry nvml --export "$R/llm-one" ;;
-    int-box) run int-box.log timeout -k 20 170 $X advise intensive --gpus "$ALL" \
+               --telemetry "$TEL" --export "$R/llm-one" ;;
+    int-box) run int-box.log timeout -k 20 170 $X advise "$INT" --gpus "$ALL" \
                --modes "$INT_MODES" ${XS:+--xsched "$XS"} --duration "$INT_DURATION" \
-               --budget "$INT_BUDGET" --telemetry nvml --export "$R/int-box" ;;
-    aa) run aa.log timeout -k 20 120 python3 benchmarks/neighbours_aa.py "$R/aa" intensive \
-          --gpus 0,1 --rounds "$AA_ROUNDS" --duration "$AA_DURATION" --telemetry nvml ;;
+               --budget "$INT_BUDGET" --telemetry "$TEL" --export "$R/int-box" ;;
+    aa) run aa.log timeout -k 20 120 python3 benchmarks/neighbours_aa.py "$R/aa" "$AA" \
+          --gpus 0,1 --rounds "$AA_ROUNDS" --duration "$AA_DURATION" --telemetry "$TEL" ;;
     *) echo "unknown step $step" >> "$R/commands.txt" ;;
   esac
   say "end $step"
