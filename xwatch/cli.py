@@ -153,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     adv.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
                      help="replace a mechanism's candidate grid, in the sweep's syntax (e.g. "
                           "low.mps.active_thread_percentage=60,40 or low.threshold=2,4 "
-                          "--set low.batch_size=1,2)")
+                          "--set low.batch_size=1,2); MPS keys (mps.*) make the MPS "
+                          "candidates, XSched keys the XSched ones, both may be given; with "
+                          "--gpus each round runs its candidates side by side, one a GPU")
     adv.add_argument("--slo", metavar="[WL.][METRIC:]PNN=MS",
                      help="the objective (default: the scenario's [slo]), e.g. high.P99=10, "
                           "or on a named per-request metric chat.itl_ms:P99=6")
@@ -344,7 +346,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     if xs is not None and XSCHED in modes:
         xs.install.check(_platforms(scen))
         _check_box(xs, scen)
-    plan_candidates(scen, obj, modes, args.set, xs, mps_backend)  # --set errors now
+    plan_candidates(scen, obj, modes, args.set, xs, mps_backend, skipped)  # --set errors now
     _check_telemetry(args.telemetry)
     _check_export(args.export)
     _check_devices(scen)

@@ -118,3 +118,96 @@ def test_budget_must_be_positive(tmp_path: Path, budget: str) -> None:
     r = run_xwatch("advise", str(f), "--budget", budget, "--telemetry", "off",
                    env=_env(tmp_path), timeout=60)
     assert r.returncode == 2 and "--budget must be > 0" in r.stderr
+
+
+def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Path) -> None:
+    """advise --gpus 0,1 (fake NVML): each MPS phase runs both MPS candidates at once,
+    one a GPU, each copy with its own SM share (MPS client settings may differ within
+    a phase), the pair swapped every round; native runs in phases of its own; every
+    run records its GPU; the same decision as on one device."""
+    out = tmp_path / "out"
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
+                   "low.mps.active_thread_percentage=50,25", "--telemetry", "off",
+                   "--budget", "3", "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "candidates in 2 phases on GPUs 0,1" in r.stdout, r.stdout
+    assert "-- GPU 1 · HIGH P99" in r.stdout  # each GPU's line: each its own candidate
+    assert "-- all 2 GPUs" not in r.stdout  # no worst GPU over different candidates
+    doc = json.loads((out / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    adv = doc["advice"]
+    assert adv["choice"]["settings"] == {"low.mps.active_thread_percentage": 50}
+    cands = {c["label"]: c for c in adv["candidates"]}
+    for c in cands.values():  # a GPU per run, rotated round after round
+        assert len(c["gpus"]) == c["runs"] >= 2, c
+        assert all(a != b for a, b in zip(c["gpus"], c["gpus"][1:])), c
+    mps_phases = [p for p in doc["phases"] if p["mode"] == "mps"]
+    assert mps_phases and all(p["status"] == "done" for p in mps_phases)
+    for p in mps_phases[:2]:  # the first two rounds run every candidate
+        names = sorted(p["workloads"])
+        assert names == ["high@0", "high@1", "low@0", "low@1"], names
+        share = {n: int(e["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"])
+                 for n, e in p["mps"]["env"].items() if n.startswith("low")}
+        assert sorted(share.values()) == [25, 50], share  # both candidates in one phase
+        assert p["setting_values"] == {n: {"mps.active_thread_percentage": v}
+                                       for n, v in share.items()}
+        assert all(f"sm={v}% @GPU{n[-1]}" in p["candidate"] for n, v in share.items())
+    firsts = [p["mps"]["env"]["low@0"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"]
+              for p in mps_phases[:2]]
+    assert firsts[0] != firsts[1]  # the Latin square: the pair swapped GPUs
+    native = [p for p in doc["phases"] if p["mode"] == "native"]
+    assert all(len(p["workloads"]) == 2 for p in native)  # one candidate, one GPU
+    assert all(len(p["workloads"]) in (2, 4) for p in mps_phases)
+    runs = sum(c["runs"] for c in cands.values())
+    assert len(doc["phases"]) < runs  # two runs a phase where candidates shared one
+
+
+def test_mps_and_xsched_sets_together_each_on_its_own_candidates(tmp_path: Path) -> None:
+    """``--set low.mps.active_thread_percentage=100,50 --set low.threshold=2,8`` on
+    GPUs 0,1 (the fake shim and xserver, the fake MPS tool): the MPS candidates get the
+    SM shares, the XSched candidates the thresholds, and candidates of one mode share a
+    phase (one xserver, one policy; one MPS daemon, per-client shares), never two modes."""
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        pytest.skip("needs a C compiler for the fake shim")
+    install = make_install(tmp_path / "xsched")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hi = scenarios.producer(40)
+    lo = scenarios.producer(20, "--rate-from-env", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:2")
+    f = scenarios.two(tmp_path, 1.5, hi=hi, lo=lo, top=(
+        f'[xsched]\nplatform = "hip"\nport = {port}\n'
+        '[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 50'))
+    out = tmp_path / "out"
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "mps,xsched", "--xsched",
+                   str(install), "--set", "low.mps.active_thread_percentage=100,50", "--set",
+                   "low.threshold=2,8", "--telemetry", "off", "--budget", "1.5",
+                   "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    doc = json.loads((out / "snapshot.json").read_text())
+    labels = sorted(c["label"] for c in doc["advice"]["candidates"])
+    assert labels == ["mps low sm=100%", "mps low sm=50%", "xsched low th=2",
+                      "xsched low th=8"], labels
+    first = {p["mode"]: p for p in reversed(doc["phases"][:2])}
+    assert set(first) == {"mps", "xsched"}  # round 1: one phase a mode
+    xs, mp = first["xsched"], first["mps"]
+    th = {n: w["launch"]["env"].get("XSCHED_AUTO_XQUEUE_THRESHOLD")
+          for n, w in xs["workloads"].items() if n.startswith("low")}
+    assert sorted(th.values()) == ["2", "8"], th  # both thresholds under one xserver
+    assert not any("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" in w["launch"]["env"]
+                   for w in xs["workloads"].values())
+    share = {n: e.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") for n, e in mp["mps"]["env"].items()
+             if n.startswith("low")}
+    assert sorted(share.values()) == ["100", "50"], share
+    assert not any(k.startswith("XSCHED_") for w in mp["workloads"].values()
+                   for k in w["launch"]["env"])
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
+                   "low.threshold=2,8", "--telemetry", "off", env=_env(tmp_path), timeout=60)
+    assert r.returncode == 2 and "SETTING FOR NO CANDIDATE" in r.stderr, r.stdout + r.stderr
+    said = " ".join(r.stderr.replace("│", " ").split())  # the panel wraps its lines
+    assert "'threshold' is an XSched key, but --modes native,mps races no xsched candidate" \
+        in said, said

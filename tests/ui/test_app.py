@@ -349,6 +349,45 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
         os.environ.pop("FAKE_MPS_RECORD", None)
 
 
+async def test_shift_a_races_over_the_gpus_that_gpus_names(tmp_path: Path) -> None:
+    """``A`` on a session started with ``--gpus 0,1``: each round spreads the MPS
+    candidates over both GPUs (two a phase, rotated), native runs on one; every run
+    records its GPU; the same decision as on one device."""
+    import os
+
+    from tests.helpers.fake_mps import make_tool
+    from tests.helpers.scenarios import producer, two
+    from xwatch.core.mps.controller import MpsController
+
+    tool = make_tool(tmp_path / "bin")
+    os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
+    f = two(tmp_path, 1, hi=producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"),
+            lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 3')
+    scen = load_scenario(str(f)).with_overrides(gpus=(0, 1))
+    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
+                   autostart=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(lambda: app.session is not None, pilot)
+            await pilot.press("A")
+            await wait_for(lambda: app.session.advice is not None  # type: ignore[union-attr]
+                           and app.session.advice.final is True, pilot, timeout=120)
+            adv = app.session.advice  # type: ignore[union-attr]
+            assert adv is not None and adv.choice is not None and adv.choice.mode == "native"
+            phases = app.session.phases  # type: ignore[union-attr]
+            first = [p for p in phases if p.mode == "mps"][:4]  # rounds 1-2: 4 candidates
+            assert all(sorted(p.runs) == ["high@0", "high@1", "low@0", "low@1"]
+                       for p in first), [sorted(p.runs) for p in first]
+            assert all(p.candidate and "@GPU0" in p.candidate and "@GPU1" in p.candidate
+                       for p in first)
+            for c in adv.candidates:
+                assert len(c.gpus) == c.runs and set(c.gpus) == {0, 1}, c
+            assert len(phases) < sum(c.runs for c in adv.candidates)
+            await app.action_quit()
+    finally:
+        os.environ.pop("FAKE_MPS_RECORD", None)
+
+
 @pytest.mark.slow
 async def test_end_to_end_demo_with_real_torch_workers() -> None:
     app = make_app("demo", telemetry="auto")

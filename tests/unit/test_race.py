@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import random
+from types import SimpleNamespace
+from typing import Any
 
 import msgspec
 import pytest
@@ -17,6 +19,8 @@ from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.race import Candidate, Objective, judge
 from xwatch.core.analysis.stats.runs import t_ppf
+from xwatch.core.modes.base import MPS, NATIVE, XSCHED
+from xwatch.core.plans import box
 
 #: the snapshot record of OBJ (what advise writes)
 SLO = M.Slo(workload="high", metric="P99", percentile=99.0, latency_ms=10.0)
@@ -323,3 +327,255 @@ def test_a_dearer_candidate_already_told_apart_waits_for_the_likely_choice() -> 
     assert race.sentence(adv).startswith(
         "No setting met high P99 < 10 ms with confidence within the budget; the likely "
         "choice, about 1 more round from a decision, is MPS, low x 1: high P99 7.96 ms [")
+
+
+# ------------------------------------------------------------ races over the box
+def _entries(n: int, mode: str = "mps") -> list[box.Entry]:
+    return [box.Entry(f"c{i}", mode) for i in range(n)]
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_a_round_is_a_latin_square_over_the_gpus(k: int) -> None:
+    """k candidates on k GPUs: every round a permutation (one phase, each GPU once);
+    over k rounds each candidate runs once on every GPU."""
+    gpus = [5, 1, 7, 2][:k]  # any indices, in the order --gpus names them
+    seen: dict[str, list[int]] = {}
+    for rnd in range(1, k + 1):
+        phases = box.layout(_entries(k), gpus, rnd)
+        assert len(phases) == 1
+        assert sorted(phases[0].gpus) == sorted(gpus)
+        for label, g in phases[0].placed:
+            seen.setdefault(label, []).append(g)
+    assert all(sorted(v) == sorted(gpus) for v in seen.values()), seen
+    # and the rounds differ: no candidate keeps its GPU from one round to the next
+    assert all(v[i] != v[i + 1] for v in seen.values() for i in range(k - 1))
+
+
+def test_more_candidates_than_gpus_fill_phases_and_rotate() -> None:
+    gpus = [0, 1]
+    for rnd in range(1, 5):
+        phases = box.layout(_entries(5), gpus, rnd)
+        assert [len(p.placed) for p in phases] == [2, 2, 1]  # ceil(5/2) phases
+        assert all(len(set(p.gpus)) == len(p.gpus) for p in phases)  # a GPU once a phase
+        assert sorted(lb for p in phases for lb, _ in p.placed) == [f"c{i}" for i in range(5)]
+    on = {rnd: dict(pl for p in box.layout(_entries(5), gpus, rnd) for pl in p.placed)
+          for rnd in (1, 2)}
+    assert all(on[1][c] != on[2][c] for c in on[1])
+
+
+def _xs(policy: str = "HPF", port: int = 50000) -> Any:
+    import dataclasses
+
+    from xwatch.scenario import XschedSettings
+    sc = SimpleNamespace(xsched=dataclasses.replace(XschedSettings(), policy=policy, port=port))
+    return SimpleNamespace(scenario=sc, install=SimpleNamespace(root="/opt/xsched"),
+                           preflight=True)
+
+
+def test_candidates_that_differ_in_an_xserver_wide_setting_never_share_a_phase() -> None:
+    """XSched: one xserver, one policy for every GPU; per-process settings (threshold,
+    batch size) may differ within a phase, the policy or port may not."""
+    es = [box.Entry("th2", XSCHED, box.phase_wide(XSCHED, _xs())),
+          box.Entry("th8", XSCHED, box.phase_wide(XSCHED, _xs())),
+          box.Entry("hpf-other-port", XSCHED, box.phase_wide(XSCHED, _xs(port=50001))),
+          box.Entry("cbs", XSCHED, box.phase_wide(XSCHED, _xs("CBS"))),
+          box.Entry("native", NATIVE)]
+    for rnd in (1, 2, 3):
+        phases = box.layout(es, [0, 1, 2, 3], rnd)
+        groups = sorted(sorted(lb for lb, _ in p.placed) for p in phases)
+        assert groups == [["cbs"], ["hpf-other-port"], ["native"], ["th2", "th8"]]
+    # planted: a rule that ignored the policy would put cbs beside th2
+    assert box.phase_wide(XSCHED, _xs("CBS")) != box.phase_wide(XSCHED, _xs())
+
+
+def test_mps_client_settings_share_a_phase_a_daemon_wide_one_never() -> None:
+    """MPS: one control daemon for the phase; each client's priority, SM share and pinned
+    memory limit come from its own environment (``box_scenario`` gives each copy its
+    candidate's), the daemon (its tool) is one."""
+    mps_a = SimpleNamespace(tool="/usr/bin/nvidia-cuda-mps-control", preflight=True)
+    mps_b = SimpleNamespace(tool="/opt/other/nvidia-cuda-mps-control", preflight=True)
+    es = [box.Entry("sm100", MPS, box.phase_wide(MPS, mps_a)),
+          box.Entry("sm50", MPS, box.phase_wide(MPS, mps_a)),
+          box.Entry("other-daemon", MPS, box.phase_wide(MPS, mps_b))]
+    phases = box.layout(es, [0, 1], 1)
+    assert sorted(sorted(lb for lb, _ in p.placed) for p in phases) == \
+        [["other-daemon"], ["sm100", "sm50"]]
+    scen = _two_workloads()
+    placed = [({"low": {"mps.active_thread_percentage": 100}}, 0),
+              ({"low": {"mps.active_thread_percentage": 50}}, 1)]
+    sc = box.box_scenario(scen, placed)
+    from xwatch.core.mps.env import mps_env
+    env = {w.name: mps_env(w, "/p", "/l", w.name.startswith("high")) for w in sc.workloads}
+    assert env["low@0"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "100"
+    assert env["low@1"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+    assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in env["high@1"]
+    assert {w.name: w.env["CUDA_VISIBLE_DEVICES"] for w in sc.workloads} == \
+        {"high@0": "0", "low@0": "0", "high@1": "1", "low@1": "1"}
+    assert box.copy_settings(scen, placed) == {"low@0": {"mps.active_thread_percentage": 100},
+                                               "low@1": {"mps.active_thread_percentage": 50}}
+
+
+def _two_workloads(gpus: tuple[int, ...] = ()) -> Any:
+    from xwatch.scenario import Scenario, Workload
+    wls = (Workload(name="high", priority="high", command=("true",)),
+           Workload(name="low", priority="low", command=("true",)))
+    return Scenario(name="s", description="", duration_s=10.0, device="cpu", window_s=10.0,
+                    workloads=wls).on_gpus(gpus)
+
+
+def test_advise_sets_mps_and_xsched_keys_together_each_on_its_own_mode() -> None:
+    from xwatch.core.plans.advise import plan_candidates
+    from xwatch.errors import UsageError
+
+    scen = _two_workloads()
+    xs = SimpleNamespace(install=SimpleNamespace(root="/x"), poll_s=0.1, preflight=False)
+    mp = SimpleNamespace(tool="/t", preflight=False)
+    plan = plan_candidates(scen, OBJ, [NATIVE, MPS, XSCHED],
+                           ["low.mps.active_thread_percentage=100,50", "low.threshold=2,8"],
+                           xs, mp)
+    got = {(c.mode, tuple(sorted(c.settings.items()))) for c, _ in plan}
+    assert got == {(NATIVE, ()),
+                   (MPS, (("low.mps.active_thread_percentage", 100),)),
+                   (MPS, (("low.mps.active_thread_percentage", 50),)),
+                   (XSCHED, (("low.threshold", 2),)), (XSCHED, (("low.threshold", 8),))}
+    for c, step in plan:  # each backend's scenario carries its own mode's keys only
+        if c.mode == XSCHED:
+            low = step.backend.scenario.workload("low")  # type: ignore[union-attr]
+            assert low.xsched.threshold in (2, 8) and low.mps.active_thread_percentage is None
+    with pytest.raises(UsageError, match="is an MPS key, but --modes native,xsched races no mps"):
+        plan_candidates(scen, OBJ, [NATIVE, XSCHED],
+                        ["low.mps.active_thread_percentage=50", "low.threshold=2"], xs, mp)
+    with pytest.raises(UsageError, match="is an XSched key, but xsched is skipped here: no "
+                                         "XSched install"):
+        plan_candidates(scen, OBJ, [NATIVE, MPS], ["low.threshold=2"], xs, mp,
+                        {XSCHED: "no XSched install"})
+
+
+def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
+    """advise on --gpus 0,1: a round's phase runs two candidates' copies, each pinned to
+    its GPU with its own setting, under one backend; each run records its GPU."""
+    from xwatch.core.plans.advise import Race, plan_candidates
+
+    scen = _two_workloads((0, 1))
+    obj = Objective("high", "P90", 10.0)
+    mp = SimpleNamespace(tool="/t", preflight=False)
+    plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100,50"],
+                           None, mp)
+    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, mps=mp)
+    gpus_of: dict[str, list[int]] = {}
+    for _ in range(2):
+        phases = rc.round()
+        assert sorted(len(p) for p, _ in phases) == [1, 2]  # native alone; the MPS pair
+        for placed, step in phases:
+            if step.mode == MPS:
+                assert step.only == ("high@0", "low@0", "high@1", "low@1")
+                sc = step.backend.scenario  # type: ignore[union-attr]
+                by_gpu = {g: c.settings for c, g in placed}
+                for g in (0, 1):
+                    pct = sc.workload(f"low@{g}").mps.active_thread_percentage
+                    assert {"low.mps.active_thread_percentage": pct} == by_gpu[g]
+            for c, g in placed:
+                assert g is not None
+                gpus_of.setdefault(c.label, []).append(g)
+                c.gpus.append(g)
+                c.slo_values.append(5.0)
+                c.prices.append(100.0)
+    assert all(sorted(v) == [0, 1] for v in gpus_of.values() if len(v) == 2), gpus_of
+    assert {tuple(v) for lb, v in gpus_of.items() if lb != "native"} == {(0, 1), (1, 0)}
+    recs = race.as_records(rc.cands)
+    assert all(r.gpus == gpus_of[r.label] for r in recs)
+
+
+def _box_misses(gpu_sd: float, rotate: bool, seed: int, k: int = 2, sims: int = 200,
+                rounds: int = 10) -> float:
+    """The share of simulated races in which some candidate's SLO or price interval, at
+    some look, missed its truth: five candidates over ``k`` GPUs, a fixed effect per
+    GPU (one GPU ``gpu_sd`` slower), an effect shared by a phase's copies (2.5%, as
+    measured on the H200 box), copy-to-copy noise (15% for a P99, 1% for a price),
+    P99s rounded to 0.1 ms and prices to whole samples/s. The truth is the candidate's
+    value averaged over the box's GPUs. ``rotate`` False ties each candidate to one
+    GPU (a planted bug)."""
+    rng = random.Random(seed)
+    mus = [6.0, 8.0, 9.5, 12.0, 15.0]
+    costs = [5000.0, 4200.0, 3600.0, 3000.0, 2500.0]
+    gpus = list(range(k))
+    missed = 0
+    for _ in range(sims):
+        g_slo = [gpu_sd if j == k - 1 else 0.0 for j in gpus]
+        g_price = [-gpu_sd / 5 if j == k - 1 else 0.0 for j in gpus]
+        t_slo = [m * math.exp(sum(g_slo) / k) for m in mus]
+        t_price = [p * math.exp(sum(g_price) / k) for p in costs]
+        cs = [Candidate(f"c{i}", "mps", {}) for i in range(len(mus))]
+        hit = False
+        for rnd in range(1, rounds + 1):
+            order = race.to_run(cs, OBJ)
+            if rotate:
+                phases = box.layout([box.Entry(c.label, "mps") for c in order], gpus, rnd)
+            else:
+                phases = [box.BoxPhase("mps", ((c.label, int(c.label[1:]) % k),))
+                          for c in order]
+            for ph in phases:
+                shared = rng.gauss(0, 0.025)
+                for lb, g in ph.placed:
+                    i = int(lb[1:])
+                    c = cs[i]
+                    v = mus[i] * math.exp(g_slo[g] + shared + rng.gauss(0, 0.15))
+                    p = costs[i] * math.exp(g_price[g] + shared / 2 + rng.gauss(0, 0.01))
+                    c.slo_values.append(round(v, 1))
+                    c.prices.append(float(round(p)))
+                    c.gpus.append(g)
+            judge(cs, OBJ)
+            for i, c in enumerate(cs):
+                if c.runs < race.MIN_RUNS:
+                    continue
+                for iv, t in ((c.slo, t_slo[i]), (c.price, t_price[i])):
+                    if (iv.lo is not None and iv.lo > t) or (iv.hi is not None and iv.hi < t):
+                        hit = True
+            if not any(c.alive for c in cs):
+                break
+        missed += hit
+    return missed / sims
+
+
+@pytest.mark.parametrize("gpu_sd,k", [(0.05, 2), (0.2, 2), (0.2, 4)])
+def test_box_races_keep_their_intervals_with_gpu_and_run_effects(gpu_sd: float, k: int) -> None:
+    """Every interval of every look of every candidate (the race's own drops deciding
+    which run on) holds together at 95% with a slow GPU, a per-phase effect and the
+    rotation; tied to one GPU instead, a slow GPU breaks them."""
+    assert _box_misses(gpu_sd, rotate=True, seed=11, k=k) <= 0.05
+
+
+def test_tied_to_one_gpu_a_slow_gpu_breaks_the_intervals() -> None:
+    assert _box_misses(0.2, rotate=False, seed=11) > 0.2
+
+
+def test_a_neighbours_failure_fails_only_its_own_candidate() -> None:
+    """A box phase with a copy that crashed on GPU 1: the candidate on GPU 0 keeps its
+    run; the one on GPU 1 fails; a failure of the phase itself (its daemon) fails both;
+    a stall names its copy."""
+    from tests.unit.test_runs import _rate_run, _run
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+
+    rng = random.Random(1)
+    obj = Objective("high", "P50", 100.0)
+
+    def phase(status: str, error: str | None, crashed: str | None) -> PhaseSnapshot:
+        ws = []
+        for g in (0, 1):
+            hi = msgspec.structs.replace(_run(rng, 400, 1.0, 0.0), name=f"high@{g}")
+            lo = _rate_run(rng, 200, 1.0, name=f"low@{g}")
+            ws += [msgspec.structs.replace(w, state="failed") if w.name == crashed else w
+                   for w in (hi, lo)]
+        return PhaseSnapshot(0, "mps-1", "mps", status, "", None, 10.0, True, tuple(ws),
+                             error=error)
+
+    for p, ok0, ok1 in ((phase("failed", None, "low@1"), True, False),
+                        (phase("failed", "low@0 stalled since 3.1 s", None), False, True),
+                        (phase("failed", "MPS control daemon died", None), False, False),
+                        (phase("done", None, None), True, True)):
+        a, b = Candidate("a", "mps", {}), Candidate("b", "mps", {})
+        race.record_run(a, p, obj, ["low"], 0)
+        race.record_run(b, p, obj, ["low"], 1)
+        assert (a.runs == 1, b.runs == 1) == (ok0, ok1), (p.error, a.reason, b.reason)
+        assert (a.status == race.FAILED, b.status == race.FAILED) == (not ok0, not ok1)
+        assert a.gpus == ([0] if ok0 else []) and b.gpus == ([1] if ok1 else [])

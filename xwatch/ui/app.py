@@ -462,7 +462,8 @@ class XwatchApp(App[int]):
     def action_advise(self) -> None:
         """``A``: race native and the mechanisms configured here (MPS, XSched) to the
         cheapest setting that meets the scenario's SLO with confidence, phase after
-        phase (20-minute budget); the Compare tab shows the race and its answer."""
+        phase (20-minute budget); the Compare tab shows the race and its answer. With
+        ``--gpus``, each round spreads its candidates over those GPUs (``plans.box``)."""
         if self._not_live():
             return
         from xwatch.core.plans.advise import DEFAULT_BUDGET_MIN, make_race, objective
@@ -491,26 +492,28 @@ class XwatchApp(App[int]):
         saved = dict(runner.backends)  # each candidate brings its own backend
         try:
             while order := rc.round():
-                for c, step in order:
+                for placed, step in order:  # on --gpus: candidates spread over the GPUs
                     if step.backend is not None:
                         runner.backends[step.mode] = step.backend
                     try:
-                        phase = await runner.start_phase(step.mode)
+                        phase = await runner.start_phase(step.mode, step.only)
                     except XwatchError as e:
                         self.notify(str(e), title=e.title, severity="error", timeout=8,
                                     markup=False)
                         failed = session.current
-                        rc.record(c, failed.snapshot(time.monotonic()) if failed is not None
-                                  and failed.mode == step.mode and failed.status == "failed"
-                                  else None)
+                        rc.record(placed, failed.snapshot(time.monotonic())
+                                  if failed is not None and failed.mode == step.mode
+                                  and failed.status == "failed" else None)
                         continue
-                    phase.candidate, phase.setting_values = c.label, step.setting or {}
+                    phase.candidate = step.label
+                    phase.setting_values = {wl: dict(kv) for wl, kv in
+                                            (step.setting or {}).items()}
                     phase.step, phase.repeat = step.key, rc.rounds
                     await self._watch_phase(phase)
                     if runner.phase is not phase:  # the user started something else
                         session.advice = rc.advice()
                         return
-                    rc.record(c, phase.snapshot(time.monotonic()))
+                    rc.record(placed, phase.snapshot(time.monotonic()))
                     session.advice = rc.advice(final=False)
                 if not rc.after_round():
                     break

@@ -208,6 +208,8 @@ class Candidate(Doc, frozen=True, kw_only=True):
     price: Estimate = Estimate()
     status: str = ""
     reason: str = ""
+    #: the GPU each run was on, in order (a race over several GPUs; empty on one device)
+    gpus: list[int] = []
 
 
 class Advice(Doc, frozen=True, kw_only=True):

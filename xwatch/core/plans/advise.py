@@ -32,8 +32,9 @@ from xwatch.core.analysis.stats.runs import percentile_of
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.render.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
+from xwatch.core.plans import box
 from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
-from xwatch.core.plans.sweep import apply_setting, parse_settings, sweep_mode
+from xwatch.core.plans.sweep import MPS_SWEEP_KEYS, SWEEP_KEYS, apply_setting, parse_settings
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -50,6 +51,7 @@ def objective(scen: Scenario, text: str | None) -> Objective:
     """The scenario's ``[slo]``, or ``--slo [WORKLOAD.][METRIC:]PNN=MS``: e.g. high.P99=10
     (the request latency), or chat.itl_ms:P99=6 (a named metric the workload reports
     with each request)."""
+    scen = scen.unreplicated()  # its workloads' names as written (not high@0)
     slo = scen.slo
     if text:
         form = "expected [WORKLOAD.][METRIC:]PNN=MS, e.g. high.P99=10 or chat.itl_ms:P99=6"
@@ -90,8 +92,8 @@ def _top(scen: Scenario) -> str:
 
 def lows_of(scen: Scenario, obj: Objective) -> list[str]:
     """The workloads below the SLO workload's priority: their samples/s is the price."""
-    top = max(w.priority_value for w in scen.workloads  # --gpus: the copies of "high" too
-              if obj.workload in (w.name, w.base_name))
+    scen = scen.unreplicated()
+    top = scen.workload(obj.workload.partition("@")[0]).priority_value
     return [w.name for w in scen.workloads if w.priority_value < top]
 
 
@@ -101,18 +103,54 @@ def _for_lows(scen: Scenario, obj: Objective, kv: dict[str, int]) -> dict[str, d
     return {b: dict(kv) for b in bases}
 
 
-def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-                    xsched: Any, mps: Any) -> list[tuple[Candidate, Step]]:
-    """Every candidate with the step that runs it."""
+def split_sets(sets: list[str], modes: list[str], skipped: dict[str, str] | None = None
+               ) -> dict[str, list[str]]:
+    """``--set`` specs by the mode whose candidates they make: MPS keys (``mps.*``) the
+    MPS candidates, XSched keys the XSched candidates, native neither. A key for a mode
+    the race does not run is an error naming it."""
+    out: dict[str, list[str]] = {}
+    for spec in sets:
+        lhs = spec.partition("=")[0]
+        key = lhs.partition(".")[2]
+        mode = MPS if key.startswith("mps.") else XSCHED
+        if mode not in modes:
+            name = "an MPS key" if mode == MPS else "an XSched key"
+            why = (f"{mode} is skipped here: {skipped[mode]}" if skipped and mode in skipped
+                   else f"--modes {','.join(modes)} races no {mode} candidate")
+            raise UsageError(f"--set {spec!r}: {key or lhs!r} is {name}, but {why}; add "
+                             f"{mode} to --modes or leave this --set out (MPS keys: "
+                             f"{', '.join(MPS_SWEEP_KEYS)}; XSched keys: "
+                             f"{', '.join(SWEEP_KEYS)}; native takes none)",
+                             title="Setting for no candidate")
+        out.setdefault(mode, []).append(spec)
+    return out
+
+
+def backend_for(mode: str, sc: Scenario, xsched: Any, mps: Any) -> Any:
+    """A mode backend for the scenario ``sc`` (a candidate's, or a box phase's)."""
     from xwatch.core.mps.controller import MpsController
     from xwatch.core.xsched.controller import XschedController
 
+    if mode == MPS:
+        return MpsController(mps.tool, sc, preflight=mps.preflight)
+    if mode == XSCHED:
+        return XschedController(xsched.install, sc, poll_s=xsched.poll_s,
+                                preflight=xsched.preflight)
+    return None
+
+
+def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
+                    xsched: Any, mps: Any, skipped: dict[str, str] | None = None
+                    ) -> list[tuple[Candidate, Step]]:
+    """Every candidate with the step that runs it. ``--set`` keys replace their own
+    mode's grid (``split_sets``). On ``--gpus`` the candidates are made from the
+    workloads as written (a box round copies them onto its GPUs: ``plans.box``)."""
+    scen = scen.unreplicated()
     grids: dict[str, list[dict[str, dict[str, int]]]] = {
         MPS: [_for_lows(scen, obj, kv) for kv in MPS_GRID],
         XSCHED: [_for_lows(scen, obj, kv) for kv in XSCHED_GRID]}
-    if sets:
-        given = parse_settings(sets, scen)
-        grids[sweep_mode(given)] = given
+    for mode, specs in split_sets(sets, modes, skipped).items():
+        grids[mode] = parse_settings(specs, scen)
     out: list[tuple[Candidate, Step]] = []
     for mode in modes:
         if mode == NATIVE:
@@ -120,14 +158,8 @@ def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list
                                                              candidate=True)))
             continue
         for s in grids[mode]:
-            sc = apply_setting(scen, s)
             label = race.short_label(mode, race.settings_of(s))
-            backend: Any
-            if mode == MPS:
-                backend = MpsController(mps.tool, sc, preflight=mps.preflight)
-            else:
-                backend = XschedController(xsched.install, sc, poll_s=xsched.poll_s,
-                                           preflight=xsched.preflight)
+            backend = backend_for(mode, apply_setting(scen, s), xsched, mps)
             out.append((Candidate(label, mode, race.settings_of(s)),
                         Step(mode, backend, label, s, candidate=True)))
     return out
@@ -202,15 +234,28 @@ def advice_lines(advice: M.Advice) -> list[str]:
     return lines
 
 
+#: the candidates one phase runs, each with its GPU (None: the scenario as it is, on
+#: its own device)
+Placed = list[tuple[Candidate, int | None]]
+
+
 class Race:
     """One advise race: the candidates, their steps, the rounds, the budget. Driven by
     the headless plan (``run_advise``) and by the dashboard (``A``) alike: ``round()``
-    gives the next round's order, ``record()`` takes each finished phase, ``after_round()``
-    judges and says whether to go on, ``advice()`` is the record (live or final)."""
+    gives the next round's phases, ``record()`` takes each finished phase, ``after_round()``
+    judges and says whether to go on, ``advice()`` is the record (live or final).
+
+    On a scenario replicated onto GPUs (``--gpus``) a round spreads its candidates over
+    them (``plans.box``): each phase runs several candidates, each on one GPU, the
+    assignment rotated every round; elsewhere each phase runs one candidate."""
 
     def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
                  budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
-                 say: Any = None) -> None:
+                 say: Any = None, xsched: Any = None, mps: Any = None) -> None:
+        self.scen = scen
+        self.gpus = scen.gpus
+        self.xsched, self.mps = xsched, mps
+        self.phases = 0  # phases recorded (a box phase holds several runs)
         self.obj = obj
         self.lows = lows_of(scen, obj)
         self.cands = [c for c, _ in plan]
@@ -225,27 +270,62 @@ class Race:
         self.said: set[str] = set()
         self.say = say or (lambda text: print(text, flush=True))
 
-    def round(self) -> list[tuple[Candidate, Step]]:
-        """The survivors this round runs (those whose run can still decide something,
-        ``race.to_run``) in a shuffled order (empty: the race is over)."""
+    def round(self) -> list[tuple[Placed, Step]]:
+        """This round's phases, in a shuffled order, for the survivors whose run can
+        still decide something (``race.to_run``); empty: the race is over."""
         live = [c for c in self.cands if c.alive]
         if not live or self.winner is not None:
             return []
         self.rounds += 1
         order = race.to_run(self.cands, self.obj)
-        self.rng.shuffle(order)
         rest = len(live) - len(order)
-        self.say(f"=== advise round {self.rounds}: {len(order)} candidates "
-                 f"({', '.join(c.label for c in order)})"
-                 + (f"; {rest} waiting (decided on their own side)" if rest else ""))
-        return [(c, self.steps[c.label]) for c in order]
-
-    def record(self, c: Candidate, phase: Any) -> None:
-        """A candidate's finished phase (a PhaseSnapshot), or None if it never started."""
-        if phase is None:
-            c.status, c.reason = race.FAILED, "its phase could not start"
+        if self.gpus:
+            phases = [self._box_step(bp) for bp in self._layout(order, self.rounds)]
+            self.rng.shuffle(phases)
+            what = "; ".join(step.label or "" for _, step in phases)
+            head = (f"{len(order)} candidates in {len(phases)} phases on GPUs "
+                    f"{','.join(map(str, self.gpus))} ({what})")
         else:
-            race.record_run(c, phase, self.obj, self.lows)
+            self.rng.shuffle(order)
+            phases = [([(c, None)], self.steps[c.label]) for c in order]
+            head = f"{len(order)} candidates ({', '.join(c.label for c in order)})"
+        self.say(f"=== advise round {self.rounds}: {head}"
+                 + (f"; {rest} waiting (decided on their own side)" if rest else ""))
+        return phases
+
+    def _layout(self, order: list[Candidate], rnd: int) -> list[box.BoxPhase]:
+        """The box phases of round ``rnd`` for ``order`` (in the plan's order: the Latin
+        square's rows)."""
+        entries = [box.Entry(c.label, c.mode, box.phase_wide(c.mode, self.steps[c.label].backend))
+                   for c in order]
+        return box.layout(entries, self.gpus, rnd)
+
+    def _box_step(self, bp: box.BoxPhase) -> tuple[Placed, Step]:
+        """The step of one box phase: the candidates' copies, each pinned to its GPU with
+        its candidate's settings, under one backend."""
+        by = {c.label: c for c in self.cands}
+        placed = [(self.steps[lb].setting, g) for lb, g in bp.placed]
+        sc = box.box_scenario(self.scen, placed)
+        step = Step(bp.mode, backend_for(bp.mode, sc, self.xsched, self.mps),
+                    " | ".join(f"{lb} @GPU{g}" for lb, g in bp.placed),
+                    box.copy_settings(self.scen, placed), only=box.copies(self.scen, bp.gpus),
+                    candidate=True)
+        return [(by[lb], g) for lb, g in bp.placed], step
+
+    def record(self, placed: Placed, phase: Any) -> None:
+        """A finished phase (a PhaseSnapshot), or None if it never started: a run of each
+        candidate it placed (a failed phase fails every one of them)."""
+        self.phases += 1
+        for c, gpu in placed:
+            if phase is None:
+                c.status, c.reason = race.FAILED, "its phase could not start"
+            else:
+                race.record_run(c, phase, self.obj, self.lows, gpu)
+
+    def next_phases(self) -> int:
+        """How many phases the next round would run."""
+        order = race.to_run(self.cands, self.obj)
+        return len(self._layout(order, self.rounds + 1)) if self.gpus else len(order)
 
     def after_round(self) -> bool:
         """Judge; True while another round should run."""
@@ -260,10 +340,8 @@ class Race:
             self.say(line)
         if self.winner is not None or not any(c.alive for c in self.cands):
             return False
-        runs = sum(c.runs for c in self.cands) + sum(1 for c in self.cands
-                                                      if c.status == race.FAILED)
-        per_run = used / max(1, runs)  # the next round: its runs at the mean run's time
-        if used + per_run * len(race.to_run(self.cands, self.obj)) > self.budget_s:
+        per_phase = used / max(1, self.phases)  # the next round at the mean phase's time
+        if used + per_phase * self.next_phases() > self.budget_s:
             if self.rounds < race.MIN_RUNS:
                 self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
                          f"({self.budget_s / 60:g} min) has no room for a second, and a "
@@ -327,12 +405,13 @@ class Race:
 def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
               xsched: Any, mps: Any, budget_min: float, seed: int = 0,
               skipped: dict[str, str] | None = None, say: Any = None) -> Race:
-    if not lows_of(scen, obj):
+    base = scen.unreplicated()  # on --gpus: candidates are made as written, then copied
+    if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
-    check_runs_can_bound(scen, obj)
-    plan = plan_candidates(scen, obj, modes, sets, xsched, mps)
-    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say)
+    check_runs_can_bound(base, obj)
+    plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
+    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps)
 
 
 def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
@@ -366,10 +445,10 @@ async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
 
     def schedule(session: Session) -> Iterator[tuple[int, Step]]:
         while order := rc.round():
-            for c, step in order:
+            for placed, step in order:
                 before = len(session.phases)
                 yield rc.rounds, step
-                rc.record(c, session.phases[-1].snapshot(time.monotonic())
+                rc.record(placed, session.phases[-1].snapshot(time.monotonic())
                           if len(session.phases) > before else None)
             if not rc.after_round():
                 return

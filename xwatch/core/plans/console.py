@@ -153,8 +153,9 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
             lines.append(heads[r[0]])
         lines.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
                                for i, c in enumerate(r)))
-    if len(groups) > 1:
-        lines.append(_gpus_tail(groups))
+    if len(groups) > 1 and not (p.candidate and "@GPU" in p.candidate):
+        lines.append(_gpus_tail(groups))  # not in a box phase: its GPUs ran different
+        # candidates (advise, ``plans.box``), so a worst GPU would be a worst candidate
     lines += extra
     if p.error:
         lines.append(f"  ! phase {p.status}: {p.error}")

@@ -45,11 +45,11 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
-from xwatch.core.analysis.stats.copies import copies_of, run_copies
+from xwatch.core.analysis.stats.copies import copies_of, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
-from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 UNDECIDED, FAILED, SURVIVING = "undecided", "failed", "surviving"
@@ -96,6 +96,10 @@ class Candidate:
     price_ses: list[float] = field(default_factory=list)
     slo_fit: Fit = NO_FIT
     price_fit: Fit = NO_FIT
+    #: the GPU of each run, in order (a race over the box, ``plans.box``; empty on one
+    #: device): the GPU is a block, rotated over the runs, its effect part of the
+    #: run-to-run variance the intervals are built on
+    gpus: list[int] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -117,23 +121,52 @@ class Candidate:
         return self.slo.lo is not None and self.slo.lo > obj.latency_ms
 
 
-def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str]) -> None:
-    """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate)."""
-    # with --gpus every GPU's copy counts (the objective names the scenario's workload,
-    # ``high``, or one copy): the run's value is the mean over the copies
-    ws = copies_of(p, obj.workload)
-    if p.status == "failed" or not ws:
+def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str],
+               gpu: int | None = None) -> None:
+    """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate).
+    ``gpu``: the phase held several candidates (``plans.box``), ``c``'s copies are
+    ``NAME@gpu``; otherwise every GPU's copy counts (with --gpus the objective names the
+    scenario's workload, ``high``, or one copy) and the run's value is their mean."""
+    at = "" if gpu is None else f"@{gpu}"
+    ws = _mine(p, role(obj.workload), at)
+    neighbour = gpu is not None and p.status == "failed" and _neighbours_failed(p, at)
+    if (p.status == "failed" and not neighbour) or not ws:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
-    if not usable(p):
+    if not neighbour and not usable(p):
         return  # stopped before its end: not a run
     v = run_copies(ws, obj.metric).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
-    rates = [run_value(lw, RATE) for n in lows if (lw := p.workload(n)) is not None and lw.count]
+    if gpu is not None:
+        c.gpus.append(gpu)
+    rates = [run_value(lw, RATE) for n in lows for lw in _mine(p, role(n), at)]
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
+
+
+def _mine(p: PhaseSnapshot, name: str, at: str) -> tuple[WorkloadSnapshot, ...]:
+    """The copies of ``name`` that are the candidate's: in a box phase (``at`` = "@GPU")
+    its one copy, else every GPU's copy that counted requests."""
+    if not at:
+        return copies_of(p, name)
+    w = p.workload(name + at)
+    return (w,) if w is not None and w.count else ()
+
+
+def _neighbours_failed(p: PhaseSnapshot, at: str) -> bool:
+    """A box phase (``plans.box``) failed only through other candidates' copies (a
+    workload on another GPU failed or stalled): the copies ``NAME@GPU`` ending in ``at``
+    ran to the end and count. A failure of the phase itself (its daemon, the isolation
+    proof) or of one of these copies fails every candidate it holds."""
+    parts = [x.strip() for x in (p.error or "").split(";") if x.strip()]
+    stalled = [x.partition(" ")[0] for x in parts if " stalled since " in x]
+    if len(stalled) < len(parts):
+        return False  # a failure of the whole phase
+    bad = [w.name for w in p.workloads if w.state == "failed"] + stalled
+    return bool(bad) and not any(n.endswith(at) for n in bad) and \
+        any(w.count for w in p.workloads if w.name.endswith(at))
 
 
 #: the error rate's split between the SLO metric and the price (a price varies ~1%
@@ -370,7 +403,7 @@ def as_records(cands: Sequence[Candidate]) -> list[M.Candidate]:
 
     return [M.Candidate(label=c.label, mode=c.mode, settings=dict(c.settings), runs=c.runs,
                         slo_metric=iv(c.slo), price=iv(c.price), status=c.status,
-                        reason=c.reason) for c in cands]
+                        reason=c.reason, gpus=list(c.gpus)) for c in cands]
 
 
 def closest(cands: Sequence[Candidate]) -> Candidate | None:

@@ -1,0 +1,138 @@
+"""Races over the box: a round's candidates spread over the GPUs that ``--gpus`` names,
+each round one phase (or a few) of the one runner instead of one phase per candidate.
+
+The rules (``docs/gpus-races.md`` says why):
+
+- one mode per phase. A phase's isolation (the scrubbed environment, the
+  ``/proc/PID/maps`` proof, ``modes.isolation``) and its daemon are the runner's per
+  phase, so native, MPS and XSched candidates never share a phase; a round runs one
+  phase (or more) per mode;
+- one daemon per phase, so candidates whose daemon-wide settings differ never share a
+  phase (``phase_wide``): XSched's xserver serves every GPU with one policy, port,
+  install and platform; MPS's control daemon is one per phase (its tool). Per-process
+  settings (XSched's threshold, batch size, priority, level; MPS's client priority,
+  active thread percentage, pinned memory limit) come from each copy's environment
+  and may differ within a phase;
+- a phase places each candidate on one GPU, at most one candidate a GPU; a group of
+  n candidates (same mode, same daemon-wide settings) on k GPUs takes ceil(n/k)
+  phases, the last one with idle GPUs where n is not a multiple of k;
+- the assignment rotates every round as a Latin square: the i-th running candidate of
+  a group (in the plan's order) runs on GPU ``gpus[(i + round) % k]``, so over k
+  rounds of the same candidates each runs once on every GPU and each GPU has each
+  candidate once; no candidate is tied to one GPU, and a GPU's own speed is spread
+  over every candidate (the statistics see it as run-to-run variance; each run
+  records its GPU);
+- a phase's workloads are the candidates' copies, each copy named ``NAME@GPU`` and
+  pinned as ``--gpus`` pins copies (``Scenario.on_gpus``), each with its candidate's
+  settings (``box_scenario``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xwatch.core import model as M
+from xwatch.core.modes.base import MPS, XSCHED
+from xwatch.core.plans.sweep import apply_setting
+from xwatch.scenario import Scenario, Workload
+
+#: a candidate's setting as the sweep writes it: {"low": {"threshold": 2}}
+Setting = Mapping[str, Mapping[str, M.SettingValue]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A candidate to place: its name, mode and daemon-wide settings (``phase_wide``)."""
+
+    label: str
+    mode: str
+    wide: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BoxPhase:
+    """One phase of a round: its mode and each candidate's GPU, in GPU order."""
+
+    mode: str
+    placed: tuple[tuple[str, int], ...]
+
+    @property
+    def gpus(self) -> tuple[int, ...]:
+        return tuple(g for _, g in self.placed)
+
+
+def phase_wide(mode: str, backend: Any) -> tuple[tuple[str, str], ...]:
+    """The settings of ``backend`` that hold for a whole phase (one daemon for every GPU):
+    XSched's xserver policy, port, install, platform and poll pace; the MPS control
+    daemon's tool. Candidates that differ in one of them never share a phase. Native
+    has none."""
+    if backend is None:
+        return ()
+    if mode == XSCHED:
+        xs = backend.scenario.xsched
+        inst = getattr(backend, "install", None)
+        return (("policy", str(xs.policy)), ("port", str(xs.port)),
+                ("install", str(getattr(inst, "root", xs.root))),
+                ("platform", str(xs.platform)), ("poll_ms", str(xs.poll_ms)),
+                ("settled_poll_ms", str(xs.settled_poll_ms)),
+                ("preflight", str(getattr(backend, "preflight", True))))
+    if mode == MPS:
+        return (("tool", str(getattr(backend, "tool", ""))),
+                ("preflight", str(getattr(backend, "preflight", True))))
+    return ()
+
+
+def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int) -> list[BoxPhase]:
+    """Round ``rnd``'s phases for the running ``entries`` (in the plan's order): grouped
+    by mode and daemon-wide settings, each group's i-th entry on ``gpus[(i + rnd) % k]``,
+    k entries a phase."""
+    k = len(gpus)
+    if k == 0:
+        raise ValueError("a box round needs at least one GPU")
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Entry]] = {}
+    for e in entries:
+        groups.setdefault((e.mode, e.wide), []).append(e)
+    out = []
+    for (mode, _), members in groups.items():
+        for start in range(0, len(members), k):
+            chunk = members[start:start + k]
+            placed = sorted(((e.label, gpus[(start + j + rnd) % k])
+                             for j, e in enumerate(chunk)), key=lambda lg: gpus.index(lg[1]))
+            out.append(BoxPhase(mode, tuple(placed)))
+    return out
+
+
+def copy_name(name: str, gpu: int) -> str:
+    """A workload's copy on ``gpu``, as ``Scenario.on_gpus`` names it."""
+    return f"{name}@{gpu}"
+
+
+def box_scenario(scen: Scenario, placed: Sequence[tuple[Setting | None, int]]) -> Scenario:
+    """The scenario of one box phase: for each (setting, GPU) the workloads as written,
+    with that setting applied, copied onto that GPU (``NAME@GPU``, pinned)."""
+    base = scen.unreplicated()
+    wls: list[Workload] = []
+    for setting, g in placed:
+        kv: Any = {k: dict(v) for k, v in setting.items()} if setting else None
+        sc = apply_setting(base, kv) if kv else base
+        wls.extend(sc.on_gpus((g,)).workloads)
+    return dataclasses.replace(base, workloads=tuple(wls), gpus=tuple(g for _, g in placed),
+                               single=base.workloads)
+
+
+def copies(scen: Scenario, gpus: Sequence[int]) -> tuple[str, ...]:
+    """The names of every workload's copy on each of ``gpus`` (a phase's ``only``)."""
+    return tuple(copy_name(w.name, g) for g in gpus for w in scen.unreplicated().workloads)
+
+
+def copy_settings(scen: Scenario, placed: Sequence[tuple[Setting | None, int]]
+                  ) -> dict[str, dict[str, M.SettingValue]]:
+    """Each copy's setting, keyed by the copy's name (the phase's ``setting_values``)."""
+    out: dict[str, dict[str, M.SettingValue]] = {}
+    for setting, g in placed:
+        for wl, kv in (setting or {}).items():
+            out[copy_name(wl, g)] = dict(kv)
+    return out
