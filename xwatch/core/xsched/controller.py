@@ -42,7 +42,7 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, next_poll_wait, queue_row
+from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, ProcessTrees, next_poll_wait, queue_row
 from xwatch.core.xsched.preflight import (
     plan_probes,
     preflight_failure,
@@ -63,7 +63,7 @@ class _Poll:
     t: float  # monotonic, when the poll started
     rc: int | None  # xserver's exit status if it had exited by then
     res: Answer | Exception  # the queues by process, or what failed
-    runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
+    runs: list[tuple[str, tuple[int, ...], str, int]]  # (name, pids, state, requests) then
 
 
 @dataclasses.dataclass(slots=True)
@@ -333,7 +333,7 @@ class XschedController:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(arrived.set)
 
-        rng = random.Random()
+        rng, trees = random.Random(), ProcessTrees()  # a server's queues: its whole tree
         cache = self._answers = AnswerCache()
 
         def poll() -> None:
@@ -347,7 +347,7 @@ class XschedController:
                 except Exception as e:
                     res = e
                 # who ran at poll time (a dict copy is one step under the GIL)
-                runs = [(n, r.pid, r.state, r.rec.count) for n, r in list(phase.runs.items())]
+                runs = [(n, trees.of(r), r.state, r.rec.count) for n, r in list(phase.runs.items())]
                 inbox.append(_Poll(t0, rc, res, runs))
                 if rc is not None or isinstance(res, Exception) or t0 - handed >= self.HANDOFF_S:
                     handed = t0
@@ -404,17 +404,17 @@ class XschedController:
         self._refresh_engagement(phase)
 
     def _ingest(self, phase: Phase, answer: Answer, stats: dict[str, QueueStats], t: float,
-                runs: list[tuple[str, int | None, str, int]]) -> None:
+                runs: list[tuple[str, tuple[int, ...], str, int]]) -> None:
         """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
         ``runs``: (name, pid, state, requests) of every workload when it was polled.
         Only the workloads' own queues are looked at."""
         counts: dict[str, M.QueueCounts] = {}
         tp = round(t - phase.t_start, 2)
-        for name, pid, state, count in runs:
-            if pid is None:
+        for name, pids, state, count in runs:
+            if not pids:
                 continue
             st = stats[name]
-            c = answer.counts(pid)
+            c = answer.counts_of(pids)
             alive = state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
@@ -468,9 +468,9 @@ class XschedController:
                 expect = expected_ready_polls(rec.count, svc, st.mean_gap(self.poll_s),
                                               st.active_polls)
             status, warns = engagement(True, info.scheduler, st, rec.count,
-                                       run.state == "running", expect, final,
-                                       None if info.shim_mapped is msgspec.UNSET
-                                       else info.shim_mapped)
+                                       run.state == "running", expect, final, None if
+                                       info.shim_mapped is msgspec.UNSET else info.shim_mapped,
+                                       server=run.spec.server is not None)
             if status != info.status and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")

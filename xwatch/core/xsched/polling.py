@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 from itertools import groupby
 from operator import attrgetter
+from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.xsched.client import XQueueRow, decode_xqueues
@@ -85,6 +87,48 @@ class Answer:
                 tuple(map(_handle, mine)), tuple(mine[:LATEST_KEPT]))
             self._memo[pid] = c
         return c
+
+
+    def counts_of(self, pids: tuple[int, ...]) -> Counts:
+        """The queues of several processes together (a server and the workers it
+        spawned); one process: ``counts``."""
+        if len(pids) == 1:
+            return self.counts(pids[0])
+        parts = [c for c in map(self.counts, pids) if c.queues]
+        if len(parts) <= 1:
+            return parts[0] if parts else _NONE
+        return Counts(sum(c.queues for c in parts), sum(c.ready for c in parts),
+                      sum(c.suspended for c in parts),
+                      tuple(h for c in parts for h in c.handles),
+                      tuple(r for c in parts for r in c.latest)[:LATEST_KEPT])
+
+
+class ProcessTrees:
+    """The processes whose queues are a workload's: its own pid, and for a server
+    workload every process below it (the server and the workers it spawns), matched by
+    the process tree (psutil), never by name; re-read at most every ``every_s``."""
+
+    def __init__(self, every_s: float = 1.0) -> None:
+        self.every_s = every_s
+        self._cache: dict[int, tuple[float, tuple[int, ...]]] = {}
+
+    def of(self, run: Any) -> tuple[int, ...]:
+        pid = run.pid
+        if pid is None:
+            return ()
+        if getattr(run.spec, "server", None) is None:
+            return (pid,)
+        now = time.monotonic()
+        hit = self._cache.get(pid)
+        if hit is None or now - hit[0] >= self.every_s:
+            try:
+                import psutil
+
+                kids = tuple(c.pid for c in psutil.Process(pid).children(recursive=True))
+            except Exception:  # gone, or unreadable: keep what was last seen
+                kids = hit[1][1:] if hit else ()
+            hit = self._cache[pid] = (now, (pid, *kids))
+        return hit[1]
 
 
 class AnswerCache:
