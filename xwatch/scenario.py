@@ -46,6 +46,8 @@ BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
 #: the HTTP APIs a server workload's load generator speaks (streaming, OpenAI's shapes)
 SERVER_APIS = ("openai-chat", "openai-completions")
+#: a server command left to the command line (``--server``; the built-in serve-own)
+SERVER_FROM_CLI = "{server}"
 #: the /xqueues polls' settled pace by default (``[xsched] settled_poll_ms``): on recorded
 #: H100 phases, 5 polls a second gave 90% of slow requests the attribution that 10 gave
 #: (``benchmarks/attribution_pace.py``) for 40% less of the observer's poll CPU
@@ -699,6 +701,28 @@ class Scenario:
                     device="cuda:0" if w.device.startswith("cuda") else w.device))
         return dataclasses.replace(self, workloads=tuple(wls), gpus=tuple(gpus),
                                    single=self.workloads)
+
+    def with_server(self, command: str | None, served_model: str | None) -> Scenario:
+        """Every server workload with the command line's server command and ``model``
+        field; a scenario whose server is ``["{server}"]`` (serve-own) needs them."""
+        import dataclasses
+        import shlex
+
+        servers = [w for w in self.workloads if w.server is not None]
+        if (command or served_model) and not servers:
+            raise UsageError(f"--server/--served-model: scenario {self.name} has no server "
+                             "workload (serve-train and serve-own have)")
+        argv = tuple(shlex.split(command)) if command else None
+        if command is not None and not argv:
+            raise UsageError("--server: an empty command")
+        if argv is None and any(w.server == (SERVER_FROM_CLI,) for w in servers):
+            raise UsageError(f"scenario {self.name} serves the command given on the command "
+                             "line: add --server 'CMD' (e.g. --server 'vllm serve MODEL --port "
+                             "8000') and, if the server needs it, --served-model NAME")
+        return dataclasses.replace(self, workloads=tuple(
+            dataclasses.replace(w, server=argv or w.server,
+                                served_model=served_model or w.served_model)
+            if w.server is not None else w for w in self.workloads))
 
     def unreplicated(self) -> Scenario:
         """The scenario as written, one copy of each workload."""

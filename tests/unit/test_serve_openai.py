@@ -67,3 +67,18 @@ def test_sharegpt_jsonl(tmp_path: Path) -> None:
     (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n')
     with pytest.raises(DatasetError, match="no 'conversations' list"):
         load_sharegpt(str(tmp_path / "bad.jsonl"), 10)
+
+
+def test_serve_own_takes_the_server_from_the_command_line() -> None:
+    from xwatch.errors import UsageError
+    from xwatch.scenario import load_scenario
+
+    own = load_scenario("serve-own")
+    with pytest.raises(UsageError, match="--server"):
+        own.with_server(None, None)
+    s = own.with_server("vllm serve m --port 8000", "m").workload("chat")
+    assert s.server == ("vllm", "serve", "m", "--port", "8000") and s.served_model == "m"
+    with pytest.raises(UsageError, match="no server workload"):
+        load_scenario("demo").with_server("x", None)
+    train = load_scenario("serve-train").workload("chat")
+    assert train.kind == "server" and train.rate == 4 and train.server[0] == "{python}"
