@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,15 @@ def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | N
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          start_new_session=True, cwd=str(ROOT))
     os.close(w)
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read as it comes: a full pipe would block the generator
+        with os.fdopen(r, "rb") as f:
+            while data := f.read1(1 << 16):
+                chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     if stop_after_s is not None:
         try:
             p.wait(stop_after_s)
@@ -68,9 +78,8 @@ def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | N
     finally:
         if p.poll() is None:
             os.killpg(p.pid, 9)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    events = [json.loads(x) for x in data.splitlines() if x.strip()]
+    reader.join(timeout)
+    events = [json.loads(x) for x in b"".join(chunks).splitlines() if x.strip()]
     return Ran(p.returncode, events, err)
 
 

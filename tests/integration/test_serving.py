@@ -4,7 +4,6 @@ generator streams requests, and the named metrics arrive as the built-in decoder
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 from pathlib import Path
 
@@ -49,17 +48,15 @@ def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     doc = json.loads((tmp_path / "out" / "snapshot.json").read_text())
     chat = doc["phases"][0]["workloads"]["chat"]
-    assert chat["count"] >= 20 and chat["errors"] == 0
+    assert chat["count"] >= 8 and chat["errors"] == 0  # (the command LOW is not gated)
     assert {"ttft_ms", "tpot_ms", "itl_ms"} <= set(chat["metrics"])
 
 
 @pytest.mark.slow
 def test_the_real_transformers_serve_with_a_random_model(tmp_path: Path) -> None:
     """``transformers serve`` (its serving extras) on the CPU, the built-in random model."""
-    pytest.importorskip("fastapi")
+    pytest.importorskip("fastapi")  # the test extra installs them (pyproject)
     pytest.importorskip("uvicorn")
-    if shutil.which("true") is None:
-        pytest.skip("no coreutils")
     port = free_port()
     server = (PY, "-m", "xwatch.core.engine.serve.localmodel", "serve", "tiny",
               "--port", str(port), "--device", "cpu")

@@ -49,6 +49,8 @@ STOP_GRACE_S = 2.0
 #: readiness is asked this often
 READY_POLL_S = 0.2
 _PR_SET_PDEATHSIG = 1
+#: the interpreter's thread switch interval in the generator (``benchmarks/loadgen.py``)
+SWITCH_S = 0.0005
 
 
 class Fatal(Exception):
@@ -129,6 +131,7 @@ class Generator:
         self.stages: dict[str, float] = {"python": round(time.monotonic(), 6)}
         self.session: aiohttp.ClientSession | None = None
         self.asks: Asks | None = None
+        self.cpu_s: float | None = None  # the generator's own CPU while it measured
 
     def mark(self, name: str) -> None:
         self.stages[name] = round(time.monotonic(), 6)
@@ -403,6 +406,9 @@ class Generator:
                 loop.call_soon_threadsafe(launch, seq, t_sched)
             loop.call_soon_threadsafe(sent.set)
 
+        # the ticker waits for the GIL after its sleep: at the default 5 ms switch interval
+        # a loop busy reading streams held it for up to 5 ms past the due time
+        sys.setswitchinterval(SWITCH_S)
         ticker = threading.Thread(target=tick, name="xwatch-loadgen-schedule", daemon=True)
         ticker.start()
         stop = asyncio.ensure_future(self.stop_event.wait())
@@ -491,7 +497,9 @@ class Generator:
                 self.w.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
                              "warmup_ms": round(warm_ms, 3), "stages": dict(self.stages),
                              **({} if waited is None else {"gate_wait_ms": waited})})
+                cpu0 = time.process_time()
                 await self.drive(t0)
+                self.cpu_s = time.process_time() - cpu0
             if self.fatal is not None:
                 raise self.fatal
         except Fatal as e:
@@ -517,6 +525,7 @@ class Generator:
         self.w.flush()
         self.w.emit({"type": "bye", "count": self.count, "errors": self.errors,
                      "output_tokens": self.tokens, "t": time.monotonic(),
+                     **({} if self.cpu_s is None else {"cpu_s": round(self.cpu_s, 4)}),
                      "stopped": self.cfg.requests is None or self.count < self.cfg.requests})
         return 0
 

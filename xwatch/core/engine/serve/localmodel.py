@@ -66,8 +66,8 @@ def _tokenizer(out: Path) -> int:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([_TEXT] * 4, trainer=trainer)
     fast = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>",
-                                   eos_token="</s>", pad_token="</s>")
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+        pad_token="</s>")
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
     return len(fast)
@@ -122,8 +122,11 @@ def main(argv: list[str]) -> int:
         return 0
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    args = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(path),
-            *argv[2:]]
+    import importlib.util
+
+    cli = "transformers.cli.transformers" if importlib.util.find_spec(
+        "transformers.cli.transformers") else "transformers.commands.transformers_cli"
+    args = [sys.executable, "-m", cli, "serve", str(path), *argv[2:]]
     sys.stdout.flush()
     os.execv(sys.executable, args)
     return 0  # pragma: no cover
