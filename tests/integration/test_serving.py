@@ -65,3 +65,57 @@ def test_the_real_transformers_serve_with_a_random_model(tmp_path: Path) -> None
     assert r.rc == 0, r.stderr[-3000:]
     assert len(r.requests) == 8 and all(e.get("ok") is not False for e in r.requests)
     assert all(e["output_tokens"] == 8 and e["ttft_ms"] > 0 for e in r.requests)
+
+
+def test_xsched_engagement_reads_the_servers_process_tree(tmp_path: Path) -> None:
+    """Under the fake XSched (HIP: the shim by LD_PRELOAD) the shim reaches the server,
+    never the load generator; the server's queues (a child of the generator, matched by
+    the process tree) make it engaged; a server whose queues are never ready is not
+    scheduled, with a server's cause named."""
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        pytest.skip("needs a C compiler for the fake shim")
+    install = make_install(tmp_path / "xsched", platforms=("hip",))
+    p1, p2, px = free_port(), free_port(), free_port()
+    s1 = ", ".join(json.dumps(a) for a in fake_server(p1))
+    s2 = ", ".join(json.dumps(a) for a in fake_server(p2))
+    f = tmp_path / "x.toml"
+    f.write_text(f"""
+duration_s = 3
+[xsched]
+platform = "hip"
+port = {px}
+[[workload]]
+name = "chat"
+priority = "high"
+server = [{s1}]
+port = {p1}
+rate = 20
+warmup = 1
+new_tokens = 4
+[[workload]]
+name = "bulk"
+priority = "low"
+server = [{s2}]
+port = {p2}
+rate = 20
+warmup = 1
+new_tokens = 4
+[workload.xsched]
+env = {{ FAKE_XQUEUE_READY = "never" }}
+""")
+    r = run_xwatch("compare", str(f), "--xsched", str(install), "--telemetry", "off",
+                   "--export", str(tmp_path / "o"), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "o" / "snapshot.json").read_text())
+    xs = doc["phases"][1]
+    chat = xs["workloads"]["chat"]
+    assert "LD_PRELOAD" not in chat["hello"]["env"]  # the generator's own: no shim
+    x = xs["xsched"]["workloads"]
+    assert x["chat"]["status"] == "engaged", x["chat"]
+    assert {q["pid"] for q in x["chat"]["queues"]} == {chat["hello"]["server_pid"]}
+    assert x["bulk"]["status"] == "not-scheduled"
+    assert any("server's process tree" in w and "default stream" in w
+               for w in x["bulk"]["warnings"])
+    assert {"ttft_ms", "itl_ms"} <= set(chat["metrics"])

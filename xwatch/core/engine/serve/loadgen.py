@@ -455,7 +455,8 @@ class Generator:
         assert self.proc is not None
         return {"type": "hello", "v": PROTOCOL_VERSION, "pid": os.getpid(), "name": cfg.name,
                 "python": sys.version.split()[0], "executable": sys.executable,
-                "model": cfg.served_model or os.path.basename(cfg.server[0]),
+                "model": cfg.served_model or " ".join(
+                    [os.path.basename(cfg.server[0]), *cfg.server[1:]])[:80],
                 "server": list(cfg.server), "server_pid": self.proc.pid, "api": cfg.api,
                 "url": self.base + openai.ROUTES[cfg.api], "batch": 1, "rate": cfg.rate,
                 "arrival": cfg.arrival, "device": "n/a (the server's)",
