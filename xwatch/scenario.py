@@ -599,8 +599,10 @@ class Workload:
         if self.model is not None:
             load = f"@{self.rate:g}/s" if self.rate else "closed"
             return f"{self.model} b{self.batch}{' train' if self.train else ''} {load}"
-        if self.server is not None:
-            return f"{self.server[0].rsplit('/', 1)[-1]} serve @{self.rate:g}/s"[:40]
+        if self.server is not None:  # the program, or the module of `python -m M`
+            argv = self.server
+            prog = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else argv[0]
+            return f"{prog.rsplit('/', 1)[-1].rsplit('.', 1)[-1]} server @{self.rate:g}/s"
         assert self.command is not None
         return " ".join(self.command)[:40]
 

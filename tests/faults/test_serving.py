@@ -6,30 +6,18 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from pathlib import Path
 
-import psutil
-
 from tests.conftest import run_xwatch
-from tests.helpers.serving import config, fake_server, free_port, run_loadgen, write_scenario
-
-
-def left(port: int) -> list[int]:
-    """Fake servers still alive for ``port``."""
-    out = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if "tests.helpers.fake_openai" in cmd and str(port) in cmd:
-            out.append(p.info["pid"])
-    return out
-
-
-def gone(port: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while left(port) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return not left(port)
+from tests.helpers.serving import (
+    config,
+    fake_server,
+    free_port,
+    gone,
+    left,
+    run_loadgen,
+    write_scenario,
+)
 
 
 def test_a_server_that_is_never_ready_is_named() -> None:

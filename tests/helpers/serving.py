@@ -8,9 +8,12 @@ import os
 import socket
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from tests.conftest import PY, ROOT
 from xwatch.core.engine.serve import CONFIG_ENV
@@ -111,3 +114,20 @@ priority = "low"
 command = {producer(20, "--service-ms", "20")}
 """ if low else ""))
     return f
+
+
+def left(port: int) -> list[int]:
+    """Fake servers still alive for ``port``."""
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "tests.helpers.fake_openai" in cmd and str(port) in cmd:
+            out.append(p.info["pid"])
+    return out
+
+
+def gone(port: int, within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while left(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not left(port)

@@ -7,10 +7,18 @@ import json
 import statistics
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import PY, run_xwatch
-from tests.helpers.serving import config, fake_server, free_port, run_loadgen, write_scenario
+from tests.helpers.serving import (
+    config,
+    fake_server,
+    free_port,
+    gone,
+    run_loadgen,
+    write_scenario,
+)
 
 
 def test_metrics_follow_vllms_definitions_against_a_known_server() -> None:
@@ -38,6 +46,7 @@ def test_a_stop_ends_the_generator_and_the_server_cleanly() -> None:
     assert r.rc == 0, r.stderr
     assert r.of("bye") and len(r.requests) > 20
     assert all(e.get("ok") is not False for e in r.requests)  # a stop is no error
+    assert gone(port)
 
 
 def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
@@ -50,6 +59,8 @@ def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     chat = doc["phases"][0]["workloads"]["chat"]
     assert chat["count"] >= 8 and chat["errors"] == 0  # (the command LOW is not gated)
     assert {"ttft_ms", "tpot_ms", "itl_ms"} <= set(chat["metrics"])
+    assert chat["hello"]["server_pid"] != chat["hello"]["pid"]
+    assert gone(port)  # the phase's end stopped the server too
 
 
 @pytest.mark.slow
@@ -65,6 +76,9 @@ def test_the_real_transformers_serve_with_a_random_model(tmp_path: Path) -> None
     assert r.rc == 0, r.stderr[-3000:]
     assert len(r.requests) == 8 and all(e.get("ok") is not False for e in r.requests)
     assert all(e["output_tokens"] == 8 and e["ttft_ms"] > 0 for e in r.requests)
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if "localmodel" in " ".join(p.info["cmdline"] or []) and str(port) in
+                " ".join(p.info["cmdline"] or [])]
 
 
 def test_xsched_engagement_reads_the_servers_process_tree(tmp_path: Path) -> None:
@@ -119,3 +133,4 @@ env = {{ FAKE_XQUEUE_READY = "never" }}
     assert any("server's process tree" in w and "default stream" in w
                for w in x["bulk"]["warnings"])
     assert {"ttft_ms", "itl_ms"} <= set(chat["metrics"])
+    assert gone(p1) and gone(p2)

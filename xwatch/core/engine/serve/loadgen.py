@@ -216,6 +216,9 @@ class Generator:
         """Fail the workload when the server exits while it should be serving."""
         assert self.proc is not None
         await self.proc.wait()
+        # a stop signal reaches the server's group and the generator at once: a server
+        # that dies of it at once must not be blamed before the generator's handler ran
+        await asyncio.sleep(0.1)
         if not self.stopping:
             await self._drain_pumps()
             self.fatal = self.died("mid-phase, while it was being measured")
