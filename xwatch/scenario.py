@@ -693,6 +693,12 @@ class Scenario:
         if self.gpus:
             raise UsageError(f"scenario {self.name} is already replicated onto GPUs "
                              f"{list(self.gpus)}")
+        servers = [w.name for w in self.workloads if w.server is not None]
+        if servers and len(gpus) > 1:
+            raise UsageError(f"scenario {self.name}: the server workload {servers[0]} listens "
+                             "on one port, so it cannot be copied onto each of several GPUs "
+                             f"({', '.join(map(str, gpus))}): run one GPU (--gpus N), or one "
+                             "scenario per GPU with its own port")
         wls = []
         for g in gpus:
             for w in self.workloads:

@@ -82,3 +82,13 @@ def test_serve_own_takes_the_server_from_the_command_line() -> None:
         load_scenario("demo").with_server("x", None)
     train = load_scenario("serve-train").workload("chat")
     assert train.kind == "server" and train.rate == 4 and train.server[0] == "{python}"
+
+
+def test_a_server_is_not_copied_onto_several_gpus() -> None:
+    from xwatch.errors import UsageError
+    from xwatch.scenario import load_scenario
+
+    with pytest.raises(UsageError, match="listens on one port"):
+        load_scenario("serve-train").on_gpus((0, 1))
+    one = load_scenario("serve-train").on_gpus((1,))
+    assert one.workload("chat@1").env["CUDA_VISIBLE_DEVICES"] == "1"
