@@ -1,4 +1,5 @@
-"""The load generator's pure parts: OpenAI's stream lines, request bodies, prompts."""
+"""The server workload's parts: OpenAI's stream lines, request bodies, prompts and
+lengths, the built-in server scenarios, and a server's queues read from its process tree."""
 
 from __future__ import annotations
 
@@ -92,3 +93,31 @@ def test_a_server_is_not_copied_onto_several_gpus() -> None:
         load_scenario("serve-train").on_gpus((0, 1))
     one = load_scenario("serve-train").on_gpus((1,))
     assert one.workload("chat@1").env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_a_servers_queues_are_those_of_its_process_tree() -> None:
+    import os
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from xwatch.core.xsched.client import XQueueRow
+    from xwatch.core.xsched.polling import Answer, ProcessTrees
+
+    ans = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=12),
+                     XQueueRow(handle=3, pid=12, ready=True), XQueueRow(handle=4, pid=99)])
+    c = ans.counts_of((10, 11, 12))
+    assert (c.queues, c.ready, sorted(c.handles)) == (3, 2, [1, 2, 3])
+    assert ans.counts_of((11,)) == ans.counts(11) and ans.counts_of((5, 6)).queues == 0
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        me = os.getpid()
+        trees = ProcessTrees()
+        server = SimpleNamespace(pid=me, spec=SimpleNamespace(server=("x",)))
+        plain = SimpleNamespace(pid=me, spec=SimpleNamespace(server=None))
+        assert child.pid in trees.of(server) and trees.of(server)[0] == me
+        assert trees.of(plain) == (me,)  # other workloads: their own pid alone
+        assert trees.of(SimpleNamespace(pid=None, spec=plain.spec)) == ()
+    finally:
+        child.kill()
+        child.wait()
