@@ -49,6 +49,13 @@ def test_a_stop_ends_the_generator_and_the_server_cleanly() -> None:
     assert gone(port)
 
 
+def test_a_stop_while_the_server_loads_is_clean() -> None:
+    port = free_port()
+    r = run_loadgen(config(port, "--fault", "never-ready"), stop_after_s=1.5, timeout=10)
+    assert r.rc == 0 and r.of("bye") and not r.of("error"), r.stderr
+    assert gone(port)
+
+
 def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     port = free_port()
     scen = write_scenario(tmp_path, fake_server(port), port, duration=3)

@@ -61,6 +61,10 @@ class Fatal(Exception):
         self.code = code
 
 
+class Stopped(Exception):
+    """xwatch stopped the workload before it measured (the server still loading)."""
+
+
 def port_holder(port: int) -> str | None:
     """Who listens on ``port`` already (a description), or None if it is free."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -131,6 +135,7 @@ class Generator:
         self.stages: dict[str, float] = {"python": round(time.monotonic(), 6)}
         self.session: aiohttp.ClientSession | None = None
         self.asks: Asks | None = None
+        self._pumps: list[asyncio.Task[None]] = []
         self.cpu_s: float | None = None  # the generator's own CPU while it measured
 
     def mark(self, name: str) -> None:
@@ -149,16 +154,23 @@ class Generator:
         return Fatal(f"the server (pid {self.proc.pid}) {how} {when}{self.last_lines()}", 3)
 
     async def _pump(self, stream: asyncio.StreamReader, out: Any, keep: bool) -> None:
+        """The server's output passed through as it comes (chunks, not lines: a progress
+        bar redrawn with carriage returns is no line); ``keep``: its last lines kept."""
+        partial = b""
         while True:
-            line = await stream.readline()
-            if not line:
+            data = await stream.read(1 << 16)
+            if not data:
+                if keep and partial.strip():
+                    self.tail.append(partial.decode("utf-8", "replace").strip()[:300])
                 return
-            text = line.decode("utf-8", "replace")
             if keep:
-                self.tail.append(text.rstrip()[:300])
+                *lines, partial = (partial + data).replace(b"\r", b"\n").split(b"\n")
+                partial = partial[-4096:]
+                self.tail.extend(ln.decode("utf-8", "replace").rstrip()[:300]
+                                 for ln in lines[-TAIL_LINES:] if ln.strip())
             with contextlib.suppress(OSError, ValueError):
-                out.write(text)
-                out.flush()
+                out.buffer.write(data)
+                out.buffer.flush()
 
     async def start_server(self) -> None:
         cfg = self.cfg
@@ -191,6 +203,8 @@ class Generator:
         last = "no answer yet"
         url = self.base + cfg.ready
         while True:
+            if self.stop_event.is_set():
+                raise Stopped
             if proc.returncode is not None:
                 await self._drain_pumps()
                 raise self.died("before it was ready")
@@ -327,6 +341,8 @@ class Generator:
         assert self.asks is not None
         t0 = time.monotonic()
         for i in range(self.cfg.warmup):
+            if self.stop_event.is_set():
+                raise Stopped
             try:
                 ev = await self.stream_one(self.asks.ask(i), time.monotonic())
             except openai.NotOpenAI as e:
@@ -506,6 +522,8 @@ class Generator:
                 self.cpu_s = time.process_time() - cpu0
             if self.fatal is not None:
                 raise self.fatal
+        except Stopped:
+            pass  # a clean stop while loading: bye below
         except Fatal as e:
             self.stopping = True
             self.w.flush()
