@@ -54,6 +54,11 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
     p.add_argument("--telemetry-proc-interval", type=float, default=5.0, metavar="S",
                    help="seconds between per-process GPU queries, the costly part of a "
                         "poll (default 5)")
+    p.add_argument("--server", metavar="CMD", help="the server workloads' command (one string, "
+                   "split as a shell would, never run by one), e.g. 'vllm serve MODEL --port "
+                   "8000'; needed by the built-in scenario serve-own (docs/serving.md)")
+    p.add_argument("--served-model", metavar="NAME", help="the server workloads' request "
+                   "`model` field (their served_model)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
                    "else the scenario's [xsched] root)")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
@@ -246,7 +251,8 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     if args.duration is not None and args.duration <= 0 and not args.until_stopped:
         hint = " (0, until stopped, is for `xwatch run`)" if args.duration == 0 else ""
         raise UsageError(f"--duration must be > 0 (got {args.duration:g}){hint}")
-    scen = load_scenario(args.scenario)
+    scen = load_scenario(args.scenario).with_server(
+        getattr(args, "server", None), getattr(args, "served_model", None))
     gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
     duration = None if args.until_stopped else args.duration
     scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)

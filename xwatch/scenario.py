@@ -44,6 +44,10 @@ MODE_TABLES = ("xsched", "mps")
 STDOUTS = ("pty", "pipe")
 BERT_TASKS = ("qa", "classification", "base")
 PLATFORMS = ("cuda", "hip")
+#: the HTTP APIs a server workload's load generator speaks (streaming, OpenAI's shapes)
+SERVER_APIS = ("openai-chat", "openai-completions")
+#: a server command left to the command line (``--server``; the built-in serve-own)
+SERVER_FROM_CLI = "{server}"
 #: the /xqueues polls' settled pace by default (``[xsched] settled_poll_ms``): on recorded
 #: H100 phases, 5 polls a second gave 90% of slow requests the attribution that 10 gave
 #: (``benchmarks/attribution_pace.py``) for 40% less of the observer's poll CPU
@@ -166,6 +170,14 @@ def _str_list(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
         raise TypeError("a non-empty list of strings")
     return tuple(v)
+
+
+def _route(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError("a string")
+    if not v.startswith("/") or any(c.isspace() for c in v):
+        raise ValueError("must be a URL path starting with '/' (e.g. '/health')")
+    return v
 
 
 def _str_map(v: Any) -> Mapping[str, str]:
@@ -444,6 +456,51 @@ WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
 )
 
 
+WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
+    Key("server", "list", None, "An inference server's command and arguments (no shell), "
+        "started under the phase's mode (the XSched shim, an MPS client, or natively); "
+        "xwatch's load generator (a process of its own, no GPU) then streams requests at it "
+        "and reports ttft_ms, tpot_ms, itl_ms per request (docs/serving.md). Either this, "
+        "`model` or `command`.", _str_list, required=True),
+    Key("port", "integer", 8000, "The TCP port the server listens on (127.0.0.1); taken "
+        "before the server starts is an error.", _int(1, 65535)),
+    Key("ready", "string", "/health", "The route that answers HTTP 200 once the server is "
+        "ready (transformers serve, vLLM, SGLang, llama-server: /health).", _route),
+    Key("ready_timeout_s", "number", 300.0, "How long the server may take to answer "
+        "`ready`; after that the workload fails, naming the last answer and the server's "
+        "last stderr lines.", _num(positive=True, hi=86400)),
+    Key("api", "string", "openai-chat", "'openai-chat' (POST /v1/chat/completions) or "
+        "'openai-completions' (POST /v1/completions), always streamed.",
+        _choice(*SERVER_APIS), SERVER_APIS),
+    Key("served_model", "string", None, "The `model` field of every request (transformers "
+        "serve: the model's path; vLLM: its --served-model-name). Left out: not sent.", _s),
+    Key("rate", "number", None, "Requests per second, open loop (latency counts from each "
+        "request's scheduled send).", _num(positive=True), required=True),
+    Key("arrival", "string", "fixed", "Spacing of requests: 'fixed' or 'poisson'.",
+        _choice(*ARRIVALS), ARRIVALS),
+    Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
+        _int(1)),
+    Key("warmup", "integer", 2, "Requests sent one at a time before measuring (never "
+        "counted); the first also proves the API is OpenAI's.", _int(1, 10000)),
+    Key("seed", "integer", 0, "Seed for Poisson arrivals, lengths and prompts.", _int(0)),
+    Key("prompt_len", "integer", 128, "Prompt length in words (the generator holds no "
+        "tokenizer; a word of the synthetic prompt is about one token).", _int(1, 1 << 20)),
+    Key("new_tokens", "integer", 32, "`max_tokens` of each request (with `dataset`: the "
+        "most any request asks for).", _int(1, 1 << 20)),
+    Key("range_ratio", "number", 0.0, "Lengths drawn uniformly from [L(1-r), L(1+r)] "
+        "around `prompt_len` and `new_tokens` (vLLM's random-range-ratio); 0: fixed.",
+        _num(lo=0, hi=1)),
+    Key("dataset", "string", None, "A JSONL file of conversations in the ShareGPT shape "
+        "(`{\"conversations\": [{\"from\": \"human\", \"value\": ...}, {\"from\": \"gpt\", "
+        "...}]}` a line): prompts from the first human turn, `max_tokens` from the reply's "
+        "words; relative to the scenario's folder.", _s),
+    Key("ignore_eos", "boolean", False, "Send `ignore_eos: true` (vLLM, SGLang: every request "
+        "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", _bool),
+    Key("cwd", "string", "(scenario folder)", "Working directory of the server.", _s),
+    Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
+        _choice(*PLATFORMS), PLATFORMS),
+)
+
 # --------------------------------------------------------------------------- models
 @dataclass(frozen=True)
 class WorkloadXsched:
@@ -473,7 +530,9 @@ class WorkloadMps:
 
 @dataclass(frozen=True)
 class Workload:
-    """One workload process. Either ``model`` or ``command`` is set."""
+    """One workload process. Exactly one of ``model``, ``command`` or ``server`` is set
+    (a server workload is two processes: xwatch's load generator and the server it
+    starts)."""
 
     name: str
     priority: int | str
@@ -502,6 +561,16 @@ class Workload:
     decode: str = "eager"  # LLM decoders: eager | graphed
     train: bool = False  # one training iteration per request
     amp: str = "off"  # autocast: off | bf16 | fp16
+    # inference server (with the load generator's settings above and below)
+    server: tuple[str, ...] | None = None
+    port: int = 8000
+    ready: str = "/health"
+    ready_timeout_s: float = 300.0
+    api: str = "openai-chat"
+    served_model: str | None = None
+    range_ratio: float = 0.0
+    dataset: str | None = None
+    ignore_eos: bool = False
     # external command
     command: tuple[str, ...] | None = None
     cwd: str | None = None
@@ -520,7 +589,8 @@ class Workload:
 
     @property
     def kind(self) -> str:
-        return "model" if self.model is not None else "command"
+        return "model" if self.model is not None else \
+            "server" if self.server is not None else "command"
 
     @property
     def priority_value(self) -> int:
@@ -531,7 +601,7 @@ class Workload:
     @property
     def stdout_mode(self) -> str:
         """'pty' or 'pipe': how a command's stdout is connected (built-in workers: pipe)."""
-        if self.command is None:
+        if self.command is None:  # built-in workers and the load generator: pipe
             return "pipe"
         return self.stdout or ("pty" if self.regex else "pipe")
 
@@ -548,6 +618,10 @@ class Workload:
         if self.model is not None:
             load = f"@{self.rate:g}/s" if self.rate else "closed"
             return f"{self.model} b{self.batch}{' train' if self.train else ''} {load}"
+        if self.server is not None:  # the program, or the module of `python -m M`
+            argv = self.server
+            prog = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else argv[0]
+            return f"{prog.rsplit('/', 1)[-1].rsplit('.', 1)[-1]} server @{self.rate:g}/s"
         assert self.command is not None
         return " ".join(self.command)[:40]
 
@@ -657,6 +731,12 @@ class Scenario:
         if self.gpus:
             raise UsageError(f"scenario {self.name} is already replicated onto GPUs "
                              f"{list(self.gpus)}")
+        servers = [w.name for w in self.workloads if w.server is not None]
+        if servers and len(gpus) > 1:
+            raise UsageError(f"scenario {self.name}: the server workload {servers[0]} listens "
+                             "on one port, so it cannot be copied onto each of several GPUs "
+                             f"({', '.join(map(str, gpus))}): run one GPU (--gpus N), or one "
+                             "scenario per GPU with its own port")
         wls = []
         for g in gpus:
             for w in self.workloads:
@@ -667,6 +747,28 @@ class Scenario:
                     device="cuda:0" if w.device.startswith("cuda") else w.device))
         return dataclasses.replace(self, workloads=tuple(wls), gpus=tuple(gpus),
                                    single=self.workloads)
+
+    def with_server(self, command: str | None, served_model: str | None) -> Scenario:
+        """Every server workload with the command line's server command and ``model``
+        field; a scenario whose server is ``["{server}"]`` (serve-own) needs them."""
+        import dataclasses
+        import shlex
+
+        servers = [w for w in self.workloads if w.server is not None]
+        if (command or served_model) and not servers:
+            raise UsageError(f"--server/--served-model: scenario {self.name} has no server "
+                             "workload (serve-train and serve-own have)")
+        argv = tuple(shlex.split(command)) if command else None
+        if command is not None and not argv:
+            raise UsageError("--server: an empty command")
+        if argv is None and any(w.server == (SERVER_FROM_CLI,) for w in servers):
+            raise UsageError(f"scenario {self.name} serves the command given on the command "
+                             "line: add --server 'CMD' (e.g. --server 'vllm serve MODEL --port "
+                             "8000') and, if the server needs it, --served-model NAME")
+        return dataclasses.replace(self, workloads=tuple(
+            dataclasses.replace(w, server=argv or w.server,
+                                served_model=served_model or w.served_model)
+            if w.server is not None else w for w in self.workloads))
 
     def unreplicated(self) -> Scenario:
         """The scenario as written, one copy of each workload."""
@@ -739,8 +841,11 @@ def _unknown(ctx: _Ctx, where: str, key: str, known: list[str] | set[str]) -> Sc
                      + ", ".join(sorted(known)))
 
 
-_MODEL_ONLY = {k.name for k in WORKLOAD_MODEL_KEYS} - {k.name for k in WORKLOAD_COMMAND_KEYS}
-_COMMAND_ONLY = {k.name for k in WORKLOAD_COMMAND_KEYS} - {k.name for k in WORKLOAD_MODEL_KEYS}
+#: the key that names a workload's kind, and the keys of that kind
+KIND_KEYS: Mapping[str, tuple[Key, ...]] = MappingProxyType({
+    "model": WORKLOAD_MODEL_KEYS, "command": WORKLOAD_COMMAND_KEYS,
+    "server": WORKLOAD_SERVER_KEYS})
+KIND_NAMES = {"model": "built-in model", "command": "external command", "server": "server"}
 
 
 def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
@@ -750,24 +855,25 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     label = raw.get("name")
     if isinstance(label, str):
         where = f"workload[{i}] ({label})"
-    has_model, has_cmd = "model" in raw, "command" in raw
-    kind_keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else ()) + (
-        WORKLOAD_COMMAND_KEYS if has_cmd or not has_model else ()) + (
-        WORKLOAD_MODEL_KEYS if not has_model and not has_cmd else ())
-    known = {k.name for k in WORKLOAD_COMMON_KEYS + WORKLOAD_MODEL_KEYS + WORKLOAD_COMMAND_KEYS}
+    kinds = [k for k in KIND_KEYS if k in raw]
+    known = {k.name for t in KIND_KEYS.values() for k in WORKLOAD_COMMON_KEYS + t}
+    own = WORKLOAD_COMMON_KEYS + (KIND_KEYS[kinds[0]] if len(kinds) == 1 else
+                                  WORKLOAD_MODEL_KEYS + WORKLOAD_COMMAND_KEYS)
     for key in raw:  # a typo first: "modle" must not be reported as "no model"
         if key not in known and key not in MODE_TABLES:
             close = did_you_mean(key, known)
             raise ctx.error(f"{where}.{key}", f"unknown key {key!r}{close}; allowed keys here: "
-                            + ", ".join(sorted({k.name for k in kind_keys} | set(MODE_TABLES))))
-    if has_model == has_cmd:
-        raise ctx.error(where, "set exactly one of 'model' (built-in) or 'command' (external)")
-    keys = WORKLOAD_COMMON_KEYS + (WORKLOAD_MODEL_KEYS if has_model else WORKLOAD_COMMAND_KEYS)
-    wrong = sorted(set(raw) & (_COMMAND_ONLY if has_model else _MODEL_ONLY))
+                            + ", ".join(sorted({k.name for k in own} | set(MODE_TABLES))))
+    if len(kinds) != 1:
+        raise ctx.error(where, "set exactly one of 'model' (built-in), 'command' (external) "
+                        "or 'server' (an inference server driven by xwatch's load generator)")
+    kind = kinds[0]
+    keys = WORKLOAD_COMMON_KEYS + KIND_KEYS[kind]
+    wrong = sorted(set(raw) - {k.name for k in keys} - set(MODE_TABLES))
     if wrong:
-        kind = "built-in model" if has_model else "external command"
         raise ctx.error(f"{where}.{wrong[0]}",
-                        f"key {wrong[0]!r} does not apply to a {kind} workload; allowed keys here: "
+                        f"key {wrong[0]!r} does not apply to a {KIND_NAMES[kind]} workload; "
+                        "allowed keys here: "
                         + ", ".join(sorted({k.name for k in keys} | set(MODE_TABLES))))
     vals = _apply(ctx, where, raw, keys, allowed_extra=MODE_TABLES)
     for req in ("name", "priority"):
@@ -802,10 +908,16 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if not isinstance(mps_raw, dict):
         raise ctx.error(f"{where}.mps", "must be a table [workload.mps]")
     mps = WorkloadMps(**_apply(ctx, f"{where}.mps", mps_raw, WORKLOAD_MPS_KEYS))
-    if has_model:
+    if kind == "model":
         vals.setdefault("device", default_device)
-    if has_cmd:
+    if kind != "model":
         vals.setdefault("cwd", str(Path(ctx.path).resolve().parent) if ctx.path[0] != "<" else None)
+    if kind == "server" and "rate" not in vals:
+        raise ctx.error(f"{where}.rate", "a server workload is driven open loop: set 'rate' "
+                        "(requests per second)")
+    if kind == "server" and "dataset" in vals and vals.get("range_ratio"):
+        raise ctx.error(f"{where}.range_ratio", "lengths come from 'dataset': leave out "
+                        "'range_ratio' (it draws synthetic lengths)")
     return Workload(**vals, xsched=xs, mps=mps)
 
 
@@ -914,6 +1026,7 @@ def keys_reference_markdown() -> str:
     table("[[workload]] (every workload)", WORKLOAD_COMMON_KEYS)
     table("[[workload]] with a built-in `model`", WORKLOAD_MODEL_KEYS)
     table("[[workload]] with an external `command`", WORKLOAD_COMMAND_KEYS)
+    table("[[workload]] with an inference `server`", WORKLOAD_SERVER_KEYS)
     table("[workload.xsched] (XSched mode only)", WORKLOAD_XSCHED_KEYS)
     table("[workload.mps] (MPS mode only, NVIDIA)", WORKLOAD_MPS_KEYS)
     table("[slo] (optional)", SLO_KEYS)

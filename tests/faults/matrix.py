@@ -120,6 +120,24 @@ ROWS: tuple[Row, ...] = (
     Row("daemons", "MPS server killed mid-phase", "phase failed naming the server's pid and the clients it took down (not only cudaErrorMpsRpcFailure), exit 1, nothing left", "tests/integration/test_modes_fake.py::test_a_killed_mps_server_is_named_as_the_cause"),
     Row("daemons", "MPS control daemon hung (SIGSTOP)", "\"has not answered\" fails the phase, "
         "the daemon is killed", T + "test_a_hung_mps_daemon_fails_the_phase_and_is_removed"),
+    Row("server", "a server that never answers its `ready` route", "\"was never ready\" within "
+        "`ready_timeout_s`, naming the last answer and its last stderr lines; its whole tree stopped",
+        "tests/faults/test_serving.py::test_a_server_that_is_never_ready_is_named"),
+    Row("server", "a server that dies mid-phase", "\"exited with status N mid-phase\" with its last "
+        "stderr lines; the requests measured before are kept; the phase fails, exit 1, nothing left",
+        "tests/faults/test_serving.py::test_a_server_dying_under_xwatch_fails_the_phase_naming_it"),
+    Row("server", "a server that dies mid-phase (the generator alone)", "exit 3 naming it, measured "
+        "requests sent first", "tests/faults/test_serving.py::test_a_server_that_dies_mid_phase_is_named_and_its_requests_kept"),
+    Row("server", "4xx/5xx answers (HTTP 500; 422 for an unknown field like `ignore_eos`)",
+        "counted as errors; at the warm-up or `fail_streak` in a row: named with the status and body",
+        "tests/faults/test_serving.py::test_http_errors_are_counted_then_named"),
+    Row("server", "a stream cut short (the connection breaks mid-answer)", "each an error \"stream "
+        "cut short after N text chunks\"; a run of them fails the workload",
+        "tests/faults/test_serving.py::test_streams_cut_short_are_errors_and_a_run_of_them_fails_the_workload"),
+    Row("server", "the server's port already taken", "named (and who holds it) before the server "
+        "starts", "tests/faults/test_serving.py::test_a_port_already_taken_is_named_before_the_server_starts"),
+    Row("server", "an API that is not OpenAI's (HTML, no event stream, 404)", "\"does not speak "
+        "OpenAI's streaming API\" with what it answered", "tests/faults/test_serving.py::test_an_api_that_is_not_openais_is_named"),
     Row("modes", "XSched's shim forced into a native phase (workload's own LD_PRELOAD)",
         "phase failed naming the library and where it came from",
         "tests/integration/test_modes_fake.py::test_a_shim_forced_into_a_native_phase_fails_it_naming_the_library"),

@@ -242,7 +242,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
         {"handle": 3, "pid": 99}]}).encode()
     rows = decode_xqueues(raw)
     assert rows[3] == XQueueRow(handle=3, pid=99)
-    runs = [(n, r.pid, r.state, r.rec.count) for n, r in ph.runs.items()]
+    runs = [(n, (r.pid,), r.state, r.rec.count) for n, r in ph.runs.items()]
     ctl._ingest(ph, Answer.of(rows), stats, ph.t_start + 0.1, runs)
     assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
@@ -272,7 +272,7 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     from xwatch.errors import XschedError
 
     ctl, s, ph, stats = _controller_in_phase(tmp_path)
-    runs = [("high", 11, "running", 5), ("low", 22, "running", 0)]
+    runs = [("high", (11,), "running", 5), ("low", (22,), "running", 0)]
     good = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
     down = XschedError("xserver at x not reachable: refused")
     t = ph.t_start
@@ -389,7 +389,7 @@ def test_an_answer_repeated_byte_for_byte_is_decoded_once_and_still_counted(
         ph.xsched = M.Xsched(root="")
         stats = {w.name: QueueStats() for w in scen.workloads}
         ctl._stats = stats
-        runs = [("high", 11, "running", 3), ("low", 22, "running", 3)]
+        runs = [("high", (11,), "running", 3), ("low", (22,), "running", 3)]
         cache = AnswerCache()
         for i, raw in enumerate(seqs):
             ans = cache.answer(raw) if cached else Answer.of(decode_xqueues(raw))
@@ -455,7 +455,7 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
                        XQueueRow(handle=2, pid=22, ready=True)])
 
     def drain(ans: Answer | Exception, t: float) -> None:
-        ctl._drain(ph, deque([_Poll(t, None, ans, [(n, r.pid, r.state, 1)
+        ctl._drain(ph, deque([_Poll(t, None, ans, [(n, (r.pid,), r.state, 1)
                                                      for n, r in ph.runs.items()])]),
                    stats, fails)
 

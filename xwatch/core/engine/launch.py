@@ -17,6 +17,8 @@ from types import MappingProxyType
 import xwatch
 from xwatch.core import model as M
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
+from xwatch.core.engine.serve import CONFIG_ENV as SERVE_CONFIG_ENV
+from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.worker import CONFIG_ENV
 from xwatch.core.engine.worker.config import WorkerConfig
 from xwatch.scenario import Workload
@@ -61,6 +63,23 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
         decode=w.decode)
 
 
+def serve_config(w: Workload, preload: str | None = None) -> ServeConfig:
+    """The load generator's settings for server workload ``w`` (``preload``: the mode's
+    LD_PRELOAD, given to the server alone)."""
+    assert w.server is not None and w.rate is not None
+    dataset = w.dataset
+    if dataset is not None and w.cwd is not None:
+        dataset = os.path.join(w.cwd, dataset)
+    # "{python}": xwatch's own interpreter (the built-in scenarios' model maker)
+    server = tuple(sys.executable if a == "{python}" else a for a in w.server)
+    return ServeConfig(
+        name=w.name, server=server, rate=w.rate, cwd=w.cwd, port=w.port, ready=w.ready,
+        ready_timeout_s=w.ready_timeout_s, api=w.api, served_model=w.served_model,
+        arrival=w.arrival, requests=w.requests, warmup=w.warmup, seed=w.seed,
+        prompt_len=w.prompt_len, new_tokens=w.new_tokens, range_ratio=w.range_ratio,
+        dataset=dataset, ignore_eos=w.ignore_eos, preload=preload)
+
+
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
                  base_env: Mapping[str, str] | None = None, top: bool = False,
                  gate: bool = False) -> LaunchSpec:
@@ -84,6 +103,14 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         if gate:  # warm, it waits for the others (protocol.GATE_ENV)
             put(GATE_ENV, "1")
         cwd = None
+    elif w.server is not None:
+        # the load generator (no GPU), which starts the server with this environment
+        argv = (sys.executable, "-u", "-m", "xwatch.core.engine.serve")
+        pp = env.get("PYTHONPATH")
+        put("PYTHONPATH", PACKAGE_PARENT + (os.pathsep + pp if pp else ""))
+        if gate:
+            put(GATE_ENV, "1")
+        cwd = w.cwd
     else:
         assert w.command is not None
         argv = w.command
@@ -99,6 +126,11 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         else:
             put(k, v)
     env.pop(EVENT_FD_ENV, None)
+    if w.server is not None:
+        # an LD_PRELOAD of the mode (XSched on HIP) reaches the server alone, never the
+        # generator's own Python; the rest of the environment is the server's as it is
+        preload = env.pop("LD_PRELOAD", None) if "LD_PRELOAD" in (mode_env or {}) else None
+        put(SERVE_CONFIG_ENV, serve_config(w, preload).to_json())
     return LaunchSpec(name=w.name, argv=argv, env=MappingProxyType(env),
                       env_added=MappingProxyType(added), cwd=cwd, regex=w.regex,
                       delay_s=w.start_delay_s, stdout=w.stdout_mode)

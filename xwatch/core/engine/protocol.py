@@ -236,6 +236,11 @@ class EventWriter:
         if len(self._buf) >= self.max_lines or now - self._last_flush >= self.max_delay_s:
             self.flush(now)
 
+    def maybe_flush(self, now: float) -> None:
+        """Flush if ``max_lines`` wait or ``max_delay_s`` passed (after ``emit(flush=False)``)."""
+        if len(self._buf) >= self.max_lines or now - self._last_flush >= self.max_delay_s:
+            self.flush(now)
+
     def emit(self, obj: dict[str, Any], flush: bool = True) -> None:
         self._buf.append(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
         if flush:

@@ -87,9 +87,10 @@ def build_report(snap: SessionSnapshot) -> Report:
                         f"window for live percentiles {scen.window_s:g} s.")
     s.tables.append(("", Table(
         ["workload", "priority", "what", "batch", "target rate", "device", "stream"],
-        [[w.name, str(w.priority), w.describe() if w.model else "`" + " ".join(w.command or ())
-          + "`", str(w.batch), f"{w.rate:g}/s" if w.rate else "closed loop",
-          w.device if w.model else "-", w.stream if w.model else "-"]
+        [[w.name, str(w.priority), w.describe() if w.model else "`" + " ".join(
+            w.command or w.server or ()) + "`", str(w.batch),
+          f"{w.rate:g}/s" if w.rate else "closed loop", w.device if w.model else "-",
+          w.stream if w.model else "-"]
          for w in scen.workloads])))
     if scen.slo:
         s.paragraphs.append(f"Objective (SLO): {scen.slo.workload} P{scen.slo.percentile:g} < "

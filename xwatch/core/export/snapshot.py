@@ -63,7 +63,13 @@ from xwatch.core.engine.stats import (
 from xwatch.core.engine.worker.trace import load_trace
 from xwatch.core.export.document.upgrade import upgrade
 from xwatch.errors import SnapshotError
-from xwatch.scenario import Scenario, parse_scenario
+from xwatch.scenario import (
+    KIND_KEYS,
+    MODE_TABLES,
+    WORKLOAD_COMMON_KEYS,
+    Scenario,
+    parse_scenario,
+)
 
 SCHEMA_ID = D.SCHEMA_ID
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
@@ -460,18 +466,13 @@ def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:
                 w[table] = t
         if not w.get("env"):
             w.pop("env", None)
-        if "model" in w:
+        kind = next((k for k in KIND_KEYS if k in w), "command")
+        keep = {k.name for k in WORKLOAD_COMMON_KEYS + KIND_KEYS[kind]} | set(MODE_TABLES)
+        w = {k: v for k, v in w.items() if k in keep}  # the other kinds' defaults
+        if kind == "model":
             w["input"] = list(w.get("input", [3, 224, 224]))
-            for k in ("command", "cwd", "regex", "platform"):
-                w.pop(k, None)
-            if "rate" not in w:
-                w.pop("arrival", None)
-        else:
-            for k in ("input", "seq_len", "task", "dtype", "device", "arrival", "requests",
-                      "warmup", "python", "threads", "stream", "seed", "model",
-                      "stream_priority", "train", "amp", "prompt_len", "new_tokens",
-                      "decode"):
-                w.pop(k, None)
+        if kind == "model" and "rate" not in w:
+            w.pop("arrival", None)
         wls.append(w)
     data["workload"] = wls
     data.pop("workloads", None)

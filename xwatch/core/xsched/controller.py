@@ -397,17 +397,17 @@ class XschedController:
         self._refresh_engagement(phase)
 
     def _ingest(self, phase: Phase, answer: Answer, stats: dict[str, QueueStats], t: float,
-                runs: list[tuple[str, int | None, str, int]]) -> None:
+                runs: list[tuple[str, tuple[int, ...], str, int]]) -> None:
         """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
         ``runs``: (name, pid, state, requests) of every workload when it was polled.
         Only the workloads' own queues are looked at."""
         counts: dict[str, M.QueueCounts] = {}
         tp = round(t - phase.t_start, 2)
-        for name, pid, state, count in runs:
-            if pid is None:
+        for name, pids, state, count in runs:
+            if not pids:
                 continue
             st = stats[name]
-            c = answer.counts(pid)
+            c = answer.counts_of(pids)
             alive = state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
@@ -461,9 +461,9 @@ class XschedController:
                 expect = expected_ready_polls(rec.count, svc, st.mean_gap(self.poll_s),
                                               st.active_polls)
             status, warns = engagement(True, info.scheduler, st, rec.count,
-                                       run.state == "running", expect, final,
-                                       None if info.shim_mapped is msgspec.UNSET
-                                       else info.shim_mapped)
+                                       run.state == "running", expect, final, None if
+                                       info.shim_mapped is msgspec.UNSET else info.shim_mapped,
+                                       server=run.spec.server is not None)
             if status != info.status and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")

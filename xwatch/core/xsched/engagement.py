@@ -58,7 +58,8 @@ def expected_ready_polls(count: int, service_ms: float, poll_s: float,
 
 def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                running: bool, expected_ready: float | None = None,
-               final: bool = False, shim_mapped: bool | None = None) -> tuple[str, list[str]]:
+               final: bool = False, shim_mapped: bool | None = None,
+               server: bool = False) -> tuple[str, list[str]]:
     """(status, warnings) for one workload in one XSched phase.
 
     status: engaged | not-scheduled | no-xqueue | app-managed | local |
@@ -68,7 +69,8 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
     were expected (``final``: the phase ended before that: pending, saying why).
     ``shim_mapped``: whether the workload's processes have the shim mapped
     (``/proc/PID/maps``; None: not read yet or unreadable); False is proof enough
-    for shim-not-loaded.
+    for shim-not-loaded. ``server``: the workload is an inference server, whose
+    evidence is its whole process tree (the causes named are a server's).
     """
     if not mode_on:
         return "native", []
@@ -95,7 +97,9 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                         "first; in containers set XSCHED_CUDA_LIB)")
             return "shim-not-loaded", warn
         if q.polls >= 3:
-            warn.append("XSched mode is on but xserver lists no XQueue for this process")
+            warn.append("XSched mode is on but xserver lists no XQueue for the server or "
+                        "any process it started (its process tree)" if server else
+                        "XSched mode is on but xserver lists no XQueue for this process")
             return "no-xqueue", warn
         return "pending", warn
     if count > 0 and q.ready == 0 and q.polls >= 3:
@@ -105,7 +109,12 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                             f"its GPU duty cycle only {expected_ready:.1f} ready poll(s) were "
                             "expected (a longer phase or a shorter [xsched] poll_ms decides)")
             return "pending", warn
-        warn.append("not scheduled by XSched: requests completed but its XQueues were never "
+        warn.append("not scheduled by XSched: requests were served but the XQueues of the "
+                    "server's process tree were never seen ready: its GPU work bypasses the "
+                    "shim. Likely cause: the server launches on the default stream through "
+                    "libcudart (vLLM does), which XSched's automatic XQueues do not intercept"
+                    if server else
+                    "not scheduled by XSched: requests completed but its XQueues were never "
                     "seen ready. Likely causes: work on the default stream (set stream = "
                     "\"created\"), the shim not intercepting this library, or an app-managed "
                     "scheduler")

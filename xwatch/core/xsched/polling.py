@@ -93,6 +93,48 @@ class Answer:
         return c
 
 
+    def counts_of(self, pids: tuple[int, ...]) -> Counts:
+        """The queues of several processes together (a server and the workers it
+        spawned); one process: ``counts``."""
+        if len(pids) == 1:
+            return self.counts(pids[0])
+        parts = [c for c in map(self.counts, pids) if c.queues]
+        if len(parts) <= 1:
+            return parts[0] if parts else _NONE
+        return Counts(sum(c.queues for c in parts), sum(c.ready for c in parts),
+                      sum(c.suspended for c in parts),
+                      tuple(h for c in parts for h in c.handles),
+                      tuple(r for c in parts for r in c.latest)[:LATEST_KEPT])
+
+
+class ProcessTrees:
+    """The processes whose queues are a workload's: its own pid, and for a server
+    workload every process below it (the server and the workers it spawns), matched by
+    the process tree (psutil), never by name; re-read at most every ``every_s``."""
+
+    def __init__(self, every_s: float = 1.0) -> None:
+        self.every_s = every_s
+        self._cache: dict[int, tuple[float, tuple[int, ...]]] = {}
+
+    def of(self, run: Any) -> tuple[int, ...]:
+        pid = run.pid
+        if pid is None:
+            return ()
+        if getattr(run.spec, "server", None) is None:
+            return (pid,)
+        now = time.monotonic()
+        hit = self._cache.get(pid)
+        if hit is None or now - hit[0] >= self.every_s:
+            try:
+                import psutil
+
+                kids = tuple(c.pid for c in psutil.Process(pid).children(recursive=True))
+            except Exception:  # gone, or unreadable: keep what was last seen
+                kids = hit[1][1:] if hit else ()
+            hit = self._cache[pid] = (now, (pid, *kids))
+        return hit[1]
+
+
 class AnswerCache:
     """The last answer's bytes and what they decoded to: the same bytes again are the
     same ``Answer`` (owned by the poll thread; the loop only reads answers)."""
@@ -159,7 +201,7 @@ class Poll:
     t: float  # monotonic, when the poll started
     rc: int | None  # xserver's exit status if it had exited by then
     res: Answer | Exception  # the queues by process, or what failed
-    runs: list[tuple[str, int | None, str, int]]  # (name, pid, state, requests) then
+    runs: list[tuple[str, tuple[int, ...], str, int]]  # (name, pids, state, requests) then
 
 
 @dataclasses.dataclass(slots=True)
@@ -175,7 +217,7 @@ def poll_thread(client: XserverClient, proc: subprocess.Popen[bytes] | None,
     """The poll thread: ``/xqueues`` at the pace's interval into ``inbox``, with who ran
     then; ``wake`` the loop every ``handoff_s``, and at once on a failure or an exited
     xserver (``proc``: ours; None for a joined one), until ``stop``."""
-    rng = random.Random()
+    rng, trees = random.Random(), ProcessTrees()  # a server's queues: its whole tree
     handed = 0.0
     while not stop.is_set():
         t0 = time.monotonic()
@@ -186,7 +228,7 @@ def poll_thread(client: XserverClient, proc: subprocess.Popen[bytes] | None,
         except Exception as e:
             res = e
         # who ran at poll time (a dict copy is one step under the GIL)
-        runs = [(n, r.pid, r.state, r.rec.count) for n, r in list(runs_now.items())]
+        runs = [(n, trees.of(r), r.state, r.rec.count) for n, r in list(runs_now.items())]
         inbox.append(Poll(t0, rc, res, runs))
         if rc is not None or isinstance(res, Exception) or t0 - handed >= handoff_s:
             handed = t0

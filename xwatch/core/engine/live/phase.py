@@ -150,7 +150,8 @@ class Phase:
         waiting = [r for r in self.runs.values() if r.state == WAITING and not r.released]
         if not waiting or self.gate_shut:
             return
-        loading = [r for r in self.runs.values() if r.spec.model is not None
+        loading = [r for r in self.runs.values()
+                   if (r.spec.model is not None or r.spec.server is not None)
                    and r.state in (PENDING, STARTING, WARMING)]
         first = min(r.warm_t or now for r in waiting)
         if loading and now - first < GATE_MAX_S:

@@ -441,11 +441,12 @@ class WorkloadRun:
             return
         end = min(t for t in (cutoff, self.end_t) if t is not None)
         waits: list[float] = []
-        if spec.model is not None and spec.rate:
+        if (spec.model is not None or spec.server is not None) and spec.rate:
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
                              skip=self.max_seq, limit=spec.requests)
             waits = [(end - t) * 1e3 for t in dues]
-            self.unfinished_note = "exact (from the worker's schedule)"
+            self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
+                else "from the load generator's schedule (after the last request counted)"
         elif spec.model is not None:
             inflight = self.inflight_s + (end - self.last_heartbeat) \
                 if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0

@@ -1,0 +1,123 @@
+"""A small OpenAI-style streaming server for the server workload's tests, on aiohttp
+(CI does not need the serving extras). It follows the real API as the load generator
+meets it: ``GET /health``; ``POST /v1/chat/completions`` and ``/v1/completions`` with
+``stream: true`` answer ``text/event-stream`` with ``data: {...}`` chunks (a role chunk
+for chat, one chunk per token, a last chunk with ``finish_reason`` and ``usage``) and
+``data: [DONE]`` (``--no-done``: none, as transformers serve does); unknown fields are
+rejected with 422 as transformers serve rejects ``ignore_eos``.
+
+``python -m tests.helpers.fake_openai PORT [--first-ms X] [--token-ms Y] [--fault F]``,
+faults: ``never-ready`` (/health answers 503), ``die-after=N`` (exits 3 after N
+requests, a line on stderr first), ``status=CODE`` (every POST answers CODE),
+``cut-after=N`` (the N+1th and later streams are cut after two tokens),
+``not-openai`` (POST answers an HTML page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+from aiohttp import web
+
+KNOWN = {"model", "messages", "prompt", "max_tokens", "stream", "stream_options",
+         "temperature", "top_p", "ignore_eos"}
+
+
+def chunk(api: str, text: str | None, finish: str | None = None,
+          usage: dict[str, int] | None = None, role: bool = False) -> bytes:
+    if api == "chat":
+        delta: dict[str, str] = {"role": "assistant"} if role else \
+            ({"content": text} if text else {})
+        choice: dict[str, object] = {"index": 0, "delta": delta}
+    else:
+        choice = {"index": 0, "text": text or ""}
+    if finish:
+        choice["finish_reason"] = finish
+    obj: dict[str, object] = {"id": "x", "object": "chunk", "created": 0, "model": "fake",
+                              "choices": [choice]}
+    if usage:
+        obj["usage"] = usage
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def make_app(a: argparse.Namespace) -> web.Application:
+    served = {"n": 0}
+    fault = a.fault or ""
+
+    async def health(_: web.Request) -> web.Response:
+        if fault == "never-ready":
+            return web.Response(status=503, text="loading")
+        return web.Response(text="ok")
+
+    async def complete(req: web.Request) -> web.StreamResponse:
+        api = "chat" if req.path.endswith("chat/completions") else "completions"
+        if fault == "not-openai":
+            return web.Response(text="<html><body>Welcome</body></html>",
+                                content_type="text/html")
+        if fault.startswith("status="):
+            code = int(fault.split("=")[1])
+            return web.json_response({"error": {"message": "fake failure"}}, status=code)
+        body = await req.json()
+        unknown = set(body) - KNOWN - ({"ignore_eos"} if a.accept_ignore_eos else set())
+        if "ignore_eos" in body and not a.accept_ignore_eos:
+            unknown.add("ignore_eos")
+        if unknown:
+            return web.json_response({"detail": f"Unexpected fields in the request: {unknown}"},
+                                     status=422)
+        served["n"] += 1
+        if fault.startswith("die-after=") and served["n"] > int(fault.split("=")[1]):
+            print("fake_openai: CUDA error: an illegal memory access was encountered",
+                  file=sys.stderr, flush=True)
+            os._exit(3)
+        n = int(body.get("max_tokens", 16))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(req)
+        if api == "chat":
+            await resp.write(chunk(api, None, role=True))
+        cut = fault.startswith("cut-after=") and served["n"] > int(fault.split("=")[1])
+        await asyncio.sleep(a.first_ms / 1e3)
+        for i in range(n):
+            if i:
+                await asyncio.sleep(a.token_ms / 1e3)
+            await resp.write(chunk(api, f"t{i} "))
+            if cut and i == 1:
+                assert req.transport is not None
+                req.transport.close()  # the connection breaks mid-stream
+                return resp
+        await resp.write(chunk(api, None, "length", {"prompt_tokens": 4,
+                                                      "completion_tokens": n,
+                                                      "total_tokens": n + 4}))
+        if not a.no_done:
+            await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_post("/v1/chat/completions", complete)
+    app.router.add_post("/v1/completions", complete)
+    return app
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("port", type=int)
+    p.add_argument("--first-ms", type=float, default=20.0)
+    p.add_argument("--token-ms", type=float, default=5.0)
+    p.add_argument("--fault", default="")
+    p.add_argument("--no-done", action="store_true")
+    p.add_argument("--accept-ignore-eos", action="store_true")
+    p.add_argument("--ready-after-s", type=float, default=0.0)
+    a = p.parse_args()
+    time.sleep(a.ready_after_s)  # loading the model
+    print(f"fake_openai: serving on {a.port}", file=sys.stderr, flush=True)
+    web.run_app(make_app(a), host="127.0.0.1", port=a.port, print=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The server workload's parts: OpenAI's stream lines, request bodies, prompts and
+lengths, the built-in server scenarios, and a server's queues read from its process tree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xwatch.core.engine.serve import openai
+from xwatch.core.engine.serve.prompts import Asks, DatasetError, load_sharegpt
+
+
+def test_chat_and_completion_chunks_are_read_as_the_api_sends_them() -> None:
+    role = b'data: {"choices":[{"delta":{"role":"assistant"},"index":0}]}'
+    got = openai.parse_event(role)
+    assert isinstance(got, openai.Chunk) and got.text == "" and not got.finished
+    got = openai.parse_event(b'data: {"choices":[{"delta":{"content":"Hi"},"index":0}]}\n')
+    assert isinstance(got, openai.Chunk) and got.text == "Hi"
+    got = openai.parse_event(b'data: {"choices":[{"text":"x","index":0}]}')
+    assert isinstance(got, openai.Chunk) and got.text == "x"
+    last = (b'data: {"choices":[{"delta":{},"index":0,"finish_reason":"length"}],'
+            b'"usage":{"completion_tokens":8,"prompt_tokens":3}}')
+    got = openai.parse_event(last)
+    assert isinstance(got, openai.Chunk) and got.finished and got.completion_tokens == 8
+    assert openai.parse_event(b"data: [DONE]") is openai.DONE
+    assert openai.parse_event(b"") is None and openai.parse_event(b": keep-alive") is None
+
+
+@pytest.mark.parametrize("line", [b"<html>", b"data: not json", b'data: {"result": 1}',
+                                  b"data: [1, 2]"])
+def test_answers_that_are_not_openais_are_named(line: bytes) -> None:
+    with pytest.raises(openai.NotOpenAI):
+        openai.parse_event(line)
+
+
+def test_bodies_follow_each_api() -> None:
+    chat = openai.body("openai-chat", "hello", 5, "m", False)
+    assert chat["messages"] == [{"role": "user", "content": "hello"}] and chat["stream"]
+    assert chat["max_tokens"] == 5 and chat["model"] == "m" and "ignore_eos" not in chat
+    comp = openai.body("openai-completions", "hello", 5, None, True)
+    assert comp["prompt"] == "hello" and "model" not in comp and comp["ignore_eos"] is True
+
+
+def test_lengths_fixed_drawn_and_the_same_for_a_seed() -> None:
+    fixed = Asks(10, 4)
+    assert [fixed.ask(i).max_tokens for i in range(5)] == [4] * 5
+    assert fixed.ask(0).prompt_words == 10 == len(fixed.ask(0).prompt.split())
+    drawn = Asks(100, 50, range_ratio=0.5, seed=3)
+    outs = [drawn.ask(i).max_tokens for i in range(200)]
+    assert min(outs) >= 25 and max(outs) <= 75 and len(set(outs)) > 10
+    assert outs == [Asks(100, 50, 0.5, 3).ask(i).max_tokens for i in range(200)]
+
+
+def test_sharegpt_jsonl(tmp_path: Path) -> None:
+    f = tmp_path / "d.jsonl"
+    rows = [{"conversations": [{"from": "human", "value": "what is a gpu"},
+                               {"from": "gpt", "value": "a b c d e f"}]},
+            {"conversations": [{"from": "gpt", "value": "no question"}]},
+            {"conversations": [{"role": "user", "content": "hi"},
+                               {"role": "assistant", "content": " ".join(["w"] * 900)}]}]
+    f.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    asks = load_sharegpt(str(f), cap_tokens=512)
+    assert [(a.prompt, a.max_tokens) for a in asks] == [("what is a gpu", 6), ("hi", 512)]
+    cyc = Asks(1, 1, dataset=asks)
+    assert cyc.ask(2).prompt == "what is a gpu"
+    (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n')
+    with pytest.raises(DatasetError, match="no 'conversations' list"):
+        load_sharegpt(str(tmp_path / "bad.jsonl"), 10)
+
+
+def test_serve_own_takes_the_server_from_the_command_line() -> None:
+    from xwatch.errors import UsageError
+    from xwatch.scenario import load_scenario
+
+    own = load_scenario("serve-own")
+    with pytest.raises(UsageError, match="--server"):
+        own.with_server(None, None)
+    s = own.with_server("vllm serve m --port 8000", "m").workload("chat")
+    assert s.server == ("vllm", "serve", "m", "--port", "8000") and s.served_model == "m"
+    with pytest.raises(UsageError, match="no server workload"):
+        load_scenario("demo").with_server("x", None)
+    train = load_scenario("serve-train").workload("chat")
+    assert train.kind == "server" and train.rate == 4 and train.server[0] == "{python}"
+
+
+def test_a_server_is_not_copied_onto_several_gpus() -> None:
+    from xwatch.errors import UsageError
+    from xwatch.scenario import load_scenario
+
+    with pytest.raises(UsageError, match="listens on one port"):
+        load_scenario("serve-train").on_gpus((0, 1))
+    one = load_scenario("serve-train").on_gpus((1,))
+    assert one.workload("chat@1").env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_a_servers_queues_are_those_of_its_process_tree() -> None:
+    import os
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from xwatch.core.xsched.client import XQueueRow
+    from xwatch.core.xsched.polling import Answer, ProcessTrees
+
+    ans = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=12),
+                     XQueueRow(handle=3, pid=12, ready=True), XQueueRow(handle=4, pid=99)])
+    c = ans.counts_of((10, 11, 12))
+    assert (c.queues, c.ready, sorted(c.handles)) == (3, 2, [1, 2, 3])
+    assert ans.counts_of((11,)) == ans.counts(11) and ans.counts_of((5, 6)).queues == 0
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        me = os.getpid()
+        trees = ProcessTrees()
+        server = SimpleNamespace(pid=me, spec=SimpleNamespace(server=("x",)))
+        plain = SimpleNamespace(pid=me, spec=SimpleNamespace(server=None))
+        assert child.pid in trees.of(server) and trees.of(server)[0] == me
+        assert trees.of(plain) == (me,)  # other workloads: their own pid alone
+        assert trees.of(SimpleNamespace(pid=None, spec=plain.spec)) == ()
+    finally:
+        child.kill()
+        child.wait()
