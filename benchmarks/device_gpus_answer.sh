@@ -14,10 +14,10 @@ mkdir -p "$R"
 . benchmarks/device_lib.sh
 nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv >> "$R/gpu.txt" 2>&1
 say "one GPU"
-run one.log $X compare intensive --device cuda:0 --modes native,mps --repeat "$K" \
+run one.log $X compare intensive --device cuda:0 --modes native,mps --repeat "$K" --duration "${DURATION:-10}" \
     --telemetry nvml --export "$R/one"
 say "two GPUs"
-run two.log $X compare intensive --gpus 0,1 --modes native,mps --repeat "$K" \
+run two.log $X compare intensive --gpus 0,1 --modes native,mps --repeat "$K" --duration "${DURATION:-10}" \
     --telemetry nvml --export "$R/two"
 say "widths"
 run widths.txt python3 benchmarks/gpu_width_sim.py --measured "$R/one/snapshot.json" \

@@ -18,7 +18,7 @@ import pytest
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core.analysis.stats.copies import combine, name_gpus, width_words
 from xwatch.core.analysis.stats.resolution import resolution_ms
-from xwatch.core.analysis.stats.runs import RunValue, mean_interval, paired_interval, t95
+from xwatch.core.analysis.stats.runs import RATE, RunValue, mean_interval, paired_interval, run_value, t95
 from xwatch.core.analysis.verdict import answer, answer_lines, answer_records, findings
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
@@ -299,12 +299,15 @@ def test_the_noise_floor_calibrate_and_the_race_take_every_copy() -> None:
         c = Candidate("native", "native", {})
         record_run(c, p, Objective(name, "P99", 100.0), ["low@0", "low@1", "low@2"])
         assert c.status != "failed" and c.slo_values == [pytest.approx(want, rel=2e-2)]
+        box = sum(run_value(p.workload(f"low@{g}"), RATE).est for g in (0, 1, 2))
+        assert c.prices == [pytest.approx(box)]  # every LOW copy once: the box's samples/s
 
 
 def test_advise_on_several_gpus_takes_the_slo_workload_by_the_scenarios_name() -> None:
     """``[slo] workload = "high"`` (or ``--slo high.P99=10``) with ``--gpus``: the
-    objective names ``high``, the price is every LOW copy, the run-length check reads
-    a copy's rate (it used to raise KeyError, or refuse ``--slo high...``)."""
+    objective names ``high``, the price is LOW by the scenario's name (``race.record_run``
+    sums every copy of it, or a box phase's own), the run-length check reads a copy's
+    rate (it used to raise KeyError, or refuse ``--slo high...``)."""
     from xwatch.core.plans.advise import check_runs_can_bound, lows_of, objective
     from xwatch.errors import UsageError
 
@@ -314,8 +317,10 @@ def test_advise_on_several_gpus_takes_the_slo_workload_by_the_scenarios_name() -
                                 "rate": 5},
                                {"name": "low", "priority": "low", "model": "resnet50"}]}
                           ).on_gpus((0, 1))
-    for text in (None, "high.P99=10", "high@1.P99=10"):
+    with pytest.raises(UsageError, match="one GPU's copy"):
+        objective(scen, "high@1.P99=10")  # candidates run side by side: no copy is one
+    for text in (None, "high.P99=10"):
         obj = objective(scen, text)
-        assert lows_of(scen, obj) == ["low@0", "low@1"]
+        assert lows_of(scen, obj) == ["low"]
         with pytest.raises(UsageError, match="at 5 requests/s"):
             check_runs_can_bound(scen, obj)  # 50 requests a run cannot bound a P99

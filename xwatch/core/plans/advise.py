@@ -73,6 +73,10 @@ def objective(scen: Scenario, text: str | None) -> Objective:
         if not sep or not metric.upper().startswith("P") or not 0 < q < 100 or ms <= 0 \
                 or (colon and not name.isidentifier()):
             raise UsageError(f"--slo {text!r}: {form}")
+        if wl not in names and "@" in wl and wl.partition("@")[0] in names:
+            raise UsageError(f"--slo {text!r}: {wl!r} is one GPU's copy; on several GPUs the "
+                             f"race runs candidates side by side and every copy counts: name "
+                             f"the scenario's workload ({wl.partition('@')[0]!r})")
         if wl not in names:
             raise UsageError(f"--slo {text!r}: no workload {wl!r}; workloads: {', '.join(names)}")
         if name == "latency_ms":

@@ -140,7 +140,8 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     c.slo_ses.append(v.se)
     if gpu is not None:
         c.gpus.append(gpu)
-    rates = [run_value(lw, RATE) for n in lows for lw in _mine(p, role(n), at)]
+    rates = [run_value(lw, RATE) for n in dict.fromkeys(role(n) for n in lows)
+             for lw in _mine(p, n, at)]  # each LOW once, whichever of its names came
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
