@@ -37,7 +37,8 @@ def main(argv: list[str]) -> int:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"]
                                          if env.get("PYTHONPATH") else "")
-        cmd = command(b, argv[2:])
+        rest = argv[2:]
+        cmd = command(b, rest[1:] if rest[:1] == ["--"] else rest)
         print("$ " + " ".join(cmd), flush=True)
         return subprocess.call(cmd, cwd=root, env=env)
     print("usage: python -m benchmarks list | run NAME [ARGS...]", file=sys.stderr)
