@@ -139,10 +139,10 @@ def command(b: Bench, args: list[str]) -> list[str]:
 
 def markdown() -> str:
     """The suite as a Markdown table (docs/benchmarks.md)."""
-    rows = ["| benchmark | measures | takes | GPU | run it |", "|---|---|---|---|---|"]
+    rows = ["| benchmark | measures | takes | GPU | arguments of a typical run |",
+            "|---|---|---|---|---|"]
     for b in every():
-        how = f"`python -m benchmarks run {b.name}{' ' + b.example if b.example else ''}`"
         what = b.measures + (f" (parameters: {b.params})" if b.params else "")
-        cells = [f"`{b.name}`", what, b.takes, b.gpu, how]
+        cells = [f"`{b.name}`", what, b.takes, b.gpu, f"`{b.example}`" if b.example else "(its defaults)"]
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(rows)
