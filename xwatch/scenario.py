@@ -2,7 +2,8 @@
 
 Every key a scenario may hold is declared once, in the ``*_KEYS`` tables below,
 with its type, default and documentation; validation, the error messages and
-the README's key reference (``xwatch scenarios --keys``) all come from them.
+the manual's key reference (``xwatch scenarios --keys``, docs/scenarios.md) all come
+from them.
 Unknown keys, wrong types and out-of-range values are errors that name the
 file, the key and what is allowed. Nothing here imports torch or textual.
 """
@@ -1011,7 +1012,7 @@ def load_scenario(ref: str) -> Scenario:
 
 
 def keys_reference_markdown() -> str:
-    """The README's scenario key reference, generated from the key tables."""
+    """The scenario key reference (docs/scenarios.md), generated from the key tables."""
     lines: list[str] = []
 
     def table(title: str, keys: tuple[Key, ...]) -> None:

@@ -192,6 +192,13 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "40"]
     report = (tmp_path / "o" / "report.md").read_text()
     assert "## Calibration: where high's latency goes" in report
     assert "| P99 |" in report and "shim overhead" in report
+    # the console ends with calibrate's own answer, the report's verdict sentence (then
+    # only the paths of what was exported)
+    verdict = next(ln for ln in report.splitlines() if ln.startswith("**XSched "))
+    out = r.stdout.rstrip().splitlines()
+    at = next(i for i, ln in enumerate(out) if ln.startswith("=== calibration "))
+    assert out[at + 1] == verdict.strip("*"), r.stdout
+    assert all(ln.startswith(("snapshot: ", "report: ")) for ln in out[at + 2:]), r.stdout
     lines = [ln for ln in report.splitlines() if ln.startswith("| P50 |")]
     assert lines  # the decomposition row, recomputed below from the phases' own numbers
     cells = [c.strip() for c in lines[0].strip("|").split("|")]

@@ -1,4 +1,4 @@
-"""Scenario validation: shipped scenarios, every error path, README key table."""
+"""Scenario validation: shipped scenarios, every error path, the manual's key table."""
 
 from __future__ import annotations
 
@@ -90,10 +90,10 @@ def test_command_workload_defaults_cwd_to_scenario_folder(tmp_path: Path) -> Non
     assert w.cwd == str(tmp_path) and w.command == ("./app", "-n", "3") and w.priority_value == 3
 
 
-def test_readme_key_reference_is_generated_from_the_code() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert keys_reference_markdown().strip() in readme, \
-        "README key table is stale: paste the output of `xwatch scenarios --keys`"
+def test_the_manuals_key_reference_is_generated_from_the_code() -> None:
+    page = (ROOT / "docs" / "scenarios.md").read_text()
+    assert keys_reference_markdown().strip() in page, \
+        "docs/scenarios.md key table is stale: python -m tools.docs rewrites it"
 
 
 def test_typo_never_reported_as_missing_model() -> None:

@@ -1,6 +1,6 @@
 """Streaming latency statistics with bounded memory.
 
-Definitions (documented in the README and checked by tests against an exact
+Definitions (documented in docs/measurement.md and checked by tests against an exact
 computation):
 
 - **Percentile** Pq is the nearest-rank percentile: the smallest recorded value

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from xwatch.core.analysis.calibrate import high_names
+from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.modes.base import label
 from xwatch.core.plans.headless import Step, run_plan
 from xwatch.errors import UsageError
@@ -31,6 +31,13 @@ def calibrate_steps(scen: Scenario, mode: str = "xsched") -> list[Step]:
 async def run_calibrate(scen: Scenario, args: argparse.Namespace, mode: str,
                         xsched: Any = None, mps: Any = None,
                         mps_unavailable: str | None = None) -> int:
-    """Run the four phases; the report and the Compare tab show the decomposition."""
+    """Run the four phases; the report and the Compare tab show the decomposition,
+    and the console ends with its verdict sentence, as the report has it."""
     return await run_plan(scen, args, calibrate_steps(scen, mode), xsched, mps,
-                          mps_unavailable)
+                          mps_unavailable, conclude=verdict_lines)
+
+
+def verdict_lines(snap: Any) -> list[str]:
+    """The console's last word: a title, then calibrate's verdict sentence."""
+    cal = calibrate(snap)
+    return [] if cal is None else ["calibration", cal.verdict]

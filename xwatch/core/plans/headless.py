@@ -77,18 +77,21 @@ Schedule = Callable[[Session], Iterator[tuple[int, Step]]]
 #: lines, records on the session (``session.advice``, ...); an exit status to use
 #: instead of 0, or None
 Finish = Callable[[Session], int | None]
+#: a plan's own answer, printed last (after the compare-style answer): calibrate's verdict
+Conclude = Callable[[Any], list[str]]
 
 
 async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
                    mps_unavailable: str | None = None, schedule: Schedule | None = None,
                    finish: Finish | None = None, floors: bool = True,
-                   tolerant: bool = False) -> int:
+                   tolerant: bool = False, conclude: Conclude | None = None) -> int:
     """Run ``steps`` (``--repeat`` rounds, interleaved; or what ``schedule`` yields)
     into one session; print the answer; apply ``--fail-if``; export. With
     ``floors`` the machine's recorded noise floors of the modes run are carried in
     the snapshot (one-run answers are judged against them). ``tolerant`` plans
-    (advise) expect failed phases: ``finish`` decides the exit status."""
+    (advise) expect failed phases: ``finish`` decides the exit status. ``conclude``
+    gives the plan's own answer from the final snapshot, printed last."""
     from xwatch.core.export.floors import lookup, this_machine
     from xwatch.core.telemetry import start_telemetry
 
@@ -193,6 +196,11 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             _out("=== answer " + "=" * 60)
             for line in lines:
                 _out(line)
+    own_answer = conclude(final) if conclude is not None and not got else []
+    if own_answer:
+        _out("=== " + own_answer[0] + " " + "=" * max(3, 66 - len(own_answer[0])))
+        for line in own_answer[1:]:
+            _out(line)
     status = _verdict(phases, yielded, got)
     if own is not None and (status == EXIT_OK or (tolerant and not got)):
         status = own

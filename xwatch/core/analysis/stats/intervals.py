@@ -1,7 +1,7 @@
 """How sure a percentile is: confidence intervals for one phase's percentiles and
 for the difference between two phases, and the verdict words that follow.
 
-Method (README "How sure a number is"):
+Method (docs/statistics.md, "How sure a number is"):
 
 - **One percentile** gets a distribution-free interval from order statistics.
   With n values, the number B of values below the true q-quantile is

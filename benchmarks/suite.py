@@ -1,0 +1,148 @@
+"""The benchmark suite's registry: one entry per benchmark (what it measures, how long
+it takes, whether it needs a GPU, how to run it), and the GPU sittings' plans read from
+their headers (``benchmarks/plans/*.sh``). ``python -m benchmarks list`` prints it;
+``python -m benchmarks run NAME [ARGS...]`` runs one. docs/benchmarks.md's table of the
+suite is generated from it (``python -m tools.docs``).
+
+To register a benchmark: add its script to ``benchmarks/`` (it prints its result and
+takes its own arguments) and one ``Bench`` line to ``BENCHES`` below. To add a GPU
+sitting: a plan file ``benchmarks/plans/NAME.sh`` whose first lines say ``# measures:``,
+``# takes:`` and ``# params:``; it is sourced by ``benchmarks/device.sh`` with
+``device_lib.sh``'s ``run``/``say``/``left`` and ``$R`` (the output folder) and ``$X``
+(xwatch) set, and is listed and run like any other benchmark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# what a benchmark needs: "no" (any machine), "optional" (measures more with one), "yes"
+GPU = ("no", "optional", "yes")
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    script: str        # a file in benchmarks/ (.py run by python, .sh by bash)
+    measures: str
+    takes: str         # at its defaults
+    gpu: str           # one of GPU
+    example: str = ""  # arguments of a typical run ("" = its defaults)
+    args: tuple[str, ...] = ()  # fixed leading arguments (a plan's name)
+    params: str = ""   # a plan's NAME=VALUE parameters
+
+
+BENCHES: tuple[Bench, ...] = (
+    Bench("ingest", "ingest.py", "events a second xwatch parses and aggregates from one pipe, "
+          "against a bare readline + json.loads loop", "30 s", "no", "--events 300000"),
+    Bench("worker-overhead", "worker_overhead.py", "what recording and sending one request's "
+          "event costs the worker loop", "10 s", "no", "--n 300000"),
+    Bench("dashboard-cpu", "dashboard_cpu.py", "the dashboard process's own CPU (the "
+          "observer), on demo and a fast synthetic producer, or a scenario and mode",
+          "2 min", "optional", "--only demo --seconds 20"),
+    Bench("dashboard-breakdown", "dashboard_breakdown.py", "where the dashboard's CPU goes, "
+          "per component, without a profiler", "1 min", "optional", "demo --seconds 20"),
+    Bench("chart-cost", "chart_cost.py", "CPU per draw of each live chart, on a recorded "
+          "session", "1 min", "no"),
+    Bench("dashboard-screenshot", "dashboard_screenshot.py", "the real dashboard headless on "
+          "a scenario: an SVG screenshot, its CPU, what the table showed, nothing left "
+          "running", "1 min", "optional", "demo /tmp/demo.svg --seconds 20"),
+    Bench("snapshot-cost", "snapshot_cost.py", "the per-second work on the event loop for N "
+          "workloads: a snapshot, stall checks, a second's ingest", "1 min", "no"),
+    Bench("snapshot-bytes", "snapshot_bytes.py", "whether a change leaves snapshot files and "
+          "reports byte for byte as another tree writes them", "1 min", "no",
+          "--against /tmp/old"),
+    Bench("soak", "soak.py", "memory and disk over a long run at a high event rate",
+          "10 min", "no", "--seconds 120"),
+    Bench("startup", "startup.py", "xwatch's fixed start-up, from its process start to the "
+          "first event counted", "30 s", "no", "--runs 3"),
+    Bench("phase-start", "phase_start.py", "a phase's start, stage by stage, per mode, with "
+          "intervals", "1-3 min", "optional",
+          "demo --modes native --repeat 2 --duration 2 --device cpu"),
+    Bench("restart", "restart.py", "the dashboard's m, x and r keys, from the key to the new "
+          "phase's first measured second", "2 min", "optional",
+          "demo --modes native --toggles 2 --device cpu"),
+    Bench("telemetry-poll", "telemetry_poll.py", "one telemetry poll's cost (device counters, "
+          "per-process queries) and one real sample", "20 s", "optional",
+          "--backend host --polls 100"),
+    Bench("poll-costs", "poll_costs.py", "each of the observer's periodic polls taken apart "
+          "(NVML, /xqueues against a served copy, the MPS control tool)", "1 min", "optional"),
+    Bench("attribution-pace", "attribution_pace.py", "what a slower /xqueues pace costs tail "
+          "attribution, on every recorded XSched phase", "1 min", "no", "--repeat 5"),
+    Bench("aa-check", "aa_check.py", "the A/A check of a recorded session: one mode's runs "
+          "split in halves must be within noise, a planted 2x shift must not", "5 s", "no",
+          "SNAPSHOT.json native"),
+    Bench("race-sim", "race_sim.py", "advise's race against a planted frontier: wrong choices, "
+          "false 'met', minutes (positional: TRIALS BUDGET_MIN)", "5 min", "no", "50 60"),
+    Bench("race-savings", "race_savings.py", "how many runs racing saves against the full grid "
+          "to the same decision (positional: TRIALS SD)", "2 min", "no", "50 0.8"),
+    Bench("race-replay", "race_replay.py", "a recorded advise race replayed look by look under "
+          "the race's intervals as they are and as they were", "10 s", "no", "SNAPSHOT"),
+    Bench("observer-effect", "observer_effect.py", "HIGH's latency under xwatch against the "
+          "independent yardstick, from a folder the yardstick plan wrote", "5 s", "no", "DIR"),
+    Bench("yardstick", "yardstick.py", "an independent latency loop written without xwatch "
+          "code: ResNet-18 at N req/s, optionally beside ResNet-50 b1024", "1 min", "yes",
+          "--with-low --seconds 15"),
+    Bench("live-controls", "live_controls.py", "XSched's live controls (priority hint, XQueue "
+          "config, policy) through xwatch's core, read back from xserver", "1 min", "yes",
+          "intensive --xsched ROOT --device cuda:0"),
+    Bench("xsched-policies", "xsched_policies.py", "every policy an XSched install can create, "
+          "set by its own number and read back from the real xserver", "30 s", "no",
+          "ROOT --spup"),
+    Bench("xsched-exit-crash", "xsched_exit_crash.py", "where XSched 1.2's shim crashes at "
+          "exit, run by run", "5 min", "yes", "ROOT OUT 20 2"),
+    Bench("keepalive-probe", "keepalive_probe.py", "a kept-alive /xqueues connection against "
+          "a fresh one per poll, on a running xserver", "30 s", "yes"),
+)
+
+
+def plans() -> tuple[Bench, ...]:
+    """The GPU sittings: one Bench per plan file, from its header lines."""
+    out = []
+    for f in sorted((HERE / "plans").glob("*.sh")):
+        head: dict[str, str] = {}
+        for line in f.read_text().splitlines():
+            if not line.startswith("# "):
+                break
+            key, _, val = line[2:].partition(": ")
+            head[key] = val
+        missing = {"measures", "takes", "params"} - head.keys()
+        if missing:
+            raise ValueError(f"{f}: the plan's header lacks # {', # '.join(sorted(missing))}")
+        out.append(Bench(f"device-{f.stem}", "device.sh", head["measures"], head["takes"],
+                         "yes", "OUTDIR [NAME=VALUE ...]", args=(f.stem,),
+                         params=head["params"]))
+    return tuple(out)
+
+
+def every() -> tuple[Bench, ...]:
+    return BENCHES + plans()
+
+
+def find(name: str) -> Bench:
+    for b in every():
+        if b.name == name:
+            return b
+    raise KeyError(name)
+
+
+def command(b: Bench, args: list[str]) -> list[str]:
+    """The command line that runs ``b`` with ``args``, from the repository's root."""
+    import sys
+
+    path = str(HERE / b.script)
+    runner = ["bash"] if b.script.endswith(".sh") else [sys.executable]
+    return [*runner, path, *b.args, *args]
+
+
+def markdown() -> str:
+    """The suite as a Markdown table (docs/benchmarks.md)."""
+    rows = ["| benchmark | measures | takes | GPU | arguments of a typical run |",
+            "|---|---|---|---|---|"]
+    for b in every():
+        what = b.measures + (f" (parameters: {b.params})" if b.params else "")
+        cells = [f"`{b.name}`", what, b.takes, b.gpu, f"`{b.example}`" if b.example else "(its defaults)"]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows)

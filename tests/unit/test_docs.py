@@ -1,0 +1,128 @@
+"""The manual and the front page: what the code knows is generated into the pages
+(``python -m tools.docs``) and a page that differs from the code fails here; the README
+stays a front page (short, no results, dates or commit hashes, its two commands the ones
+CI runs); every manual page is in the site's navigation; the manual's pages carry no
+dated lab notes (those live in docs/results)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from tools import docs
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+
+
+def test_every_generated_page_is_current() -> None:
+    assert docs.stale() == [], "stale pages: run python -m tools.docs"
+
+
+def test_a_page_that_differs_from_the_code_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    page, make = docs.BLOCKS["cli"]
+    monkeypatch.setitem(docs.BLOCKS, "cli", (page, lambda: make().replace("--headless", "--hedless")))
+    assert docs.stale() == [docs.DOCS / page]
+    monkeypatch.setitem(docs.BLOCKS, "cli", (page, make))
+    monkeypatch.setitem(docs.PAGES, "reliability.md", lambda: "# another page\n")
+    assert docs.stale() == [docs.DOCS / "reliability.md"]
+
+
+def test_the_cli_reference_names_every_command_and_argument() -> None:
+    from xwatch.cli import build_parser
+
+    text = docs.cli_reference()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        assert f"### `xwatch {name}`" in text
+        for a in p._actions:
+            for flag in a.option_strings:
+                if flag not in ("-h", "--help"):
+                    assert f"`{flag}" in text or f", {flag}" in text, (name, flag)
+
+
+def test_every_schema_struct_and_field_is_listed() -> None:
+    import json
+
+    schema = json.loads((ROOT / "xwatch/core/export/snapshot.schema.json").read_text())
+    text = docs.snapshot_fields()
+    for name, d in schema["$defs"].items():
+        assert f"#### {name}" in text
+        for field in d.get("properties", {}):
+            assert f"| `{field}` |" in text, (name, field)
+
+
+def test_every_results_page_is_indexed_newest_first() -> None:
+    pages = docs.results_pages()
+    assert len(pages) >= 20
+    dates = [(m["date"], int(m["sitting"])) for _, m in pages]
+    assert dates == sorted(dates, reverse=True)
+    index = (docs.DOCS / "results" / "README.md").read_text()
+    for p, m in pages:
+        assert f"]({p.name})" in index and m["machine"] and m["xsched"] and m["measured"]
+
+
+def test_a_results_page_without_its_front_matter_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "run.md"
+    p.write_text("# a run\n")
+    with pytest.raises(ValueError, match="no front matter"):
+        docs.front_matter(p)
+    p.write_text("---\ndate: 2026-01-01\nmachine: x\n---\n# a run\n")
+    with pytest.raises(ValueError, match="lacks measured, sitting, xsched"):
+        docs.front_matter(p)
+
+
+def test_the_readme_is_a_front_page() -> None:
+    lines = README.splitlines()
+    assert len(lines) <= 250
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", README), "no dates in the README"
+    hexes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", README)
+             if re.search(r"[a-f]", w) and re.search(r"\d", w)]
+    assert hexes == [], "no commit hashes in the README"
+    assert "docs/results/" not in README.replace("docs/results/README.md", ""), \
+        "the README links the results index, not single results"
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), target
+
+
+def test_the_readmes_two_commands_are_the_ones_ci_runs() -> None:
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    assert blocks[:2] == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/xwatch",
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    for step in ("python3 -m venv .venv", ".venv/bin/pip install -q -e '.[test]'",
+                 ".venv/bin/python -m pytest", "mkdocs build --strict",
+                 ".venv/bin/pip install -q -e '.[docs]'"):
+        assert step in ci, step
+
+
+def _nav_pages() -> set[str]:
+    text = (ROOT / "mkdocs.yml").read_text()
+    nav = text[text.index("\nnav:"):]
+    return set(re.findall(r":\s*([\w./-]+\.md)\s*$", nav, re.M))
+
+
+def test_every_manual_page_is_in_the_navigation_and_every_entry_exists() -> None:
+    nav = _nav_pages()
+    for page in nav:
+        assert (docs.DOCS / page).is_file(), page
+    top = {p.name for p in docs.DOCS.glob("*.md")}
+    assert top - nav == set(), "add these pages to mkdocs.yml's nav"
+
+
+def test_the_manuals_pages_carry_no_dated_lab_notes() -> None:
+    for page in sorted(_nav_pages()):
+        if page.startswith("results/") or page in ("benchmarks.md", "reliability.md"):
+            continue  # the results and the benchmarks' figures carry their dates
+        text = (docs.DOCS / page).read_text()
+        text = re.sub(r"```.*?```", "", text, flags=re.S)      # examples
+        text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)        # links name their pages
+        assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text), page
+        hexes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", text)
+                 if re.search(r"[a-f]", w) and re.search(r"\d", w)]
+        assert hexes == [], (page, hexes)

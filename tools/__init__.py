@@ -1,0 +1,1 @@
+"""Repository tools that are not part of the product (docs generation)."""

@@ -1,0 +1,223 @@
+"""The manual's generated parts, from the code that knows them:
+
+- ``docs/commands.md``: every command's arguments, from ``xwatch.cli.build_parser``;
+- ``docs/scenarios.md``: every scenario key, from ``xwatch.scenario``'s key tables;
+- ``docs/snapshot.md``: every snapshot field, from the JSON Schema the structs generate;
+- ``docs/reliability.md``: the whole page, from the fault matrix (``tests/faults/matrix.py``);
+- ``docs/benchmarks.md``: the suite, from ``benchmarks/suite.py``;
+- ``docs/results/README.md``: the index of results pages, from each page's front matter.
+
+    python -m tools.docs            # rewrite what is stale
+    python -m tools.docs --check    # exit 1 naming each stale page (tests/unit/test_docs.py)
+
+A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end: NAME -->``;
+everything around it is prose and left alone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+# --- the commands, from argparse --------------------------------------------------------
+
+def cli_reference() -> str:
+    from xwatch.cli import build_parser
+
+    ap = build_parser()
+    sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help or "" for c in sub._choices_actions}
+    out: list[str] = []
+    for name, p in sub.choices.items():
+        out.append(f"### `xwatch {name}`\n")
+        out.append(_cell(helps.get(name, "")) + ".\n" if helps.get(name) else "")
+        fmt = argparse.HelpFormatter(prog=p.prog, width=88)
+        fmt.add_usage(p.usage, p._actions, p._mutually_exclusive_groups)
+        out.append("```text\n" + fmt.format_help().strip() + "\n```\n")
+        rows = []
+        for a in p._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            if a.option_strings:
+                flag = ", ".join(a.option_strings)
+                if a.nargs != 0:
+                    flag += " " + (a.metavar or (a.dest.upper() if not a.choices else
+                                                 "{" + ",".join(map(str, a.choices)) + "}"))
+            else:
+                flag = str(a.metavar or a.dest)
+            text = (a.help or "") % {"default": a.default, "prog": p.prog}
+            if a.choices and a.option_strings and a.metavar:
+                text += f" (one of: {', '.join(map(str, a.choices))})"
+            rows.append(f"| `{_cell(flag)}` | {_cell(text)} |")
+        if rows:
+            out.append("| argument | meaning |\n|---|---|\n" + "\n".join(rows) + "\n")
+    return "\n".join(x for x in out if x).strip()
+
+
+# --- the scenario keys ------------------------------------------------------------------
+
+def scenario_keys() -> str:
+    from xwatch.scenario import keys_reference_markdown
+
+    return keys_reference_markdown().strip()
+
+
+# --- the snapshot's fields, from the schema ---------------------------------------------
+
+def _type(s: dict | bool) -> str:  # type: ignore[type-arg]
+    if not isinstance(s, dict):
+        return "any"
+    if "prefixItems" in s:
+        return "[" + ", ".join(_type(x) for x in s["prefixItems"]) + "]"
+    if "$ref" in s:
+        name = s["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#{name.lower()})"
+    if "enum" in s:
+        return " or ".join(json.dumps(v) for v in s["enum"])
+    if "anyOf" in s:
+        return " or ".join(_type(x) for x in s["anyOf"])
+    t = s.get("type", "any")
+    if t == "array":
+        return f"list of {_type(s.get('items', {}))}"
+    if t == "object" and isinstance(s.get("additionalProperties"), dict):
+        return f"map to {_type(s['additionalProperties'])}"
+    return str(t)
+
+
+def snapshot_fields() -> str:
+    schema = json.loads((ROOT / "xwatch/core/export/snapshot.schema.json").read_text())
+    out = []
+    for name, d in schema["$defs"].items():
+        out.append(f"#### {name}\n")
+        if d.get("description"):
+            out.append(_cell(d["description"]) + "\n")
+        req = set(d.get("required", ()))
+        rows = [f"| `{k}` | {_cell(_type(v))} | {'yes' if k in req else ''} |"
+                for k, v in d.get("properties", {}).items()]
+        if rows:
+            out.append("| field | type | required |\n|---|---|---|\n" + "\n".join(rows) + "\n")
+        elif d.get("type") == "array":
+            out.append(f"A row: {_cell(_type(d))}.\n")
+    return "\n".join(out).strip()
+
+
+# --- the benchmark suite ----------------------------------------------------------------
+
+def benchmark_suite() -> str:
+    from benchmarks.suite import markdown
+
+    return markdown()
+
+
+# --- the results index, from each page's front matter -----------------------------------
+
+FRONT_KEYS = ("date", "sitting", "machine", "xsched", "measured")
+
+
+def front_matter(path: Path) -> dict[str, str]:
+    """A results page's ``---``-fenced header: one ``key: value`` a line (every key of
+    FRONT_KEYS, values plain or in double quotes)."""
+    text = path.read_text()
+    if not text.startswith("---\n"):
+        raise ValueError(f"{path}: no front matter (---, {', '.join(FRONT_KEYS)}, ---)")
+    head = text[4:text.index("\n---\n", 4)]
+    meta = {}
+    for line in head.splitlines():
+        key, sep, val = line.partition(": ")
+        if not sep:
+            raise ValueError(f"{path}: front matter line {line!r} is not 'key: value'")
+        val = val.strip()
+        meta[key] = val[1:-1] if len(val) >= 2 and val[0] == val[-1] == '"' else val
+    missing = set(FRONT_KEYS) - meta.keys()
+    if missing:
+        raise ValueError(f"{path}: front matter lacks {', '.join(sorted(missing))}")
+    return meta
+
+
+def results_pages() -> list[tuple[Path, dict[str, str]]]:
+    pages = [(p, front_matter(p)) for p in sorted((DOCS / "results").glob("*.md"))
+             if p.name not in ("README.md", "index.md", "benchmarks-history.md")]
+    return sorted(pages, key=lambda pm: (pm[1]["date"], int(pm[1]["sitting"])), reverse=True)
+
+
+def results_index() -> str:
+    rows = ["| date | machine | XSched | page | what was measured |", "|---|---|---|---|---|"]
+    for p, m in results_pages():
+        rows.append(f"| {m['date']} | {m['machine']} | {m['xsched']} | [{p.stem}]({p.name}) "
+                    f"| {_cell(m['measured'])} |")
+    return "\n".join(rows)
+
+
+# --- blocks and pages -------------------------------------------------------------------
+
+BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
+    "cli": ("commands.md", cli_reference),
+    "scenario-keys": ("scenarios.md", scenario_keys),
+    "snapshot-fields": ("snapshot.md", snapshot_fields),
+    "benchmark-suite": ("benchmarks.md", benchmark_suite),
+    "results-index": ("results/README.md", results_index),
+}
+
+
+def _reliability() -> str:
+    from tests.faults.matrix import render
+
+    return render()
+
+
+PAGES: dict[str, Callable[[], str]] = {"reliability.md": _reliability}
+
+
+def fill(text: str, name: str, body: str, page: str) -> str:
+    start, end = f"<!-- generated: {name} -->", f"<!-- end: {name} -->"
+    pat = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if not pat.search(text):
+        raise ValueError(f"docs/{page}: no {start} ... {end} block")
+    return pat.sub(lambda _: f"{start}\n{body}\n{end}", text, count=1)
+
+
+def expected() -> dict[Path, str]:
+    """Every generated page as it should read."""
+    want: dict[Path, str] = {}
+    for name, (page, make) in BLOCKS.items():
+        path = DOCS / page
+        text = want.get(path) or path.read_text()
+        want[path] = fill(text, name, make(), page)
+    for page, make in PAGES.items():
+        want[DOCS / page] = make()
+    return want
+
+
+def stale() -> list[Path]:
+    return [p for p, text in expected().items() if not p.exists() or p.read_text() != text]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.docs", description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="only say what is stale (exit 1)")
+    args = ap.parse_args(argv)
+    want = expected()
+    bad = [p for p, text in want.items() if not p.exists() or p.read_text() != text]
+    for p in bad:
+        rel = p.relative_to(ROOT)
+        if args.check:
+            print(f"stale: {rel} (python -m tools.docs rewrites it)", file=sys.stderr)
+        else:
+            p.write_text(want[p])
+            print(f"rewrote {rel}")
+    return 1 if args.check and bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
