@@ -14,6 +14,7 @@ import sys
 
 import msgspec
 
+from xwatch.core.analysis.stats.copies import role
 from xwatch.core.analysis.verdict import latency_change, rate_change
 from xwatch.core.engine.stats import RELATIVE_WIDTH
 from xwatch.core.export.snapshot import load_snapshot
@@ -39,15 +40,17 @@ def main() -> int:
         print(f"need at least two {mode} phases, have {len(ps)}")
         return 2
     a, b = ps[0::2], ps[1::2]
+    # by the scenario's names: with --gpus every GPU's copy counts (``high`` for high@0, ...)
     hi = max(ps[0].workloads, key=lambda w: w.priority)
-    lows = [w.name for w in ps[0].workloads if w.priority < hi.priority]
+    hi_name = role(hi.name)
+    lows = list(dict.fromkeys(role(w.name) for w in ps[0].workloads if w.priority < hi.priority))
     print(f"A/A: {mode} phases {[p.name for p in a]} vs {[p.name for p in b]} "
           "(run-level: each run one observation, paired in order)")
     bad = 0
     for q in (50.0, 99.0):
-        c = latency_change(hi.name, q, a, b)
+        c = latency_change(hi_name, q, a, b)
         if c is not None:
-            print(f"  {hi.name} P{q:g}: {c.text()}")
+            print(f"  {hi_name} P{q:g}: {c.text()}")
             bad += c.way != 0
     for n in lows:
         c = rate_change(n, a, b)
@@ -55,9 +58,9 @@ def main() -> int:
             print(f"  {n} samples/s: {c.text()}")
     print("planted 2x on the second half:")
     for q in (50.0, 99.0):
-        c = latency_change(hi.name, q, a, [doubled(p) for p in b])
+        c = latency_change(hi_name, q, a, [doubled(p) for p in b])
         if c is not None:
-            print(f"  {hi.name} P{q:g}: {c.text()}")
+            print(f"  {hi_name} P{q:g}: {c.text()}")
             bad += c.way <= 0
     print("A/A within noise and 2x beyond it: " + ("yes" if not bad else f"NO ({bad})"))
     return 0
