@@ -6,6 +6,11 @@ reads the logs and, every 2 s (at once when a state changed), takes one
 charts redraw every 4 s, the CDF and utilization every 8 s, each only if its data
 changed. Blocking work (telemetry polls, exports, xserver HTTP)
 runs in threads. In replay mode the same widgets show a recorded snapshot.
+
+This module owns the layout, the start-up, the refresh and the view's keys; the
+runs the dashboard drives are ``runs.PhaseRuns``, what it does to its session
+(export, keep, control, quit) is ``actions.SessionActions``, both bases of
+``XwatchApp``.
 """
 
 from __future__ import annotations
@@ -13,30 +18,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import signal
 import sys
-import time
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
 from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
-from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.modes.base import label as mode_label
-from xwatch.core.plans.calibrate import calibrate_steps
-from xwatch.core.plans.runner import MPS, NATIVE, XSCHED, Runner
-from xwatch.errors import XwatchError
+from xwatch.core.plans.runner import NATIVE, XSCHED, Runner
 from xwatch.scenario import Scenario, load_scenario
-from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
+from xwatch.ui.actions import SessionActions
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
 from xwatch.ui.widgets.panels import (
@@ -59,9 +57,7 @@ TICK_S = 1.0  # the logs, and a look for failures and stalls: 1 Hz
 TABLE_EVERY = 2
 CHART_EVERY = 4  # latency and throughput charts: every 4 s (they gain 4 rows), if changed
 SLOW_CHARTS = ("CdfChart", "UtilChart")  # a distribution and a 0.5 s sample: every 8 s
-PHASE_LOADING_S = 0.25  # a loading phase's watch looks this often (see _phase_pause)
 GC_YOUNG = 7000  # the collector's first threshold (see on_mount)
-PHASE_WATCH_S = 1.0  # a measuring phase's watch: at most this long between looks
 
 
 def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
@@ -74,7 +70,7 @@ def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
             samples[-1].t if samples else None)
 
 
-class XwatchApp(App[int]):
+class XwatchApp(SessionActions):
     CSS_PATH = "xwatch.tcss"
     TITLE = "xwatch"
     ENABLE_COMMAND_PALETTE = False
@@ -269,140 +265,7 @@ class XwatchApp(App[int]):
         # from 50 rows the table may grow (four GPUs' copies fit unfolded at 200x60)
         self.screen.set_class(self.size.height >= 50, "tall")
 
-    # ------------------------------------------------------------ phases
-    def start_phase(self, mode: str) -> None:
-        self._spawn(self._run_phase(mode))
-
-    def _spawn(self, coro: Any) -> None:
-        """Run a coroutine on this loop, keeping a reference until it is done."""
-        task = asyncio.ensure_future(coro)
-        self._phase_tasks.add(task)
-        task.add_done_callback(self._phase_tasks.discard)
-
-    async def _run_phase(self, mode: str) -> None:
-        assert self.runner is not None and self.scenario is not None
-        try:
-            phase = await self.runner.start_phase(mode)
-        except XwatchError as e:
-            self.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
-            return
-        except Exception as e:
-            self.notify(f"{type(e).__name__}: {e}", title="Phase failed to start",
-                        severity="error", timeout=12)
-            return
-        await self._watch_phase(phase)
-
-    async def _watch_phase(self, phase: Phase, duration_s: float | None = None) -> None:
-        assert self.runner is not None and self.scenario is not None
-        duration = self.phase_s if duration_s is None else duration_s
-        planned = False
-        exits: asyncio.Future[None] | None = None  # every workload exited (stopped too)
-        try:
-            while self.runner.phase is phase and phase.t_end is None:
-                exits = await self._phase_pause(phase, duration, exits)
-                if self.runner.all_exited():
-                    break
-                if self.runner.planned_end_reached(duration):
-                    planned = phase.t_measure is not None
-                    break
-        finally:
-            if exits is not None and not exits.cancel() and not exits.cancelled():
-                exits.exception()  # retrieved: never logged as "never retrieved"
-        if phase.t_end is not None and phase.status == "failed" and phase.error:
-            self.notify(str(phase.error), title=f"Phase {phase.name} failed",
-                        severity="error", timeout=15, markup=False)
-        if self.runner.phase is phase and phase.t_end is None:
-            await self.runner.stop_phase(planned_end=planned, phase=phase)
-            self.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
-                        "on/off, r = rerun, s = snapshot", title="Phase complete", timeout=10)
-
-    async def _phase_pause(self, phase: Phase, duration: float,
-                           exits: asyncio.Future[None] | None) -> asyncio.Future[None] | None:
-        """Until the phase's watch must look again: a quarter second while it loads
-        (its workloads' "ready" may come at any time, and the start-up time limit
-        counts); once measuring, until the planned end exactly, the last workload's
-        exit (a stop, a failure, a new phase: all of them stop the workloads), or
-        ``PHASE_WATCH_S`` at most. Polling at 4 Hz cost more than the 1 Hz tick."""
-        assert self.runner is not None
-        if phase.t_measure is None:
-            await asyncio.sleep(PHASE_LOADING_S)
-            return exits
-        if exits is None:
-            exits = asyncio.ensure_future(self.runner.supervisor.wait_all())
-        if exits.done():  # every process ended, their states not all final yet
-            await asyncio.sleep(PHASE_LOADING_S)
-            return exits
-        left = phase.t_measure + duration - time.monotonic()
-        await asyncio.wait((exits,), timeout=max(0.0, min(left, PHASE_WATCH_S)))
-        return exits
-
-    def action_toggle_mode(self) -> None:
-        """``x``: XSched on/off."""
-        self._switch(XSCHED)
-
-    def action_toggle_mps(self) -> None:
-        """``m``: MPS on/off."""
-        self._switch(MPS)
-
-    def _switch(self, mode: str) -> None:
-        if self._not_live():
-            return
-        assert self.runner is not None
-        cur = self.runner.phase.mode if self.runner.phase else NATIVE
-        new = NATIVE if cur == mode else mode
-        reason = self.runner.can_run(new)
-        if reason:
-            self.notify(reason, title=f"{mode_label(new)} not available", severity="warning",
-                        timeout=10, markup=False)
-            return
-        self.notify(f"restarting every workload in {new.upper()} mode", timeout=4)
-        self.start_phase(new)
-
-    def action_restart(self) -> None:
-        if self._not_live():
-            return
-        assert self.runner is not None
-        mode = self.runner.phase.mode if self.runner.phase else self.start_mode
-        self.notify(f"restarting every workload ({mode})", timeout=4)
-        self.start_phase(mode)
-
-    def action_calibrate(self) -> None:
-        """HIGH alone native, alone XSched, together native, together XSched (one after
-        the other, each the scenario's duration); the Compare tab shows the split."""
-        if self._not_live():
-            return
-        assert self.runner is not None and self.scenario is not None
-        reason = self.runner.can_run(XSCHED)
-        if reason:
-            self.notify(reason, title="Calibrate needs XSched", severity="warning",
-                        timeout=10, markup=False)
-            return
-        try:
-            steps = calibrate_steps(self.scenario)
-        except XwatchError as e:
-            self.notify(str(e), title=e.title, severity="warning", markup=False)
-            return
-        self.notify(f"calibrate: 4 phases of {self.scenario.duration_s:g} s; the Compare tab "
-                    "shows the split", timeout=6)
-        self._spawn(self._calibrate(steps))
-
-    async def _calibrate(self, steps: list[Any]) -> None:
-        assert self.runner is not None
-        for step in steps:
-            try:
-                phase = await self.runner.start_phase(step.mode, step.only, step.role)
-            except XwatchError as e:
-                failed = self.runner.phase
-                if failed is not None:
-                    failed.calibrate = step.role
-                self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
-                continue
-            phase.calibrate = step.role
-            await self._watch_phase(phase, self.scenario.duration_s)  # type: ignore[union-attr]
-            if self.runner.phase is not phase:  # the user started something else
-                return
-        self.action_tab("compare")
-
+    # ------------------------------------------------------------ view
     def action_next_metric(self) -> None:
         """``M``: the next per-request metric (latency_ms, then each named metric the
         workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab."""
@@ -425,109 +288,6 @@ class XwatchApp(App[int]):
         table = self.query_one(WorkloadTable)
         table.scroll_to(y=max(0, int(table.scroll_offset.y) + rows), animate=False)
 
-    def action_repeat_ab(self, rounds: int = 3) -> None:
-        """``a``: the last two modes run (the last A/B), ``rounds`` more times each,
-        interleaved A B A B, so the Compare tab's answer has intervals over runs."""
-        if self._not_live():
-            return
-        assert self.session is not None
-        modes: list[str] = []
-        for p in reversed(self.session.phases):
-            if p.mode not in modes and not p.calibrate:
-                modes.append(p.mode)
-            if len(modes) == 2:
-                break
-        if len(modes) < 2:
-            self.notify("no A/B yet: run a second mode first (x, m), then a repeats the pair",
-                        title="Nothing to repeat", severity="warning", timeout=8)
-            return
-        b, a = modes
-        self.notify(f"A/B: {mode_label(a)} and {mode_label(b)}, {rounds} more runs each, "
-                    f"interleaved ({2 * rounds} phases of {self.phase_s:g} s)", timeout=8)
-        self._spawn(self._repeat_ab([a, b] * rounds))
-
-    async def _repeat_ab(self, modes: list[str]) -> None:
-        assert self.runner is not None
-        for mode in modes:
-            try:
-                phase = await self.runner.start_phase(mode)
-            except XwatchError as e:
-                self.notify(str(e), title=e.title, severity="error", timeout=10, markup=False)
-                continue
-            await self._watch_phase(phase)
-            if self.runner.phase is not phase:  # the user started something else
-                return
-        self.action_tab("compare")
-
-    def action_advise(self) -> None:
-        """``A``: race native and the mechanisms configured here (MPS, XSched) to the
-        cheapest setting that meets the scenario's SLO with confidence, phase after
-        phase (20-minute budget); the Compare tab shows the race and its answer. With
-        ``--gpus``, each round spreads its candidates over those GPUs (``plans.box``)."""
-        if self._not_live():
-            return
-        from xwatch.core.plans.advise import DEFAULT_BUDGET_MIN, make_race, objective
-
-        assert self.runner is not None and self.scenario is not None
-        runner, session = self.runner, self.session
-        assert session is not None
-        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
-        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
-        try:
-            rc = make_race(self.scenario, objective(self.scenario, None), modes, [],
-                           runner.backends.get(XSCHED), runner.backends.get(MPS),
-                           DEFAULT_BUDGET_MIN, 0, skipped,
-                           say=lambda text: session.log("xwatch", "info", text))
-        except XwatchError as e:
-            self.notify(str(e), title=e.title, severity="warning", timeout=10, markup=False)
-            return
-        self.notify(f"advise: {len(rc.cands)} candidates ({', '.join(modes)}), rounds of "
-                    f"{self.phase_s:g} s phases, budget {DEFAULT_BUDGET_MIN:g} min; the "
-                    "Compare tab shows the race", timeout=8)
-        self._spawn(self._advise(rc))
-
-    async def _advise(self, rc: Any) -> None:
-        assert self.runner is not None and self.session is not None
-        runner, session = self.runner, self.session
-        saved = dict(runner.backends)  # each candidate brings its own backend
-        try:
-            while order := rc.round():
-                for placed, step in order:  # on --gpus: candidates spread over the GPUs
-                    if step.backend is not None:
-                        runner.backends[step.mode] = step.backend
-                    try:
-                        phase = await runner.start_phase(step.mode, step.only)
-                    except XwatchError as e:
-                        self.notify(str(e), title=e.title, severity="error", timeout=8,
-                                    markup=False)
-                        failed = session.current
-                        rc.record(placed, failed.snapshot(time.monotonic())
-                                  if failed is not None and failed.mode == step.mode
-                                  and failed.status == "failed" else None)
-                        continue
-                    phase.candidate = step.label
-                    phase.setting_values = {wl: dict(kv) for wl, kv in
-                                            (step.setting or {}).items()}
-                    phase.step, phase.repeat = step.key, rc.rounds
-                    await self._watch_phase(phase)
-                    if runner.phase is not phase:  # the user started something else
-                        session.advice = rc.advice()
-                        return
-                    rc.record(placed, phase.snapshot(time.monotonic()))
-                    session.advice = rc.advice(final=False)
-                if not rc.after_round():
-                    break
-            session.advice = rc.advice()
-            self.action_tab("compare")
-        finally:
-            runner.backends.update(saved)
-
-    def _not_live(self) -> bool:
-        if self.replay is not None:
-            self.notify("replay: nothing runs here (start `xwatch run` for live workloads)",
-                        severity="warning")
-            return True
-        return self.quitting
 
     # ------------------------------------------------------------ refresh
     def _states(self) -> tuple[object, ...]:
@@ -688,120 +448,6 @@ class XwatchApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
-
-    async def action_export(self) -> None:
-        if self.session is None:
-            if self.replay_source:
-                self.notify(f"replay: the snapshot is already on disk ({self.replay_source})")
-            return
-        from xwatch.core.export.snapshot import prepare_export
-
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        assert self.scenario is not None
-        target = Path(self.export_dir or ".") / f"xwatch-{self.scenario.name}-{stamp}"
-        prep = prepare_export(self.session)
-        self.notify(f"writing snapshot to {target} …", timeout=3)
-        self.run_worker(lambda: self._write_export(prep, target), thread=True,
-                        exit_on_error=False, group="export", description="export")
-
-    def _write_export(self, prep: Any, target: Path) -> None:
-        from xwatch.core.export.report import write_reports
-        from xwatch.core.export.snapshot import write_export
-
-        try:
-            path = write_export(prep, target)
-            write_reports(path)
-        except Exception as e:
-            self.call_from_thread(self.notify, f"{type(e).__name__}: {e}",
-                                  title="Snapshot not written", severity="error", markup=False)
-            return
-        self.last_export = path
-        self.call_from_thread(self.notify, f"{path}\n(+ events.csv.gz, report.md, report.html)",
-                              title="Snapshot written", timeout=10, markup=False)
-
-    def _keep(self) -> None:
-        """Write this session into the sessions folder (on any exit but SIGKILL)."""
-        from xwatch.core.export.sessions import keep
-
-        assert self.session is not None and self.keep_dir is not None
-        try:
-            self.kept_path = keep(self.session, self.keep_dir, self.keep, self.keep_max_bytes)
-        except Exception as e:  # the events stay in the .live folder: recoverable
-            self.keep_error = f"{type(e).__name__}: {e} (events left in {self.keep_dir}; " \
-                              "`xwatch sessions --recover` rebuilds them)"
-
-    def action_control(self) -> None:
-        if self._not_live():
-            return
-        assert self.runner is not None
-        ctl = self.runner.xsched
-        phase = self.runner.phase
-        if phase is not None and phase.mode == MPS and phase.t_end is None:
-            self.push_screen(MpsControlScreen(), self._on_control)
-            return
-        if ctl is None or phase is None or phase.mode != XSCHED or phase.t_end is not None:
-            self.notify("live control works while an XSched phase runs (press x first)"
-                        if ctl is not None else (self.runner.can_run(XSCHED) or ""),
-                        title="XSched control", severity="warning", timeout=8, markup=False)
-            return
-        names = [w.name for w in self.scenario.workloads]  # type: ignore[union-attr]
-        pols = ctl.policy_names() if hasattr(ctl, "policy_names") else None
-        self.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF"), pols),
-                         self._on_control)
-
-    def _on_control(self, req: ControlRequest | None) -> None:
-        if req is not None:
-            self._spawn(self._do_control(req))
-
-    async def _do_control(self, req: ControlRequest) -> None:
-        assert self.runner is not None
-        ctl: Any = self.runner.xsched
-        try:
-            if req.action == "mps_threads":
-                mps: Any = self.runner.backends.get(MPS)
-                servers = await mps.set_active_thread_percentage(int(req.priority or 100))
-                self.notify(f"active thread percentage {req.priority} on MPS server(s) "
-                            f"{', '.join(map(str, servers))}", title="MPS", timeout=6)
-                return
-            if req.action == "priority":
-                n = await ctl.set_priority(req.workload, req.priority)
-                msg = f"{req.workload}: priority {req.priority} on {n} XQueue(s)"
-            elif req.action == "config":
-                n = await ctl.configure(req.workload, req.level, req.threshold, req.batch_size)
-                msg = f"{req.workload}: config applied to {n} XQueue(s)"
-            else:
-                await ctl.set_policy(req.policy)
-                msg = f"policy {req.policy}"
-            self.notify(msg, title="XSched", timeout=6)
-        except XwatchError as e:
-            self.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
-
-    async def action_quit(self) -> None:
-        if self.quitting:
-            return
-        self.quitting = True
-        if self.runner is not None:
-            self.notify("stopping workloads…", timeout=5)
-            # with no planned end (--duration 0), quitting is the planned end
-            phase = self.runner.phase
-            planned = self.phase_s == float("inf") and phase is not None \
-                and phase.t_measure is not None
-            try:
-                await asyncio.wait_for(self.runner.stop_phase(planned_end=planned), timeout=20)
-            except Exception:
-                pass
-            finally:
-                self.runner.kill_now()
-        if self.sampler is not None:
-            await asyncio.to_thread(self.sampler.stop)
-        if self.session is not None:
-            self.final_snap = self.session.snapshot()
-            if self.keep_dir is not None:
-                await asyncio.to_thread(self._keep)
-            self.session.close()
-        if self._hangup:
-            os._exit(128 + signal.SIGHUP)
-        self.exit(0)
 
     def on_unmount(self) -> None:
         if self.runner is not None:  # crash or abrupt exit: nothing may survive us
