@@ -1,6 +1,6 @@
 """The manual's generated parts, from the code that knows them:
 
-- ``docs/commands.md``: every command's arguments, from ``xwatch.cli.build_parser``;
+- ``docs/commands.md``: every command's arguments, from ``xwatch.cli.parser.build_parser``;
 - ``docs/scenarios.md``: every scenario key, from ``xwatch.scenario``'s key tables;
 - ``docs/snapshot.md``: every snapshot field, from the JSON Schema the structs generate;
 - ``docs/reliability.md``: the whole page, from the fault matrix (``tests/faults/matrix.py``);
@@ -33,7 +33,7 @@ def _cell(text: str) -> str:
 # --- the commands, from argparse --------------------------------------------------------
 
 def cli_reference() -> str:
-    from xwatch.cli import build_parser
+    from xwatch.cli.parser import build_parser
 
     ap = build_parser()
     sub = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))

@@ -1,0 +1,154 @@
+"""What a command asks for, read and checked before anything starts, so a typo never
+costs a run: the scenario with the command line's overrides (``--duration``,
+``--device``, ``--gpus``, ``--server``, joins), the modes, the export folder, the
+GPUs, an explicit telemetry backend, another session's xserver, and the XSched and
+MPS backends."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.errors import UsageError
+from xwatch.scenario import (
+    load_scenario,
+    parse_gpus,
+)
+
+
+def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    args.until_stopped = args.duration == 0 and args.command == "run"
+    if args.duration is not None and args.duration <= 0 and not args.until_stopped:
+        hint = " (0, until stopped, is for `xwatch run`)" if args.duration == 0 else ""
+        raise UsageError(f"--duration must be > 0 (got {args.duration:g}){hint}")
+    scen = load_scenario(args.scenario).with_server(
+        getattr(args, "server", None), getattr(args, "served_model", None))
+    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
+    duration = None if args.until_stopped else args.duration
+    scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
+    if getattr(args, "join_xserver", None):
+        scen = dataclasses.replace(scen, xsched=dataclasses.replace(
+            scen.xsched, join=args.join_xserver))
+    if getattr(args, "join_mps", False):
+        scen = dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
+    return scen
+
+
+def _modes(args: argparse.Namespace) -> list[str]:
+    """The modes this command will run (checked before anything starts)."""
+    cmd = args.command
+    if cmd == "compare":
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        bad = [m for m in modes if m not in MODES]
+        if bad or not modes:
+            raise UsageError(f"--modes {args.modes!r}: unknown mode {bad[0] if bad else ''!r}; "
+                             f"allowed: {', '.join(MODES)} (comma-separated, e.g. "
+                             "native,mps,xsched)")
+        if len(set(modes)) != len(modes):
+            raise UsageError(f"--modes {args.modes!r} names a mode twice")
+        if len(modes) < 2:
+            raise UsageError("compare needs at least two modes (e.g. --modes native,mps)")
+        return modes
+    if cmd == "calibrate":
+        return ["native", args.mode]
+    if cmd == "sweep":
+        sets = " ".join(getattr(args, "set", []) or [])
+        return ["native", MPS if ".mps." in sets else XSCHED]
+    if cmd == "noise":
+        if args.repeat < 2:
+            raise UsageError(f"noise needs --repeat 2 or more (got {args.repeat}): the "
+                             "floor is the variance between runs")
+        return [args.mode]
+    return [getattr(args, "mode", "native")]
+
+
+def _check_export(directory: str | None) -> None:
+    """The export folder can be made and written: checked before anything starts, so a
+    typo never costs a run (a full disk later is handled where it happens)."""
+    if not directory:
+        return
+    import os
+    import tempfile
+    from pathlib import Path
+
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"--export {directory}: that is a file, not a folder",
+                         title="Export folder unusable")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".xwatch-probe-", dir=d)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError(f"--export {directory}: cannot write there ({e.strerror or e}); "
+                         "nothing was started", title="Export folder unusable")
+
+
+def _check_devices(scen: Any) -> None:
+    """GPUs asked for (``--gpus``, ``cuda:N``) must exist; refused before anything
+    starts. Where the count cannot be read, the workloads find out themselves."""
+    from xwatch.core.telemetry.devices import gpu_count
+
+    wanted = sorted({int(w.device.split(":")[1]) for w in scen.workloads
+                     if w.model is not None and w.gpu is None and w.device.startswith("cuda:")})
+    gpus = sorted(set(scen.gpus))
+    if not wanted and not gpus:
+        return
+    n, how = gpu_count()
+    if n is None:
+        return
+    asked = ", ".join([*(f"--gpus {','.join(map(str, gpus))}" for _ in [0] if gpus),
+                       *(f"device cuda:{i}" for i in wanted)])
+    if n == 0:
+        raise UsageError(f"{asked}: this machine has no GPU ({how}); run on the CPU with "
+                         "--device cpu, or where the GPUs are", title="No such GPU")
+    bad = [i for i in [*gpus, *wanted] if i >= n]
+    if bad:
+        raise UsageError(f"{asked}: GPU {bad[0]} does not exist; this machine has {n} "
+                         f"(0-{n - 1}; {how})", title="No such GPU")
+
+
+def _check_telemetry(choice: str) -> None:
+    """An explicit backend that cannot start is an error before anything starts."""
+    if choice in ("auto", "off", "host"):
+        return
+    from xwatch.core.telemetry import select_backend
+
+    backend, _, _ = select_backend(choice)  # raises TelemetryError, naming the cause
+    if backend is not None:
+        backend.close()
+
+
+def _check_box(xs: Any, scen: Any) -> None:
+    """Another session's xserver on this machine: refused now, before anything starts
+    (or, joining it, its answer and policy checked)."""
+    from xwatch.core.xsched.compat import check_join
+
+    other = xs.other_xserver()
+    if other is not None:
+        change = check_join(xs.meta, scen, other)
+        print(f"xwatch: joining {other.describe()}", file=sys.stderr)
+        if change:
+            print(f"xwatch: WARNING: {change}", file=sys.stderr)
+
+
+def _platforms(scen: Any) -> set[str]:
+    from xwatch.core.xsched.install import workload_platform
+    return {workload_platform(w, scen) for w in scen.workloads}
+
+
+def _mps_backend(args: argparse.Namespace, scen, explicit: bool):  # type: ignore[no-untyped-def]
+    """(backend, why not): asked for explicitly, what stops MPS is an error (exit 2)."""
+    from xwatch.core.mps.controller import backend_from_args
+    return backend_from_args(scen, preflight=not getattr(args, "no_preflight", False),
+                             explicit=explicit)
+
+
+def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
+    from xwatch.core.xsched.controller import backend_from_args
+    return backend_from_args(getattr(args, "xsched", None), scen,
+                             preflight=not getattr(args, "no_preflight", False))

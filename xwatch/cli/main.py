@@ -1,0 +1,272 @@
+"""The ``xwatch`` command: ``main`` (the entry point), the dispatch of each command
+to its plan or the dashboard, the metrics endpoint, what is printed at the end, the
+sessions listing, and errors as a titled panel on stderr (exit status 2)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from xwatch.cli.checks import (
+    _check_box,
+    _check_devices,
+    _check_export,
+    _check_telemetry,
+    _load,
+    _modes,
+    _mps_backend,
+    _platforms,
+    _xsched_backend,
+)
+from xwatch.cli.parser import build_parser
+from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.errors import UsageError, XwatchError
+from xwatch.scenario import (
+    builtin_scenarios,
+    keys_reference_markdown,
+    load_scenario,
+)
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _reexec_without_shim() -> None:
+    """xwatch itself must not run with an XSched shim on its library path (seen on the
+    H100: with XSched's lib/ on LD_LIBRARY_PATH and XSCHED_SCHEDULER=GLB in the shell,
+    a library xwatch loads pulled the shim in and it aborted, looking for an xserver).
+    Start again without the shim's folders; every phase records what was removed."""
+    import json
+    import os
+
+    from xwatch.core.modes.isolation import SELF_CLEANED_ENV, clean_env
+
+    if os.environ.get(SELF_CLEANED_ENV) is not None:
+        return
+    cleaned = clean_env(os.environ, "self")
+    removed = [r for r in cleaned.removed if r["name"] in ("LD_PRELOAD", "LD_LIBRARY_PATH")]
+    if not removed:
+        return
+    env = dict(os.environ)
+    for r in removed:
+        env[r["name"]] = cleaned.env.get(r["name"], "")
+        if not env[r["name"]]:
+            del env[r["name"]]
+    env[SELF_CLEANED_ENV] = json.dumps(removed)
+    os.execve(sys.executable, [sys.executable, "-m", "xwatch", *sys.argv[1:]], env)
+
+
+def print_error(err: XwatchError) -> None:
+    """A titled box; long lines wrap at word boundaries (very long words are split)."""
+    width = max(len(err.title) + 4, min(100, max(len(x) for x in str(err).splitlines() or [""])))
+    bar = "─" * (width + 2)
+    print(f"┌{bar}┐\n│ {err.title.upper():<{width}} │\n├{bar}┤", file=sys.stderr)
+    for line in str(err).splitlines() or [""]:
+        for part in textwrap.wrap(line, width, break_on_hyphens=False) or [""]:
+            print(f"│ {part:<{width}} │", file=sys.stderr)
+    print(f"└{bar}┘", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        _reexec_without_shim()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    args = ap.parse_args(args_list)
+    try:
+        return _dispatch(ap, args)
+    except XwatchError as e:
+        print_error(e)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _metrics(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """Bind the metrics endpoint before anything starts (a bad port loses nothing)."""
+    if getattr(args, "metrics_port", None) is None:
+        return None
+    from xwatch.core.export.prometheus import MetricsServer
+
+    server = MetricsServer(args.metrics_port, args.metrics_host)
+    server.start()
+    print(f"xwatch: metrics at {server.url}", file=sys.stderr, flush=True)
+    return server
+
+
+def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    cmd = args.command
+    if cmd is None:
+        args = ap.parse_args(["run"])
+        cmd = "run"
+    if cmd == "scenarios":
+        if args.keys:
+            print(keys_reference_markdown())
+            return 0
+        for name, path in builtin_scenarios().items():
+            s = load_scenario(str(path))
+            wl = ", ".join(f"{w.name}={w.describe()}" for w in s.workloads)
+            print(f"{name:<10} {s.duration_s:>5.0f}s  {s.description}  [{wl}]")
+        return 0
+    if cmd == "sessions":
+        return _sessions(args)
+    if cmd in ("report", "replay"):
+        from xwatch.core.export.sessions import resolve
+        args.snapshot = str(resolve(args.snapshot))
+    if cmd == "report":
+        from xwatch.core.export.report import write_report_cli
+        return write_report_cli(args.snapshot, args.format, args.out)
+    if cmd == "doctor":
+        from xwatch.core.plans.doctor import run_doctor
+        return run_doctor(args.xsched, args.python)
+    if cmd == "replay":
+        from xwatch.core.export.snapshot import load_snapshot
+        snap = load_snapshot(args.snapshot)
+        from xwatch.ui.app import make_app
+        make_app(replay=snap, replay_source=args.snapshot).run()
+        return 0
+    scen = _load(args)
+    if cmd == "advise":
+        return _advise(args, scen)
+    modes = _modes(args)
+    if getattr(args, "repeat", 1) < 1:
+        raise UsageError(f"--repeat must be >= 1 (got {args.repeat})")
+    xs = _xsched_backend(args, scen)
+    if XSCHED in modes and xs is None:
+        raise UsageError(f"{cmd} with XSched needs an XSched install: --xsched ROOT or "
+                         "XSCHED_HOME", title="XSched not configured")
+    if xs is not None and XSCHED in modes:
+        xs.install.check(_platforms(scen))
+        _check_box(xs, scen)
+    mps = _mps_backend(args, scen, explicit=MPS in modes)
+    _check_telemetry(getattr(args, "telemetry", "auto"))
+    _check_export(getattr(args, "export", None))
+    _check_devices(scen)
+    args.metrics = _metrics(args)
+    try:
+        return _run(cmd, args, scen, xs, mps, modes)
+    finally:
+        if args.metrics is not None:
+            args.metrics.stop()
+
+
+def _advise(args: argparse.Namespace, scen: Any) -> int:
+    """``xwatch advise``: the mechanisms this box can run (asked for by name, one that
+    cannot is an error), checked before anything starts."""
+    from xwatch.core.plans.advise import objective, plan_candidates, run_advise, usable_modes
+
+    explicit = args.modes is not None
+    wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
+    bad = [m for m in wanted if m not in MODES]
+    if bad or not wanted or len(set(wanted)) != len(wanted):
+        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
+    obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
+    xs = _xsched_backend(args, scen) if XSCHED in wanted else None
+    mps_backend, mps_why = _mps_backend(args, scen, explicit=explicit and MPS in wanted) \
+        if MPS in wanted else (None, None)
+    modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
+    if xs is not None and XSCHED in modes:
+        xs.install.check(_platforms(scen))
+        _check_box(xs, scen)
+    plan_candidates(scen, obj, modes, args.set, xs, mps_backend, skipped)  # --set errors now
+    _check_telemetry(args.telemetry)
+    _check_export(args.export)
+    _check_devices(scen)
+    args.metrics = _metrics(args)
+    try:
+        return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,
+                                      mps_unavailable=mps_why))
+    finally:
+        if args.metrics is not None:
+            args.metrics.stop()
+
+
+def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
+    mps_backend, mps_why = mps
+    backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
+    if cmd == "run" and args.headless:
+        from xwatch.core.plans.headless import run_headless
+        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+    if cmd == "compare":
+        from xwatch.core.plans.headless import run_headless
+        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+    if cmd == "calibrate":
+        from xwatch.core.plans.calibrate import run_calibrate
+        return asyncio.run(run_calibrate(scen, args, args.mode, **backends))
+    if cmd == "sweep":
+        from xwatch.core.plans.sweep import run_sweep
+        return asyncio.run(run_sweep(scen, args, **backends))
+    if cmd == "noise":
+        from xwatch.core.plans.noise import run_noise
+        return asyncio.run(run_noise(scen, args, args.mode, **backends))
+    from xwatch.ui.app import make_app
+    app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
+                   telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
+                   telemetry_proc_interval=args.telemetry_proc_interval,
+                   spool_max_mb=args.spool_max_mb,
+                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=args.metrics,
+                   keep=0 if args.no_keep else max(1, args.keep),
+                   keep_max_bytes=int(args.keep_max_gb * 2**30),
+                   phase_s=math.inf if args.until_stopped else None)
+    try:
+        app.run()
+    finally:
+        if app.runner is not None:  # a crash of the app must not leave workloads behind
+            app.runner.kill_now()
+    _print_end(app)
+    return int(app.return_code or 0)
+
+
+def _print_end(app: Any) -> None:
+    """What headless prints at the end, after the dashboard: the tables and the path."""
+    from xwatch.core.analysis.verdict import answer_lines
+    from xwatch.core.plans.console import final_table, interval_lines
+
+    snap = app.final_snap
+    if snap is None:
+        return
+    for p in snap.phases:
+        if p.measuring:
+            print(final_table(p, snap.telemetry))
+            for line in interval_lines(p):
+                print(line)
+    for line in answer_lines(snap):
+        print(line)
+    if app.kept_path is not None:
+        print(f"session kept: {app.kept_path} (`xwatch replay last`, `xwatch report last`, "
+              "`xwatch sessions`)")
+    elif app.keep_error:
+        print(f"xwatch: session not kept: {app.keep_error}", file=sys.stderr)
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    from xwatch.core.export import sessions
+
+    entries = sessions.listing()
+    if args.recover is not None:
+        lost = [(i, e) for i, e in enumerate(entries) if e.state == "interrupted"]
+        if args.recover != "all":
+            if not args.recover.isdigit() or int(args.recover) >= len(entries) or \
+                    entries[int(args.recover)].state != "interrupted":
+                raise UsageError(f"--recover {args.recover}: not an interrupted session; "
+                                 "interrupted: " + (", ".join(str(i) for i, _ in lost) or
+                                                    "none"))
+            lost = [(int(args.recover), entries[int(args.recover)])]
+        for _, e in lost:
+            print(f"recovered: {sessions.recover(e.path)}")
+        return 0
+    if not entries:
+        print(f"no sessions in {sessions.root()} yet (the dashboard keeps one when it exits)")
+        return 0
+    print(f"sessions in {sessions.root()} (newest first; `xwatch replay N`, "
+          "`xwatch report N`):")
+    for i, e in enumerate(entries):
+        print(sessions.describe(i, e))
+    return 0
