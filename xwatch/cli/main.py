@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import os
+import signal
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -85,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `xwatch scenarios --keys | head`: the reader left, as SIGPIPE would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
+        return 128 + signal.SIGPIPE
 
 
 def _metrics(args: argparse.Namespace):  # type: ignore[no-untyped-def]
