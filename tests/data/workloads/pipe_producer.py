@@ -2,7 +2,8 @@
 
 argv: RATE [COUNT] [--malformed N] [--crash-after N] [--crash-if-env VAR] [--hang-after N]
       [--service-ms MS] (each request reports this service time: a busy workload)
-      [--add-ms-if-env VAR:MS] (every latency MS longer when VAR is set: a mode that slows it)
+      [--add-ms-if-env VAR[=VALUE]:MS] (every latency MS longer when VAR is set, or set to
+      VALUE: a mode, or one setting of it, that slows it)
       [--rate-from-env VAR:DIV] (when VAR is set, the rate is its value / DIV: a setting that
       speeds or slows a background workload)
       [--llm N] (each request also reports what an LLM client does: ttft_ms, tpot_ms and
@@ -30,7 +31,9 @@ hang_after = int(opts.get("--hang-after", 0)) or None
 pci_buses = opts.get("--pci-by-visible")
 service_ms = float(opts["--service-ms"]) if "--service-ms" in opts else None
 slow_var, _, slow_ms = opts.get("--add-ms-if-env", ":0").partition(":")
-added_ms = float(slow_ms) if slow_var and os.environ.get(slow_var) else 0.0
+slow_var, _, slow_want = slow_var.partition("=")
+slow_got = os.environ.get(slow_var) if slow_var else None
+added_ms = float(slow_ms) if slow_got and (not slow_want or slow_got == slow_want) else 0.0
 visible = int(os.environ.get("CUDA_VISIBLE_DEVICES", "0") or 0)
 fd = int(os.environ["XWATCH_EVENT_FD"])
 

@@ -1,8 +1,16 @@
 """Which phase and which workloads a comparison is about: the highest-priority
-workload, the baseline phase, a phase's label. Pure functions on snapshots."""
+workload, the baseline phase, a phase's label, a sweep setting's label, and a sweep
+phase that ran several settings side by side (``plans.box``) seen as one run per
+setting (``per_setting``). Pure functions on snapshots."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from xwatch.core import model as M
+from xwatch.core.analysis.stats.copies import failed_beside
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 
 
@@ -26,3 +34,57 @@ def label(p: PhaseSnapshot) -> str:
     """A phase's name with its sweep setting, if any."""
     setting = p.setting
     return f"{p.name} [{setting}]" if setting else p.name
+
+
+def setting_label(s: Mapping[str, Mapping[str, M.SettingValue]]) -> str:
+    """A sweep setting's name: ``low.threshold=4, low.batch_size=2``."""
+    return ", ".join(f"{wl}.{k}={v}" for wl, kv in s.items() for k, v in kv.items())
+
+
+def side_by_side(p: PhaseSnapshot) -> dict[int, dict[str, dict[str, M.SettingValue]]]:
+    """Each GPU's setting in a sweep phase that ran several settings at once, one a GPU
+    (``plans.box``: its ``setting_values`` are keyed by copy, ``low@1``), by GPU in the
+    order recorded; empty for a phase of one setting (keyed by workload, ``low``)."""
+    sv = p.setting_values
+    if not p.setting or p.candidate or not sv or not all("@" in k for k in sv):
+        return {}
+    out: dict[int, dict[str, dict[str, M.SettingValue]]] = {}
+    for key, kv in sv.items():
+        wl, _, gpu = key.partition("@")
+        if not gpu.isdigit():
+            return {}
+        out.setdefault(int(gpu), {})[wl] = dict(kv)
+    return out
+
+
+def is_box(p: PhaseSnapshot) -> bool:
+    """A phase whose GPUs ran different candidates (advise) or settings (sweep) side by
+    side (``plans.box``): a worst GPU of it would be a worst candidate or setting."""
+    return bool(p.candidate and "@GPU" in p.candidate) or bool(side_by_side(p))
+
+
+def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
+    """The phases as the sweep's readers count them: a phase that ran several settings
+    side by side (``side_by_side``) becomes one phase per setting, holding only that
+    setting's copies (its GPU's), named ``NAME (GPU g)``, with the setting's own label,
+    values and step key (``MODE [label]``, as on one GPU), so that each setting's runs
+    are its own copies and never the phase's mean over settings. A box phase that
+    failed only through another setting's copies (``failed_beside``) is ``done`` for the
+    settings whose copies ran to the end. Every other phase is kept as it is."""
+    out: list[PhaseSnapshot] = []
+    for p in phases:
+        placed = side_by_side(p)
+        if not placed:
+            out.append(p)
+            continue
+        for gpu, s in placed.items():
+            at = f"@{gpu}"
+            name = setting_label(s)
+            status, error = p.status, p.error
+            if status == "failed" and failed_beside(p, at):
+                status, error = "done", None
+            out.append(msgspec.structs.replace(
+                p, name=f"{p.name} (GPU {gpu})", status=status, error=error,
+                workloads=tuple(w for w in p.workloads if w.name.endswith(at)),
+                setting=name, setting_values=s, step=f"{p.mode} [{name}]"))
+    return tuple(out)

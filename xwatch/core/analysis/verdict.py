@@ -25,7 +25,7 @@ from typing import Any, Final
 from msgspec import UNSET
 
 from xwatch.core import model as M
-from xwatch.core.analysis.phases import baseline, by_priority
+from xwatch.core.analysis.phases import baseline, by_priority, per_setting, side_by_side
 from xwatch.core.analysis.stats.copies import (
     GpuFinding,
     copies_of,
@@ -88,9 +88,10 @@ def step_label(key: str) -> str:
 
 def steps(snap: SessionSnapshot) -> dict[str, list[PhaseSnapshot]]:
     """Phases grouped by step, in the order the steps first ran (failed phases kept:
-    callers decide)."""
+    callers decide). A sweep phase that ran several settings side by side counts as one
+    run of each setting, its own copies alone (``analysis.phases.per_setting``)."""
     out: dict[str, list[PhaseSnapshot]] = {}
-    for p in snap.phases:
+    for p in per_setting(snap.phases):
         out.setdefault(step_key(p), []).append(p)
     return out
 
@@ -273,7 +274,10 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     per = tuple(y.est - x.est for x, y in pv)
     unit = metric_unit(metric)
     gpus = min(len(ws) for _, ws in ra + rb)
-    name = role(name) if gpus > 1 else name
+    # the scenario's name where the copies are several GPUs' (each run's own, or runs on
+    # different GPUs: a sweep's settings side by side, rotated)
+    spread = {w.gpu for _, ws in ra + rb for w in ws}
+    name = role(name) if gpus > 1 or len(spread) > 1 else name
     # a percentile's per-run values sit on a grid (analysis.stats.resolution), the
     # copies' grid where a run's value is their mean; samples/s do not
     res_a = copies_resolution([copies[id(w)] for _, w in ra], metric)
@@ -409,7 +413,8 @@ def findings(snap: SessionSnapshot) -> list[GpuFinding]:
         return []
     hi, lows = by_priority(base_p)
     slo_wl, slo_m = slo_metric(snap)
-    runs = [p for p in snap.phases if usable(p)]
+    # a sweep box phase: one run per setting, one GPU each (GPUs there are settings)
+    runs = [p for p in per_setting(snap.phases) if usable(p)]
     return [f for f in gpu_findings(runs, answered(hi, lows, slo_wl, slo_m), step_key)
             if f.way]
 
@@ -513,6 +518,10 @@ METHOD_GPUS = ("Several GPUs: each run's value is the mean over its GPUs' copies
                "A GPU unlike the others is named in a Finding, 95% over every GPU and "
                "number compared.")
 
+METHOD_BOX = ("Sweep on several GPUs: the settings ran side by side, one a GPU, the "
+              "assignment rotated every repeat; a setting's run is its own copy on its GPU "
+              "(each run's GPU is in the table of phases), native's the mean over every GPU.")
+
 
 def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:
     """The GPUs named as unlike the others, as the snapshot carries them."""
@@ -550,4 +559,6 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
     lines.append(METHOD)
     if gpus > 1:
         lines.append(METHOD_GPUS)
+    if any(side_by_side(p) for p in snap.phases):
+        lines.append(METHOD_BOX)
     return lines

@@ -17,7 +17,7 @@ from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, union
-from xwatch.core.analysis.phases import by_priority, label
+from xwatch.core.analysis.phases import by_priority, is_box, label, side_by_side
 from xwatch.core.analysis.stats.copies import copies_of, role
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.verdict import (
@@ -46,7 +46,7 @@ def gpu_section(snap: SessionSnapshot) -> Section | None:
                          num(g.low_samples_per_s, 1),
                          "-" if g.util_pct is None else f"{g.util_pct:.0f}%",
                          g.matched_by or "none"])
-        if groups:
+        if groups and not is_box(p):  # a box phase's GPUs ran different settings
             r = rollup(groups)
             roll_rows.append([label(p), ", ".join(map(str, r.gpus)),
                               f"{num(r.worst_high_p99_ms)} (GPU {r.worst_gpu})",
@@ -404,7 +404,8 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
         return [], ""
     front = frontier(pts)
     nat = next((p for p in pts if p.native), None)
-    natives = [p.phase for p in pts if p.native and p.ok]
+    # every native run (``--repeat``), paired with each setting's runs by repeat
+    natives = [p for p in snap.phases if p.mode == "native" and p.status != "failed"]
     hi = by_priority(natives[0])[0] if natives else None
     lows = by_priority(natives[0])[1] if natives else []
     rows = []
@@ -435,7 +436,11 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
             + ". Failed settings are listed with their status and are not points."
             + (" With one run per setting and no recorded noise floor, no setting can be "
                "told from native's run-to-run noise: `xwatch noise` records it, --repeat 3 "
-               "measures it." if any(r[6].endswith("unmeasured") for r in rows) else ""))
+               "measures it." if any(r[6].endswith("unmeasured") for r in rows) else "")
+            + (" Several GPUs: the settings ran side by side, one a GPU, rotated every "
+               "repeat; a setting's row is its own copy on the GPU its phase names; "
+               "native's the mean over every GPU; LOW samples/s are per GPU."
+               if any(side_by_side(p) for p in snap.phases) else ""))
     return rows, note
 
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.modes.base import MPS, XSCHED
-from xwatch.core.plans.sweep import apply_setting
 from xwatch.scenario import Scenario, Workload
 
 #: a candidate's setting as the sweep writes it: {"low": {"threshold": 2}}
@@ -105,6 +104,24 @@ def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int) -> list[BoxP
     return out
 
 
+def apply_setting(scen: Scenario, s: Setting) -> Scenario:
+    """``scen`` with a sweep setting (``{"low": {"threshold": 2}}``) applied to the
+    workloads it names (by name or by the scenario's name of a copy): XSched keys to
+    ``[workload.xsched]``, ``mps.*`` keys to ``[workload.mps]``."""
+    wls = []
+    for w in scen.workloads:
+        kv = s.get(w.name) or s.get(w.base_name)
+        if kv:
+            xs: dict[str, Any] = {k: v for k, v in kv.items() if not k.startswith("mps.")}
+            mp: dict[str, Any] = {k[4:]: v for k, v in kv.items() if k.startswith("mps.")}
+            if xs:
+                w = dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **xs))
+            if mp:
+                w = dataclasses.replace(w, mps=dataclasses.replace(w.mps, **mp))
+        wls.append(w)
+    return dataclasses.replace(scen, workloads=tuple(wls))
+
+
 def copy_name(name: str, gpu: int) -> str:
     """A workload's copy on ``gpu``, as ``Scenario.on_gpus`` names it."""
     return f"{name}@{gpu}"
@@ -116,8 +133,7 @@ def box_scenario(scen: Scenario, placed: Sequence[tuple[Setting | None, int]]) -
     base = scen.unreplicated()
     wls: list[Workload] = []
     for setting, g in placed:
-        kv: Any = {k: dict(v) for k, v in setting.items()} if setting else None
-        sc = apply_setting(base, kv) if kv else base
+        sc = apply_setting(base, setting) if setting else base
         wls.extend(sc.on_gpus((g,)).workloads)
     return dataclasses.replace(base, workloads=tuple(wls), gpus=tuple(g for _, g in placed),
                                single=base.workloads)

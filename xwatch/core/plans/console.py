@@ -10,6 +10,7 @@ import math
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
+from xwatch.core.analysis.phases import is_box
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
@@ -153,9 +154,9 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
             lines.append(heads[r[0]])
         lines.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i])
                                for i, c in enumerate(r)))
-    if len(groups) > 1 and not (p.candidate and "@GPU" in p.candidate):
+    if len(groups) > 1 and not is_box(p):
         lines.append(_gpus_tail(groups))  # not in a box phase: its GPUs ran different
-        # candidates (advise, ``plans.box``), so a worst GPU would be a worst candidate
+        # candidates or settings (``plans.box``): a worst GPU would be a worst candidate
     lines += extra
     if p.error:
         lines.append(f"  ! phase {p.status}: {p.error}")

@@ -85,8 +85,10 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
                    mps_unavailable: str | None = None, schedule: Schedule | None = None,
                    finish: Finish | None = None, floors: bool = True,
-                   tolerant: bool = False, conclude: Conclude | None = None) -> int:
-    """Run ``steps`` (``--repeat`` rounds, interleaved; or what ``schedule`` yields)
+                   tolerant: bool = False, conclude: Conclude | None = None,
+                   rounds: list[tuple[int, Step]] | None = None) -> int:
+    """Run ``steps`` (``--repeat`` rounds, interleaved; or the (round, step) pairs of
+    ``rounds``, planned ahead: a sweep's box rounds; or what ``schedule`` yields)
     into one session; print the answer; apply ``--fail-if``; export. With
     ``floors`` the machine's recorded noise floors of the modes run are carried in
     the snapshot (one-run answers are judged against them). ``tolerant`` plans
@@ -133,7 +135,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             f"more), or record the floor first: xwatch noise {scen.name} --mode {modes[0]}",
             title="Gate cannot be judged")
     plan: Iterator[tuple[int, Step]] = schedule(session) if schedule is not None else \
-        iter(interleave(steps, repeat))
+        iter(rounds if rounds is not None else interleave(steps, repeat))
     yielded = 0
     phase_s = math.inf if getattr(args, "until_stopped", False) else scen.duration_s
     metrics = getattr(args, "metrics", None)

@@ -1,4 +1,6 @@
-"""Parameter sweeps: one native phase, then one XSched (or MPS) phase per setting.
+"""Parameter sweeps: one native phase, then one XSched (or MPS) phase per setting; on
+several GPUs (``--gpus``) the settings run side by side, one a GPU, rotated every
+repeat (``box_rounds``, ``plans.box``).
 
 XSched keys: ``low.threshold``; MPS keys: ``low.mps.active_thread_percentage``,
 ``low.mps.priority`` (one mode per sweep).
@@ -14,9 +16,13 @@ are on the Pareto frontier (lower HIGH P99, higher LOW throughput).
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from collections.abc import Callable
 from typing import Any
 
+from xwatch.core.analysis.phases import setting_label as setting_label
+from xwatch.core.plans import box
+from xwatch.core.plans.box import apply_setting as apply_setting
+from xwatch.core.plans.headless import Step, run_plan
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -62,7 +68,7 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
         if len(vals) not in (1, n):
             raise UsageError(f"--set {wl}.{key}: {len(vals)} values, but other --set lists have "
                              f"{n}; lists are zipped, so give {n} values or one")
-    settings = []
+    settings: list[dict[str, dict[str, int]]] = []
     for i in range(n):
         s: dict[str, dict[str, int]] = {}
         for wl, key, vals in columns:
@@ -72,34 +78,44 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
             if th is not None and bs is not None and bs > th:
                 raise UsageError(f"setting {i + 1}: {wl}.batch_size={bs} exceeds "
                                  f"{wl}.threshold={th}")
+        for j, earlier in enumerate(settings):
+            if earlier == s:
+                raise UsageError(f"setting {i + 1} ({setting_label(s)}) is setting {j + 1} "
+                                 "again; give each setting once (--repeat runs each more "
+                                 "than once)")
         settings.append(s)
     return settings
 
 
-def setting_label(s: dict[str, dict[str, int]]) -> str:
-    return ", ".join(f"{wl}.{k}={v}" for wl, kv in s.items() for k, v in kv.items())
-
-
-def apply_setting(scen: Scenario, s: dict[str, dict[str, int]]) -> Scenario:
-    wls = []
-    for w in scen.workloads:
-        kv = s.get(w.name) or s.get(w.base_name)
-        if kv:
-            xs: dict[str, Any] = {k: v for k, v in kv.items() if not k.startswith("mps.")}
-            mp: dict[str, Any] = {k[4:]: v for k, v in kv.items() if k.startswith("mps.")}
-            if xs:
-                w = dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **xs))
-            if mp:
-                w = dataclasses.replace(w, mps=dataclasses.replace(w.mps, **mp))
-        wls.append(w)
-    return dataclasses.replace(scen, workloads=tuple(wls))
+def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: str,
+               backend: Callable[[Scenario], Any], repeat: int) -> list[tuple[int, Step]]:
+    """The sweep's phases on several GPUs (``scen.gpus``), round by round (round from 1):
+    native, a phase of its own on every GPU as on one setting; then the settings side by
+    side (``plans.box``): one a GPU, in groups that may share a phase (one mode, the
+    same daemon-wide settings: ``box.phase_wide``), the assignment rotated every round
+    (a Latin square: round r puts a group's i-th setting on ``gpus[(i + r - 1) % k]``),
+    each copy with its own setting (``box.box_scenario``) under one backend a phase."""
+    base = scen.unreplicated()
+    by_label = {setting_label(s): s for s in settings}
+    entries = [box.Entry(lb, mode, box.phase_wide(mode, backend(apply_setting(base, s))))
+               for lb, s in by_label.items()]
+    out: list[tuple[int, Step]] = []
+    for rnd in range(1, max(1, repeat) + 1):
+        out.append((rnd, Step("native")))
+        for bp in box.layout(entries, scen.gpus, rnd - 1):
+            placed = [(by_label[lb], g) for lb, g in bp.placed]
+            out.append((rnd, Step(bp.mode, backend(box.box_scenario(scen, placed)),
+                                  " | ".join(f"{lb} @GPU{g}" for lb, g in bp.placed),
+                                  box.copy_settings(scen, placed),
+                                  only=box.copies(scen, bp.gpus))))
+    return out
 
 
 async def run_sweep(scen: Scenario, args: argparse.Namespace, xsched: Any = None,
                     mps: Any = None, mps_unavailable: str | None = None) -> int:
-    """Headless sweep into one session/snapshot; returns the exit status."""
+    """Headless sweep into one session/snapshot; returns the exit status. On several
+    GPUs (``--gpus``) the settings run side by side (``box_rounds``)."""
     from xwatch.core.mps.controller import MpsController
-    from xwatch.core.plans.headless import Step, run_plan
     from xwatch.core.xsched.controller import XschedController
 
     settings = parse_settings(args.set, scen)
@@ -111,6 +127,10 @@ async def run_sweep(scen: Scenario, args: argparse.Namespace, xsched: Any = None
         return XschedController(xsched.install, sc, poll_s=xsched.poll_s,
                                 preflight=xsched.preflight) if xsched else None
 
+    if len(scen.gpus) > 1:
+        rounds = box_rounds(scen, settings, mode, backend, int(getattr(args, "repeat", 1) or 1))
+        first = [st for rnd, st in rounds if rnd == 1]
+        return await run_plan(scen, args, first, xsched, mps, mps_unavailable, rounds=rounds)
     steps = [Step("native")] + [Step(mode, backend(apply_setting(scen, s)), setting_label(s), s)
                                 for s in settings]
     return await run_plan(scen, args, steps, xsched, mps, mps_unavailable)

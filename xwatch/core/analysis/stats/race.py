@@ -45,7 +45,7 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
-from xwatch.core.analysis.stats.copies import copies_of, role, run_copies
+from xwatch.core.analysis.stats.copies import copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
@@ -129,7 +129,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     scenario's workload, ``high``, or one copy) and the run's value is their mean."""
     at = "" if gpu is None else f"@{gpu}"
     ws = _mine(p, role(obj.workload), at)
-    neighbour = gpu is not None and p.status == "failed" and _neighbours_failed(p, at)
+    neighbour = gpu is not None and p.status == "failed" and failed_beside(p, at)
     if (p.status == "failed" and not neighbour) or not ws:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
@@ -154,20 +154,6 @@ def _mine(p: PhaseSnapshot, name: str, at: str) -> tuple[WorkloadSnapshot, ...]:
         return copies_of(p, name)
     w = p.workload(name + at)
     return (w,) if w is not None and w.count else ()
-
-
-def _neighbours_failed(p: PhaseSnapshot, at: str) -> bool:
-    """A box phase (``plans.box``) failed only through other candidates' copies (a
-    workload on another GPU failed or stalled): the copies ``NAME@GPU`` ending in ``at``
-    ran to the end and count. A failure of the phase itself (its daemon, the isolation
-    proof) or of one of these copies fails every candidate it holds."""
-    parts = [x.strip() for x in (p.error or "").split(";") if x.strip()]
-    stalled = [x.partition(" ")[0] for x in parts if " stalled since " in x]
-    if len(stalled) < len(parts):
-        return False  # a failure of the whole phase
-    bad = [w.name for w in p.workloads if w.state == "failed"] + stalled
-    return bool(bad) and not any(n.endswith(at) for n in bad) and \
-        any(w.count for w in p.workloads if w.name.endswith(at))
 
 
 #: the error rate's split between the SLO metric and the price (a price varies ~1%
