@@ -144,6 +144,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
         gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
         reps = f" x {repeat} repeats, interleaved" if repeat > 1 else ""
+        if rounds is not None and repeat > 1:
+            reps += " (settings side by side, rotated over the GPUs every repeat)"
         _out(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} workloads"
              f"{gpus}, {per}, phases "
              f"{' -> '.join(st.label or st.mode for st in steps)}{reps}, "
