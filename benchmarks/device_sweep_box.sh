@@ -8,7 +8,7 @@
 #   bash benchmarks/device_sweep_box.sh OUT [XSCHED_ROOT] ["box one xs"]
 # Bounds (environment): DURATION=8 s a phase, REPEAT=2. Each step has a hard time limit
 # (timeout, SIGTERM: xwatch stops its workloads and still exports).
-# Dry run without GPUs (fake NVML and MPS tool, command workloads): GPUS_N=2 TEL=off and
+# Dry run without GPUs (fake NVML and MPS tool on PYTHONPATH and XWATCH_MPS_CONTROL): TEL=off,
 # SCEN naming a small scenario with workloads high and low.
 # Output: OUT/summary.txt (read first: each step's phases with their GPUs and settings,
 # the answer's rows per setting, wall time), OUT/<step>.log, OUT/<step>/snapshot.json +
