@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repeat(cal)
     cal.add_argument("--mode", default="xsched", choices=("xsched", "mps"),
                      help="the mode calibrated against native (default xsched)")
-    sw = sub.add_parser("sweep", help="headless: native, then one XSched (or MPS) phase per "
-                        "setting")
+    sw = sub.add_parser("sweep", help="headless: native, then each XSched (or MPS) setting "
+                        "(with --gpus: side by side, one a GPU, rotated every repeat)")
     _add_run_args(sw, headless_flag=False)
     _add_repeat(sw)
     sw.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
