@@ -121,3 +121,35 @@ def test_a_servers_queues_are_those_of_its_process_tree() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_servers_unfinished_requests_count_the_ones_that_end_out_of_order(
+        tmp_path: Path) -> None:
+    """Requests 3 and 6 still in flight while 7 is counted: both are unfinished (with
+    every request after 7 that was due), not skipped because a higher number ended."""
+    import time
+
+    from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.session import Session
+    from xwatch.scenario import parse_scenario
+
+    scen = parse_scenario({"duration_s": 5, "workload": [{
+        "name": "chat", "priority": "high", "server": ["true"], "port": 18099,
+        "rate": 10, "arrival": "fixed"}]}, "<test>")
+    session = Session(scen, spool_dir=str(tmp_path / "spool"))
+    phase = Phase(session, 0, "native", "native")
+    run = phase.runs["chat"]
+    t0 = time.monotonic() - 2.0
+    run.ready_t0 = t0
+    events = [{"type": "req", "seq": s, "t": t0 + s / 10 + 0.05, "latency_ms": 50.0}
+              for s in (1, 2, 4, 7, 5)]
+    run.on_events(events[:3])
+    run.on_events(events[3:])
+    run.count_unfinished(t0 + 1.05)  # requests 1..11 were due (t0 + (n - 1) / 10)
+    assert run.rec.count == 5
+    assert run.unfinished == 6  # 3, 6, 8, 9, 10, 11
+    assert run.unfinished_m is not None and run.unfinished_m.n == 6
+    assert run.unfinished_m.max == pytest.approx((1.05 - 0.2) * 1e3)  # request 3's wait
+    run.on_events([{"type": "req", "seq": 3, "t": t0 + 1.0, "latency_ms": 800.0}])
+    run.count_unfinished(t0 + 1.05)
+    assert run.unfinished == 5

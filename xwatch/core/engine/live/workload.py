@@ -133,6 +133,8 @@ class WorkloadRun:
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
+        #: a server's requests end out of order: the numbers below ``max_seq`` not counted
+        self.holes: set[int] = set()
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
         self.stalls: list[M.Stall] = []
@@ -227,14 +229,31 @@ class WorkloadRun:
         if reqs:
             if self.state in (STARTING, WARMING, WAITING, PENDING, STALLED):
                 self._mark_running(now)
-            last = reqs[-1].get("seq")
-            if type(last) is int and last > self.max_seq:
-                self.max_seq = last
+            if self.spec.server is not None:
+                self._seen_out_of_order(reqs)
+            else:
+                last = reqs[-1].get("seq")
+                if type(last) is int and last > self.max_seq:
+                    self.max_seq = last
             # progress is when the last request ended (the reader may have held it back
             # for up to a second), unless its time is implausible for this clock
             lt = self.rec.last_t
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
+
+    def _seen_out_of_order(self, reqs: list[dict[str, Any]]) -> None:
+        """A server's requests end in any order: every number skipped is a hole until
+        its request is counted."""
+        holes = self.holes
+        for e in reqs:
+            s = e.get("seq")
+            if type(s) is not int or s <= 0:
+                continue
+            if s > self.max_seq:
+                holes.update(range(self.max_seq + 1, s))
+                self.max_seq = s
+            else:
+                holes.discard(s)
 
     def _named(self, e: dict[str, Any], t: float) -> None:
         """A request's named metrics: numbers (or lists of numbers, e.g. every token's
@@ -442,11 +461,14 @@ class WorkloadRun:
         end = min(t for t in (cutoff, self.end_t) if t is not None)
         waits: list[float] = []
         if (spec.model is not None or spec.server is not None) and spec.rate:
+            holes = sorted(self.holes) if spec.server is not None else []
+            skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=self.max_seq, limit=spec.requests)
-            waits = [(end - t) * 1e3 for t in dues]
+                             skip=skip, limit=spec.requests)
+            waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
+                     if i > self.max_seq or i in self.holes]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
-                else "from the load generator's schedule (after the last request counted)"
+                else "from the load generator's schedule (every request sent and not counted)"
         elif spec.model is not None:
             inflight = self.inflight_s + (end - self.last_heartbeat) \
                 if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0
