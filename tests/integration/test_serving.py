@@ -67,7 +67,49 @@ def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     assert chat["count"] >= 8 and chat["errors"] == 0  # (the command LOW is not gated)
     assert {"ttft_ms", "tpot_ms", "itl_ms"} <= set(chat["metrics"])
     assert chat["hello"]["server_pid"] != chat["hello"]["pid"]
+    assert not any(a.get("kind") == "saturated" for a in doc["phases"][0]["annotations"])
+    assert "saturated" not in out.stdout and chat["error_causes"] == {}
     assert gone(port)  # the phase's end stopped the server too
+
+
+def test_a_saturated_server_and_failed_requests_are_named(tmp_path: Path) -> None:
+    """A server that serves one request at a time (~4 req/s) offered 20 req/s is called
+    saturated in the phase, the console and the report; every 4th stream ends without
+    text: each such failure is counted by its cause, and the requests still queued at
+    the stop are unfinished, never errors."""
+    port = free_port()
+    argv = ", ".join(json.dumps(a) for a in fake_server(
+        port, "--serial", "--first-ms", "200", "--token-ms", "5", "--fault", "empty-every=4"))
+    scen = tmp_path / "sat.toml"
+    scen.write_text(f"""
+duration_s = 4
+[[workload]]
+name = "chat"
+priority = "high"
+server = [{argv}]
+port = {port}
+rate = 20
+warmup = 1
+new_tokens = 4
+prompt_len = 16
+ready_timeout_s = 20
+""")
+    out = run_xwatch("run", str(scen), "--headless", "--telemetry", "off",
+                     "--export", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "out" / "snapshot.json").read_text())
+    phase = doc["phases"][0]
+    chat = phase["workloads"]["chat"]
+    assert chat["errors"] >= 2 and chat["error_causes"] == {"empty stream": chat["errors"]}
+    assert chat["unfinished"]["count"] >= 20
+    sat = [a for a in phase["annotations"] if a.get("kind") == "saturated"]
+    assert len(sat) == 1 and "the server is saturated: offered 20.0 req/s, served" in \
+        sat[0]["text"] and "mostly queueing" in sat[0]["text"], phase["annotations"]
+    assert "chat: the server is saturated: offered 20.0 req/s" in out.stdout
+    assert f"request(s) failed: empty stream ({chat['errors']})" in out.stdout
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| errors by cause | empty stream (" in md and "Saturated: " in md
+    assert gone(port)
 
 
 @pytest.mark.slow

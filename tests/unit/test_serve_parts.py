@@ -4,6 +4,7 @@ lengths, the built-in server scenarios, and a server's queues read from its proc
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,39 @@ def test_a_servers_unfinished_requests_count_the_ones_that_end_out_of_order(
     run.on_events([{"type": "req", "seq": 3, "t": t0 + 1.0, "latency_ms": 800.0}])
     run.count_unfinished(t0 + 1.05)
     assert run.unfinished == 5
+
+
+def _one_server(rate: float, service_s: float, seconds: float, rng: random.Random
+                ) -> tuple[int, int]:
+    """A server that serves one request at a time under Poisson arrivals: (completed,
+    unfinished) at ``seconds``."""
+    t = free = 0.0
+    done = left = 0
+    while True:
+        t += rng.expovariate(rate)
+        if t > seconds:
+            return done, left
+        free = max(free, t) + service_s
+        if free <= seconds:
+            done += 1
+        else:
+            left += 1
+
+
+def test_the_saturation_rule_by_simulation() -> None:
+    """Against a known truth: a one-at-a-time server at 80% load is (almost) never
+    called saturated; one offered twice what it serves always is (12 s at 4 req/s, the
+    H100 run's phases; and 60 s)."""
+    from xwatch.core.analysis.saturation import saturated
+
+    rng = random.Random(5)
+    for seconds in (12.0, 60.0):
+        calm = sum(saturated(4.0, d, seconds, u)
+                   for d, u in (_one_server(4.0, 0.2, seconds, rng) for _ in range(2000)))
+        assert calm <= 2000 * 0.002, calm
+        busy = [_one_server(4.0, 0.5, seconds, rng) for _ in range(2000)]
+        hit = sum(saturated(4.0, d, seconds, u) for d, u in busy)
+        assert hit >= 2000 * 0.99, hit
+    assert saturated(4.0, 15, 12.0, 31)  # the H100 phase: served 1.25 of 4 req/s
+    assert not saturated(4.0, 15, 12.0, 2)  # no backlog at the end: not this rule
+    assert not saturated(None, 0, 12.0, 40) and not saturated(4.0, 0, 1.0, 4)

@@ -53,6 +53,7 @@ PROGRESS_LAG_S = 5.0
 LOG_TAIL = 40
 
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
+MAX_CAUSES = 16  # kinds of request failure kept by name per workload and phase
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
 
 #: the keys of a request event that are not named metrics
@@ -135,6 +136,7 @@ class WorkloadRun:
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
         #: a server's requests end out of order: the numbers below ``max_seq`` not counted
         self.holes: set[int] = set()
+        self.error_causes: dict[str, int] = {}  # failed requests by their cause
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
         self.stalls: list[M.Stall] = []
@@ -206,8 +208,11 @@ class WorkloadRun:
                 b = get("batch")
                 lat = e["latency_ms"]
                 sv = get("service_ms")
+                ok = get("ok") is not False
                 rec_add(lat, t, b if type(b) is int else default_batch,
-                        get("late") is True, get("ok") is not False, sv)
+                        get("late") is True, ok, sv)
+                if not ok:
+                    self._error_cause(e)
                 keep(e)
                 if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
                     self._named(e, t)
@@ -240,6 +245,18 @@ class WorkloadRun:
             lt = self.rec.last_t
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
+
+    def _error_cause(self, e: dict[str, Any]) -> None:
+        """A failed request's cause (its ``cause``, else the start of its ``error``),
+        counted; at most ``MAX_CAUSES`` kinds, the rest as ``other``."""
+        got = e.get("cause")
+        if type(got) is not str or not got:
+            err = e.get("error")
+            got = err[:60] if type(err) is str and err else "no cause given"
+        causes = self.error_causes
+        if got not in causes and len(causes) >= MAX_CAUSES:
+            got = "other"
+        causes[got] = causes.get(got, 0) + 1
 
     def _seen_out_of_order(self, reqs: list[dict[str, Any]]) -> None:
         """A server's requests end in any order: every number skipped is a hole until
@@ -540,7 +557,8 @@ class WorkloadRun:
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
-            exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
+            exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
+            stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=None if self.unfinished is None else M.Unfinished(
