@@ -140,9 +140,10 @@ def test_xsched_engagement_reads_the_servers_process_tree(tmp_path: Path) -> Non
     if not have_cc():
         pytest.skip("needs a C compiler for the fake shim")
     install = make_install(tmp_path / "xsched", platforms=("hip",))
-    p1, p2, px = free_port(), free_port(), free_port()
+    p1, p2, p3, px = free_port(), free_port(), free_port(), free_port()
     s1 = ", ".join(json.dumps(a) for a in fake_server(p1))
     s2 = ", ".join(json.dumps(a) for a in fake_server(p2))
+    s3 = ", ".join(json.dumps(a) for a in fake_server(p3))
     f = tmp_path / "x.toml"
     f.write_text(f"""
 duration_s = 3
@@ -167,6 +168,16 @@ warmup = 1
 new_tokens = 4
 [workload.xsched]
 env = {{ FAKE_XQUEUE_READY = "never" }}
+[[workload]]
+name = "side"
+priority = "low"
+server = [{s3}]
+port = {p3}
+rate = 20
+warmup = 1
+new_tokens = 4
+[workload.xsched]
+env = {{ FAKE_XQUEUE_READY = "gone" }}
 """)
     r = run_xwatch("compare", str(f), "--xsched", str(install), "--telemetry", "off",
                    "--export", str(tmp_path / "o"), timeout=120)
@@ -181,5 +192,13 @@ env = {{ FAKE_XQUEUE_READY = "never" }}
     assert x["bulk"]["status"] == "not-scheduled"
     assert any("server's process tree" in w and "default stream" in w
                for w in x["bulk"]["warnings"])
+    # its one XQueue logged created and destroyed, none ever listed: its work bypassed
+    # the shim, said plainly with the evidence (as the H100 run's transformers serve)
+    side = x["side"]
+    assert side["status"] == "not-scheduled", side
+    w = side["warnings"][0]
+    assert w.startswith("not scheduled by XSched: its GPU work bypassed the shim"), w
+    assert "created 1 XQueue(s) and destroyed 1" in w and "default stream" in w
+    assert "request(s) while xserver listed no XQueue of its process tree" in w
     assert {"ttft_ms", "itl_ms"} <= set(chat["metrics"])
-    assert gone(p1) and gone(p2)
+    assert gone(p1) and gone(p2) and gone(p3)
