@@ -190,3 +190,19 @@ def test_the_saturation_rule_by_simulation() -> None:
     assert saturated(4.0, 15, 12.0, 31)  # the H100 phase: served 1.25 of 4 req/s
     assert not saturated(4.0, 15, 12.0, 2)  # no backlog at the end: not this rule
     assert not saturated(None, 0, 12.0, 40) and not saturated(4.0, 0, 1.0, 4)
+
+
+def test_the_local_model_never_generates_a_token_without_text(tmp_path: Path) -> None:
+    """On an H100 3-6 streams a phase carried no text: the random model repeated a
+    byte-level piece of a multi-byte character, which decodes to nothing alone. Every
+    such id (and every special token) is suppressed in its generation config."""
+    pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers")
+    from xwatch.core.engine.serve.localmodel import SPECIAL, make
+
+    path = make("tiny", root=tmp_path)
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    gen = json.loads((path / "generation_config.json").read_text())
+    pieces = {i for i in range(len(tok)) if not (t := tok.decode([i])) or "\ufffd" in t}
+    assert len(pieces) >= 100  # the 0x80-0xff byte pieces at least
+    assert set(gen["suppress_tokens"]) == pieces | set(range(len(SPECIAL)))
