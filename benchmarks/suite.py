@@ -95,6 +95,10 @@ BENCHES: tuple[Bench, ...] = (
           "exit, run by run", "5 min", "yes", "ROOT OUT 20 2"),
     Bench("keepalive-probe", "keepalive_probe.py", "a kept-alive /xqueues connection against "
           "a fresh one per poll, on a running xserver", "30 s", "yes"),
+    Bench("loadgen", "loadgen.py", "the server workload's load generator against the fake "
+          "OpenAI server at rising rates: its lateness (real send minus scheduled) and its "
+          "CPU per streamed token, up to the rate it saturates one core", "30 s", "no",
+          "--rates 25,50,100 --seconds 4"),
 )
 
 

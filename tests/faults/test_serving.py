@@ -59,6 +59,7 @@ def test_streams_cut_short_are_errors_and_a_run_of_them_fails_the_workload() -> 
     assert r.rc == 4, r.stderr
     bad = [e for e in r.requests if e.get("ok") is False]
     assert len(bad) >= 10 and all("stream cut short after" in e["error"] for e in bad)
+    assert {e["cause"] for e in bad} == {"stream cut short"}  # the kind, counted by xwatch
     assert sum(1 for e in r.requests if e.get("ok") is not False) >= 3
     assert "10 requests in a row failed" in r.of("error")[0]["message"]
     assert gone(port)

@@ -10,7 +10,10 @@ rejected with 422 as transformers serve rejects ``ignore_eos``.
 faults: ``never-ready`` (/health answers 503), ``die-after=N`` (exits 3 after N
 requests, a line on stderr first), ``status=CODE`` (every POST answers CODE),
 ``cut-after=N`` (the N+1th and later streams are cut after two tokens),
-``not-openai`` (POST answers an HTML page).
+``not-openai`` (POST answers an HTML page), ``empty-every=N`` (every Nth stream finishes
+without any text: a role chunk, a finish chunk and ``[DONE]``). ``--serial``: one request
+generates at a time, the others wait (as ``transformers serve`` without continuous
+batching serves them).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def chunk(api: str, text: str | None, finish: str | None = None,
 def make_app(a: argparse.Namespace) -> web.Application:
     served = {"n": 0}
     fault = a.fault or ""
+    one_at_a_time = asyncio.Lock()
 
     async def health(_: web.Request) -> web.Response:
         if fault == "never-ready":
@@ -79,6 +83,18 @@ def make_app(a: argparse.Namespace) -> web.Application:
         await resp.prepare(req)
         if api == "chat":
             await resp.write(chunk(api, None, role=True))
+        if fault.startswith("empty-every=") and served["n"] % int(fault.split("=")[1]) == 0:
+            await resp.write(chunk(api, None, "stop"))
+            await resp.write(b"data: [DONE]\n\n")
+            await resp.write_eof()
+            return resp
+        if a.serial:
+            async with one_at_a_time:
+                return await generate(req, resp, api, n)
+        return await generate(req, resp, api, n)
+
+    async def generate(req: web.Request, resp: web.StreamResponse, api: str,
+                       n: int) -> web.StreamResponse:
         cut = fault.startswith("cut-after=") and served["n"] > int(fault.split("=")[1])
         await asyncio.sleep(a.first_ms / 1e3)
         for i in range(n):
@@ -112,6 +128,7 @@ def main() -> None:
     p.add_argument("--fault", default="")
     p.add_argument("--no-done", action="store_true")
     p.add_argument("--accept-ignore-eos", action="store_true")
+    p.add_argument("--serial", action="store_true")
     p.add_argument("--ready-after-s", type=float, default=0.0)
     a = p.parse_args()
     time.sleep(a.ready_after_s)  # loading the model

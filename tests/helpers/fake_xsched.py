@@ -19,7 +19,9 @@
   shuts down, as the real one does. It removes its queue when it stops.
   Every control call is appended to ``<root>/run/calls.jsonl``.
   ``FAKE_XQUEUE_READY`` in a workload's env picks how its queues look:
-  ``toggle`` (default: alternately ready), ``never`` (idle), ``always``.
+  ``toggle`` (default: alternately ready), ``never`` (idle), ``always``, ``gone`` (one
+  XQueue logged created, its priority set and destroyed at once, then none listed: as
+  the real xserver logged a server's whose work bypassed the shim).
   ``FAKE_SHIM_CRASH=1`` makes the shim log XSched's ``[ERRO ...] cuda error 1`` line
   and die by SIGSEGV, as upstream XSched did with PyTorch on driver 580.
 None of this is XSched code.
@@ -163,6 +165,14 @@ def queues():
     out = []
     for reg in regs:
         pattern = reg.get("ready") or "toggle"
+        if pattern == "gone":  # one XQueue made and destroyed at once, then none listed
+            if reg["pid"] not in state.setdefault("gone", set()):
+                state["gone"].add(reg["pid"])
+                h = reg["pid"] * 16
+                log(f"XQueue (0x{h:x}) from process {reg['pid']} created")
+                log(f"set priority {reg.get('priority') or 0} for XQueue 0x{h:x}")
+                log(f"XQueue (0x{h:x}) from process {reg['pid']} destroyed")
+            continue
         ready = {"never": False, "always": True}.get(pattern, state["polls"] % 2 == 0)
         for k in range(PER_PROCESS):
             h = reg["pid"] * 16 + k if PER_PROCESS <= 16 else reg["pid"] * 1024 + k

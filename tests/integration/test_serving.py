@@ -67,7 +67,49 @@ def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     assert chat["count"] >= 8 and chat["errors"] == 0  # (the command LOW is not gated)
     assert {"ttft_ms", "tpot_ms", "itl_ms"} <= set(chat["metrics"])
     assert chat["hello"]["server_pid"] != chat["hello"]["pid"]
+    assert not any(a.get("kind") == "saturated" for a in doc["phases"][0]["annotations"])
+    assert "saturated" not in out.stdout and chat["error_causes"] == {}
     assert gone(port)  # the phase's end stopped the server too
+
+
+def test_a_saturated_server_and_failed_requests_are_named(tmp_path: Path) -> None:
+    """A server that serves one request at a time (~4 req/s) offered 20 req/s is called
+    saturated in the phase, the console and the report; every 4th stream ends without
+    text: each such failure is counted by its cause, and the requests still queued at
+    the stop are unfinished, never errors."""
+    port = free_port()
+    argv = ", ".join(json.dumps(a) for a in fake_server(
+        port, "--serial", "--first-ms", "200", "--token-ms", "5", "--fault", "empty-every=4"))
+    scen = tmp_path / "sat.toml"
+    scen.write_text(f"""
+duration_s = 4
+[[workload]]
+name = "chat"
+priority = "high"
+server = [{argv}]
+port = {port}
+rate = 20
+warmup = 1
+new_tokens = 4
+prompt_len = 16
+ready_timeout_s = 20
+""")
+    out = run_xwatch("run", str(scen), "--headless", "--telemetry", "off",
+                     "--export", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    doc = json.loads((tmp_path / "out" / "snapshot.json").read_text())
+    phase = doc["phases"][0]
+    chat = phase["workloads"]["chat"]
+    assert chat["errors"] >= 2 and chat["error_causes"] == {"empty stream": chat["errors"]}
+    assert chat["unfinished"]["count"] >= 20
+    sat = [a for a in phase["annotations"] if a.get("kind") == "saturated"]
+    assert len(sat) == 1 and "the server is saturated: offered 20.0 req/s, served" in \
+        sat[0]["text"] and "mostly queueing" in sat[0]["text"], phase["annotations"]
+    assert "chat: the server is saturated: offered 20.0 req/s" in out.stdout
+    assert f"request(s) failed: empty stream ({chat['errors']})" in out.stdout
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| errors by cause | empty stream (" in md and "Saturated: " in md
+    assert gone(port)
 
 
 @pytest.mark.slow
@@ -98,9 +140,10 @@ def test_xsched_engagement_reads_the_servers_process_tree(tmp_path: Path) -> Non
     if not have_cc():
         pytest.skip("needs a C compiler for the fake shim")
     install = make_install(tmp_path / "xsched", platforms=("hip",))
-    p1, p2, px = free_port(), free_port(), free_port()
+    p1, p2, p3, px = free_port(), free_port(), free_port(), free_port()
     s1 = ", ".join(json.dumps(a) for a in fake_server(p1))
     s2 = ", ".join(json.dumps(a) for a in fake_server(p2))
+    s3 = ", ".join(json.dumps(a) for a in fake_server(p3))
     f = tmp_path / "x.toml"
     f.write_text(f"""
 duration_s = 3
@@ -125,6 +168,16 @@ warmup = 1
 new_tokens = 4
 [workload.xsched]
 env = {{ FAKE_XQUEUE_READY = "never" }}
+[[workload]]
+name = "side"
+priority = "low"
+server = [{s3}]
+port = {p3}
+rate = 20
+warmup = 1
+new_tokens = 4
+[workload.xsched]
+env = {{ FAKE_XQUEUE_READY = "gone" }}
 """)
     r = run_xwatch("compare", str(f), "--xsched", str(install), "--telemetry", "off",
                    "--export", str(tmp_path / "o"), timeout=120)
@@ -139,5 +192,13 @@ env = {{ FAKE_XQUEUE_READY = "never" }}
     assert x["bulk"]["status"] == "not-scheduled"
     assert any("server's process tree" in w and "default stream" in w
                for w in x["bulk"]["warnings"])
+    # its one XQueue logged created and destroyed, none ever listed: its work bypassed
+    # the shim, said plainly with the evidence (as the H100 run's transformers serve)
+    side = x["side"]
+    assert side["status"] == "not-scheduled", side
+    w = side["warnings"][0]
+    assert w.startswith("not scheduled by XSched: its GPU work bypassed the shim"), w
+    assert "created 1 XQueue(s) and destroyed 1" in w and "default stream" in w
+    assert "request(s) while xserver listed no XQueue of its process tree" in w
     assert {"ttft_ms", "itl_ms"} <= set(chat["metrics"])
-    assert gone(p1) and gone(p2)
+    assert gone(p1) and gone(p2) and gone(p3)

@@ -4,6 +4,7 @@ lengths, the built-in server scenarios, and a server's queues read from its proc
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,87 @@ def test_a_servers_queues_are_those_of_its_process_tree() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_servers_unfinished_requests_count_the_ones_that_end_out_of_order(
+        tmp_path: Path) -> None:
+    """Requests 3 and 6 still in flight while 7 is counted: both are unfinished (with
+    every request after 7 that was due), not skipped because a higher number ended."""
+    import time
+
+    from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.session import Session
+    from xwatch.scenario import parse_scenario
+
+    scen = parse_scenario({"duration_s": 5, "workload": [{
+        "name": "chat", "priority": "high", "server": ["true"], "port": 18099,
+        "rate": 10, "arrival": "fixed"}]}, "<test>")
+    session = Session(scen, spool_dir=str(tmp_path / "spool"))
+    phase = Phase(session, 0, "native", "native")
+    run = phase.runs["chat"]
+    t0 = time.monotonic() - 2.0
+    run.ready_t0 = t0
+    events = [{"type": "req", "seq": s, "t": t0 + s / 10 + 0.05, "latency_ms": 50.0}
+              for s in (1, 2, 4, 7, 5)]
+    run.on_events(events[:3])
+    run.on_events(events[3:])
+    run.count_unfinished(t0 + 1.05)  # requests 1..11 were due (t0 + (n - 1) / 10)
+    assert run.rec.count == 5
+    assert run.unfinished == 6  # 3, 6, 8, 9, 10, 11
+    assert run.unfinished_m is not None and run.unfinished_m.n == 6
+    assert run.unfinished_m.max == pytest.approx((1.05 - 0.2) * 1e3)  # request 3's wait
+    run.on_events([{"type": "req", "seq": 3, "t": t0 + 1.0, "latency_ms": 800.0}])
+    run.count_unfinished(t0 + 1.05)
+    assert run.unfinished == 5
+
+
+def _one_server(rate: float, service_s: float, seconds: float, rng: random.Random
+                ) -> tuple[int, int]:
+    """A server that serves one request at a time under Poisson arrivals: (completed,
+    unfinished) at ``seconds``."""
+    t = free = 0.0
+    done = left = 0
+    while True:
+        t += rng.expovariate(rate)
+        if t > seconds:
+            return done, left
+        free = max(free, t) + service_s
+        if free <= seconds:
+            done += 1
+        else:
+            left += 1
+
+
+def test_the_saturation_rule_by_simulation() -> None:
+    """Against a known truth: a one-at-a-time server at 80% load is (almost) never
+    called saturated; one offered twice what it serves always is (12 s at 4 req/s, the
+    H100 run's phases; and 60 s)."""
+    from xwatch.core.analysis.saturation import saturated
+
+    rng = random.Random(5)
+    for seconds in (12.0, 60.0):
+        calm = sum(saturated(4.0, d, seconds, u)
+                   for d, u in (_one_server(4.0, 0.2, seconds, rng) for _ in range(2000)))
+        assert calm <= 2000 * 0.002, calm
+        busy = [_one_server(4.0, 0.5, seconds, rng) for _ in range(2000)]
+        hit = sum(saturated(4.0, d, seconds, u) for d, u in busy)
+        assert hit >= 2000 * 0.99, hit
+    assert saturated(4.0, 15, 12.0, 31)  # the H100 phase: served 1.25 of 4 req/s
+    assert not saturated(4.0, 15, 12.0, 2)  # no backlog at the end: not this rule
+    assert not saturated(None, 0, 12.0, 40) and not saturated(4.0, 0, 1.0, 4)
+
+
+def test_the_local_model_never_generates_a_token_without_text(tmp_path: Path) -> None:
+    """On an H100 3-6 streams a phase carried no text: the random model repeated a
+    byte-level piece of a multi-byte character, which decodes to nothing alone. Every
+    such id (and every special token) is suppressed in its generation config."""
+    pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers")
+    from xwatch.core.engine.serve.localmodel import SPECIAL, make
+
+    path = make("tiny", root=tmp_path)
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    gen = json.loads((path / "generation_config.json").read_text())
+    pieces = {i for i in range(len(tok)) if not (t := tok.decode([i])) or "\ufffd" in t}
+    assert len(pieces) >= 100  # the 0x80-0xff byte pieces at least
+    assert set(gen["suppress_tokens"]) == pieces | set(range(len(SPECIAL)))

@@ -106,6 +106,37 @@ def test_engagement_statuses() -> None:
     assert engagement(True, "global", busy, 100, True) == ("engaged", [])
 
 
+def test_a_server_whose_work_bypasses_the_shim_is_not_scheduled_with_its_evidence() -> None:
+    """As on the H100: the server's process made one XQueue at priority 1 and destroyed
+    it at once, the shim was mapped, and /xqueues never listed a queue of its tree while
+    it served requests: not scheduled by XSched, the evidence and the cause named. A
+    workload that is not a server keeps no-xqueue; a server before any request waits."""
+    from xwatch.core.xsched.engagement import XserverLog
+
+    log = XserverLog(maxlen=3)
+    log.append("[XSCHED INFO @ T 1 @ 0] XQueue (0xb3d0000399d0740) from process 2877 created")
+    for line in ("[XSCHED INFO @ T 2870 @ 17:09:09] XQueue (0xb3f7fe332c0f4c0) from "
+                 "process 2879 created", "set priority 1 for XQueue 0xb3f7fe332c0f4c0",
+                 "[XSCHED INFO @ T 2870 @ 17:09:24] XQueue (0xb3f7fe332c0f4c0) from "
+                 "process 2879 destroyed"):
+        log.append(line)
+    assert len(log) == 3 and log.of({2875, 2879}) == (1, 1) and log.of({2877}) == (1, 0)
+    assert XserverLog(maxlen=4).of({1}) is None  # no XQueue line at all: not ours to say
+    q0 = QueueStats(polls=342)
+    status, warns = engagement(True, "global", q0, 15, True, shim_mapped=True, server=True,
+                               logged=log.of({2875, 2879}))
+    assert status == "not-scheduled"
+    w = warns[0]
+    assert w.startswith("not scheduled by XSched: its GPU work bypassed the shim")
+    assert "served 15 request(s)" in w and "342 poll(s)" in w and "maps" in w
+    assert "created 1 XQueue(s) and destroyed 1" in w and "default stream" in w
+    assert engagement(True, "global", q0, 15, True, shim_mapped=True)[0] == "no-xqueue"
+    assert engagement(True, "global", q0, 0, True, shim_mapped=True,
+                      server=True)[0] == "no-xqueue"  # served nothing: no evidence
+    log.clear()
+    assert log.of({2879}) is None
+
+
 def test_not_scheduled_waits_for_enough_expected_ready_polls() -> None:
     """As on the H100 (2026-11-23): HIGH at 20 req/s with 4.76 ms service is busy ~10%
     of the time; its queues were first seen ready in poll 95. Three polls without a

@@ -19,6 +19,7 @@ from msgspec import UNSET, UnsetType
 
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
@@ -177,6 +178,10 @@ def build_report(snap: SessionSnapshot) -> Report:
             row(row_name, lambda w, key=key: stat(w.phase, key) if w.count else math.nan)
         row("late starts", lambda w: float(w.late), 0)
         row("errors", lambda w: float(w.errors), 0)
+        if any(w.error_causes for p in snap.phases if (w := p.workload(wspec.name))):
+            row("errors by cause", lambda w: "; ".join(
+                f"{k} ({n})" for k, n in sorted(w.error_causes.items(),
+                                                key=lambda kv: -kv[1])) or "none")
         row("unfinished at end", lambda w: float(w.unfinished.count)
             if w.unfinished is not None else math.nan, 0)
         row("longest unfinished wait (ms)", lambda w: math.nan if w.unfinished is None
@@ -213,6 +218,10 @@ def build_report(snap: SessionSnapshot) -> Report:
                if (w := p.workload(wspec.name)) is not None
                for qs in [[q for q in (50.0, 90.0, 95.0, 99.0, 99.9) if too_few(w.count, q)]]
                if qs]
+        sat = [f"{label(p)}: {msg}" for p in snap.phases
+               if (w := p.workload(wspec.name)) is not None and (msg := saturation(w))]
+        if sat:
+            sec.paragraphs.append("Saturated: " + "; ".join(sat) + ".")
         if few:  # issue 41: a percentile from too few requests says so
             sec.paragraphs.append("Too few requests: " + "; ".join(few) + ".")
         secs.append(sec)

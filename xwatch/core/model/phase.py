@@ -64,6 +64,9 @@ class Workload(Doc, frozen=True, kw_only=True):
     goodput: Num = None
     exit: Exit | None = None  # how its process ended (null: still running)
     error: str | None = None
+    #: the failed requests (``errors``) by cause, as the workload named it (a server's
+    #: load generator: ``HTTP 503``, ``stream cut short``, ``empty stream``, ...)
+    error_causes: dict[str, int] = {}
     log_tail: Sequence[str] = ()  # derived: the last stderr lines, then stdout's
     stderr_tail: Sequence[str] = ()
     stdout_tail: Sequence[str] = ()

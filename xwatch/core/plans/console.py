@@ -11,6 +11,7 @@ from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.phases import is_box
+from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
@@ -144,6 +145,11 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
         if w.after_end:
             extra.append(f"  {w.name}: {w.after_end} request(s) completed after the measured "
                          "end (not counted)")
+        if w.error_causes:
+            extra.append(f"  {w.name}: {w.errors} request(s) failed: " + "; ".join(
+                f"{k} ({n})" for k, n in sorted(w.error_causes.items(), key=lambda kv: -kv[1])))
+        if (sat := saturation(w)) is not None:
+            extra.append(f"  ! {w.name}: {sat}")
         for st in w.stalls:
             until = f"{st.until:.1f} s" if st.until is not None else "the end"
             extra.append(f"  {w.name}: stalled from {st.since:.1f} s to {until}: {st.why}")

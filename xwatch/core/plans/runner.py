@@ -21,6 +21,7 @@ import time
 from msgspec.structs import replace
 
 from xwatch.core import model as M
+from xwatch.core.analysis.saturation import saturation
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
@@ -271,6 +272,23 @@ class Runner:
         p.stages.setdefault("mode_left", time.monotonic())  # MPS/XSched: daemon stopped
         if p.t_end is None:
             p.finish()
+        self._flag_saturation(p)
+
+    def _flag_saturation(self, p: Phase) -> None:
+        """A server that did not keep up with its offered load (``analysis.saturation``):
+        an annotation of the phase and a warning, once."""
+        now = time.monotonic()
+        for name, r in p.runs.items():
+            if r.spec.server is None or any(
+                    a.kind == "saturated" and a.workload == name for a in p.annotations):
+                continue
+            msg = saturation(r.snapshot(now))
+            if msg:
+                end = p.t_stop if p.t_stop is not None else now
+                p.annotations.append(M.Annotation(t=round(end - p.t_start, 3),
+                                                  text=f"{name}: {msg}", kind="saturated",
+                                                  workload=name))
+                self.session.log("xwatch", "warning", f"{name}: {msg}")
 
     async def run_phase(self, mode: str, duration_s: float, tick_s: float = 1.0,
                         on_tick: object = None, stop: asyncio.Event | None = None,

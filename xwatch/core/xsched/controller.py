@@ -43,6 +43,7 @@ from xwatch.core.xsched.engagement import (
     FAILING_VERDICTS,
     SCHED_LINE,
     QueueStats,
+    XserverLog,
     engagement,
     expected_ready_polls,
 )
@@ -94,7 +95,7 @@ class XschedController:
         self._poller: asyncio.Task[None] | None = None
         self._probe: asyncio.Task[None] | None = None  # the preflight, until settled
         self._readers: list[asyncio.Task[None]] = []
-        self.log: deque[str] = deque(maxlen=400)
+        self.log = XserverLog(maxlen=400)  # counts each process's XQueues as lines come
         self._failure: str | None = None
         self._stats: dict[str, QueueStats] = {}
         self._answers: AnswerCache | None = None  # the poll thread's (hits: benchmarks)
@@ -408,6 +409,7 @@ class XschedController:
                 continue
             st = stats[name]
             c = answer.counts_of(pids)
+            st.pids.update(pids)
             alive = state not in ("finished", "failed", "stopped")
             if alive:
                 st.polls += 1
@@ -460,10 +462,11 @@ class XschedController:
                 svc = rec.service_mean() if rec.service_n else rec.phase_moments().mean
                 expect = expected_ready_polls(rec.count, svc, st.mean_gap(self.poll_s),
                                               st.active_polls)
+            server = run.spec.server is not None
             status, warns = engagement(True, info.scheduler, st, rec.count,
                                        run.state == "running", expect, final, None if
                                        info.shim_mapped is msgspec.UNSET else info.shim_mapped,
-                                       server=run.spec.server is not None)
+                                       server, self.log.of(st.pids) if server else None)
             if status != info.status and warns:
                 for w in warns:
                     self._note(f"{name}: {w}", "warning")

@@ -5,7 +5,8 @@ they are ever seen ready/suspended while requests complete. Pure."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ class QueueStats:
     latest: tuple[XQueueRow, ...] = ()  # its queues in the latest poll (the first 64)
     active_first: float | None = None  # monotonic time of the first active poll
     active_last: float = 0.0  # and of the latest
+    #: every pid its queues were looked up for (a server: its whole tree, as it grew)
+    pids: set[int] = field(default_factory=set)
 
     def mean_gap(self, default_s: float) -> float:
         """The mean interval between the active polls (the pace changes over a phase);
@@ -37,6 +40,60 @@ class QueueStats:
         if self.active_first is None or self.active_polls < 2:
             return default_s
         return (self.active_last - self.active_first) / (self.active_polls - 1) or default_s
+
+
+#: xserver's lines about one XQueue's life (XSched 1.2: "XQueue (0x...) from process
+#: 2877 created", "... destroyed")
+QUEUE_LINE = re.compile(r"XQueue \((0x[0-9a-fA-F]+)\) from process (\d+) (created|destroyed)")
+
+
+class XserverLog(deque[str]):
+    """xserver's log lines (the last ``maxlen``), counting as they come every XQueue
+    that each process created and destroyed (the evidence a verdict names after the
+    lines themselves rolled off)."""
+
+    def __init__(self, maxlen: int) -> None:
+        super().__init__(maxlen=maxlen)
+        self.created: dict[int, int] = {}
+        self.destroyed: dict[int, int] = {}
+
+    def append(self, line: str) -> None:
+        super().append(line)
+        if "XQueue (" in line and (m := QUEUE_LINE.search(line)):
+            book = self.created if m.group(3) == "created" else self.destroyed
+            pid = int(m.group(2))
+            book[pid] = book.get(pid, 0) + 1
+
+    def clear(self) -> None:
+        super().clear()
+        self.created.clear()
+        self.destroyed.clear()
+
+    def of(self, pids: set[int]) -> tuple[int, int] | None:
+        """(created, destroyed) by ``pids``; None when the log named no XQueue at all
+        (another session's xserver, whose log is not ours to read)."""
+        if not self.created and not self.destroyed:
+            return None
+        return (sum(self.created.get(p, 0) for p in pids),
+                sum(self.destroyed.get(p, 0) for p in pids))
+
+
+def bypass_warning(count: int, polls: int, shim_mapped: bool | None,
+                   logged: tuple[int, int] | None) -> str:
+    """The plain verdict for a server that served requests while xserver never listed
+    an XQueue of its process tree, with its evidence and likely cause."""
+    proof = [f"it served {count} request(s) while xserver listed no XQueue of its process "
+             f"tree in {polls} poll(s)"]
+    if shim_mapped:
+        proof.append("the shim is mapped in its processes (/proc/PID/maps)")
+    if logged is not None:
+        made, gone = logged
+        proof.append(f"xserver's log shows its processes created {made} XQueue(s) and "
+                     f"destroyed {gone}" if made else
+                     "xserver's log shows no XQueue created by its processes")
+    return ("not scheduled by XSched: its GPU work bypassed the shim (" + "; ".join(proof)
+            + "). Likely cause: its kernels went to a stream the shim does not intercept, "
+            "e.g. the default stream through libcudart, as vLLM's do")
 
 
 #: a workload is called not-scheduled only once this many polls would have seen its
@@ -59,7 +116,8 @@ def expected_ready_polls(count: int, service_ms: float, poll_s: float,
 def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                running: bool, expected_ready: float | None = None,
                final: bool = False, shim_mapped: bool | None = None,
-               server: bool = False) -> tuple[str, list[str]]:
+               server: bool = False, logged: tuple[int, int] | None = None
+               ) -> tuple[str, list[str]]:
     """(status, warnings) for one workload in one XSched phase.
 
     status: engaged | not-scheduled | no-xqueue | app-managed | local |
@@ -70,7 +128,11 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
     ``shim_mapped``: whether the workload's processes have the shim mapped
     (``/proc/PID/maps``; None: not read yet or unreadable); False is proof enough
     for shim-not-loaded. ``server``: the workload is an inference server, whose
-    evidence is its whole process tree (the causes named are a server's).
+    evidence is its whole process tree (the causes named are a server's): a server
+    that served requests with the shim loaded (``shim_mapped``, or the shim's scheduler
+    line) while xserver never listed an XQueue of its tree is not-scheduled, naming
+    ``logged`` (the XQueues its processes created and destroyed, per xserver's log:
+    ``XserverLog.of``) and the likely cause; another workload in that case is no-xqueue.
     """
     if not mode_on:
         return "native", []
@@ -96,6 +158,9 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                         "(LD_PRELOAD/LD_LIBRARY_PATH wrong, or the real driver library found "
                         "first; in containers set XSCHED_CUDA_LIB)")
             return "shim-not-loaded", warn
+        if q.polls >= 3 and server and count > 0 and (shim_mapped or scheduler):
+            warn.append(bypass_warning(count, q.polls, shim_mapped, logged))
+            return "not-scheduled", warn
         if q.polls >= 3:
             warn.append("XSched mode is on but xserver lists no XQueue for the server or "
                         "any process it started (its process tree)" if server else

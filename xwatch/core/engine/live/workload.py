@@ -53,6 +53,7 @@ PROGRESS_LAG_S = 5.0
 LOG_TAIL = 40
 
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
+MAX_CAUSES = 16  # kinds of request failure kept by name per workload and phase
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
 
 #: the keys of a request event that are not named metrics
@@ -133,6 +134,9 @@ class WorkloadRun:
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
         self.max_seq = 0  # highest request number counted (built-in workers: in order)
+        #: a server's requests end out of order: the numbers below ``max_seq`` not counted
+        self.holes: set[int] = set()
+        self.error_causes: dict[str, int] = {}  # failed requests by their cause
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
         self.stalls: list[M.Stall] = []
@@ -204,8 +208,11 @@ class WorkloadRun:
                 b = get("batch")
                 lat = e["latency_ms"]
                 sv = get("service_ms")
+                ok = get("ok") is not False
                 rec_add(lat, t, b if type(b) is int else default_batch,
-                        get("late") is True, get("ok") is not False, sv)
+                        get("late") is True, ok, sv)
+                if not ok:
+                    self._error_cause(e)
                 keep(e)
                 if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
                     self._named(e, t)
@@ -227,14 +234,43 @@ class WorkloadRun:
         if reqs:
             if self.state in (STARTING, WARMING, WAITING, PENDING, STALLED):
                 self._mark_running(now)
-            last = reqs[-1].get("seq")
-            if type(last) is int and last > self.max_seq:
-                self.max_seq = last
+            if self.spec.server is not None:
+                self._seen_out_of_order(reqs)
+            else:
+                last = reqs[-1].get("seq")
+                if type(last) is int and last > self.max_seq:
+                    self.max_seq = last
             # progress is when the last request ended (the reader may have held it back
             # for up to a second), unless its time is implausible for this clock
             lt = self.rec.last_t
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
+
+    def _error_cause(self, e: dict[str, Any]) -> None:
+        """A failed request's cause (its ``cause``, else the start of its ``error``),
+        counted; at most ``MAX_CAUSES`` kinds, the rest as ``other``."""
+        got = e.get("cause")
+        if type(got) is not str or not got:
+            err = e.get("error")
+            got = err[:60] if type(err) is str and err else "no cause given"
+        causes = self.error_causes
+        if got not in causes and len(causes) >= MAX_CAUSES:
+            got = "other"
+        causes[got] = causes.get(got, 0) + 1
+
+    def _seen_out_of_order(self, reqs: list[dict[str, Any]]) -> None:
+        """A server's requests end in any order: every number skipped is a hole until
+        its request is counted."""
+        holes = self.holes
+        for e in reqs:
+            s = e.get("seq")
+            if type(s) is not int or s <= 0:
+                continue
+            if s > self.max_seq:
+                holes.update(range(self.max_seq + 1, s))
+                self.max_seq = s
+            else:
+                holes.discard(s)
 
     def _named(self, e: dict[str, Any], t: float) -> None:
         """A request's named metrics: numbers (or lists of numbers, e.g. every token's
@@ -442,11 +478,14 @@ class WorkloadRun:
         end = min(t for t in (cutoff, self.end_t) if t is not None)
         waits: list[float] = []
         if (spec.model is not None or spec.server is not None) and spec.rate:
+            holes = sorted(self.holes) if spec.server is not None else []
+            skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=self.max_seq, limit=spec.requests)
-            waits = [(end - t) * 1e3 for t in dues]
+                             skip=skip, limit=spec.requests)
+            waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
+                     if i > self.max_seq or i in self.holes]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
-                else "from the load generator's schedule (after the last request counted)"
+                else "from the load generator's schedule (every request sent and not counted)"
         elif spec.model is not None:
             inflight = self.inflight_s + (end - self.last_heartbeat) \
                 if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0
@@ -518,7 +557,8 @@ class WorkloadRun:
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
-            exit=self.exit, error=self.error, stderr_tail=tuple(self.stderr),
+            exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
+            stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=None if self.unfinished is None else M.Unfinished(

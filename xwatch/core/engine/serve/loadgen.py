@@ -11,7 +11,10 @@ output tokens are the usage's ``completion_tokens`` if the server sent it, else 
 chunks. ``sched_delay_ms``: the real send minus the scheduled one (``late`` above 1 ms).
 
 A request that fails (HTTP 4xx/5xx, a stream cut short, a connection error) is an
-event with ``ok: false`` and its ``error``; ``fail_streak`` failures in a row fail the
+event with ``ok: false``, its ``error`` and a short ``cause`` (``HTTP 503``, ``stream cut
+short``, ``empty stream``, ...: the snapshot counts failures by it). A request still in
+flight when xwatch stops the phase is cut without an event: xwatch counts it as
+unfinished, never as an error; ``fail_streak`` failures in a row fail the
 workload. The server's death, a readiness that never comes, a port already taken and an
 answer that is not OpenAI's fail it at once, naming the server's exit status and its
 last stderr lines; measured requests are written before the error event.
@@ -279,7 +282,8 @@ class Generator:
                     if r.status in (404, 405):
                         raise openai.NotOpenAI(f"POST {route} answered HTTP {r.status}: "
                                                f"{text!r}")
-                    ev = {"error": f"HTTP {r.status}: {text}", "status": r.status}
+                    ev = {"error": f"HTTP {r.status}: {text}", "status": r.status,
+                          "cause": f"HTTP {r.status}"}
                 else:
                     ctype = r.headers.get("Content-Type", "")
                     if "text/event-stream" not in ctype:
@@ -308,15 +312,18 @@ class Generator:
                             chunks += 1
                     if not (done or finished):
                         ev = {"error": f"stream cut short after {chunks} text chunks "
-                                       "(neither a finish_reason nor data: [DONE])"}
+                                       "(neither a finish_reason nor data: [DONE])",
+                              "cause": "stream cut short"}
         except openai.StreamError as e:
-            ev = {"error": str(e)}
+            ev = {"error": str(e), "cause": "malformed stream"}
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
             ev = {"error": f"stream cut short after {chunks} text chunks ({type(e).__name__}"
-                           + (f": {str(e)[:160]}" if str(e) else "") + ")"}
+                           + (f": {str(e)[:160]}" if str(e) else "") + ")",
+                  "cause": "stream cut short" if chunks else f"no answer ({type(e).__name__})"}
         end = monotonic()
         if not ev and not chunks:
-            ev = {"error": "the stream ended without any text"}
+            ev = {"error": "the stream ended without any text (it finished with no "
+                           "text chunk)", "cause": "empty stream"}
         delay = start - t_sched
         ev.update({"t": end, "latency_ms": round((end - t_sched) * 1e3, 4),
                    "service_ms": round((end - start) * 1e3, 4),
@@ -368,7 +375,7 @@ class Generator:
         if ev.get("ok") is False:
             self.errors += 1
             self.streak += 1
-            kind = str(ev.get("status", ev["error"][:24]))
+            kind = str(ev.get("cause", ev["error"][:24]))
             if kind not in self.seen_errors or self.errors % 100 == 0:
                 self.seen_errors.add(kind)
                 print(f"xwatch loadgen: request {seq} failed: {ev['error']} "
@@ -388,6 +395,7 @@ class Generator:
             ev = await self.stream_one(ask, t_sched)
         except openai.NotOpenAI as e:
             ev = {"t": time.monotonic(), "ok": False, "error": f"not OpenAI's answer: {e}",
+                  "cause": "not OpenAI's answer",
                   "latency_ms": round((time.monotonic() - t_sched) * 1e3, 4)}
         self.report(seq, ev)
 

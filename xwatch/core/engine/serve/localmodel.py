@@ -49,13 +49,17 @@ def cache_root() -> Path:
 
 
 def model_dir(size: str, root: Path | None = None) -> Path:
-    key = hashlib.sha256(json.dumps([2, SIZES[size], VOCAB, CHAT_TEMPLATE, _TEXT]).encode())
+    key = hashlib.sha256(json.dumps([3, SIZES[size], VOCAB, CHAT_TEMPLATE, _TEXT]).encode())
     return (root or cache_root()) / f"llama-random-{size}-{key.hexdigest()[:10]}"
 
 
-def _tokenizer(out: Path) -> int:
-    """Trains, saves and returns the vocabulary's size (the model's ``vocab_size``: an id
-    beyond it would decode to nothing)."""
+def _tokenizer(out: Path) -> tuple[int, list[int]]:
+    """Trains and saves the tokenizer; returns the vocabulary's size (the model's
+    ``vocab_size``: an id beyond it would decode to nothing) and the ids that decode to
+    no text of their own: the special tokens and the byte-level pieces of a multi-byte
+    character (0x80-0xff alone). A random model that repeats one of those streams no
+    text at all (on an H100, 3-6 requests a phase ended so), so generation never picks
+    them."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -70,7 +74,9 @@ def _tokenizer(out: Path) -> int:
         pad_token="</s>")
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
-    return len(fast)
+    silent = [i for i in range(len(fast))
+              if i < len(SPECIAL) or not (text := fast.decode([i])) or "\ufffd" in text]
+    return len(fast), silent
 
 
 def make(size: str, root: Path | None = None) -> Path:
@@ -86,7 +92,7 @@ def make(size: str, root: Path | None = None) -> Path:
         import torch
         from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-        vocab = _tokenizer(tmp)
+        vocab, silent = _tokenizer(tmp)
         hidden, layers, heads, kv, inter = SIZES[size]
         cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
                           num_attention_heads=heads, num_key_value_heads=kv,
@@ -95,11 +101,12 @@ def make(size: str, root: Path | None = None) -> Path:
                           tie_word_embeddings=True)
         torch.manual_seed(0)
         model = LlamaForCausalLM(cfg)
-        # greedy; the special tokens (EOS too) never generated: every request makes
-        # its max_tokens of visible text, as vLLM's ignore_eos does
+        # greedy; the special tokens (EOS too) and the pieces without text of their own
+        # never generated: every request makes its max_tokens of visible text, as
+        # vLLM's ignore_eos does
         model.generation_config = GenerationConfig(  # type: ignore[no-untyped-call]
             bos_token_id=1, eos_token_id=2, pad_token_id=2, do_sample=False,
-            suppress_tokens=list(range(len(SPECIAL))))
+            suppress_tokens=silent)
         model.save_pretrained(tmp)
         try:
             os.rename(tmp, final)
