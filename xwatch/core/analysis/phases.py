@@ -1,8 +1,10 @@
 """Which phase and which workloads a comparison is about: the highest-priority
-workload, the baseline phase, a phase's label. Pure functions on snapshots."""
+workload, the baseline phase, a phase's label, whether its daemon served processes
+not of its session. Pure functions on snapshots."""
 
 from __future__ import annotations
 
+from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 
 
@@ -26,3 +28,12 @@ def label(p: PhaseSnapshot) -> str:
     """A phase's name with its sweep setting, if any."""
     setting = p.setting
     return f"{p.name} [{setting}]" if setting else p.name
+
+
+def shared_lines(p: PhaseSnapshot) -> list[str]:
+    """What the phase's daemon also served that was not this session's (``shared``):
+    ``shared its xserver from t=... on with ...: not a clean XSched measurement``."""
+    return [s.describe(daemon) for s, daemon in (
+        (p.xsched.shared if p.xsched is not None else None, "xserver"),
+        (p.mps.shared if p.mps is not None else None, "MPS control daemon"))
+        if isinstance(s, M.Shared)]
