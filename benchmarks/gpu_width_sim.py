@@ -19,10 +19,10 @@ widths (hi - lo, relative to the baseline) from each run's answer.
     python benchmarks/gpu_width_sim.py [--runs 3] [--sims 2000] [--base-ms 20]
     python benchmarks/gpu_width_sim.py --measured ONE_GPU/snapshot.json TWO_GPUS/snapshot.json
 
-CPU only, a few seconds. ``--measured`` reads the answers of the two real runs
-(``benchmarks/device_gpus_answer.sh`` makes them) and prints each HIGH interval's width
-relative to its baseline, the ratio of the GPUs' run to the one-GPU run, and the
-prediction for that many runs and GPUs beside it.
+CPU only, a few seconds. ``--measured`` reads the answers of the two real runs (the
+``gpus-answer`` plan makes them: ``bash benchmarks/device.sh gpus-answer OUT``) and
+prints each HIGH interval's width relative to its baseline, the ratio of the GPUs' run
+to the one-GPU run, and the prediction for that many runs and GPUs beside it.
 """
 
 from __future__ import annotations

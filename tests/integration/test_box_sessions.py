@@ -104,6 +104,24 @@ def first_is_untouched(rc: int, text: str, out: Path) -> dict[str, Any]:
     return x  # type: ignore[no-any-return]
 
 
+def pids_of(out: Path) -> set[int]:
+    """The workloads' pids of a session's first phase."""
+    return {w["pid"] for w in snap(out)["phases"][0]["workloads"].values()}
+
+
+def says_shared(text: str, out: Path, daemon: str, mode: str) -> None:
+    """The session's log (once), its headless final lines and its report say that the
+    phase shared its daemon, and that its numbers are not a clean measurement."""
+    said_once = [m for m in snap(out)["messages"]
+                 if f"another process joined this {daemon} at t=" in m["text"]]
+    assert len(said_once) == 1 and said_once[0]["level"] == "warning", snap(out)["messages"]
+    said = f"shared its {daemon} from t="
+    assert f"! phase {snap(out)['phases'][0]['name']} {said}" in text, text
+    assert f"not a clean {mode} measurement" in text
+    report = (out / "report.md").read_text()
+    assert said in report and f"not a clean {mode} measurement" in report
+
+
 @pytest.fixture
 def install(tmp_path: Path) -> Any:
     if not have_cc():
@@ -146,7 +164,8 @@ def test_second_xsched_session_is_refused_and_the_first_runs_on(
         assert xserver_pid(install) == first.pid  # no second xserver was started
     finally:
         rc, text = finish(p1)
-    first_is_untouched(rc, text, out1)
+    x1 = first_is_untouched(rc, text, out1)
+    assert "shared" not in x1 and "shared its" not in text  # its own processes only
     assert not pid_alive(first.pid)
     assert not [q for q in msg_queues() if q.key == channel_key(install)]  # removed at stop
 
@@ -166,9 +185,15 @@ def test_second_xsched_session_joins_and_counts_only_its_own_queues(
         assert p1.poll() is None
     finally:
         rc, text = finish(p1)
-    first_is_untouched(rc, text, out1)
+    x1 = first_is_untouched(rc, text, out1)
+    # the first session noticed the joiner: its XQueues, not the first's own, named
+    theirs = pids_of(out2)
+    assert theirs <= set(x1["shared"]["pids"]) and not pids_of(out1) & set(x1["shared"]["pids"])
+    assert x1["shared"]["queues"] == 4 and x1["shared"]["devices"] == [0]
+    says_shared(text, out1, "xserver", "XSched")
     ph = snap(out2)["phases"][0]
     x = ph["xsched"]
+    assert pids_of(out1) <= set(x["shared"]["pids"])  # the joiner shared it from its start
     assert x["joined"]["pid"] == first.pid and x["joined"]["port"] == first.port
     assert x["joined"]["policy_change"] is None and x["port"] == first.port
     mine = {ph["workloads"][n]["pid"] for n in ("high", "low")}
@@ -219,13 +244,13 @@ def test_second_mps_session_is_refused_then_joins_and_the_first_runs_on(
     out1, out2 = tmp_path / "o1", tmp_path / "o2"
     tool = mps_env["XWATCH_MPS_CONTROL"]
     (tmp_path / "a").mkdir()
-    p1 = start("run", str(scenarios.two(tmp_path / "a", 7)), "--headless", "--mode", "mps",
+    p1 = start("run", str(scenarios.two(tmp_path / "a", 9)), "--headless", "--mode", "mps",
                "--telemetry", "off", "--export", str(out1), env=mps_env)
     try:
         daemon = wait_for(lambda: find_mps_daemons(tool))[0]
         (tmp_path / "b").mkdir()
         env2 = {**mps_env, "FAKE_MPS_RECORD": str(tmp_path / "cmds2.txt")}
-        s2 = str(scenarios.two(tmp_path / "b", 2))
+        s2 = str(scenarios.two(tmp_path / "b", 3))
         base = ("run", s2, "--headless", "--mode", "mps", "--telemetry", "off")
         r2 = run_xwatch(*base, env=env2, timeout=60)
         assert r2.returncode == 2, r2.stdout + r2.stderr
@@ -242,6 +267,10 @@ def test_second_mps_session_is_refused_then_joins_and_the_first_runs_on(
     m1 = snap(out1)["phases"][0]["mps"]
     assert m1["daemon_pid"] == daemon.proc.pid and "joined" not in m1
     assert m1["workloads"]["high"]["status"] == "in-mps"
+    # the first session noticed the joiner's clients in its client lists
+    assert pids_of(out2) <= set(m1["shared"]["pids"]), m1.get("shared")
+    assert not pids_of(out1) & set(m1["shared"]["pids"]) and m1["shared"]["servers"]
+    says_shared(text, out1, "MPS control daemon", "MPS")
     assert m1.get("server_exit") is None and m1["daemon_exit"] is None
     m2 = snap(out2)["phases"][0]["mps"]
     assert m2["joined"]["pid"] == daemon.proc.pid and m2["pipe_dir"] == daemon.pipe_dir

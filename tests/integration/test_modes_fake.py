@@ -121,6 +121,7 @@ def test_mps_phase_runs_its_own_daemon_and_proves_every_client(
     assert m["workloads"]["high"]["status"] == "in-mps", m["workloads"]
     assert m["workloads"]["low"]["status"] == "in-mps"
     assert m["servers"], m
+    assert "shared" not in m  # its clients were this session's workloads alone
     assert m["env"]["high"]["CUDA_MPS_CLIENT_PRIORITY"] == "0"
     assert m["env"]["low"]["CUDA_MPS_CLIENT_PRIORITY"] == "1"
     assert m["env"]["low"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"

@@ -88,6 +88,7 @@ def test_compare_env_engagement_and_xserver_lifecycle(tmp_path: Path, install: P
     assert x["samples"] and x["env"]["low"]["XSCHED_AUTO_XQUEUE_THRESHOLD"] == "1"
     assert x["workloads"]["high"]["scheduler"] == "global"
     assert x["workloads"]["high"]["status"] == "engaged"
+    assert "shared" not in x  # its xserver served this session's workloads alone
     assert x["workloads"]["low"]["status"] == "not-scheduled"  # queues never ready
     assert any("never seen ready" in w for w in x["workloads"]["low"]["warnings"])
     # the queue table survives the end of the phase (a stopping process loses its

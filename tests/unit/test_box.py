@@ -11,6 +11,7 @@ from pathlib import Path
 from xwatch.core.modes.box import (
     BoxProcess,
     MpsDaemon,
+    Strangers,
     find_mps_daemons,
     find_xserver,
     msg_queues,
@@ -88,6 +89,18 @@ def test_the_xserver_on_the_channel_is_found_with_port_user_and_command(tmp_path
     assert find_xserver(1, channel_key, own={300}, proc=p)[0] is None  # our own
 
 
+def test_an_xserver_whose_channel_is_not_listed_is_found_by_its_process(tmp_path: Path) -> None:
+    """XSched 1.2.0 on the H200s: no queue of key 1 in /proc/sysvipc/msg while its
+    xserver ran; the message says so without guessing why."""
+    p = fake_proc(tmp_path / "proc", {300: ([str(install(tmp_path, None)), "HPF", "50000"],
+                                            0, {})})
+    found, _ = find_xserver(1, channel_key, proc=p)
+    assert found is not None and found.channel is None
+    text = found.describe()
+    assert "was not found in /proc/sysvipc/msg; found by its process" in text
+    assert "still starting" not in text and "namespace" not in text
+
+
 def test_a_channel_without_a_live_holder_is_stale(tmp_path: Path) -> None:
     p = fake_proc(tmp_path / "proc", {}, [(1, 9, 0, 4000, 4001)])
     found, stale = find_xserver(1, channel_key, proc=p)
@@ -153,3 +166,39 @@ def test_gpu_indices_of_a_scenario() -> None:
                         "device": "cuda:1"}]}
     assert parse_scenario(wl).gpu_indices() == {0, 1}
     assert parse_scenario({**wl, "gpus": [2, 3]}).gpu_indices() == {2, 3}
+
+
+def test_strangers_are_the_processes_not_of_this_session(tmp_path: Path) -> None:
+    """Ours: this xwatch's descendants, or marked with its XWATCH_OWNER (a daemonized
+    child); another session's workloads (their own xwatch's) and any other program are
+    strangers; a pid already gone cannot be judged."""
+    me, other = 100, 200
+    procs: dict[int, tuple[int, int, dict[str, str]]] = {  # pid: parent, uid, env
+        me: (1, 0, {}), 101: (me, 0, {}), 102: (101, 0, {}),
+        103: (1, 0, {"XWATCH_OWNER": str(me)}),
+        other: (1, 1000, {}), 201: (other, 1000, {"XWATCH_OWNER": str(other)}),
+        202: (1, 1000, {"XWATCH_OWNER": str(other)}), 203: (1, 0, {}),
+    }
+    p = fake_proc(tmp_path / "proc", {pid: (["python3", "w.py"], uid, env)
+                                      for pid, (_, uid, env) in procs.items()})
+    for pid, (parent, _, _) in procs.items():
+        (Path(p) / str(pid) / "stat").write_text(f"{pid} (python3) S {parent} 0 0\n")
+    box = Strangers(me=me, proc=p)
+    assert box.foreign([101, 102, 103, me, 999]) == []  # ours, and one already gone
+    theirs = box.foreign([101, 201, 202, 203])
+    assert theirs == [201, 202, 203]
+    assert box.seen(theirs, 37.24, 28.31, queues=4, devices={0x200000038})
+    r = box.record
+    assert r is not None and (r.t, r.t_measured, r.pids, r.queues) == (37.24, 28.31,
+                                                                       [201, 202, 203], 4)
+    assert r.devices == [0x200000038] and set(r.users) >= {"root"}
+    assert not box.seen(theirs, 40.0, 31.0, queues=4, devices={0x200000038})  # no news
+    line = box.line("xserver", joined=False)
+    assert line.startswith("another process joined this xserver at t=37.2 s (28.3 s measured)")
+    assert "pids 201, 202, 203, 4 XQueue(s) on device 0x200000038" in line
+    assert box.line("xserver", joined=True).startswith(
+        "processes not of this session share the joined xserver at t=37.2 s")
+    assert "not a clean XSched measurement" in r.describe("xserver")
+    assert box.seen([202], 41.0, 32.0, queues=6) and box.record is not None
+    assert (box.record.t, box.record.queues) == (37.24, 6)  # still since the first look
+    assert not box.seen([], 42.0, 33.0)

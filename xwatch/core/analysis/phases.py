@@ -1,7 +1,8 @@
 """Which phase and which workloads a comparison is about: the highest-priority
 workload, the baseline phase, a phase's label, a sweep setting's label, and a sweep
 phase that ran several settings side by side (``plans.box``) seen as one run per
-setting (``per_setting``). Pure functions on snapshots."""
+setting (``per_setting``), whether its daemon served processes not of its
+session (``shared_lines``). Pure functions on snapshots."""
 
 from __future__ import annotations
 
@@ -88,3 +89,12 @@ def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
                 workloads=tuple(w for w in p.workloads if w.name.endswith(at)),
                 setting=name, setting_values=s, step=f"{p.mode} [{name}]"))
     return tuple(out)
+
+
+def shared_lines(p: PhaseSnapshot) -> list[str]:
+    """What the phase's daemon also served that was not this session's (``shared``):
+    ``shared its xserver from t=... on with ...: not a clean XSched measurement``."""
+    return [s.describe(daemon) for s, daemon in (
+        (p.xsched.shared if p.xsched is not None else None, "xserver"),
+        (p.mps.shared if p.mps is not None else None, "MPS control daemon"))
+        if isinstance(s, M.Shared)]

@@ -18,7 +18,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from xwatch.core import model as M
-from xwatch.core.analysis.phases import baseline, by_priority, label
+from xwatch.core.analysis.phases import baseline, by_priority, label, shared_lines
 from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
@@ -139,6 +139,7 @@ def build_report(snap: SessionSnapshot) -> Report:
         [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1),
           ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
          for p in snap.phases])))
+    ph.paragraphs += [f"**{p.name}** {line}." for p in snap.phases for line in shared_lines(p)]
     secs.append(ph)
     g = gpu_section(snap)
     if g is not None:

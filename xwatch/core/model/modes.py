@@ -93,6 +93,48 @@ class Joined(Doc, frozen=True, kw_only=True):
     policy_change: str | None = None  # the policy this session set on it, said in the log
 
 
+class Shared(Doc, frozen=True, kw_only=True):
+    """Processes that were not this session's, served by the phase's daemon beside its
+    workloads (another session that joined it, or any other program), first seen ``t``
+    seconds after the phase's start: from then on the phase's numbers are not a clean
+    measurement of the mode (on two H200s a joiner on the other GPU took the first
+    session's HIGH P50 under XSched from 4 to 19 ms)."""
+
+    t: float
+    t_measured: float | None = None  # seconds into the measurement (None: before it)
+    pids: list[int] = []  # every such process seen in the phase
+    users: list[str] = []  # their owners
+    queues: int = 0  # XSched: the most of their XQueues one poll listed
+    devices: list[int] = []  # XSched: the devices of their XQueues
+    servers: list[int] = []  # MPS: the servers they were clients of
+
+    def when(self) -> str:
+        """``t=37.2 s (28.3 s measured)``: seconds into the phase and its measurement."""
+        return f"t={self.t:.1f} s" + (f" ({self.t_measured:.1f} s measured)"
+                                     if self.t_measured is not None
+                                     else " (before the measurement)")
+
+    def who(self) -> str:
+        """``pids 1234, 1240, 4 XQueue(s) on device 0x200000038, user root``."""
+        what = (f"pid{'s' if len(self.pids) > 1 else ''} " + ", ".join(map(str, self.pids[:8]))
+                + (" ..." if len(self.pids) > 8 else ""))
+        if self.queues:
+            what += f", {self.queues} XQueue(s) on device " + ", ".join(
+                f"0x{d:x}" for d in self.devices)
+        if self.servers:
+            what += ", clients of MPS server " + ", ".join(map(str, self.servers))
+        return what + f", user {', '.join(self.users) or 'unknown'}"
+
+    def describe(self, daemon: str) -> str:
+        """``shared its xserver from t=37.2 s (...) on with processes not of this
+        session (pids ...): its numbers from then on are not a clean XSched
+        measurement``."""
+        mode = "XSched" if daemon == "xserver" else "MPS"
+        return (f"shared its {daemon} from {self.when()} on with processes not of this "
+                f"session ({self.who()}): its numbers from then on are not a clean {mode} "
+                "measurement")
+
+
 class Xsched(Doc, frozen=True, kw_only=True):
     """The XSched phase: the install, its version and policies, each workload's
     environment and queue settings, the xserver and what ``/xqueues`` showed."""
@@ -121,6 +163,7 @@ class Xsched(Doc, frozen=True, kw_only=True):
     xserver_exit: XserverExit | UnsetType | None = UNSET
     policy_running: int | UnsetType | None = UNSET
     joined: Joined | UnsetType = UNSET  # another session's xserver, used as it ran
+    shared: Shared | UnsetType = UNSET  # processes not of this session it also served
 
 
 class Verdict(Doc, frozen=True, kw_only=True):
@@ -214,6 +257,7 @@ class Mps(Doc, frozen=True, kw_only=True):
     changes: list[Annotation] = []
     topology: str | UnsetType = UNSET
     joined: Joined | UnsetType = UNSET  # another session's control daemon, used as it ran
+    shared: Shared | UnsetType = UNSET  # clients not of this session it also served
 
 
 # ------------------------------------------------------------------ isolation

@@ -11,7 +11,9 @@ the runner before the start gate may open) raises its failure.
 While the phase runs, a daemon that exits fails the phase. Each running workload
 is looked up in the servers' client lists (its process or a child); one that never
 shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
-MPS without a word when it cannot reach the daemon. ``leave`` sends ``quit``, waits
+MPS without a word when it cannot reach the daemon. Clients that are not this
+session's (another session joined the daemon) are said once and kept as the phase's
+``mps.shared``: its numbers are not a clean MPS measurement. ``leave`` sends ``quit``, waits
 for the daemon to exit (it is not instant), then kills what is left of its group,
 and keeps the control and server logs for the snapshot.
 
@@ -43,7 +45,7 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
-from xwatch.core.modes.box import MpsDaemon
+from xwatch.core.modes.box import MpsDaemon, Strangers
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
@@ -95,6 +97,7 @@ class MpsController:
         self._hung = False  # it stopped answering: no quit, straight to SIGKILL
         self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
         self.joined: MpsDaemon | None = None  # another session's daemon, used as it runs
+        self._box = Strangers()  # clients not of this session, per phase
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -111,6 +114,7 @@ class MpsController:
                 for w in scen.workloads}
         self.phase = phase
         self._failure = None
+        self._box = Strangers()
         self._servers: set[int] = set()  # MPS servers seen in this phase
         self._pending = {}
         self._looked = set()
@@ -279,16 +283,38 @@ class MpsController:
         rec = ws[name] = replace(ws.get(name) or M.MpsWorkload(), **changes)
         return rec
 
-    def clients(self) -> dict[int, list[int]]:
-        """{server pid: client pids} now (blocking: call from a thread)."""
-        servers = control.pids(control.command(self.tool, self.pipe_dir, "get_server_list"))
+    def clients(self, servers: list[int] | None = None) -> dict[int, list[int]]:
+        """{server pid: client pids} now, of ``servers`` (None: those listed now;
+        blocking: call from a thread)."""
+        if servers is None:
+            servers = control.pids(control.command(self.tool, self.pipe_dir,
+                                                   "get_server_list"))
         return {s: control.pids(control.command(self.tool, self.pipe_dir,
                                                 f"get_client_list {s}"))
                 for s in servers}
 
+    def _strangers(self, phase: Phase, lists: dict[int, list[int]]) -> None:
+        """Clients that are not this session's (another session joined this daemon, or
+        any other program): said once, kept in the phase's ``mps.shared``."""
+        box, first = self._box, self._box.record is None
+        theirs = box.foreign(sorted({c for cl in lists.values() for c in cl}))
+        now = time.monotonic()
+        since = None if phase.t_measure is None or now < phase.t_measure else \
+            now - phase.t_measure
+        if not box.seen(theirs, now - phase.t_start, since, servers=[
+                s for s, cl in lists.items() if set(cl) & set(theirs)]):
+            return
+        if phase.mps is not None:
+            phase.mps = replace(phase.mps, shared=box.record)
+        if first and box.record is not None:
+            phase.annotations.append(M.Annotation(t=box.record.t, kind="shared", text=(
+                f"MPS control daemon shared: {box.record.who()}")))
+            self._note(box.line("MPS control daemon", self.joined is not None), "warning")
+
     #: the daemon is asked every poll (``poll_s``, 2 s: each ask runs the control tool,
-    #: a process start, 0.55 ms of xwatch's CPU on the H100) whether it answers; this
-    #: long without an answer (a hung daemon: clients would wait on it) fails the phase
+    #: a process start, 0.55 ms of xwatch's CPU on the H100) whether it answers, and
+    #: each server listed for its clients (``_strangers``); this long without an answer
+    #: (a hung daemon: clients would wait on it) fails the phase
     UNANSWERED_S = 6.0
 
     async def _watch_loop(self, phase: Phase) -> None:
@@ -310,6 +336,8 @@ class MpsController:
                     self._failure = self._server_died(phase, gone)
                     self._note(self._failure, "error")
                     return
+                if listed:
+                    self._strangers(phase, await asyncio.to_thread(self.clients, listed))
             except MpsError as e:
                 now = time.monotonic()
                 if silent_since is None:

@@ -10,7 +10,7 @@ import math
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
-from xwatch.core.analysis.phases import is_box
+from xwatch.core.analysis.phases import is_box, shared_lines
 from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip
@@ -166,6 +166,7 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     lines += extra
     if p.error:
         lines.append(f"  ! phase {p.status}: {p.error}")
+    lines += [f"  ! phase {p.name} {line}" for line in shared_lines(p)]
     early = []
     for w in p.workloads:
         if w.state == FAILED or (w.exit and w.exit.reason == FAILED):

@@ -27,7 +27,7 @@ from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
-from xwatch.core.modes.box import Xserver
+from xwatch.core.modes.box import Strangers, Xserver
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
@@ -50,7 +50,7 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, poll_thread, queue_row
+from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, poll_thread, queue_row, strangers
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
 from xwatch.core.xsched.preflight import (
@@ -100,6 +100,7 @@ class XschedController:
         self._stats: dict[str, QueueStats] = {}
         self._answers: AnswerCache | None = None  # the poll thread's (hits: benchmarks)
         self._table_t = 0.0  # when the per-queue table was last rebuilt
+        self._box = Strangers()  # processes not of this session on its xserver, per phase
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -113,7 +114,7 @@ class XschedController:
             self._note(note, "warning")
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
-        self._failure = None
+        self._failure, self._box = None, Strangers()
         self.pace.reset()
         phase.xsched = M.Xsched(
             root=str(self.install.root), source=self.install.source,
@@ -401,7 +402,7 @@ class XschedController:
                 runs: list[tuple[str, tuple[int, ...], str, int]]) -> None:
         """Fold one ``/xqueues`` answer into each workload's evidence, lane and samples.
         ``runs``: (name, pid, state, requests) of every workload when it was polled.
-        Only the workloads' own queues are looked at."""
+        Only the workloads' own queues count; the others' go to ``xsched.shared``."""
         counts: dict[str, M.QueueCounts] = {}
         tp = round(t - phase.t_start, 2)
         for name, pids, state, count in runs:
@@ -441,6 +442,8 @@ class XschedController:
         samples.append(M.XschedSample(t=round(t, 4), workloads=counts))
         if len(samples) > SAMPLES_KEPT:
             del samples[: len(samples) - SAMPLES_KEPT]
+        if line := strangers(self._box, answer, t, phase, runs, self.joined is not None):
+            self._note(line, "warning")  # another session joined (or this one did)
 
     #: the per-queue table (``XschedWorkload.queues``, for the panel and snapshots) is rebuilt at
     #: most this often; the verdicts and counters every poll

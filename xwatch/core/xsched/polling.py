@@ -23,7 +23,11 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
+from msgspec.structs import replace
+
 from xwatch.core import model as M
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.modes.box import Strangers
 from xwatch.core.xsched.client import XQueueRow, XserverClient, decode_xqueues
 
 _pid = attrgetter("pid")
@@ -236,3 +240,26 @@ def poll_thread(client: XserverClient, proc: subprocess.Popen[bytes] | None,
         if rc is not None:
             return
         stop.wait(next_poll_wait(pace.now_s, time.monotonic() - t0, rng))
+
+
+def strangers(box: Strangers, answer: Answer, t: float, phase: Phase,
+              runs: list[tuple[str, tuple[int, ...], str, int]], joined: bool) -> str | None:
+    """Fold the XQueues of processes that are not this session's (another session that
+    joined this xserver, any other program; ``runs``' pids are the workloads') into the
+    phase's ``xsched.shared``; the line to log the first time, else None."""
+    ours = {pid for _, pids, _, _ in runs for pid in pids}
+    theirs = box.foreign(pid for pid in answer.rows if pid not in ours)
+    rows = [q for pid in theirs for q in answer.rows[pid]]
+    first = box.record is None
+    if not box.seen(theirs, t - phase.t_start, None if phase.t_measure is None or
+                    t < phase.t_measure else t - phase.t_measure, len(rows),
+                    {q.device for q in rows if q.device is not None}):
+        return None
+    if phase.xsched is not None:
+        phase.xsched = replace(phase.xsched, shared=box.record)
+    if not first:
+        return None
+    assert box.record is not None
+    phase.annotations.append(M.Annotation(t=box.record.t, kind="shared",
+                                          text=f"xserver shared: {box.record.who()}"))
+    return box.line("xserver", joined)
