@@ -78,9 +78,6 @@ BENCHES: tuple[Bench, ...] = (
           "false 'met', minutes (positional: TRIALS BUDGET_MIN)", "5 min", "no", "50 60"),
     Bench("race-savings", "race_savings.py", "how many runs racing saves against the full grid "
           "to the same decision (positional: TRIALS SD)", "2 min", "no", "50 0.8"),
-    Bench("loadgen", "loadgen.py", "whether a server workload's load generator keeps its "
-          "schedule at rising rates of streamed requests (against the fake OpenAI server), "
-          "and its CPU per streamed token", "1 min", "no", "--rates 25,100,400 --seconds 4"),
     Bench("gpu-width-sim", "gpu_width_sim.py", "how much narrower HIGH's P50 and P99 "
           "intervals get with every GPU's copy in the answer (simulated with run-shared "
           "effects, against a known truth), or the widths of two real runs (--measured "
