@@ -205,3 +205,13 @@ def check_join(meta: InstallMeta | None, scen: Scenario, other: Xserver) -> str 
     return (f"joining xserver pid {other.pid} (user {user}) CHANGES ITS POLICY "
             f"{meta.policies.label(running)} -> {scen.xsched.policy} ({number}) for every "
             "session it serves")
+
+
+def policy_failure(state: str, pid: int | None, number: int, name: str,
+                   err: Exception) -> str:
+    """Why a live policy change failed: xserver ``hung`` (alive, its API silent after
+    the POST) or ``gone``."""
+    if state == "hung":
+        return (f"xserver (pid {pid}) is hung: alive, but it did not answer after "
+                f"POST /policy?policy={number} ({name}): {err}")
+    return f"xserver is gone after POST /policy?policy={number} ({name}): {err}"

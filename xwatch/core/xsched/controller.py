@@ -36,6 +36,7 @@ from xwatch.core.xsched.compat import (
     check_scenario,
     join,
     other_xserver,
+    policy_failure,
     running_policy_note,
 )
 from xwatch.core.xsched.engagement import (
@@ -53,12 +54,7 @@ from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, poll_thread, queue_row, strangers
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
-from xwatch.core.xsched.preflight import (
-    plan_probes,
-    preflight_failure,
-    run_probes,
-    verdict_line,
-)
+from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes, verdict_line
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 
@@ -554,9 +550,7 @@ class XschedController:
             state = self.hung_or_gone()
             pid = self.proc.pid if self.proc is not None else \
                 self.joined.pid if self.joined is not None else None
-            why = (f"xserver (pid {pid}) is hung: alive, but it did not answer after "
-                   f"POST /policy?policy={number} ({name}): {e}" if state == "hung" else
-                   f"xserver is gone after POST /policy?policy={number} ({name}): {e}")
+            why = policy_failure(state, pid, number, name, e)
             tail = " | ".join(list(self.log)[-3:])
             self._fail(why + (f". Its log: {tail}" if tail else ""))
             raise XschedError(why, title=f"xserver {state}") from None
