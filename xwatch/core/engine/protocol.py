@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -268,3 +270,17 @@ class EventWriter:
 def encode_events(events: Iterable[dict[str, Any]]) -> bytes:
     """Encode events as protocol lines (used by tests and synthetic producers)."""
     return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+
+
+def open_workload_pipe(who: str) -> EventWriter | None:
+    """The start of a workload process (the worker, the load generator): with the start
+    gate on, SIGUSR2 blocked before any thread starts (the gate's signal must wait for
+    sigtimedwait in every thread, never take its default action, termination); then its
+    event pipe, or None with a line on stderr when it was not started through xwatch."""
+    if os.environ.get(GATE_ENV) == "1":
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+    writer = EventWriter.from_env()
+    if writer is None:
+        print(f"xwatch {who}: {EVENT_FD_ENV} is not set (start me through xwatch)",
+              file=sys.stderr)
+    return writer

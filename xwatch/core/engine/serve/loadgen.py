@@ -37,7 +37,13 @@ from typing import Any
 
 import aiohttp
 
-from xwatch.core.engine.protocol import GATE_ENV, PROTOCOL_VERSION, WARM, EventWriter
+from xwatch.core.engine.protocol import (
+    GATE_ENV,
+    PROTOCOL_VERSION,
+    WARM,
+    EventWriter,
+    open_workload_pipe,
+)
 from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.serve.prompts import Ask, Asks, load_sharegpt
@@ -563,12 +569,8 @@ class Generator:
 def main() -> int:
     from xwatch.core.engine.serve import CONFIG_ENV
 
-    if os.environ.get(GATE_ENV) == "1":  # the gate's signal waits for sigtimedwait
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
-    writer = EventWriter.from_env()
+    writer = open_workload_pipe("loadgen")
     if writer is None:
-        print("xwatch loadgen: XWATCH_EVENT_FD is not set (start me through xwatch)",
-              file=sys.stderr)
         return 2
     try:
         cfg = ServeConfig.from_json(os.environ[CONFIG_ENV])

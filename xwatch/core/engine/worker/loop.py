@@ -22,7 +22,13 @@ import time
 import traceback
 from typing import Any
 
-from xwatch.core.engine.protocol import GATE_ENV, PROTOCOL_VERSION, WARM, EventWriter
+from xwatch.core.engine.protocol import (
+    GATE_ENV,
+    PROTOCOL_VERSION,
+    WARM,
+    EventWriter,
+    open_workload_pipe,
+)
 from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
 from xwatch.core.engine.worker.arrivals import Schedule
 from xwatch.core.engine.worker.config import WorkerConfig
@@ -189,14 +195,8 @@ def main(started: float | None = None) -> int:
     from xwatch.core.engine.worker import CONFIG_ENV
 
     stages = Stages(python=round(time.monotonic() if started is None else started, 6))
-    if os.environ.get(GATE_ENV) == "1":
-        # before torch starts any thread: the gate's SIGUSR2 must wait for sigtimedwait
-        # in every thread, never take its default action (termination)
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
-    writer = EventWriter.from_env()
+    writer = open_workload_pipe("worker")  # before torch starts any thread (the gate)
     if writer is None:
-        print("xwatch worker: XWATCH_EVENT_FD is not set (start me through xwatch)",
-              file=sys.stderr)
         return 2
     try:
         cfg = WorkerConfig.from_json(os.environ[CONFIG_ENV])
