@@ -31,6 +31,7 @@ from xwatch.core.analysis.stats.copies import (
     copies_of,
     copies_resolution,
     gpu_findings,
+    grouped_text,
     role,
     run_copies,
     width_words,
@@ -77,6 +78,12 @@ def step_key(p: PhaseSnapshot) -> str:
     setting = p.setting
     base = f"{role}-{p.mode}" if role else p.mode
     return f"{base} [{setting}]" if setting else base
+
+
+def step_where(key: str) -> str:
+    """A step as a place in a sentence: ``natively``, ``under XSched``, ``under xsched
+    [low.threshold=4]``."""
+    return "natively" if key == "native" else f"under {step_label(key)}"
 
 
 def step_label(key: str) -> str:
@@ -530,7 +537,8 @@ def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:
 
     return [M.GpuFinding(workload=f.workload, metric=f.metric, gpu=f.gpu,
                          others=list(f.others), relative=r(f.rel.est), lo=r(f.rel.lo),
-                         hi=r(f.rel.hi), runs=f.runs, tests=f.tests, text=f.text())
+                         hi=r(f.rel.hi), runs=f.runs, tests=f.tests, text=f.text(step_where),
+                         step=f.step if len(f.steps) > 1 else None)
             for f in findings(snap)]
 
 
@@ -543,7 +551,7 @@ def answer_lines(snap: SessionSnapshot) -> list[str]:
     gpus = max(a.gpus for a in ans)
     if gpus > 1:
         fs = findings(snap)
-        lines += [f"Finding: {f.text()}, not averaged away." for f in fs]
+        lines += [f"Finding: {t}, not averaged away." for t in grouped_text(fs, step_where)]
         if not fs:
             lines.append(f"No GPU's copies differ from the others' beyond noise ({gpus} "
                          "GPUs compared; it needs 2 runs of a step or more).")

@@ -178,6 +178,9 @@ class GpuFinding(Doc, frozen=True, kw_only=True):
     runs: int
     tests: int = 1
     text: str = ""
+    #: the step (mode or setting) whose runs differ, where the session compared several:
+    #: each step is judged on its own runs (a GPU may differ under one mechanism only)
+    step: str | None = None
 
 
 class Slo(Doc, frozen=True, kw_only=True):

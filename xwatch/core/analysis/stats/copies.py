@@ -26,11 +26,13 @@ copies', ``resolution_ms`` over every copy's value).
 
 **A slow GPU is a finding, not noise** (``gpu_findings``, ``name_gpus``): for each GPU,
 per run, the log of its copy's value minus the mean log of the other GPUs' copies in
-that run (run effects cancel), a t interval over every usable run of the session (each
-step a block of its own: the runs' spread around their step's mean is the noise),
-Bonferroni-corrected over every GPU and metric compared (with 2 GPUs the two contrasts
-are one test), so a uniform box names none at the promised rate; step-down, so that
-one slow GPU does not make the others look fast. Pure.
+that run (run effects cancel), averaged over the runs of each step (mode or setting) on
+its own, since a GPU may differ under one mechanism and not under another (one that
+engages on some GPUs only): a t interval with the noise pooled over the steps (the runs'
+spread around their own step's mean), Bonferroni-corrected over every GPU, step and
+metric compared (with 2 GPUs the two contrasts are one test), so a uniform box names
+none at the promised rate; step-down, so that one slow GPU does not make the others
+look fast. Pure.
 """
 
 from __future__ import annotations
@@ -128,16 +130,20 @@ def width_words(runs: int, gpus: int) -> str:
 # ------------------------------------------------------------ a GPU unlike the others
 @dataclass(frozen=True)
 class GpuFinding:
-    """One GPU's copies against the other GPUs' in the same runs: the ratio of its
-    value to theirs (geometric), as a relative change with its simultaneous interval."""
+    """One GPU's copies against the other GPUs' in the same runs of one step (a mode, or
+    a setting): the ratio of its value to theirs (geometric), as a relative change with
+    its simultaneous interval. ``steps``: every step compared (a GPU named under one
+    mode is within noise under the others unless named there too)."""
 
     workload: str  # the scenario's name
     metric: str
     gpu: int
     others: tuple[int, ...]
     rel: Interval  # relative: +0.35 = 35% higher than the others
-    runs: int
+    runs: int  # the step's runs
     tests: int  # how many contrasts share the 5% (Bonferroni)
+    step: str = ""
+    steps: tuple[str, ...] = ()
 
     @property
     def way(self) -> int:
@@ -148,61 +154,115 @@ class GpuFinding:
             return -1
         return 0
 
-    def text(self) -> str:
-        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs)"``."""
+    def change(self) -> str:
+        """``"+35% [+20, +52]"``."""
         iv = self.rel
         lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}"
         hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}"
-        vs = "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
-        return (f"GPU {self.gpu}'s {self.workload} {self.metric} is {iv.est * 100:+.0f}% "
-                f"[{lo}, {hi}] vs {vs} ({self.runs} runs; 95% over {self.tests} "
+        return f"{iv.est * 100:+.0f}% [{lo}, {hi}]"
+
+    def versus(self) -> str:
+        return "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
+
+    def text(self, where: Callable[[str], str] = lambda s: s) -> str:
+        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs; 95% over 4
+        comparisons)"``; with several steps, ``"under XSched, GPU 2's ..."`` (``where``
+        words a step)."""
+        head = f"{where(self.step)}, " if len(self.steps) > 1 else ""
+        return (f"{head}GPU {self.gpu}'s {self.workload} {self.metric} is {self.change()} "
+                f"vs {self.versus()} ({self.runs} runs; 95% over {self.tests} "
                 f"comparison{'s' if self.tests != 1 else ''})")
+
+
+def grouped_text(fs: Sequence[GpuFinding], where: Callable[[str], str] = lambda s: s
+                 ) -> list[str]:
+    """One sentence per GPU and number: where it differs, step by step, and the steps
+    where it does not (``"under XSched, GPU 3's high P50 is +100% [+90, +110] vs the
+    other GPUs (2 runs); natively within noise (95% over 8 comparisons)"``)."""
+    groups: dict[tuple[str, str, int], list[GpuFinding]] = {}
+    for f in fs:
+        groups.setdefault((f.workload, f.metric, f.gpu), []).append(f)
+    out = []
+    for (wl, metric, gpu), g in groups.items():
+        f0 = g[0]
+        tail = f"95% over {f0.tests} comparison{'s' if f0.tests != 1 else ''}"
+        if len(f0.steps) <= 1:
+            out.append(f0.text(where))
+            continue
+        named = {f.step for f in g}
+        quiet = [s for s in f0.steps if s not in named]
+        if not quiet:
+            parts = ", ".join(f"{f.change()} {where(f.step)}" for f in g)
+            ks = {f.runs for f in g}
+            runs = f"{f0.runs} runs each" if len(ks) == 1 else \
+                ", ".join(f"{f.runs} runs {where(f.step)}" for f in g)
+            out.append(f"GPU {gpu}'s {wl} {metric} is {parts} vs {f0.versus()} "
+                       f"({runs}; {tail})")
+            continue
+        parts = "; ".join(f"{where(f.step)}, GPU {gpu}'s {wl} {metric} is {f.change()} "
+                          f"vs {f.versus()} ({f.runs} runs)" for f in g)
+        out.append(f"{parts}; {' and '.join(where(s) for s in quiet)} within noise ({tail})")
+    return out
+
+
+def _cut(table: Sequence[Mapping[int, float]], gpus: Sequence[int], g: int, keys: Sequence[str]
+         ) -> tuple[list[float], list[float], list[str]]:
+    """Per run holding every GPU of ``gpus``: ``g``'s log value minus the mean log of the
+    others, the run's smallest value, and its step."""
+    ds, scale, blocks = [], [], []
+    for row, key in zip(table, keys):
+        if not all(h in row for h in gpus):
+            continue
+        vals = [row[h] for h in gpus]
+        if any(not v > 0 or math.isinf(v) for v in vals):
+            continue
+        others = [row[h] for h in gpus if h != g]
+        ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
+        scale.append(min(vals))
+        blocks.append(key)
+    return ds, scale, blocks
 
 
 def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
               tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
-              ) -> dict[int, tuple[Interval, int]]:
-    """Per GPU of ``gpus``: its log value minus the mean log of the other GPUs (of any
-    ``metric``: samples/s as a ratio too), per run
-    of ``table`` (a run: GPU -> that copy's value; runs missing a GPU skipped), its
-    interval over runs at ``1 - 0.05 / tests`` (never narrower than ``resolution``,
-    taken relative to the values), as a relative change; and the runs it used. With 2
-    GPUs only the first is returned (the second is its mirror).
+              ) -> dict[tuple[int, str], tuple[Interval, int]]:
+    """Per GPU of ``gpus`` and per step: its log value minus the mean log of the other
+    GPUs (of any ``metric``: samples/s as a ratio too), per run of ``table`` (a run: GPU
+    -> that copy's value; runs missing a GPU skipped), averaged over the step's runs,
+    with its interval at ``1 - 0.05 / tests`` (never narrower than ``resolution``, taken
+    relative to the values), as a relative change; and the step's runs. With 2 GPUs
+    only the first GPU is returned (the second is its mirror).
 
     ``steps`` (one per row): the step each run belongs to. A GPU's difference may
-    depend on the step (3 ms more under a mode is a smaller ratio on a slower GPU), so
-    the steps are fixed blocks: the estimate is the runs' mean, its noise the spread
-    of the runs around their own step's mean, with ``runs - steps`` degrees of
-    freedom (none, and no interval, with one run per step)."""
-    out: dict[int, tuple[Interval, int]] = {}
+    depend on the step (a mechanism that doubles one GPU's latency and leaves its
+    native runs alone, or one that engages on some GPUs and not on others), so each
+    step gets its own estimate: pooling them would name neither (+42% for a GPU at
+    +100% under XSched and 0 natively). The noise is the spread of the runs around their
+    own step's mean, pooled over the steps (run effects cancel in a contrast; what is
+    left is the copies' own noise), with ``runs - steps`` degrees of freedom (none, and
+    no interval, with one run per step)."""
+    out: dict[tuple[int, str], tuple[Interval, int]] = {}
     del metric  # every metric on the log scale (samples/s too: a ratio)
     keys = list(steps) if steps is not None else [""] * len(table)
+    q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
     for g in gpus[:1] if len(gpus) == 2 else gpus:
-        ds, scale, blocks = [], [], []
-        for row, key in zip(table, keys):
-            if not all(h in row for h in gpus):
-                continue
-            vals = [row[h] for h in gpus]
-            if any(not v > 0 or math.isinf(v) for v in vals):
-                continue
-            others = [row[h] for h in gpus if h != g]
-            ds.append(math.log(row[g]) - sum(math.log(v) for v in others) / len(others))
-            scale.append(min(vals))
-            blocks.append(key)
+        ds, scale, blocks = _cut(table, gpus, g, keys)
         k = len(ds)
         df = k - len(set(blocks))
         if df < 1:
             continue
-        mean = sum(ds) / k
         block_mean = {b: sum(d for d, c in zip(ds, blocks) if c == b) / blocks.count(b)
                       for b in set(blocks)}
         sd = math.sqrt(sum((d - block_mean[b]) ** 2 for d, b in zip(ds, blocks)) / df)
         # the grid, relative to the smallest value: one term for the GPU, one for the rest
         r = resolution / min(scale) if resolution > 0 and min(scale) > 0 else 0.0
-        q = 1.0 - (1.0 - CONFIDENCE) / 2.0 / max(1, tests)
-        half = t_ppf(q, df) * resolved_sd(sd, r, r) / math.sqrt(k)
-        lo, hi = widen(mean - half, mean + half, mean, 2 * r)
-        out[g] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), k)
+        t = t_ppf(q, df) * resolved_sd(sd, r, r)
+        for b in dict.fromkeys(blocks):
+            kb = blocks.count(b)
+            mean = block_mean[b]
+            half = t / math.sqrt(kb)
+            lo, hi = widen(mean - half, mean + half, mean, 2 * r)
+            out[(g, b)] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), kb)
     return out
 
 
@@ -212,30 +272,33 @@ def _beyond(iv: Interval) -> bool:
 
 def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
               tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
-              ) -> list[tuple[int, Interval, int, tuple[int, ...]]]:
-    """The GPUs unlike the others, step-down: the contrast furthest from 0 among those
-    beyond noise is named, that GPU leaves the reference, and the rest are tested again
-    among themselves (so one slow GPU does not make the others look fast), each at the
-    first step's level (``tests``). With 2 GPUs left the one named is the higher
-    latency (the lower samples/s). (gpu, relative interval, runs, the GPUs it was
-    compared with)."""
-    left = list(gpus)
-    out: list[tuple[int, Interval, int, tuple[int, ...]]] = []
-    while len(left) >= 2:
-        got = {g: v for g, v in contrasts(table, left, metric, tests, resolution,
-                                          steps).items()
-               if _beyond(v[0])}
-        if not got:
-            break
-        g = max(got, key=lambda h: abs(math.log1p(got[h][0].est)))
-        iv, k = got[g]
-        if len(left) == 2 and (iv.est < 0) == (metric != RATE):  # name the worse one
-            g = left[1] if g == left[0] else left[0]
-            iv = Interval(1 / (1 + iv.est) - 1,
-                          None if iv.hi is None else 1 / (1 + iv.hi) - 1,
-                          None if iv.lo is None else 1 / (1 + iv.lo) - 1)
-        out.append((g, iv, k, tuple(h for h in left if h != g)))
-        left.remove(g)
+              ) -> list[tuple[int, Interval, int, tuple[int, ...], str]]:
+    """The GPUs unlike the others, step by step (a mode or setting: ``contrasts``) and
+    step-down within each: the contrast furthest from 0 among those beyond noise is
+    named, that GPU leaves the reference, and the rest are tested again among themselves
+    (so one slow GPU does not make the others look fast), each at the first test's
+    level (``tests``: every GPU of every step of every number compared shares the 5%).
+    With 2 GPUs left the one named is the higher latency (the lower samples/s). (gpu,
+    relative interval, runs, the GPUs it was compared with, step)."""
+    keys = list(steps) if steps is not None else [""] * len(table)
+    out: list[tuple[int, Interval, int, tuple[int, ...], str]] = []
+    for step in dict.fromkeys(keys):
+        left = list(gpus)
+        while len(left) >= 2:
+            got = {g: v for (g, s), v in contrasts(table, left, metric, tests, resolution,
+                                                   keys).items()
+                   if s == step and _beyond(v[0])}
+            if not got:
+                break
+            g = max(got, key=lambda h: abs(math.log1p(got[h][0].est)))
+            iv, k = got[g]
+            if len(left) == 2 and (iv.est < 0) == (metric != RATE):  # name the worse one
+                g = left[1] if g == left[0] else left[0]
+                iv = Interval(1 / (1 + iv.est) - 1,
+                              None if iv.hi is None else 1 / (1 + iv.hi) - 1,
+                              None if iv.lo is None else 1 / (1 + iv.lo) - 1)
+            out.append((g, iv, k, tuple(h for h in left if h != g), step))
+            left.remove(g)
     return out
 
 
@@ -243,10 +306,10 @@ def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, st
                  step_of: Callable[[PhaseSnapshot], str] = lambda p: p.mode
                  ) -> list[GpuFinding]:
     """The GPUs named unlike the others (``name_gpus``) for each of ``wanted``
-    ((workload, metric) pairs, by the scenario's names) over the runs ``phases`` (the
-    usable ones, any step: each run's own effects cancel; ``step_of``: a run's step,
-    a block of its own), among the GPUs present in every run. Bonferroni over every GPU
-    contrast of every pair (with 2 GPUs, one contrast per pair)."""
+    ((workload, metric) pairs, by the scenario's names), step by step, over the runs
+    ``phases`` (the usable ones, any step: each run's own effects cancel; ``step_of``: a
+    run's step), among the GPUs present in every run. Bonferroni over every GPU
+    contrast of every step of every pair (with 2 GPUs, one contrast per step and pair)."""
     plans: list[tuple[str, str, list[int], list[dict[int, float]], float, list[str]]] = []
     for name, metric in wanted:
         table: list[dict[int, float]] = []
@@ -266,9 +329,17 @@ def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, st
         if len(common) < 2:
             continue
         plans.append((name, metric, common, table, copies_resolution(runs, metric), steps))
-    tests = sum(1 if len(c) == 2 else len(c) for _, _, c, _, _, _ in plans)
+    tests = sum((1 if len(c) == 2 else len(c)) * _tested_steps(st)
+                for _, _, c, _, _, st in plans)
     out = []
     for name, metric, common, table, res, steps in plans:
-        for g, iv, k, others in name_gpus(table, common, metric, tests, res, steps):
-            out.append(GpuFinding(role(name), metric, g, others, iv, k, tests))
+        every = tuple(dict.fromkeys(steps))
+        for g, iv, k, others, step in name_gpus(table, common, metric, tests, res, steps):
+            out.append(GpuFinding(role(name), metric, g, others, iv, k, tests, step, every))
     return out
+
+
+def _tested_steps(steps: Sequence[str]) -> int:
+    """How many steps get a contrast (every step, once the runs give the pooled noise a
+    degree of freedom: ``contrasts``)."""
+    return len(set(steps)) if len(steps) > len(set(steps)) else 0
