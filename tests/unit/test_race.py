@@ -579,3 +579,50 @@ def test_a_neighbours_failure_fails_only_its_own_candidate() -> None:
         assert (a.runs == 1, b.runs == 1) == (ok0, ok1), (p.error, a.reason, b.reason)
         assert (a.status == race.FAILED, b.status == race.FAILED) == (not ok0, not ok1)
         assert a.gpus == ([0] if ok0 else []) and b.gpus == ([1] if ok1 else [])
+
+
+def test_advice_at_the_budget_says_why_it_chose_and_names_the_cheaper_ones_open() -> None:
+    """The ITL race of issue 58: at the budget the advice was the only setting meeting
+    the SLO with confidence, not the cheapest by estimate; two cheaper settings were
+    still open. The sentence says so and names them with their estimates and the rounds
+    they need; the console (``advice_lines``) and the report print the same sentence from
+    the snapshot's record."""
+    from xwatch.core.modes.base import NATIVE
+    from xwatch.core.plans.advise import Race, advice_lines
+    from xwatch.core.plans.headless import Step
+    from xwatch.scenario import load_scenario
+
+    cs = [_c("sure", [6.0, 6.1, 5.9, 6.05], [1240.0, 1250.0, 1245.0, 1248.0]),
+          _c("th8", [7.0, 10.5, 8.0, 11.5], [1580.0, 1590.0, 1585.0, 1582.0]),
+          _c("sm50", [9.0, 9.8, 9.4, 9.1], [1470.0, 1480.0, 1485.0, 1478.0]),
+          _c("native", [30.0, 31.0, 29.0, 30.5], [2000.0, 2010.0, 1990.0, 2005.0], "native")]
+    rc = Race(load_scenario("intensive"), OBJ,
+              [(c, Step(NATIVE, label=c.label, candidate=True)) for c in cs],
+              budget_s=0.0, say=lambda text: None)
+    rc.rounds = 4
+    assert rc.after_round() is False
+    adv = rc.advice()
+    assert adv.choice is not None and adv.choice.label == "sure" and adv.decided is False
+    s = race.sentence(adv)
+    assert "(the only setting that meets the SLO with confidence)" in s, s
+    assert "cheapest by estimate" not in s
+    assert "; th8 and sm50 may meet it for less (th8: P99 " in s, s
+    assert "; sm50: P99 " in s and s.endswith("to tell.") and "more round" in s, s
+    rec = {c.label: c for c in adv.candidates}
+    assert isinstance(rec["th8"].more_rounds, int) and isinstance(rec["sm50"].more_rounds, int)
+    assert rec["sure"].more_rounds is msgspec.UNSET or rec["sure"].status == race.CHOSEN
+    assert advice_lines(adv)[1] == s  # the console; the report prints race.sentence too
+
+
+def test_advice_chosen_among_several_that_meet_says_the_cheapest_by_estimate() -> None:
+    cs = [_c("a", [5.0, 5.1, 4.9, 5.05], [1000.0, 1300.0, 1100.0, 1250.0]),
+          _c("b", [5.2, 5.0, 5.1, 5.3], [1050.0, 1200.0, 1150.0, 1100.0])]
+    judge(cs, OBJ)
+    assert cs[0].meets(OBJ) and cs[1].meets(OBJ)
+    cs[0].status, cs[1].status = race.CHOSEN, race.UNDECIDED
+    adv = M.Advice(slo=SLO, choice=M.Choice(label="a", mode="mps", settings={"low.x": 1}),
+                   candidates=race.as_records(cs), decided=False)
+    s = race.sentence(adv)
+    assert "(the cheapest by estimate of the 2 settings that meet the SLO with confidence: " \
+           "the budget ended before their prices were told apart)" in s, s
+    assert "may meet it for less" not in s

@@ -213,6 +213,9 @@ class Candidate(Doc, frozen=True, kw_only=True):
     reason: str = ""
     #: the GPU each run was on, in order (a race over several GPUs; empty on one device)
     gpus: list[int] = []
+    #: an open candidate at the budget: about how many more rounds would decide it (None:
+    #: the runs so far cannot tell; unset: decided, or an older record)
+    more_rounds: int | UnsetType | None = UNSET
 
 
 class Advice(Doc, frozen=True, kw_only=True):

@@ -36,7 +36,7 @@ from xwatch.core.plans import box
 from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
 from xwatch.core.plans.sweep import MPS_SWEEP_KEYS, SWEEP_KEYS, apply_setting, parse_settings
 from xwatch.errors import UsageError
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 MPS_GRID = tuple({"mps.priority": 1, "mps.active_thread_percentage": p}
                  for p in (100, 75, 50, 25))
@@ -386,7 +386,7 @@ class Race:
                                                         settings=dict(winner.settings)),
             met=winner is not None, decided=decided, final=final,
             closest=near.label if near is not None else None,
-            candidates=race.as_records(self.cands),
+            candidates=race.as_records(self.cands, op.waits if op is not None else None),
             runs=runs,
             rounds=self.rounds, grid_runs=self.rounds * len(self.cands),
             seconds=round(used, 1), budget_s=self.budget_s, seed=self.seed,
@@ -413,29 +413,86 @@ def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
     if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
-    check_runs_can_bound(base, obj)
+    pooled = check_runs_can_bound(base, obj)
+    if pooled and say is not None:
+        say(f"xwatch: advise: {pooled}")
     plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
     return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps)
 
 
-def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
+#: named per-request metrics whose values a request gives: one (``None``: one per
+#: request), or one per output token but the first (``itl_ms``)
+PER_REQUEST = {"ttft_ms": 1, "tpot_ms": 1, "e2e_ms": 1, "latency_ms": 1}
+
+
+def values_a_request(w: Workload, metric: str) -> int | None:
+    """How many values of ``metric`` (``P99``, ``itl_ms:P99``) one request of ``w``
+    gives: 1 for the latency, TTFT, TPOT and e2e, ``new_tokens - 1`` for the ITL (the
+    gaps between output tokens); None for a metric xwatch cannot count ahead (a
+    command's own)."""
+    name = metric.rpartition(":")[0]
+    if not name:
+        return 1
+    if name == "itl_ms":
+        return max(0, w.new_tokens - 1)
+    return PER_REQUEST.get(name)
+
+
+def highest_bounded(n: int) -> float:
+    """The highest percentile ``n`` values can bound from above at 95% (``requests_to_
+    bound``'s inverse), rounded down to a whole percentile."""
+    if n < 1:
+        return 0.0
+    q = math.floor(100.0 * (0.025 ** (1.0 / n)))
+    while q > 0 and requests_to_bound(q) > n:
+        q -= 1
+    return float(q)
+
+
+def check_runs_can_bound(scen: Scenario, obj: Objective, copies: int = 1) -> str | None:
     """A race whose runs cannot bound the SLO percentile from above can never say
-    "met": refuse it before it spends the budget (an open-loop SLO workload: its
-    requests a run are its rate times the run's seconds)."""
+    "met": refuse it before it spends the budget, whatever its metric. The values a run
+    gives a candidate are its rate x the run's seconds x the values a request gives
+    (``values_a_request``) x the copies it gets (``copies``: GPUs a candidate runs on in
+    one phase). Where one copy's values cannot bound the percentile but the copies
+    together can, a run's value is taken over the copies' pooled values: the sentence
+    that says so is returned (None: each copy bounds it, or only the runs can tell: a
+    closed loop, a metric of a command's own)."""
     w = next((x for x in scen.workloads if obj.workload in (x.name, x.base_name)), None)
-    if w is None or not w.rate or ":" in obj.metric or not scen.duration_s:
-        return  # closed loop or a named metric: only the runs can tell
+    if w is None or not w.rate or not scen.duration_s:
+        return None  # closed loop: only the runs can tell
+    per = values_a_request(w, obj.metric)
+    if per is None:
+        return None
     q = percentile_of(obj.metric)
     need = requests_to_bound(q)
-    got = w.rate * scen.duration_s
-    if got >= need:
-        return
+    one = w.rate * scen.duration_s * per
+    if one >= need:
+        return None
+    what = "requests" if per == 1 else f"{obj.metric.rpartition(':')[0]} values"
+    if one * copies >= need:
+        return (f"each copy of {w.name} gives about {one:.0f} {what} a run, too few to bound "
+                f"its {obj.metric} from above (that needs {need}); its {copies} copies a run "
+                f"give {one * copies:.0f} together, so a run's value is taken over their "
+                "pooled values")
+    got = one * copies
+    dur = math.ceil(need / (w.rate * per * copies)) + 1
+    ways = [f"--duration {dur} or more"]
+    if scen.gpus:
+        ways.append(f"each candidate on {math.ceil(need / one)} GPUs or more (its copies "
+                    "pooled)")
+    low = highest_bounded(int(got))
+    if low >= 1:
+        ways.append(f"an objective on P{low:g} or lower")
+    per_words = "" if per == 1 else f" x {per} values a request"
+    copy_words = "" if copies == 1 else f" x {copies} copies"
     raise UsageError(
         f"each run measures {scen.duration_s:g} s, so {w.name} at {w.rate:g} requests/s "
-        f"completes about {got:.0f} requests a run; its {obj.metric} has an upper bound "
-        f"(the 95% order statistic) only from {need} requests a run, so no candidate could "
-        f"meet {obj.metric} < {obj.latency_ms:g} ms with confidence. Give --duration "
-        f"{math.ceil(need / w.rate) + 1} or more", title="Runs too short to decide")
+        f"gives about {got:.0f} {what} a run ({w.rate:g}/s x {scen.duration_s:g} s{per_words}"
+        f"{copy_words}); its {obj.metric} has an upper bound (the 95% order statistic) only "
+        f"from {need} values a run, so no candidate could meet {obj.metric} < "
+        f"{obj.latency_ms:g} ms with confidence. Give " + "; or ".join(ways),
+        title="Runs too short to decide")
 
 
 async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],

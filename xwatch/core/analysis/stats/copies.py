@@ -41,9 +41,16 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from xwatch.core.analysis.stats.intervals import CONFIDENCE, Interval
+from xwatch.core.analysis.stats.intervals import (
+    CONFIDENCE,
+    Hist,
+    Interval,
+    hist_of,
+    merge,
+    percentile_interval,
+)
 from xwatch.core.analysis.stats.resolution import resolution_ms, resolved_sd, widen
-from xwatch.core.analysis.stats.runs import RATE, RunValue, run_value, t_ppf
+from xwatch.core.analysis.stats.runs import RATE, Z95, RunValue, percentile_of, run_value, t_ppf
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 
@@ -106,10 +113,37 @@ class RunCopies:
         return len(self.per_gpu)
 
 
-def run_copies(ws: Sequence[WorkloadSnapshot], metric: str) -> RunCopies:
-    """``metric`` of one run from its copies ``ws`` (``copies_of``)."""
+def run_copies(ws: Sequence[WorkloadSnapshot], metric: str, pool_short: bool = False
+               ) -> RunCopies:
+    """``metric`` of one run from its copies ``ws`` (``copies_of``). ``pool_short``: where
+    a copy's own values cannot bound the percentile from above (too few: its standard
+    error unknown) but the copies' values together can, the run's value is the
+    percentile of their pooled values (``pooled_value``), as advise says it does."""
     vals = [run_value(w, metric) for w in ws]
-    return RunCopies(combine(vals, metric), {w.gpu: v.est for w, v in zip(ws, vals)})
+    per_gpu = {w.gpu: v.est for w, v in zip(ws, vals)}
+    if pool_short and len(ws) > 1 and metric != RATE and any(v.se != v.se for v in vals):
+        pooled = pooled_value(ws, metric)
+        if pooled.se == pooled.se:
+            return RunCopies(pooled, per_gpu)
+    return RunCopies(combine(vals, metric), per_gpu)
+
+
+def pooled_value(ws: Sequence[WorkloadSnapshot], metric: str) -> RunValue:
+    """The percentile ``metric`` of the copies' values pooled into one histogram, with
+    its standard error from the pooled order statistics (NaN where even they cannot
+    bound it)."""
+    name, _, pq = metric.rpartition(":")
+    hists: list[Hist] = []
+    for w in ws:
+        m = w.metrics.get(name) if name else None
+        if name and (m is None or not m.count):
+            continue
+        hists.append(hist_of(m) if m is not None else hist_of(w))
+    if not hists:
+        return RunValue(math.nan, math.nan)
+    iv = percentile_interval(merge(hists), percentile_of(pq or metric))
+    se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None else math.nan
+    return RunValue(iv.est, se)
 
 
 def copies_resolution(runs: Sequence[RunCopies], metric: str) -> float:

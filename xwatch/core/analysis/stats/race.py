@@ -135,7 +135,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not neighbour and not usable(p):
         return  # stopped before its end: not a run
-    v = run_copies(ws, obj.metric).value
+    v = run_copies(ws, obj.metric, pool_short=True).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
     if gpu is not None:
@@ -382,15 +382,20 @@ def short_label(mode: str, settings: Mapping[str, Any]) -> str:
     return " ".join([mode, *(f"{wl} {' '.join(kv)}" for wl, kv in by_wl.items())])
 
 
-def as_records(cands: Sequence[Candidate]) -> list[M.Candidate]:
-    """The candidates as the snapshot's ``advice.candidates`` carries them."""
+def as_records(cands: Sequence[Candidate], waits: Mapping[str, tuple[str, int | None]]
+               | None = None) -> list[M.Candidate]:
+    """The candidates as the snapshot's ``advice.candidates`` carries them (``waits``:
+    ``still_open``'s, for the rounds each open candidate needs)."""
     def iv(i: Interval) -> M.Estimate:
         d = i.as_dict()
         return M.Estimate(estimate=d["est"], lo=d["lo"], hi=d["hi"])
 
+    w = waits or {}
     return [M.Candidate(label=c.label, mode=c.mode, settings=dict(c.settings), runs=c.runs,
                         slo_metric=iv(c.slo), price=iv(c.price), status=c.status,
-                        reason=c.reason, gpus=list(c.gpus)) for c in cands]
+                        reason=c.reason, gpus=list(c.gpus),
+                        more_rounds=w[c.label][1] if c.label in w else UNSET)
+            for c in cands]
 
 
 def closest(cands: Sequence[Candidate]) -> Candidate | None:
@@ -465,13 +470,45 @@ def sentence(advice: M.Advice) -> str:
     if native is not None and native is not c and native.price.estimate \
             and p.estimate is not None:
         rel = f", {(p.estimate / native.price.estimate - 1) * 100:+.0f}% against native"
-    sure = "" if advice.decided is not False else \
-        " (the cheapest by estimate: the budget ended before its price was told apart)"
-    return (f"Use {_mode_words(c.mode, c.settings)}: {slo.workload} {slo.metric} "
+    how, may = "", ""
+    if advice.decided is False:
+        how, may = _why_chosen(advice, c)
+    return (f"Use {_mode_words(c.mode, c.settings)}{how}: {slo.workload} {slo.metric} "
             f"{_num(s.estimate, '{:.2f}')} ms [{_num(s.lo, '{:.2f}')}, "
             f"{_num(s.hi, '{:.2f}')}] < {slo.latency_ms:g} ms; price "
             f"{_num(p.estimate, '{:,.0f}')}/s [{_num(p.lo, '{:,.0f}')}, "
-            f"{_num(p.hi, '{:,.0f}')}]{rel}{sure}.")
+            f"{_num(p.hi, '{:,.0f}')}]{rel}{may}.")
+
+
+def _why_chosen(advice: M.Advice, c: M.Candidate) -> tuple[str, str]:
+    """At the budget, before the choice's price was told apart: why this one (the only
+    setting meeting the SLO with confidence, or the cheapest by estimate of those that
+    do), and the cheaper ones still open that may meet it for less, with their
+    estimates and the rounds they need."""
+    slo = advice.slo
+    open_ = [x for x in advice.candidates if x is not c and x.status == UNDECIDED]
+    meet = [x for x in open_ if x.slo_metric.hi is not None and x.slo_metric.hi < slo.latency_ms]
+    if not meet:
+        how = " (the only setting that meets the SLO with confidence)"
+    else:
+        how = (f" (the cheapest by estimate of the {len(meet) + 1} settings that meet the SLO "
+               "with confidence: the budget ended before their prices were told apart)")
+    pe = c.price.estimate
+    cheaper = [x for x in open_ if pe is not None and x.price.estimate is not None
+               and x.price.estimate > pe and x not in meet
+               and x.slo_metric.estimate is not None and x.slo_metric.estimate < slo.latency_ms]
+    if not cheaper:
+        return how, ""
+    cheaper.sort(key=lambda x: -(x.price.estimate or 0.0))
+    each = "; ".join(f"{x.label}: {slo.metric} {estimate_text(x.slo_metric, '{:.2f}')} ms, "
+                     f"{estimate_text(x.price, '{:,.0f}')}/s" for x in cheaper)
+    ks = [x.more_rounds for x in cheaper]
+    if ks and all(isinstance(k, int) for k in ks):
+        when = f": about {more_rounds(max(k for k in ks if isinstance(k, int)))} to tell"
+    else:
+        when = ": the runs so far cannot tell how many more rounds would"
+    names = " and ".join(x.label for x in cheaper)
+    return how, f"; {names} may meet it for less ({each}){when}"
 
 
 def estimate_text(d: M.Estimate, fmt: str) -> str:
