@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from xwatch.core.engine.worker.archs import LLM_ARCHS
+from xwatch.core.archs import LLM_ARCHS
 from xwatch.scenario.values import (
     AMP_MODES,
     ARRIVALS,

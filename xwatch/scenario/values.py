@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from xwatch.core.engine.worker.archs import BERT_ARCHS as _BERT_ARCHS
-from xwatch.core.engine.worker.archs import LLM_ARCHS
-from xwatch.core.xsched.meta import KNOWN_POLICIES
+from xwatch.core.archs import BERT_ARCHS as _BERT_ARCHS
+from xwatch.core.archs import LLM_ARCHS
+from xwatch.core.schedulers import KNOWN_POLICIES
 from xwatch.errors import UsageError
 
 PRIORITY_NUMBERS = {"high": 1, "low": 0}
