@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from xwatch.core.archs import LLM_ARCHS
+from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
 from xwatch.scenario.values import (
     AMP_MODES,
     ARRIVALS,
@@ -111,12 +112,12 @@ SLO_KEYS: tuple[Key, ...] = (
 XSCHED_KEYS: tuple[Key, ...] = (
     Key("root", "string", None, "XSched install folder (holds lib/ and bin/xserver). "
         "--xsched and XSCHED_HOME take precedence.", _s),
-    Key("policy", "string", "HPF", "xserver policy, by XSched's short name. Its number, "
+    Key("policy", "string", XSCHED_DEFAULT_POLICY, "xserver policy, by XSched's short name. Its number, "
         "and whether this build can create it, come from the install (include/xsched/"
         "types.h and the policy classes in its binaries): a policy the install lacks is an "
         "error when XSched mode starts. 1.2.0 added SPUP to its list but cannot create it.",
         _policy, POLICIES),
-    Key("port", "integer", 50000, "xserver HTTP port (a free one is chosen if taken).",
+    Key("port", "integer", XSCHED_DEFAULT_PORT, "xserver HTTP port (a free one is chosen if taken).",
         _int(1, 65535)),
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
         _choice(*PLATFORMS), PLATFORMS),
