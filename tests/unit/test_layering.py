@@ -1,6 +1,6 @@
 """The house rules: the core never imports textual; the dashboard process never
 imports torch; no import circle anywhere inside ``xwatch/``; the stages only
-import downwards."""
+import downwards; no module imports another's ``_private`` name."""
 
 from __future__ import annotations
 
@@ -218,6 +218,47 @@ def test_sub_folders_import_one_way() -> None:
                 bad += [f"{mod} -> {d}" for d in deps
                         if any(d == b or d.startswith(b + ".") for b in banned)]
     assert bad == []
+
+
+def private_imports(root: Path) -> list[str]:
+    """Every ``_private`` name (not a dunder) that a module under ``root`` imports from
+    another module of the package: a name used across modules is public."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mod = ".".join(parts)
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            if base.split(".")[0] != root.name or base == mod:
+                continue
+            out += [f"{mod} imports {base}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    assert private_imports(ROOT) == []
+
+
+def test_private_imports_finds_a_planted_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "xwatch"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("__version__ = '1'\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "a.py").write_text("def _hidden() -> None: ...\ndef shown() -> None: ...\n")
+    (pkg / "sub" / "b.py").write_text("from xwatch import __version__\n"
+                                      "from xwatch.sub.a import _hidden, shown\n"
+                                      "from .a import _also\nfrom os import _exit\n")
+    assert private_imports(pkg) == ["xwatch.sub.b imports xwatch.sub.a._hidden",
+                                    "xwatch.sub.b imports xwatch.sub.a._also"]
 
 
 def too_long(root: Path, limit: int = 600) -> list[str]:

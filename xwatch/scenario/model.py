@@ -11,7 +11,7 @@ from typing import Any
 
 from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
 from xwatch.errors import UsageError
-from xwatch.scenario.values import PRIORITY_NUMBERS, SERVER_FROM_CLI, SETTLED_POLL_MS, _device
+from xwatch.scenario.values import PRIORITY_NUMBERS, SERVER_FROM_CLI, SETTLED_POLL_MS, check_device
 
 
 # --------------------------------------------------------------------------- models
@@ -222,7 +222,7 @@ class Scenario:
             s = dataclasses.replace(s, duration_s=duration_s)
         if device is not None:
             try:
-                _device(device)
+                check_device(device)
             except ValueError as e:
                 raise UsageError(f"--device {device!r} {e}")
             s = dataclasses.replace(

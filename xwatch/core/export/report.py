@@ -39,7 +39,7 @@ from xwatch.core.export.sections.session import (
     scenario_section,
 )
 from xwatch.core.export.sections.workloads import slo_section, tradeoff_section, workload_sections
-from xwatch.core.export.snapshot import _atomic_write, load_snapshot
+from xwatch.core.export.snapshot import atomic_write, load_snapshot
 
 
 def build_report(snap: SessionSnapshot) -> Report:
@@ -62,8 +62,8 @@ def write_reports(snapshot_path: str | os.PathLike[str]) -> list[Path]:
     rep = build_report(snap)
     d = p.parent if p.is_file() else p
     md, hp = d / "report.md", d / "report.html"
-    _atomic_write(md, render_markdown(rep).encode())
-    _atomic_write(hp, render_html(rep, build_charts(snap)).encode())
+    atomic_write(md, render_markdown(rep).encode())
+    atomic_write(hp, render_html(rep, build_charts(snap)).encode())
     return [md, hp]
 
 
@@ -78,6 +78,6 @@ def write_report_cli(path: str, fmt: str, out: str | None) -> int:
         sys.stdout.write(text)
         return 0
     Path(out).parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(Path(out), text.encode())
+    atomic_write(Path(out), text.encode())
     print(out)
     return 0
