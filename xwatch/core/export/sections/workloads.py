@@ -69,7 +69,7 @@ def workload_sections(snap: SessionSnapshot) -> list[Section]:
         if cmp_ok:
             assert base is not None and last is not None
             header.append(f"change {last.name} vs {base.name}")
-        rows = []
+        rows: list[list[str]] = []
 
         def row(label: str, get: Any, digits: int = 2, name: str = wspec.name,
                 rows: list[list[str]] = rows) -> None:
