@@ -29,7 +29,8 @@ from tests.helpers.fake_xsched import (
     remove_channel,
     xserver_pid,
 )
-from xwatch.core.modes.box import find_mps_daemons, find_xserver, msg_queues
+from xwatch.core.modes.neighbours import find_mps_daemons, find_xserver
+from xwatch.core.procs import msg_queues
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.meta import channel_key as install_key
 from xwatch.errors import XschedError

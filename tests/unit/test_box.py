@@ -1,5 +1,5 @@
-"""The box's other sessions as ``/proc`` shows them (``core/modes/box.py``), read from
-a made-up ``/proc``: XSched's channel in ``sysvipc/msg`` and the xserver holding it
+"""The box's other sessions as ``/proc`` shows them (``core/modes/neighbours.py``), read
+from a made-up ``/proc``: XSched's channel in ``sysvipc/msg`` and the xserver holding it
 (its port and policy from its argv, its install's key), a stale channel, a holder
 that is no xserver; MPS control daemons, their pipe folders and GPUs."""
 
@@ -8,15 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xwatch.core.modes.box import (
-    BoxProcess,
+from xwatch.core.modes.neighbours import (
     MpsDaemon,
     Strangers,
     find_mps_daemons,
     find_xserver,
-    msg_queues,
     xserver_args,
 )
+from xwatch.core.procs import BoxProcess, msg_queues
 from xwatch.core.xsched.meta import channel_key
 
 HEAD = ("       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  "

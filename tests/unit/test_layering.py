@@ -1,6 +1,6 @@
 """The house rules: the core never imports textual; the dashboard process never
 imports torch; no import circle anywhere inside ``xwatch/``; the stages only
-import downwards."""
+import downwards; no module imports another's ``_private`` name."""
 
 from __future__ import annotations
 
@@ -22,20 +22,38 @@ CORE = ["xwatch.cli", "xwatch.scenario",
                 if not m.name.endswith("__main__"))]
 
 # Lower stages never import higher ones (analysis may read engine snapshots, etc.).
-# ``model`` (the snapshot's structs) is below them all: it imports none of them.
-STAGES = ["model", "engine", "modes", "xsched", "mps", "telemetry", "analysis", "export",
-          "plans"]
+# At the bottom, leaves that import nothing of xwatch: ``procs`` (processes and /proc),
+# ``archs`` (the model shapes), ``schedulers`` (XSched's and MPS's fixed names). Then
+# ``model`` (the snapshot's structs) and ``scenario`` (the scenario loader, which the
+# engine and every stage above it read), neither importing the other.
+LEAVES = {"procs", "archs", "schedulers"}
+STAGES = [*sorted(LEAVES), "model", "scenario", "engine", "modes", "xsched", "mps",
+          "telemetry", "analysis", "export", "plans"]
 MAY_IMPORT = {
+    **{leaf: set() for leaf in LEAVES},
     "model": set(),
-    "engine": {"model"},
-    "modes": {"model", "engine"},
-    "xsched": {"model", "engine", "modes"},
-    "mps": {"model", "engine", "modes"},
-    "telemetry": {"model", "engine"},
-    "analysis": {"model", "engine", "modes"},
-    "export": {"model", "engine", "modes", "analysis"},
-    "plans": {"model", "engine", "modes", "xsched", "mps", "telemetry", "analysis", "export"},
+    "scenario": set(LEAVES),
+    "engine": {*LEAVES, "model", "scenario"},
+    "modes": {*LEAVES, "model", "scenario", "engine"},
+    "xsched": {*LEAVES, "model", "scenario", "engine", "modes"},
+    "mps": {*LEAVES, "model", "scenario", "engine", "modes"},
+    "telemetry": {*LEAVES, "model", "scenario", "engine"},
+    "analysis": {*LEAVES, "model", "scenario", "engine", "modes"},
+    "export": {*LEAVES, "model", "scenario", "engine", "modes", "analysis"},
+    "plans": {*LEAVES, "model", "scenario", "engine", "modes", "xsched", "mps", "telemetry",
+              "analysis", "export"},
 }
+
+
+def stage(mod: str) -> str | None:
+    """The stage a module of xwatch belongs to (``xwatch.core.<stage>...`` or the
+    scenario loader, ``xwatch.scenario...``); None outside the stages (cli, ui)."""
+    parts = mod.split(".")
+    if len(parts) >= 2 and parts[0] == "xwatch" and parts[1] == "scenario":
+        return "scenario"
+    if len(parts) >= 3 and parts[:2] == ["xwatch", "core"] and parts[2] in STAGES:
+        return parts[2]
+    return None
 
 
 def _loaded(modules: list[str]) -> set[str]:
@@ -131,20 +149,33 @@ def test_cycle_finder_finds_a_planted_circle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_stages_import_only_downwards() -> None:
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a stage of one it may not import (the ui from any stage)."""
     bad = []
-    for mod, deps in import_graph().items():
-        parts = mod.split(".")
-        if len(parts) < 3 or parts[1] != "core" or parts[2] not in STAGES:
+    for mod, deps in graph.items():
+        own = stage(mod)
+        if own is None:
             continue
         for d in deps:
-            dp = d.split(".")
-            if dp[0] != "xwatch" or len(dp) < 2:
-                continue
-            if dp[1] == "ui" or (dp[1] == "core" and len(dp) > 2 and dp[2] in STAGES and dp[2] != parts[2] \
-                    and dp[2] not in MAY_IMPORT[parts[2]]):
+            theirs = stage(d)
+            if d == "xwatch.ui" or d.startswith("xwatch.ui.") or (
+                    theirs is not None and theirs != own and theirs not in MAY_IMPORT[own]):
                 bad.append(f"{mod} -> {d}")
-    assert bad == []
+    return sorted(bad)
+
+
+def test_stages_import_only_downwards() -> None:
+    assert upward(import_graph()) == []
+
+
+def test_upward_finds_planted_arrows() -> None:
+    graph = {"xwatch.scenario.values": {"xwatch.core.xsched.meta", "xwatch.core.archs"},
+             "xwatch.core.procs": {"xwatch.core.model"},
+             "xwatch.core.engine.launch": {"xwatch.scenario", "xwatch.ui.app"},
+             "xwatch.cli.main": {"xwatch.ui.app"}}
+    assert upward(graph) == ["xwatch.core.engine.launch -> xwatch.ui.app",
+                             "xwatch.core.procs -> xwatch.core.model",
+                             "xwatch.scenario.values -> xwatch.core.xsched.meta"]
 
 
 # Inside a stage, the sub-folders go one way too: the snapshot types know nothing of
@@ -187,6 +218,47 @@ def test_sub_folders_import_one_way() -> None:
                 bad += [f"{mod} -> {d}" for d in deps
                         if any(d == b or d.startswith(b + ".") for b in banned)]
     assert bad == []
+
+
+def private_imports(root: Path) -> list[str]:
+    """Every ``_private`` name (not a dunder) that a module under ``root`` imports from
+    another module of the package: a name used across modules is public."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mod = ".".join(parts)
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            if base.split(".")[0] != root.name or base == mod:
+                continue
+            out += [f"{mod} imports {base}.{a.name}" for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    assert private_imports(ROOT) == []
+
+
+def test_private_imports_finds_a_planted_one(tmp_path: Path) -> None:
+    pkg = tmp_path / "xwatch"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("__version__ = '1'\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "a.py").write_text("def _hidden() -> None: ...\ndef shown() -> None: ...\n")
+    (pkg / "sub" / "b.py").write_text("from xwatch import __version__\n"
+                                      "from xwatch.sub.a import _hidden, shown\n"
+                                      "from .a import _also\nfrom os import _exit\n")
+    assert private_imports(pkg) == ["xwatch.sub.b imports xwatch.sub.a._hidden",
+                                    "xwatch.sub.b imports xwatch.sub.a._also"]
 
 
 def too_long(root: Path, limit: int = 600) -> list[str]:

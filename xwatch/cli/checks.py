@@ -19,7 +19,7 @@ from xwatch.scenario import (
 )
 
 
-def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def scenario_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     args.until_stopped = args.duration == 0 and args.command == "run"
     if args.duration is not None and args.duration <= 0 and not args.until_stopped:
         hint = " (0, until stopped, is for `xwatch run`)" if args.duration == 0 else ""
@@ -37,7 +37,7 @@ def _load(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return scen
 
 
-def _modes(args: argparse.Namespace) -> list[str]:
+def modes_of(args: argparse.Namespace) -> list[str]:
     """The modes this command will run (checked before anything starts)."""
     cmd = args.command
     if cmd == "compare":
@@ -65,7 +65,7 @@ def _modes(args: argparse.Namespace) -> list[str]:
     return [getattr(args, "mode", "native")]
 
 
-def _check_export(directory: str | None) -> None:
+def check_export(directory: str | None) -> None:
     """The export folder can be made and written: checked before anything starts, so a
     typo never costs a run (a full disk later is handled where it happens)."""
     if not directory:
@@ -88,7 +88,7 @@ def _check_export(directory: str | None) -> None:
                          "nothing was started", title="Export folder unusable")
 
 
-def _check_devices(scen: Any) -> None:
+def check_devices(scen: Any) -> None:
     """GPUs asked for (``--gpus``, ``cuda:N``) must exist; refused before anything
     starts. Where the count cannot be read, the workloads find out themselves."""
     from xwatch.core.telemetry.devices import gpu_count
@@ -112,7 +112,7 @@ def _check_devices(scen: Any) -> None:
                          f"(0-{n - 1}; {how})", title="No such GPU")
 
 
-def _check_telemetry(choice: str) -> None:
+def check_telemetry(choice: str) -> None:
     """An explicit backend that cannot start is an error before anything starts."""
     if choice in ("auto", "off", "host"):
         return
@@ -123,7 +123,7 @@ def _check_telemetry(choice: str) -> None:
         backend.close()
 
 
-def _check_box(xs: Any, scen: Any) -> None:
+def check_box(xs: Any, scen: Any) -> None:
     """Another session's xserver on this machine: refused now, before anything starts
     (or, joining it, its answer and policy checked)."""
     from xwatch.core.xsched.compat import check_join
@@ -136,19 +136,19 @@ def _check_box(xs: Any, scen: Any) -> None:
             print(f"xwatch: WARNING: {change}", file=sys.stderr)
 
 
-def _platforms(scen: Any) -> set[str]:
+def platforms_of(scen: Any) -> set[str]:
     from xwatch.core.xsched.install import workload_platform
     return {workload_platform(w, scen) for w in scen.workloads}
 
 
-def _mps_backend(args: argparse.Namespace, scen, explicit: bool):  # type: ignore[no-untyped-def]
+def mps_backend_of(args: argparse.Namespace, scen, explicit: bool):  # type: ignore[no-untyped-def]
     """(backend, why not): asked for explicitly, what stops MPS is an error (exit 2)."""
     from xwatch.core.mps.controller import backend_from_args
     return backend_from_args(scen, preflight=not getattr(args, "no_preflight", False),
                              explicit=explicit)
 
 
-def _xsched_backend(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
+def xsched_backend_of(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
     from xwatch.core.xsched.controller import backend_from_args
     return backend_from_args(getattr(args, "xsched", None), scen,
                              preflight=not getattr(args, "no_preflight", False))

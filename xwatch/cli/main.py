@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from xwatch.cli.checks import (
-    _check_box,
-    _check_devices,
-    _check_export,
-    _check_telemetry,
-    _load,
-    _modes,
-    _mps_backend,
-    _platforms,
-    _xsched_backend,
+    check_box,
+    check_devices,
+    check_export,
+    check_telemetry,
+    modes_of,
+    mps_backend_of,
+    platforms_of,
+    scenario_of,
+    xsched_backend_of,
 )
 from xwatch.cli.parser import build_parser
 from xwatch.core.modes.base import MODES, MPS, XSCHED
@@ -135,23 +135,23 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from xwatch.ui.app import make_app
         make_app(replay=snap, replay_source=args.snapshot).run()
         return 0
-    scen = _load(args)
+    scen = scenario_of(args)
     if cmd == "advise":
         return _advise(args, scen)
-    modes = _modes(args)
+    modes = modes_of(args)
     if getattr(args, "repeat", 1) < 1:
         raise UsageError(f"--repeat must be >= 1 (got {args.repeat})")
-    xs = _xsched_backend(args, scen)
+    xs = xsched_backend_of(args, scen)
     if XSCHED in modes and xs is None:
         raise UsageError(f"{cmd} with XSched needs an XSched install: --xsched ROOT or "
                          "XSCHED_HOME", title="XSched not configured")
     if xs is not None and XSCHED in modes:
-        xs.install.check(_platforms(scen))
-        _check_box(xs, scen)
-    mps = _mps_backend(args, scen, explicit=MPS in modes)
-    _check_telemetry(getattr(args, "telemetry", "auto"))
-    _check_export(getattr(args, "export", None))
-    _check_devices(scen)
+        xs.install.check(platforms_of(scen))
+        check_box(xs, scen)
+    mps = mps_backend_of(args, scen, explicit=MPS in modes)
+    check_telemetry(getattr(args, "telemetry", "auto"))
+    check_export(getattr(args, "export", None))
+    check_devices(scen)
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
@@ -173,17 +173,17 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
     obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
-    xs = _xsched_backend(args, scen) if XSCHED in wanted else None
-    mps_backend, mps_why = _mps_backend(args, scen, explicit=explicit and MPS in wanted) \
+    xs = xsched_backend_of(args, scen) if XSCHED in wanted else None
+    mps_backend, mps_why = mps_backend_of(args, scen, explicit=explicit and MPS in wanted) \
         if MPS in wanted else (None, None)
     modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
     if xs is not None and XSCHED in modes:
-        xs.install.check(_platforms(scen))
-        _check_box(xs, scen)
+        xs.install.check(platforms_of(scen))
+        check_box(xs, scen)
     plan_candidates(scen, obj, modes, args.set, xs, mps_backend, skipped)  # --set errors now
-    _check_telemetry(args.telemetry)
-    _check_export(args.export)
-    _check_devices(scen)
+    check_telemetry(args.telemetry)
+    check_export(args.export)
+    check_devices(scen)
     args.metrics = _metrics(args)
     try:
         return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from xwatch.core.engine.worker.archs import LLM_ARCHS
+from xwatch.core.archs import LLM_ARCHS
+from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
 from xwatch.scenario.values import (
     AMP_MODES,
     ARRIVALS,
@@ -25,25 +26,25 @@ from xwatch.scenario.values import (
     STDOUTS,
     STREAM_PRIORITIES,
     STREAMS,
-    _bool,
-    _choice,
-    _device,
-    _gpus,
-    _int,
-    _mem_limit,
-    _metric,
-    _model,
-    _name,
-    _num,
-    _policy,
-    _priority,
-    _regex,
-    _route,
-    _s,
-    _shape,
-    _stall,
-    _str_list,
-    _str_map,
+    check_bool,
+    check_choice,
+    check_device,
+    check_gpus,
+    check_integer,
+    check_mem_limit,
+    check_metric,
+    check_model,
+    check_name,
+    check_number,
+    check_policy,
+    check_priority,
+    check_regex,
+    check_route,
+    check_shape,
+    check_stall,
+    check_str_list,
+    check_str_map,
+    check_string,
 )
 
 
@@ -74,68 +75,68 @@ class Key:
 
 
 SCENARIO_KEYS: tuple[Key, ...] = (
-    Key("name", "string", "(file name)", "Short name shown in the header and reports.", _name),
-    Key("description", "string", "", "One line saying what the scenario measures.", _s),
+    Key("name", "string", "(file name)", "Short name shown in the header and reports.", check_name),
+    Key("description", "string", "", "One line saying what the scenario measures.", check_string),
     Key("duration_s", "number", 60.0,
         "Planned measurement time of a phase, counted from the first measured request "
-        "(model build and warm-up are not counted).", _num(positive=True)),
+        "(model build and warm-up are not counted).", check_number(positive=True)),
     Key("device", "string", "auto",
         "Default device for built-in workloads: 'auto' (cuda:0 if torch sees a GPU, else cpu), "
-        "'cpu', 'cuda:N' (also the HIP device on ROCm builds).", _device),
+        "'cpu', 'cuda:N' (also the HIP device on ROCm builds).", check_device),
     Key("window_s", "number", 10.0, "Length of the sliding window for 'window' percentiles.",
-        _num(lo=1, hi=3600)),
+        check_number(lo=1, hi=3600)),
     Key("gpus", "list", [], "Run a copy of every workload on each of these GPUs (indices in PCI "
         "bus order, as nvidia-smi / amd-smi number them), named NAME@GPU and pinned with "
         "CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES. Empty: one copy, on its own device. "
-        "--gpus overrides.", _gpus),
+        "--gpus overrides.", check_gpus),
     Key("start_together", "boolean", True,
         "Built-in workloads start measuring at once: each, warmed up, waits until every "
         "built-in workload of the phase is warm (or has ended), so none is measured while "
         "another still loads. false: each starts when it is warm, and start_delay_s "
         "staggers their arrival (e.g. to watch LOW arrive). Command workloads start when "
-        "they start.", _bool),
+        "they start.", check_bool),
 )
 
 SLO_KEYS: tuple[Key, ...] = (
-    Key("workload", "string", "(highest priority)", "Workload the objective applies to.", _s),
+    Key("workload", "string", "(highest priority)", "Workload the objective applies to.", check_string),
     Key("percentile", "number", 99.0, "Percentile the objective is about (e.g. 99 for P99).",
-        _num(lo=1, hi=99.99)),
+        check_number(lo=1, hi=99.99)),
     Key("latency_ms", "number", None,
         "Objective: that percentile must stay below this many ms. Goodput is the share of "
-        "requests at or under it.", _num(positive=True), required=True),
+        "requests at or under it.", check_number(positive=True), required=True),
     Key("metric", "string", "latency_ms", "The per-request metric the objective is about: "
         "'latency_ms', or a named metric the workload reports with each request (e.g. "
-        "'ttft_ms', 'tpot_ms', 'itl_ms'; the name ends in _ms).", _metric),
+        "'ttft_ms', 'tpot_ms', 'itl_ms'; the name ends in _ms).", check_metric),
 )
 
 XSCHED_KEYS: tuple[Key, ...] = (
     Key("root", "string", None, "XSched install folder (holds lib/ and bin/xserver). "
-        "--xsched and XSCHED_HOME take precedence.", _s),
-    Key("policy", "string", "HPF", "xserver policy, by XSched's short name. Its number, "
+        "--xsched and XSCHED_HOME take precedence.", check_string),
+    Key("policy", "string", XSCHED_DEFAULT_POLICY, "xserver policy, by XSched's short name. Its number, "
         "and whether this build can create it, come from the install (include/xsched/"
         "types.h and the policy classes in its binaries): a policy the install lacks is an "
         "error when XSched mode starts. 1.2.0 added SPUP to its list but cannot create it.",
-        _policy, POLICIES),
-    Key("port", "integer", 50000, "xserver HTTP port (a free one is chosen if taken).",
-        _int(1, 65535)),
+        check_policy, POLICIES),
+    Key("port", "integer", XSCHED_DEFAULT_PORT, "xserver HTTP port (a free one is chosen if taken).",
+        check_integer(1, 65535)),
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
-        _choice(*PLATFORMS), PLATFORMS),
+        check_choice(*PLATFORMS), PLATFORMS),
     Key("poll_ms", "integer", 100, "How often xserver's /xqueues is polled for engagement "
         "evidence, the scheduler lane and tail attribution (20-10000 ms; the mean: each "
         "interval is 0.5-1.5x this, so a periodic workload is not always met at the same "
-        "point of its cycle).", _int(20, 10000)),
+        "point of its cycle).", check_integer(20, 10000)),
     Key("settled_poll_ms", "integer", "(200, or poll_ms if slower)", "The slower pace of the "
         "polls once every workload's engagement verdict is settled, more than 20 s into the "
         "measurement and 10 s after a live change: the lane and tail attribution sample "
         "less often, the verdicts are not delayed (>= poll_ms; equal to it: one pace).",
-        _int(20, 10000)),
+        check_integer(20, 10000)),
     Key("join", "string", "no", "An xserver already running on this machine (any user's: "
         "XSched's shims reach their server through one fixed IPC channel, so there is one per "
         "machine): 'no' refuses to start (naming its pid, user, port and command line); "
         "'keep-policy' uses it (its port for /xqueues and engagement, never stopped) and "
         "refuses if its policy differs from this scenario's; 'set-policy' uses it and sets "
         "this scenario's policy, said in the log (it changes the policy for every session "
-        "it serves). --join-xserver[=set-policy] overrides.", _choice(*JOIN_XSERVER),
+        "it serves). --join-xserver[=set-policy] overrides.", check_choice(*JOIN_XSERVER),
         JOIN_XSERVER),
 )
 
@@ -145,55 +146,56 @@ MPS_KEYS: tuple[Key, ...] = (
         "(any user's) that serves a GPU this scenario uses: false refuses to start (naming "
         "its pid, user and pipe directory); true makes the workloads its clients (through "
         "its CUDA_MPS_PIPE_DIRECTORY) instead of starting a private daemon, never stops it "
-        "and changes no daemon-wide setting. --join-mps overrides.", _bool),
+        "and changes no daemon-wide setting. --join-mps overrides.", check_bool),
 )
 
 WORKLOAD_XSCHED_KEYS: tuple[Key, ...] = (
-    Key("priority", "integer", "(high 1, low 0)", "XSCHED_AUTO_XQUEUE_PRIORITY.", _int(-255, 255)),
-    Key("level", "integer", 1, "XSCHED_AUTO_XQUEUE_LEVEL (preemption level 1-3).", _int(1, 3)),
-    Key("threshold", "integer", "(high 16, low 4)", "XSCHED_AUTO_XQUEUE_THRESHOLD.", _int(1, 65536)),
-    Key("batch_size", "integer", "(high 8, low 2)", "XSCHED_AUTO_XQUEUE_BATCH_SIZE.", _int(1, 65536)),
+    Key("priority", "integer", "(high 1, low 0)", "XSCHED_AUTO_XQUEUE_PRIORITY.", check_integer(-255, 255)),
+    Key("level", "integer", 1, "XSCHED_AUTO_XQUEUE_LEVEL (preemption level 1-3).", check_integer(1, 3)),
+    Key("threshold", "integer", "(high 16, low 4)", "XSCHED_AUTO_XQUEUE_THRESHOLD.", check_integer(1, 65536)),
+    Key("batch_size", "integer", "(high 8, low 2)", "XSCHED_AUTO_XQUEUE_BATCH_SIZE.",
+        check_integer(1, 65536)),
     Key("lv3_impl", "string", None, "XSCHED_CUDA_LV3_IMPL: how level 3 preempts on CUDA, "
         "'TSG' (suspends the whole context; what preempting a CUDA graph needs, XSched 1.2) "
-        "or 'TRAP' (XSched's default).", _choice(*LV3_IMPLS), LV3_IMPLS),
+        "or 'TRAP' (XSched's default).", check_choice(*LV3_IMPLS), LV3_IMPLS),
     Key("single_stream", "boolean", None, "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS (XSched "
-        "1.2): each XQueue uses one CUDA stream.", _bool),
+        "1.2): each XQueue uses one CUDA stream.", check_bool),
     Key("suspend_sync_hwq", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ (XSched "
-        "1.2): a suspend waits for the hardware queue to drain.", _bool),
+        "1.2): a suspend waits for the hardware queue to drain.", check_bool),
     Key("suspend_wait_all", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL (XSched "
-        "1.2): a suspend waits for all in-flight commands.", _bool),
+        "1.2): a suspend waits for all in-flight commands.", check_bool),
     Key("suspend_wait_idle", "boolean", None, "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE (XSched "
-        "1.2): a suspend waits until the queue is idle.", _bool),
+        "1.2): a suspend waits until the queue is idle.", check_bool),
     Key("env", "table", {}, "Extra environment variables for XSched mode only (XSCHED_* "
-        "ones are checked against the settings the install knows).", _str_map),
+        "ones are checked against the settings the install knows).", check_str_map),
 )
 
 WORKLOAD_MPS_KEYS: tuple[Key, ...] = (
     Key("priority", "integer", "(high 0, low 1)", "CUDA_MPS_CLIENT_PRIORITY: 0 normal, 1 below "
-        "normal (MPS favours normal-priority clients' work).", _int(0, 1)),
+        "normal (MPS favours normal-priority clients' work).", check_integer(0, 1)),
     Key("active_thread_percentage", "integer", None, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: the "
         "share of SMs this client may use (1-100). Live-changeable per server (k).",
-        _int(1, 100)),
+        check_integer(1, 100)),
     Key("pinned_mem_limit", "string", None, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, e.g. '0=8G' "
-        "(device=limit, comma-separated).", _mem_limit),
-    Key("env", "table", {}, "Extra environment variables for MPS mode only.", _str_map),
+        "(device=limit, comma-separated).", check_mem_limit),
+    Key("env", "table", {}, "Extra environment variables for MPS mode only.", check_str_map),
 )
 
 WORKLOAD_COMMON_KEYS: tuple[Key, ...] = (
-    Key("name", "string", None, "Unique workload name (letters, digits, '_', '-', '.').", _name,
+    Key("name", "string", None, "Unique workload name (letters, digits, '_', '-', '.').", check_name,
         required=True),
     Key("priority", "string or integer", None,
-        "'high', 'low' or an integer -255..255 (bigger is more important).", _priority,
+        "'high', 'low' or an integer -255..255 (bigger is more important).", check_priority,
         required=True),
     Key("start_delay_s", "number", 0.0, "Delay before this workload's process is started.",
-        _num(lo=0, hi=3600)),
-    Key("env", "table", {}, "Extra environment variables for the process.", _str_map),
+        check_number(lo=0, hi=3600)),
+    Key("env", "table", {}, "Extra environment variables for the process.", check_str_map),
     Key("batch", "integer", 1, "Samples per request (images or sequences); samples/s = batch x req/s.",
-        _int(1, 1 << 20)),
+        check_integer(1, 1 << 20)),
     Key("stall_s", "number or false", "(automatic)", "Seconds without a completed request (or "
         "a heartbeat) after which the workload is stalled and its phase fails; false: never "
         "(a trainer writing checkpoints, a server reloading a model). Automatic: max(2 s, "
-        "20x its recent service time, 3 request gaps).", _stall),
+        "20x its recent service time, 3 request gaps).", check_stall),
 )
 
 WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
@@ -202,65 +204,65 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
         "BERT architecture (" + ", ".join(BERT_ARCHS) + ") or an LLM decoder ("
         + ", ".join(LLM_ARCHS) + "; each request decodes `new_tokens` after a `prompt_len` "
         "prompt and reports ttft_ms, tpot_ms and itl_ms), random weights. "
-        "Either this or `command`.", _model, required=True),
-    Key("input", "list", [3, 224, 224], "Image shape [C, H, W] for torchvision models.", _shape),
-    Key("seq_len", "integer", 128, "Sequence length for BERT models.", _int(1, 8192)),
+        "Either this or `command`.", check_model, required=True),
+    Key("input", "list", [3, 224, 224], "Image shape [C, H, W] for torchvision models.", check_shape),
+    Key("seq_len", "integer", 128, "Sequence length for BERT models.", check_integer(1, 8192)),
     Key("task", "string", "qa", "BERT head: 'qa' (question answering), 'classification', 'base'.",
-        _choice(*BERT_TASKS), BERT_TASKS),
-    Key("dtype", "string", "fp32", "Model and input dtype.", _choice(*DTYPES), DTYPES),
-    Key("device", "string", "(scenario device)", "'auto', 'cpu' or 'cuda:N'.", _device),
+        check_choice(*BERT_TASKS), BERT_TASKS),
+    Key("dtype", "string", "fp32", "Model and input dtype.", check_choice(*DTYPES), DTYPES),
+    Key("device", "string", "(scenario device)", "'auto', 'cpu' or 'cuda:N'.", check_device),
     Key("rate", "number", None, "Requests per second (open loop). Leave out for closed loop "
-        "(back to back).", _num(positive=True, hi=1e6)),
+        "(back to back).", check_number(positive=True, hi=1e6)),
     Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed' or 'poisson'.",
-        _choice(*ARRIVALS), ARRIVALS),
+        check_choice(*ARRIVALS), ARRIVALS),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
-        _int(1)),
-    Key("warmup", "integer", 10, "Warm-up iterations, never counted.", _int(0, 100000)),
+        check_integer(1)),
+    Key("warmup", "integer", 10, "Warm-up iterations, never counted.", check_integer(0, 100000)),
     Key("python", "string", "(xwatch's python)",
-        "Interpreter for this workload, e.g. a ROCm PyTorch environment.", _s),
+        "Interpreter for this workload, e.g. a ROCm PyTorch environment.", check_string),
     Key("threads", "integer", None, "torch intra-op CPU threads (torch.set_num_threads).",
-        _int(1, 1024)),
+        check_integer(1, 1024)),
     Key("stream", "string", "created", "Run requests on a created stream ('created', needed for "
         "XSched to schedule them) or the default stream ('default'). No effect on CPU.",
-        _choice(*STREAMS), STREAMS),
-    Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", _int(0)),
+        check_choice(*STREAMS), STREAMS),
+    Key("seed", "integer", 0, "Seed for random weights, inputs and Poisson arrivals.", check_integer(0)),
     Key("prompt_len", "integer", 128, "LLM decoders: prompt tokens per sequence (prefill).",
-        _int(1, 32768)),
+        check_integer(1, 32768)),
     Key("new_tokens", "integer", 32, "LLM decoders: tokens generated per request (greedy, "
-        "KV cache; each token synchronized before its clock stops).", _int(2, 8192)),
+        "KV cache; each token synchronized before its clock stops).", check_integer(2, 8192)),
     Key("decode", "string", "eager", "LLM decoders: 'eager' (a growing KV cache, one "
         "launch per kernel, as HF eager) or 'graphed' (a static KV cache and each decode "
         "step replayed as one captured CUDA graph, as serving engines do; needs a CUDA GPU). "
-        "Both synchronize each token before its clock stops.", _choice(*DECODE_MODES),
+        "Both synchronize each token before its clock stops.", check_choice(*DECODE_MODES),
         DECODE_MODES),
     Key("train", "boolean", False, "Train instead of serving: each request is one iteration "
         "of forward, loss against random labels (fixed seed), backward and an SGD step (lr "
         "0.01, momentum 0.9); its time is the latency, `batch` x iterations/s the samples/s. "
-        "torchvision models, and BERT with task 'classification' or 'qa'.", _bool),
+        "torchvision models, and BERT with task 'classification' or 'qa'.", check_bool),
     Key("amp", "string", "off", "Mixed precision by autocast around the forward pass (and "
         "the loss): 'off', 'bf16' or 'fp16' (training in fp16 scales the loss). Weights stay "
-        "in `dtype`.", _choice(*AMP_MODES), AMP_MODES),
+        "in `dtype`.", check_choice(*AMP_MODES), AMP_MODES),
     Key("stream_priority", "string", "(high for the highest-priority workloads, else normal)",
         "Priority of the created stream: 'high' (the device's greatest stream priority) or "
         "'normal'. Orders work within one process, and across processes under MPS; the "
-        "hello line records it.", _choice(*STREAM_PRIORITIES), STREAM_PRIORITIES),
+        "hello line records it.", check_choice(*STREAM_PRIORITIES), STREAM_PRIORITIES),
 )
 
 WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
     Key("command", "list", None, "External program and arguments (no shell). "
-        "Either this or `model`.", _str_list, required=True),
-    Key("cwd", "string", "(scenario folder)", "Working directory of the command.", _s),
+        "Either this or `model`.", check_str_list, required=True),
+    Key("cwd", "string", "(scenario folder)", "Working directory of the command.", check_string),
     Key("regex", "string", None,
         "Read latencies from stdout with this regex (named group latency_ms). "
-        "Leave out to read JSON lines from the fd in XWATCH_EVENT_FD.", _regex),
+        "Leave out to read JSON lines from the fd in XWATCH_EVENT_FD.", check_regex),
     Key("rate", "number", None, "Target request rate: for display, and to count requests that "
-        "were due but never reported when a phase ends.", _num(positive=True)),
+        "were due but never reported when a phase ends.", check_number(positive=True)),
     Key("stdout", "string", "(pty with regex, else pipe)",
         "How the command's stdout is connected: 'pty' (a pseudo-terminal, so C stdio flushes "
         "every line and latencies arrive live) or 'pipe' (block-buffered by most programs).",
-        _choice(*STDOUTS), STDOUTS),
+        check_choice(*STDOUTS), STDOUTS),
     Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
-        _choice(*PLATFORMS), PLATFORMS),
+        check_choice(*PLATFORMS), PLATFORMS),
 )
 
 
@@ -269,44 +271,44 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "started under the phase's mode (the XSched shim, an MPS client, or natively); "
         "xwatch's load generator (a process of its own, no GPU) then streams requests at it "
         "and reports ttft_ms, tpot_ms, itl_ms per request (docs/serving.md). Either this, "
-        "`model` or `command`.", _str_list, required=True),
+        "`model` or `command`.", check_str_list, required=True),
     Key("port", "integer", 8000, "The TCP port the server listens on (127.0.0.1); taken "
-        "before the server starts is an error.", _int(1, 65535)),
+        "before the server starts is an error.", check_integer(1, 65535)),
     Key("ready", "string", "/health", "The route that answers HTTP 200 once the server is "
-        "ready (transformers serve, vLLM, SGLang, llama-server: /health).", _route),
+        "ready (transformers serve, vLLM, SGLang, llama-server: /health).", check_route),
     Key("ready_timeout_s", "number", 300.0, "How long the server may take to answer "
         "`ready`; after that the workload fails, naming the last answer and the server's "
-        "last stderr lines.", _num(positive=True, hi=86400)),
+        "last stderr lines.", check_number(positive=True, hi=86400)),
     Key("api", "string", "openai-chat", "'openai-chat' (POST /v1/chat/completions) or "
         "'openai-completions' (POST /v1/completions), always streamed.",
-        _choice(*SERVER_APIS), SERVER_APIS),
+        check_choice(*SERVER_APIS), SERVER_APIS),
     Key("served_model", "string", None, "The `model` field of every request (transformers "
-        "serve: the model's path; vLLM: its --served-model-name). Left out: not sent.", _s),
+        "serve: the model's path; vLLM: its --served-model-name). Left out: not sent.", check_string),
     Key("rate", "number", None, "Requests per second, open loop (latency counts from each "
-        "request's scheduled send).", _num(positive=True), required=True),
+        "request's scheduled send).", check_number(positive=True), required=True),
     Key("arrival", "string", "fixed", "Spacing of requests: 'fixed' or 'poisson'.",
-        _choice(*ARRIVALS), ARRIVALS),
+        check_choice(*ARRIVALS), ARRIVALS),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
-        _int(1)),
+        check_integer(1)),
     Key("warmup", "integer", 2, "Requests sent one at a time before measuring (never "
-        "counted); the first also proves the API is OpenAI's.", _int(1, 10000)),
-    Key("seed", "integer", 0, "Seed for Poisson arrivals, lengths and prompts.", _int(0)),
+        "counted); the first also proves the API is OpenAI's.", check_integer(1, 10000)),
+    Key("seed", "integer", 0, "Seed for Poisson arrivals, lengths and prompts.", check_integer(0)),
     Key("prompt_len", "integer", 128, "Prompt length in words (the generator holds no "
-        "tokenizer; a word of the synthetic prompt is about one token).", _int(1, 1 << 20)),
+        "tokenizer; a word of the synthetic prompt is about one token).", check_integer(1, 1 << 20)),
     Key("new_tokens", "integer", 32, "`max_tokens` of each request (with `dataset`: the "
-        "most any request asks for).", _int(1, 1 << 20)),
+        "most any request asks for).", check_integer(1, 1 << 20)),
     Key("range_ratio", "number", 0.0, "Lengths drawn uniformly from [L(1-r), L(1+r)] "
         "around `prompt_len` and `new_tokens` (vLLM's random-range-ratio); 0: fixed.",
-        _num(lo=0, hi=1)),
+        check_number(lo=0, hi=1)),
     Key("dataset", "string", None, "A JSONL file of conversations in the ShareGPT shape "
         "(`{\"conversations\": [{\"from\": \"human\", \"value\": ...}, {\"from\": \"gpt\", "
         "...}]}` a line): prompts from the first human turn, `max_tokens` from the reply's "
-        "words; relative to the scenario's folder.", _s),
+        "words; relative to the scenario's folder.", check_string),
     Key("ignore_eos", "boolean", False, "Send `ignore_eos: true` (vLLM, SGLang: every request "
-        "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", _bool),
-    Key("cwd", "string", "(scenario folder)", "Working directory of the server.", _s),
+        "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", check_bool),
+    Key("cwd", "string", "(scenario folder)", "Working directory of the server.", check_string),
     Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
-        _choice(*PLATFORMS), PLATFORMS),
+        check_choice(*PLATFORMS), PLATFORMS),
 )
 
 

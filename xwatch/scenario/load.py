@@ -16,7 +16,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from xwatch.core.engine.worker.archs import LLM_ARCHS
+from xwatch.core.archs import LLM_ARCHS
 from xwatch.errors import ScenarioError
 from xwatch.scenario.keys import (
     KIND_KEYS,

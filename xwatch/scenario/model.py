@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
 from xwatch.errors import UsageError
-from xwatch.scenario.values import PRIORITY_NUMBERS, SERVER_FROM_CLI, SETTLED_POLL_MS, _device
+from xwatch.scenario.values import PRIORITY_NUMBERS, SERVER_FROM_CLI, SETTLED_POLL_MS, check_device
 
 
 # --------------------------------------------------------------------------- models
@@ -154,8 +155,8 @@ class Slo:
 @dataclass(frozen=True)
 class XschedSettings:
     root: str | None = None
-    policy: str = "HPF"
-    port: int = 50000
+    policy: str = XSCHED_DEFAULT_POLICY
+    port: int = XSCHED_DEFAULT_PORT
     platform: str | None = None
     poll_ms: int = 100
     settled_poll_ms: int | None = None  # None: max(poll_ms, SETTLED_POLL_MS)
@@ -221,7 +222,7 @@ class Scenario:
             s = dataclasses.replace(s, duration_s=duration_s)
         if device is not None:
             try:
-                _device(device)
+                check_device(device)
             except ValueError as e:
                 raise UsageError(f"--device {device!r} {e}")
             s = dataclasses.replace(

@@ -1,5 +1,5 @@
 """Scenario values: the allowed choices (dtypes, arrivals, policies, ...) and the
-parsers that check one value each and return it normalized, raising ``TypeError``
+parsers that check one value each (``check_*``) and return it normalized, raising ``TypeError``
 (what was expected) or ``ValueError`` (why the value is out of range). The key
 tables (``keys.py``) name them; nothing here knows which key uses which."""
 
@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from xwatch.core.engine.worker.archs import BERT_ARCHS as _BERT_ARCHS
-from xwatch.core.engine.worker.archs import LLM_ARCHS
-from xwatch.core.xsched.meta import KNOWN_POLICIES
+from xwatch.core.archs import BERT_ARCHS as _BERT_ARCHS
+from xwatch.core.archs import LLM_ARCHS
+from xwatch.core.schedulers import KNOWN_POLICIES
 from xwatch.errors import UsageError
 
 PRIORITY_NUMBERS = {"high": 1, "low": 0}
@@ -49,13 +49,14 @@ _MODEL_RE = re.compile(r"^[a-z0-9_.-]+$")
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
 
 
-def _s(v: Any) -> str:
+def check_string(v: Any) -> str:
     if not isinstance(v, str):
         raise TypeError("a string")
     return v
 
 
-def _num(lo: float | None = None, hi: float | None = None, positive: bool = False) -> Callable[[Any], float]:
+def check_number(lo: float | None = None, hi: float | None = None,
+                 positive: bool = False) -> Callable[[Any], float]:
     def check(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise TypeError("a finite number")
@@ -69,7 +70,7 @@ def _num(lo: float | None = None, hi: float | None = None, positive: bool = Fals
     return check
 
 
-def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
+def check_integer(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     def check(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError("an integer")
@@ -81,20 +82,20 @@ def _int(lo: int | None = None, hi: int | None = None) -> Callable[[Any], int]:
     return check
 
 
-def _bool(v: Any) -> bool:
+def check_bool(v: Any) -> bool:
     if not isinstance(v, bool):
         raise TypeError("true or false")
     return v
 
 
-def _metric(v: Any) -> str:
-    text = _s(v)
+def check_metric(v: Any) -> str:
+    text = check_string(v)
     if not re.fullmatch(r"[a-z][a-z0-9_]*_ms", text):
         raise ValueError("a metric name in lower case ending in _ms, e.g. 'tpot_ms'")
     return text
 
 
-def _stall(v: Any) -> float | bool:
+def check_stall(v: Any) -> float | bool:
     if v is False:
         return False
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -107,15 +108,15 @@ def _stall(v: Any) -> float | bool:
 _MEM_LIMIT = re.compile(r"^\d+=\d+[KMG]?(,\d+=\d+[KMG]?)*$")
 
 
-def _mem_limit(v: Any) -> str:
-    text: str = _s(v)
+def check_mem_limit(v: Any) -> str:
+    text: str = check_string(v)
     if not _MEM_LIMIT.match(text):
         raise ValueError("expected DEVICE=SIZE[,DEVICE=SIZE...] such as '0=8G' (sizes in "
                          "bytes or with K, M, G)")
     return text
 
 
-def _choice(*allowed: str) -> Callable[[Any], str]:
+def check_choice(*allowed: str) -> Callable[[Any], str]:
     def check(v: Any) -> str:
         if not isinstance(v, str):
             raise TypeError("a string")
@@ -125,13 +126,13 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
     return check
 
 
-def _str_list(v: Any) -> tuple[str, ...]:
+def check_str_list(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
         raise TypeError("a non-empty list of strings")
     return tuple(v)
 
 
-def _route(v: Any) -> str:
+def check_route(v: Any) -> str:
     if not isinstance(v, str):
         raise TypeError("a string")
     if not v.startswith("/") or any(c.isspace() for c in v):
@@ -139,7 +140,7 @@ def _route(v: Any) -> str:
     return v
 
 
-def _str_map(v: Any) -> Mapping[str, str]:
+def check_str_map(v: Any) -> Mapping[str, str]:
     if not isinstance(v, dict):
         raise TypeError("a table of strings")
     out: dict[str, str] = {}
@@ -150,22 +151,22 @@ def _str_map(v: Any) -> Mapping[str, str]:
     return MappingProxyType(out)
 
 
-def _priority(v: Any) -> int | str:
+def check_priority(v: Any) -> int | str:
     if isinstance(v, str):
         if v not in PRIORITY_NUMBERS:
             raise ValueError("must be 'high', 'low' or an integer from -255 to 255")
         return v
-    return _int(-255, 255)(v)
+    return check_integer(-255, 255)(v)
 
 
-def _device(v: Any) -> str:
-    s = _s(v)
+def check_device(v: Any) -> str:
+    s = check_string(v)
     if not _DEVICE_RE.match(s):
         raise ValueError("must be 'auto', 'cpu', 'cuda' or 'cuda:N'")
     return s
 
 
-def _gpus(v: Any) -> tuple[int, ...]:
+def check_gpus(v: Any) -> tuple[int, ...]:
     if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
                                           for x in v):
         raise TypeError("a list of GPU indices, e.g. [0, 1]")
@@ -179,20 +180,20 @@ def _gpus(v: Any) -> tuple[int, ...]:
 def parse_gpus(text: str) -> tuple[int, ...]:
     """``--gpus 0,1`` -> (0, 1); a UsageError naming what is wrong."""
     try:
-        return _gpus([int(x) for x in text.split(",") if x.strip()])
+        return check_gpus([int(x) for x in text.split(",") if x.strip()])
     except (TypeError, ValueError) as e:
         raise UsageError(f"--gpus {text!r}: expected GPU indices like 0,1 ({e})")
 
 
-def _shape(v: Any) -> tuple[int, ...]:
+def check_shape(v: Any) -> tuple[int, ...]:
     if (not isinstance(v, list) or len(v) != 3
             or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)):
         raise TypeError("a list of three positive integers [channels, height, width]")
     return tuple(v)
 
 
-def _regex(v: Any) -> str:
-    s = _s(v)
+def check_regex(v: Any) -> str:
+    s = check_string(v)
     try:
         rx = re.compile(s)
     except re.error as e:
@@ -202,15 +203,15 @@ def _regex(v: Any) -> str:
     return s
 
 
-def _name(v: Any) -> str:
-    s = _s(v)
+def check_name(v: Any) -> str:
+    s = check_string(v)
     if not _NAME_RE.match(s):
         raise ValueError("must be 1-32 characters of letters, digits, '_', '-', '.'")
     return s
 
 
-def _model(v: Any) -> str:
-    s = _s(v)
+def check_model(v: Any) -> str:
+    s = check_string(v)
     if not _MODEL_RE.match(s):
         raise ValueError("must be a torchvision model name (e.g. 'resnet18') or a BERT name")
     if s.startswith("bert") and s not in BERT_ARCHS:
@@ -220,5 +221,5 @@ def _model(v: Any) -> str:
     return s
 
 
-def _policy(v: Any) -> str:
-    return _choice(*POLICIES)(v)
+def check_policy(v: Any) -> str:
+    return check_choice(*POLICIES)(v)

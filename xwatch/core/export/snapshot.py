@@ -218,7 +218,7 @@ def _umask() -> int:
     return mask
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # what open() would give, not mkstemp's 0600
@@ -278,10 +278,10 @@ def write_export(prep: PreparedExport, directory: str | os.PathLike[str]) -> Pat
         raise
     for rel, trace in prep.traces:  # kernel captures, compressed, before the snapshot
         (d / rel).parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(d / rel, gzip.compress(msgspec.json.encode(trace), compresslevel=6,
+        atomic_write(d / rel, gzip.compress(msgspec.json.encode(trace), compresslevel=6,
                                              mtime=0))
     path = d / "snapshot.json"
-    _atomic_write(path, encode_document(prep.doc))
+    atomic_write(path, encode_document(prep.doc))
     return path
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
+from xwatch.core.procs import environ, maps, tree
 
 SHIM_NAMES = ("libshimcuda.so", "libshimhip.so")
 DRIVER_PREFIXES = ("libcuda.so", "libamdhip64.so")
@@ -125,35 +126,18 @@ def clean_env(env: Mapping[str, str], mode: str, install_libs: Iterable[str] = (
 
 
 # ------------------------------------------------------------ proof from the maps
-def _maps_of(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as f:
-            return [ln.split(None, 5)[5].strip() for ln in f if len(ln.split(None, 5)) == 6]
-    except (OSError, IndexError):
-        return None
-
-
-def _tree(pid: int) -> list[int]:
-    try:
-        import psutil
-
-        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    except Exception:
-        return [pid]
-
-
 def scheduler_libraries(pid: int, install_libs: Iterable[str] = ()) -> list[str] | None:
     """XSched libraries mapped by ``pid`` or any of its children (sorted, unique);
     None when the maps cannot be read (not Linux, permissions, process gone)."""
     libs = [str(x) for x in install_libs]
     seen: set[str] = set()
     read_any = False
-    for p in _tree(pid):
-        maps = _maps_of(p)
-        if maps is None:
+    for p in tree(pid):
+        mapped = maps(p)
+        if mapped is None:
             continue
         read_any = True
-        for path in maps:
+        for path in mapped:
             if is_shim(path) or any(path.startswith(lib.rstrip("/") + "/") for lib in libs):
                 seen.add(path)
     return sorted(seen) if read_any else None
@@ -162,14 +146,7 @@ def scheduler_libraries(pid: int, install_libs: Iterable[str] = ()) -> list[str]
 def shim_origin(pid: int, lib: str, added: Mapping[str, str]) -> str:
     """Where a mapped shim came from, from the process's own environment and what
     the scenario (``added``: what xwatch set for it) gave it."""
-    env: dict[str, str] = {}
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            for item in f.read().split(b"\0"):
-                k, _, v = item.partition(b"=")
-                env[k.decode(errors="replace")] = v.decode(errors="replace")
-    except OSError:
-        pass
+    env = environ(pid) or {}
     folder = os.path.dirname(lib)
     for var in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
         val = env.get(var, "")

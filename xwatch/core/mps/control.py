@@ -13,12 +13,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from xwatch.core.modes.box import MpsDaemon, find_mps_daemons, own_pids, process, user_name
+from xwatch.core.modes.neighbours import MpsDaemon, find_mps_daemons
+from xwatch.core.procs import own_pids, process, user_name
+from xwatch.core.schedulers import MPS_SERVER, MPS_TOOL
 from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 
-TOOL = "nvidia-cuda-mps-control"
-SERVER = "nvidia-cuda-mps-server"
+TOOL, SERVER = MPS_TOOL, MPS_SERVER
 #: where NVIDIA's packages and containers put the tool when it is not on PATH
 EXTRA_DIRS = ("/usr/local/nvidia/bin", "/usr/bin", "/usr/local/cuda/bin")
 NO_DAEMON = "Cannot find MPS control daemon process"

@@ -45,10 +45,11 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
-from xwatch.core.modes.box import MpsDaemon, Strangers
 from xwatch.core.modes.daemon import read_lines, stop_group
+from xwatch.core.modes.neighbours import MpsDaemon, Strangers
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
+from xwatch.core.procs import tree
 from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 
@@ -56,15 +57,6 @@ SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 #: how long a running workload may take to appear in a client list
 JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
-
-
-def _children(pid: int) -> set[int]:
-    try:
-        import psutil
-
-        return {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
-    except Exception:
-        return {pid}
 
 
 class MpsController:
@@ -407,7 +399,7 @@ class MpsController:
                 continue
             if not final and pid_alive(run.pid, zombie=False):
                 self._looked.add(name)  # a list was read while it ran
-            mine = _children(run.pid)
+            mine = set(tree(run.pid))
             server = next((s for s, cl in lists.items() if mine & set(cl)), None)
             if server is not None:
                 self._servers.add(server)

@@ -27,9 +27,9 @@ from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import XSCHED
-from xwatch.core.modes.box import Strangers, Xserver
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
+from xwatch.core.modes.neighbours import Strangers, Xserver
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (
     check_policy,

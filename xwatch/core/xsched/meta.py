@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from xwatch.core.schedulers import SHORT_NAMES, XSCHED_CHANNEL_KEY, XSERVER
+
 CONFIG_FILES = ("lib/cmake/XSched/XSchedConfig.cmake", "lib64/cmake/XSched/XSchedConfig.cmake",
                 "share/cmake/XSched/XSchedConfig.cmake")
 TYPES_H = "include/xsched/types.h"
@@ -30,19 +32,6 @@ DEF_H = "include/xsched/protocol/def.h"
 #: files whose bytes name the policy classes and settings the build holds
 BINARIES = ("bin/xserver", "lib/libpreempt.so", "lib/libshimcuda.so", "lib/libhalcuda.so",
             "lib/libshimhip.so", "lib/libhalhip.so")
-
-#: XSched's short names for its policy types (the enum's name after ``kPolicy``), as its
-#: ``protocol/names.cpp`` gives them; a type not listed here gets its capitals
-SHORT_NAMES: Mapping[str, str] = {
-    "HighestPriorityFirst": "HPF", "HeterogeneousHighestPriorityFirst": "HHPF",
-    "CPUHighestPriorityFirst": "CHPF", "UtilizationPartition": "UP",
-    "ProcessUtilizationPartition": "PUP", "StrictProcessUtilizationPartition": "SPUP",
-    "KEarliestDeadlineFirst": "KEDF", "Laxity": "LAX", "ActiveWindowFirst": "AWF",
-    "CompletelyFairScheduler": "CFS", "MultiLevelFeedbackQueue": "MLFQ",
-}
-#: every policy name any XSched release has had (what a scenario may name before the
-#: install is known; the install then decides)
-KNOWN_POLICIES: tuple[str, ...] = tuple(SHORT_NAMES.values())
 
 #: the numberings of the two releases, used only when an install lacks types.h
 _NUMBERING_1_0 = ("HighestPriorityFirst", "HeterogeneousHighestPriorityFirst",
@@ -318,9 +307,9 @@ def channel_key(xserver: str | Path | None) -> int:
     1, XSched's, when the header is missing). ``xserver``: the binary (``bin/xserver``
     of the install) or the install's folder; None: XSched's key."""
     if xserver is None:
-        return 1
+        return XSCHED_CHANNEL_KEY
     p = Path(xserver)
-    root = p.parent.parent if p.name == "xserver" else p
+    root = p.parent.parent if p.name == XSERVER else p
     raw = _read(root / DEF_H)
     m = _CHANNEL_RE.search(raw) if raw else None
-    return int(m.group(1), 0) if m else 1
+    return int(m.group(1), 0) if m else XSCHED_CHANNEL_KEY

@@ -27,7 +27,8 @@ from msgspec.structs import replace
 
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
-from xwatch.core.modes.box import Strangers
+from xwatch.core.modes.neighbours import Strangers
+from xwatch.core.procs import descendants
 from xwatch.core.xsched.client import XQueueRow, XserverClient, decode_xqueues
 
 _pid = attrgetter("pid")
@@ -114,7 +115,7 @@ class Answer:
 class ProcessTrees:
     """The processes whose queues are a workload's: its own pid, and for a server
     workload every process below it (the server and the workers it spawns), matched by
-    the process tree (psutil), never by name; re-read at most every ``every_s``."""
+    the process tree (``procs.descendants``), never by name; re-read at most every ``every_s``."""
 
     def __init__(self, every_s: float = 1.0) -> None:
         self.every_s = every_s
@@ -129,12 +130,9 @@ class ProcessTrees:
         now = time.monotonic()
         hit = self._cache.get(pid)
         if hit is None or now - hit[0] >= self.every_s:
-            try:
-                import psutil
-
-                kids = tuple(c.pid for c in psutil.Process(pid).children(recursive=True))
-            except Exception:  # gone, or unreadable: keep what was last seen
-                kids = hit[1][1:] if hit else ()
+            below = descendants(pid)
+            # gone, or unreadable: keep what was last seen
+            kids = tuple(below) if below is not None else hit[1][1:] if hit else ()
             hit = self._cache[pid] = (now, (pid, *kids))
         return hit[1]
 

@@ -20,7 +20,7 @@ from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
-from xwatch.core.export.sections import policy_label, xsched_version
+from xwatch.core.export.sections.modes import policy_label, xsched_version
 from xwatch.core.xsched.engagement import EXIT_CRASH
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from xwatch.core.archs import BERT_ARCHS, LLM_ARCHS
 from xwatch.core.engine.worker import GPU_INIT_ENV
-from xwatch.core.engine.worker.archs import BERT_ARCHS, LLM_ARCHS
 from xwatch.core.engine.worker.config import WorkerConfig
 
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}

@@ -1,6 +1,6 @@
 """BERT and decoder-only LLM architectures xwatch can build from a config (random
-weights, no download). Standard library only: imported by the scenario validator
-and by the worker, which may run under another interpreter.
+weights, no download). A leaf below every stage, standard library only: imported by
+the scenario validator and by the worker, which may run under another interpreter.
 
 BERT: name -> (layers, hidden, heads, intermediate, vocab)
 """

@@ -1,5 +1,6 @@
-"""The box: the daemons of other sessions that a mode's own daemon would collide with,
-found before one is started (any user's, through ``/proc``).
+"""This box's other sessions: the daemons that a mode's own daemon would collide with,
+found before one is started (any user's, read through ``core/procs``), and once a
+phase runs, the processes that joined this session's daemon.
 
 XSched: the shims and xserver meet on one System V message queue whose key is a
 compile-time constant (``XSCHED_SERVER_CHANNEL_KEY``, 1 in 1.2.0's
@@ -29,10 +30,8 @@ joiner on the other GPU took the first session's HIGH P50 under XSched from 4 to
 
 from __future__ import annotations
 
-import contextlib
 import os
-import pwd
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,44 +39,28 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.launch import OWNER_ENV
-
-XSERVER = "xserver"
-#: XSched's defaults (protocol/def.h, service/server/src/main.cpp)
-XSCHED_CHANNEL_KEY = 1
-XSCHED_DEFAULT_PORT = 50000
-XSCHED_DEFAULT_POLICY = "HPF"
-MPS_TOOL = "nvidia-cuda-mps-control"
-MPS_DEFAULT_PIPE = "/tmp/nvidia-mps"
-MPS_PID_FILE = "nvidia-cuda-mps-control.pid"
-PROC = "/proc"
-
-
-@dataclass(frozen=True)
-class BoxProcess:
-    """A process of this box: its pid, owner and command line."""
-
-    pid: int
-    uid: int
-    argv: tuple[str, ...]
-
-    @property
-    def user(self) -> str:
-        return user_name(self.uid)
-
-    @property
-    def cmdline(self) -> str:
-        return " ".join(self.argv)
-
-
-@dataclass(frozen=True)
-class MsgQueue:
-    """One System V message queue (a line of ``/proc/sysvipc/msg``)."""
-
-    key: int
-    msqid: int
-    cuid: int  # its creator's uid
-    lspid: int  # the last process that sent to it (0: none yet)
-    lrpid: int  # the last process that received from it
+from xwatch.core.procs import (
+    PROC,
+    BoxProcess,
+    MsgQueue,
+    environ,
+    msg_queues,
+    parent,
+    process,
+    processes,
+    program_index,
+    program_path,
+    read_bytes,
+    user_name,
+)
+from xwatch.core.schedulers import (
+    MPS_DEFAULT_PIPE,
+    MPS_PID_FILE,
+    MPS_TOOL,
+    XSCHED_DEFAULT_POLICY,
+    XSCHED_DEFAULT_PORT,
+    XSERVER,
+)
 
 
 @dataclass(frozen=True)
@@ -135,107 +118,6 @@ class MpsDaemon:
                 f"{self.proc.cmdline}")
 
 
-def user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def process(pid: int, proc: str = PROC) -> BoxProcess | None:
-    """Process ``pid`` (None when gone, a zombie, or a kernel thread)."""
-    raw = _read(f"{proc}/{pid}/cmdline")
-    status = _read(f"{proc}/{pid}/status")
-    if not raw or status is None:
-        return None
-    uid = -1
-    for line in status.decode(errors="replace").splitlines():
-        if line.startswith("State:") and "Z" in line.split()[1:2]:
-            return None
-        if line.startswith("Uid:"):
-            uid = int(line.split()[1])
-    argv = tuple(a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0"))
-    return BoxProcess(pid, uid, argv)
-
-
-def processes(proc: str = PROC) -> Iterator[BoxProcess]:
-    """Every live process this one can see."""
-    try:
-        names = os.listdir(proc)
-    except OSError:
-        return
-    for d in names:
-        if d.isdigit():
-            p = process(int(d), proc)
-            if p is not None:
-                yield p
-
-
-def environ(pid: int, proc: str = PROC) -> dict[str, str] | None:
-    """Process ``pid``'s environment; None when it cannot be read (another user's)."""
-    raw = _read(f"{proc}/{pid}/environ")
-    if raw is None:
-        return None
-    out = {}
-    for item in raw.split(b"\0"):
-        k, eq, v = item.partition(b"=")
-        if eq:
-            out[k.decode(errors="replace")] = v.decode(errors="replace")
-    return out
-
-
-def msg_queues(path: str = f"{PROC}/sysvipc/msg") -> list[MsgQueue]:
-    """The System V message queues of this IPC namespace."""
-    raw = _read(path)
-    if raw is None:
-        return []
-    lines = raw.decode(errors="replace").splitlines()
-    if not lines:
-        return []
-    head = lines[0].split()
-    out = []
-    for line in lines[1:]:
-        row = dict(zip(head, line.split(), strict=False))
-        try:
-            out.append(MsgQueue(int(row["key"]), int(row["msqid"]), int(row["cuid"]),
-                                int(row["lspid"]), int(row["lrpid"])))
-        except (KeyError, ValueError):
-            continue
-    return out
-
-
-def _where(argv: tuple[str, ...], name: str) -> int | None:
-    """Index of the argv item that is program ``name`` (argv[0], or the script an
-    interpreter runs: argv[1]); None if neither."""
-    for i in range(min(2, len(argv))):
-        if os.path.basename(argv[i]) == name:
-            return i
-    return None
-
-
-def _program(p: BoxProcess, i: int, proc: str = PROC) -> str:
-    """The path of the program at argv[i]: the binary ``/proc`` links to, else made
-    absolute with its working folder when that can be read, else as given."""
-    path = p.argv[i]
-    if i == 0:  # the binary itself (readable for one's own processes and root's)
-        with contextlib.suppress(OSError):
-            exe = os.readlink(f"{proc}/{p.pid}/exe")
-            if os.path.basename(exe) == os.path.basename(path):
-                return exe
-    if not os.path.isabs(path) and "/" in path:
-        with contextlib.suppress(OSError):
-            path = os.path.join(os.readlink(f"{proc}/{p.pid}/cwd"), path)
-    return path
-
-
 def xserver_args(argv: tuple[str, ...], i: int) -> tuple[str | None, int | None]:
     """(policy, port) of an xserver from its argv (``xserver`` alone: XSched's
     defaults; anything but two arguments: unknown)."""
@@ -257,10 +139,10 @@ def find_xserver(key: int, key_of: Callable[[str | None], int],
     chan = next((q for q in msg_queues(f"{proc}/sysvipc/msg") if q.key == key), None)
     found = []
     for p in processes(proc):
-        i = _where(p.argv, XSERVER)
+        i = program_index(p.argv, XSERVER)
         if i is None or p.pid in own:
             continue
-        if key_of(_program(p, i, proc)) != key:
+        if key_of(program_path(p, i, proc)) != key:
             continue  # another install's channel
         policy, port = xserver_args(p.argv, i)
         found.append(Xserver(key, p, port, policy, chan))
@@ -293,10 +175,10 @@ def find_mps_daemons(tool: str, own: set[int] = frozenset(),  # type: ignore[ass
     out = []
     mine = _file_id(tool)
     for p in processes(proc):
-        i = _where(p.argv, MPS_TOOL)
+        i = program_index(p.argv, MPS_TOOL)
         if i is None or p.pid in own or not ({"-d", "-f"} & set(p.argv[i + 1:])):
             continue  # the tool run as a client: a command, not a daemon
-        path = _program(p, i, proc)  # as its own root sees it (a container's), else ours
+        path = program_path(p, i, proc)  # as its own root sees it (a container's), else ours
         theirs = _file_id(f"{proc}/{p.pid}/root{path}", path) if os.path.isabs(path) else None
         if mine is not None and theirs is not None and theirs != mine:
             continue  # another driver's tool
@@ -305,46 +187,11 @@ def find_mps_daemons(tool: str, own: set[int] = frozenset(),  # type: ignore[ass
             pipe: str | None = env.get("CUDA_MPS_PIPE_DIRECTORY") or MPS_DEFAULT_PIPE
             visible = env.get("CUDA_VISIBLE_DEVICES")
         else:
-            pidf = _read(str(Path(MPS_DEFAULT_PIPE) / MPS_PID_FILE))
+            pidf = read_bytes(str(Path(MPS_DEFAULT_PIPE) / MPS_PID_FILE))
             pipe = MPS_DEFAULT_PIPE if pidf and pidf.strip() == str(p.pid).encode() else None
             visible = None
         out.append(MpsDaemon(p, pipe, visible, env is not None))
     return out
-
-
-def own_pids() -> set[int]:
-    """This process and its descendants (the daemons a session started itself)."""
-    kids: dict[int, list[int]] = {}
-    try:
-        names = os.listdir(PROC)
-    except OSError:
-        return {os.getpid()}
-    for d in names:
-        if not d.isdigit():
-            continue
-        raw = _read(f"{PROC}/{d}/stat")
-        if raw is None:
-            continue
-        with contextlib.suppress(ValueError, IndexError):
-            ppid = int(raw.rsplit(b")", 1)[1].split()[1])
-            kids.setdefault(ppid, []).append(int(d))
-    out, todo = set(), [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        if pid not in out:
-            out.add(pid)
-            todo += kids.get(pid, [])
-    return out
-
-
-def _parent(pid: int, proc: str = PROC) -> int | None:
-    raw = _read(f"{proc}/{pid}/stat")
-    if raw is None:
-        return None
-    try:
-        return int(raw.rsplit(b")", 1)[1].split()[1])
-    except (ValueError, IndexError):
-        return None
 
 
 class Strangers:
@@ -367,12 +214,12 @@ class Strangers:
         env = environ(pid, self.proc)
         if env is not None and env.get(OWNER_ENV) == str(self.me):
             return None
-        seen, up = set(), _parent(pid, self.proc)
+        seen, up = set(), parent(pid, self.proc)
         while up is not None and up > 1 and up not in seen:
             if up == self.me:
                 return None
             seen.add(up)
-            up = _parent(up, self.proc)
+            up = parent(up, self.proc)
         return p
 
     def foreign(self, pids: Iterable[int]) -> list[int]:

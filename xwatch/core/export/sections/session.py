@@ -1,0 +1,137 @@
+"""The report's account of the session itself: the scenario, the environment it ran
+in (host, devices, the modes' daemons and settings), the phases, what failed and how
+to run it again."""
+
+from __future__ import annotations
+
+import shlex
+
+from msgspec import UNSET, UnsetType
+
+from xwatch.core import model as M
+from xwatch.core.analysis.phases import label, shared_lines
+from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.export.render.model import Section, Table, num
+from xwatch.core.export.sections.modes import policy_label, xsched_version
+
+
+def joined_note(j: M.Joined | UnsetType) -> str:
+    """How a joined daemon (another session's) reads in the environment table."""
+    if not isinstance(j, M.Joined):
+        return ""
+    change = f"; this session set its policy {j.policy_change}" if j.policy_change else ""
+    return (f" (another session's, joined: pid {j.pid}, user {j.user}; not started or "
+            f"stopped by this session{change})")
+
+
+def scenario_section(snap: SessionSnapshot) -> Section:
+    """What ran: the scenario, its workloads and its objective."""
+    scen = snap.scenario
+    s = Section("Scenario")
+    s.paragraphs.append(f"**{scen.name}**: {scen.description or '(no description)'}  \n"
+                        f"Source: `{scen.source}`; planned {scen.duration_s:g} s per phase; "
+                        f"window for live percentiles {scen.window_s:g} s.")
+    s.tables.append(("", Table(
+        ["workload", "priority", "what", "batch", "target rate", "device", "stream"],
+        [[w.name, str(w.priority), w.describe() if w.model else "`" + " ".join(
+            w.command or w.server or ()) + "`", str(w.batch),
+          f"{w.rate:g}/s" if w.rate else "closed loop", w.device if w.model else "-",
+          w.stream if w.model else "-"]
+         for w in scen.workloads])))
+    if scen.slo:
+        s.paragraphs.append(f"Objective (SLO): {scen.slo.workload} P{scen.slo.percentile:g} < "
+                            f"{scen.slo.latency_ms:g} ms.")
+    return s
+
+
+def environment_section(snap: SessionSnapshot) -> Section:
+    """Where it ran: host, devices, torch, driver, telemetry, each phase's daemons
+    and XSched settings."""
+    env = snap.environment
+    tel = snap.telemetry
+    e = Section("Environment")
+    hellos = [w.hello for p in snap.phases for w in p.workloads if w.hello]
+    gpus = sorted({str(h.get("device_name")) for h in hellos if h.get("device_name")})
+    torch_v = sorted({str(h.get("torch")) for h in hellos if h.get("torch")})
+    rows = [["host", f"{env.host} ({env.os}, {env.cpus} CPUs)" if env else "? (?, ? CPUs)"],
+            ["python (xwatch)", env.python if env else "?"],
+            ["device(s) used", ", ".join(gpus) or "-"],
+            ["torch", ", ".join(torch_v) or "-"],
+            ["driver", str(tel.info.driver or "-") if tel is not None else "-"],
+            ["telemetry", f"{tel.backend} ({tel.reason})" if tel is not None else "off"]]
+    for p in snap.phases:
+        xs = p.xsched
+        if xs:
+            # older snapshots: as before
+            ver = f"{xsched_version(xs)}, " if xs.version is not UNSET else ""
+            rows.append([f"XSched ({p.name})", f"{ver}root `{xs.root}`, "
+                         f"policy {policy_label(xs)}, xserver "
+                         f"`{' '.join(xs.xserver_cmd or [])}`" + joined_note(xs.joined)])
+        if p.mps and p.mps.joined:
+            rows.append([f"MPS ({p.name})", "control daemon" + joined_note(p.mps.joined)])
+    e.tables.append(("", Table(["what", "value"], rows)))
+    for p in snap.phases:
+        xs = p.xsched
+        if not xs:
+            continue
+        env_rows = []
+        for name, wenv in xs.env.items():
+            env_rows.append([name, "<br>".join(f"`{k}={v}`" for k, v in sorted(wenv.items())
+                                               if k.startswith(("XSCHED_", "LD_")))])
+        e.tables.append((f"XSched settings in {p.name}", Table(["workload", "variables"],
+                                                               env_rows)))
+    return e
+
+
+def phases_section(snap: SessionSnapshot) -> Section:
+    """Each phase: mode, status, start, measured time, kernel captures, and who
+    shared its daemon."""
+    ph = Section("Phases")
+    ph.tables.append(("", Table(
+        ["phase", "mode", "status", "started (UTC)", "measured (s)", "kernel captures"],
+        [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1),
+          ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
+         for p in snap.phases])))
+    ph.paragraphs += [f"**{p.name}** {line}." for p in snap.phases for line in shared_lines(p)]
+    return ph
+
+
+def failures_section(snap: SessionSnapshot) -> Section | None:
+    """Failed phases and workloads: why, their last stderr lines, the environment
+    in force."""
+    fails = []
+    for p in snap.phases:
+        if p.status == "failed" and p.error:
+            fails.append(f"**{p.name}**: {p.error}")
+        for w in p.workloads:
+            if w.state == "failed" or (w.exit and not w.exit.ran_to_end):
+                lines = [f"**{p.name} / {w.name}**: {w.exit.describe() if w.exit else w.state}"]
+                if w.error:
+                    lines.append(f"error: `{w.error}`")
+                fails.append("  \n".join(lines))
+                tail = "\n".join(w.stderr_tail[-12:])
+                env_in_force = w.launch.env
+                shown = {k: v for k, v in env_in_force.items()
+                         if k.startswith(("XSCHED_", "LD_", "HIP_", "CUDA_"))}
+                if tail:
+                    fails.append("stderr (last lines):\n\n" + "\n".join("    " + ln for ln in
+                                                                      tail.splitlines()))
+                if shown:
+                    fails.append("environment in force: " + ", ".join(
+                        f"`{k}={v}`" for k, v in sorted(shown.items())))
+    if fails:
+        return Section("Failures", paragraphs=fails)
+    return None
+
+
+def reproduce_section(snap: SessionSnapshot) -> Section:
+    """The command line that runs the session again."""
+    scen = snap.scenario
+    env = snap.environment
+    repro = Section("Reproduce")
+    argv = env.argv if env else []
+    cmd = "xwatch " + " ".join(shlex.quote(a) for a in argv[1:]) if len(argv) > 1 else \
+        f"xwatch run {shlex.quote(scen.source)} --headless --duration {scen.duration_s:g} " \
+        "--export OUT"
+    repro.code = cmd
+    return repro
