@@ -18,6 +18,7 @@ from xwatch.cli.checks import (
     _check_box,
     _check_devices,
     _check_export,
+    _check_ports,
     _check_telemetry,
     _load,
     _modes,
@@ -152,6 +153,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _check_telemetry(getattr(args, "telemetry", "auto"))
     _check_export(getattr(args, "export", None))
     _check_devices(scen)
+    _check_ports(scen)
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
@@ -184,6 +186,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     _check_telemetry(args.telemetry)
     _check_export(args.export)
     _check_devices(scen)
+    _check_ports(scen)
     args.metrics = _metrics(args)
     try:
         return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,
