@@ -118,7 +118,7 @@ def test_the_real_transformers_serve_with_a_random_model(tmp_path: Path) -> None
     pytest.importorskip("fastapi")  # the test extra installs them (pyproject)
     pytest.importorskip("uvicorn")
     port = free_port()
-    server = (PY, "-m", "xwatch.core.engine.serve.localmodel", "serve", "tiny",
+    server = (PY, "-m", "xwatch.core.engine.servers.localmodel", "serve", "tiny",
               "--port", str(port), "--device", "cpu")
     r = run_loadgen(config(port, rate=4.0, requests=8, warmup=1, ready_timeout_s=120,
                            server=server), timeout=180)

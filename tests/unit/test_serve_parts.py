@@ -191,7 +191,7 @@ def test_the_local_model_never_generates_a_token_without_text(tmp_path: Path) ->
     such id (and every special token) is suppressed in its generation config."""
     pytest.importorskip("tokenizers")
     transformers = pytest.importorskip("transformers")
-    from xwatch.core.engine.serve.localmodel import SPECIAL, make
+    from xwatch.core.engine.servers.localmodel import SPECIAL, make
 
     path = make("tiny", root=tmp_path)
     tok = transformers.AutoTokenizer.from_pretrained(path)
