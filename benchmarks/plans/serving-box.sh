@@ -27,7 +27,7 @@ for p in doc['phases']:
         print(p['name'], name, (w.get('hello') or {}).get('url', 'no hello'),
               'CUDA_VISIBLE_DEVICES=' + env.get('CUDA_VISIBLE_DEVICES', '?'),
               'requests', w.get('count'), 'errors', w.get('errors'))" "$1"; }
-run model.log timeout 120 python3 -m xwatch.core.engine.serve.localmodel path small
+run model.log timeout 120 python3 -m xwatch.core.engine.servers.localmodel path small
 say "model: $(tail -2 "$R/model.log" | head -1)"
 case ",$STEPS," in *,smoke,*)
   # goal 1: one GPU, nothing set by hand (today: 'Expected all tensors to be on the same
