@@ -126,3 +126,56 @@ def test_free_ports_and_who_holds_one() -> None:
         got = free_port(avoid={held})
         assert got != held and port_holder(got) is None
     assert port_holder(held) is None  # closed: free again
+
+
+def test_the_generator_chooses_the_port_and_fills_the_command() -> None:
+    from xwatch.core.engine.serve.server import Server
+
+    cfg = ServeConfig(name="chat", server=("srv", "--port={port}", "--x", "{port}"), rate=1.0,
+                      port=0)
+    s = Server(cfg)
+    port = s.cfg.port
+    assert port > 0 and s.cfg.port_auto and s.base == f"http://127.0.0.1:{port}"
+    assert s.cfg.server == ("srv", f"--port={port}", "--x", str(port))
+    fixed = Server(ServeConfig(name="c", server=("srv", "9"), rate=1.0, port=9001))
+    assert fixed.cfg.port == 9001 and not fixed.cfg.port_auto
+
+
+def test_a_port_taken_between_its_choice_and_the_start_is_named() -> None:
+    import asyncio
+    import subprocess
+    import sys
+
+    from xwatch.core.engine.launch import OWNER_ENV
+    from xwatch.core.engine.serve.server import Fatal, Server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        srv = Server(ServeConfig(name="chat", server=("srv",), rate=1.0, port=port,
+                                 port_auto=True))
+        with pytest.raises(Fatal, match=rf"port {port}, chosen free for it \(port = \"auto\"\), "
+                                        rf"was taken by pid {os.getpid()} .* run it again"):
+            asyncio.run(srv.start_server())
+    # another xwatch workload's server answering on the port: named, not measured
+    code = ("import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); "
+            "print(s.getsockname()[1], flush=True); time.sleep(30)")
+    other = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, OWNER_ENV: "1"})
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert other.stdout is not None
+        port = int(other.stdout.readline())
+        srv = Server(ServeConfig(name="chat", server=("srv",), rate=1.0, port=port,
+                                 port_auto=True))
+        srv.proc = mine  # type: ignore[assignment]  # only its pid is read
+        with pytest.raises(Fatal, match=rf"answered on port {port} by pid {other.pid} .*another "
+                                        r"xwatch workload's process, not by this server"):
+            srv.check_listener()
+        srv.proc = other  # type: ignore[assignment]  # its own server: fine
+        srv.check_listener()
+    finally:
+        for p in (other, mine):
+            p.kill()
+            p.wait()

@@ -53,6 +53,7 @@ class Generator:
         self.cfg = cfg
         self.w = writer
         self.server = Server(cfg)
+        self.cfg = cfg = self.server.cfg  # its port chosen (``port = "auto"``)
         self.base = self.server.base
         self.client = Client(cfg, writer, self.base, self.server.last_lines)
         self.stages: dict[str, float] = {"python": round(time.monotonic(), 6)}
@@ -177,8 +178,9 @@ class Generator:
                 self.cpu_s = time.process_time() - cpu0
             if client.fatal is not None:
                 raise client.fatal
-        except Stopped:
-            pass  # a clean stop while loading: bye below
+        except Stopped as e:  # a clean stop while loading: bye below
+            if str(e):  # how far the server got, for the phase's account of it
+                self.w.emit({"type": "error", "message": str(e)[:4000]})
         except Fatal as e:
             client.stopping = True
             self.w.flush()

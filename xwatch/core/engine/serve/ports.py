@@ -1,14 +1,15 @@
 """A server's port: who holds a port already (checked before anything starts, and again
 by the generator before its server starts), a free port for ``port = "auto"`` (bound to
 port 0, read and closed; the generator then confirms that the process listening there
-is its own server), and the pid listening on a port. Standard library and psutil only:
-the command line imports it."""
+is not another xwatch workload's), ``{port}`` filled in, and the pid listening on a
+port. Standard library and psutil only: the command line imports it."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import socket
+from pathlib import Path
 
 #: the address servers listen on (the only one xwatch starts them on)
 HOST = "127.0.0.1"
@@ -68,3 +69,19 @@ def free_port(avoid: frozenset[int] | set[int] = frozenset()) -> int:
         if port not in avoid:
             return port
     raise OSError(errno.EADDRINUSE, "no free port found in 64 tries")
+
+
+def fill_port(argv: tuple[str, ...], port: int) -> tuple[str, ...]:
+    """``argv`` with ``{port}`` (anywhere in an argument) replaced by ``port``."""
+    return tuple(a.replace("{port}", str(port)) for a in argv)
+
+
+def owned_by_xwatch(pid: int, owner_env: str = "XWATCH_OWNER") -> bool:
+    """``pid`` is a process some xwatch session started (its environment carries
+    ``XWATCH_OWNER``): another copy's server, or another session's; False when it
+    cannot be read (another user's process)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return any(kv.startswith(owner_env.encode() + b"=") for kv in env.split(b"\0"))

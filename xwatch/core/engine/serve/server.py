@@ -1,7 +1,9 @@
-"""The server's lifecycle, as the load generator runs it: the port check before the
-start, the start (its own stderr tail kept for failures), readiness, its death while it
-is measured, and the stop of its whole process tree. ``Fatal`` and ``Stopped`` are how
-the generator's parts end the workload.
+"""The server's lifecycle, as the load generator runs it: the port (``port = "auto"``: a
+free one chosen now and put where the command says ``{port}``) and its check before the
+start, the start (its own stderr tail kept for failures), readiness (a phase that ends
+first is told "not ready after N s (...)"; the listener checked to be no other xwatch
+workload's), its death while it is measured, and the stop of its whole process tree.
+``Fatal`` and ``Stopped`` are how the generator's parts end the workload.
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ import asyncio
 import collections
 import contextlib
 import ctypes
-import errno
+import dataclasses
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +24,14 @@ import aiohttp
 
 from xwatch.core.engine.protocol import GATE_ENV
 from xwatch.core.engine.serve.config import ServeConfig
+from xwatch.core.engine.serve.ports import (
+    describe_pid,
+    fill_port,
+    free_port,
+    listener_pid,
+    owned_by_xwatch,
+    port_holder,
+)
 
 HOST = "127.0.0.1"
 #: the server's stderr lines a failure quotes
@@ -43,30 +52,18 @@ class Fatal(Exception):
 
 
 class Stopped(Exception):
-    """xwatch stopped the workload before it measured (the server still loading)."""
+    """xwatch stopped the workload before it measured (the server still loading); its
+    message, if any, says how far the server got ("not ready after N s (...)")."""
 
 
-def port_holder(port: int) -> str | None:
-    """Who listens on ``port`` already (a description), or None if it is free."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no holder
-    try:
-        s.bind(("", port))
-        return None
-    except OSError as e:
-        if e.errno != errno.EADDRINUSE:
-            return None
-    finally:
-        s.close()
-    who = "another process"
-    with contextlib.suppress(Exception):
-        import psutil
-
-        for c in psutil.net_connections(kind="tcp"):
-            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
-                who = f"pid {c.pid} ({psutil.Process(c.pid).name()})"
-                break
-    return who
+def with_port(cfg: ServeConfig) -> ServeConfig:
+    """``cfg`` with its port chosen: port 0 (``port = "auto"``) becomes a free port, put
+    where the server's command says ``{port}``."""
+    if cfg.port:
+        return cfg
+    port = free_port()
+    return dataclasses.replace(cfg, port=port, port_auto=True,
+                               server=fill_port(cfg.server, port))
 
 
 def _server_preexec() -> None:
@@ -99,7 +96,7 @@ class Server:
     """One server process: started, asked for readiness, watched, stopped."""
 
     def __init__(self, cfg: ServeConfig) -> None:
-        self.cfg = cfg
+        self.cfg = cfg = with_port(cfg)
         self.base = f"http://{HOST}:{cfg.port}"
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.proc: asyncio.subprocess.Process | None = None
@@ -139,6 +136,8 @@ class Server:
         cfg = self.cfg
         holder = port_holder(cfg.port)
         if holder is not None:
+            if cfg.port_auto:
+                raise Fatal(self._raced(holder), 5)
             raise Fatal(f"port {cfg.port} is already taken by {holder} before the server "
                         f"started: free it or set the workload's 'port' (and the server's) "
                         "to a free one", 5)
@@ -162,14 +161,19 @@ class Server:
                          stop_event: asyncio.Event) -> None:
         cfg, proc = self.cfg, self.proc
         assert proc is not None
-        deadline = time.monotonic() + cfg.ready_timeout_s
+        t0 = time.monotonic()
+        deadline = t0 + cfg.ready_timeout_s
         last = "no answer yet"
         url = self.base + cfg.ready
         while True:
             if stop_event.is_set():
-                raise Stopped
+                raise Stopped(f"not ready after {time.monotonic() - t0:.0f} s (GET "
+                              f"{cfg.ready}: {last[:200]})")
             if proc.returncode is not None:
                 await self._drain_pumps()
+                holder = port_holder(cfg.port) if cfg.port_auto else None
+                if holder is not None:  # it could not listen: the port was taken
+                    raise Fatal(self._raced(holder) + self.last_lines(), 5)
                 raise self.died("before it was ready")
             try:
                 async with session.get(url, timeout=aiohttp.ClientTimeout(total=2.0)) as r:
@@ -183,6 +187,26 @@ class Server:
                             f"did not answer 200 within {cfg.ready_timeout_s:g} s (the last "
                             f"try: {last[:200]}){self.last_lines()}", 4)
             await asyncio.sleep(READY_POLL_S)
+        if cfg.port_auto:  # a fixed port was checked free before anything started
+            self.check_listener()
+
+    def _raced(self, holder: str) -> str:
+        return (f"port {self.cfg.port}, chosen free for it (port = \"auto\"), was taken by "
+                f"{holder} before the server listened on it: two processes chose it at once "
+                "(rare); run it again")
+
+    def check_listener(self) -> None:
+        """The process that answered readiness is no other xwatch workload's (two copies'
+        servers that chose one free port at once); an outside listener, e.g. a container's
+        port proxy, is left alone."""
+        assert self.proc is not None
+        pid = listener_pid(self.cfg.port)
+        if pid is not None and pid not in tree(self.proc.pid) and owned_by_xwatch(pid):
+            raise Fatal(f"GET {self.cfg.ready} was answered on port {self.cfg.port} by "
+                        f"{describe_pid(pid)}, another xwatch workload's process, not by "
+                        f"this server (pid {self.proc.pid})"
+                        + ": two processes chose the port at once (rare); run it again"
+                        + self.last_lines(), 5)
 
     async def _drain_pumps(self) -> None:
         with contextlib.suppress(Exception):
