@@ -58,3 +58,21 @@ def test_a_server_not_ready_at_the_phases_end_says_so() -> None:
         _w("trainer", exit=end, state="stopped", count=50)])
     assert failure_reasons(p) == [  # type: ignore[arg-type]
         f"chat: {said}", "quiet: measured nothing while the others ran (no event arrived)"]
+
+
+def test_the_servers_stderr_tail_counts_a_repeated_line() -> None:
+    """16 requests' identical error: one line with its count in the failure message."""
+    from xwatch.core.engine.serve.config import ServeConfig
+    from xwatch.core.engine.serve.server import TAIL_LINES, Server
+
+    srv = Server(ServeConfig(name="chat", server=("srv",), rate=1.0, port=9))
+    srv._keep("loading")
+    for _ in range(16):
+        srv._keep(BOOM)
+    srv._keep("retrying")
+    srv._keep(BOOM)
+    assert srv.last_lines() == f"; its last stderr lines:\n  loading\n  {BOOM} (16 times)\n" \
+                               f"  retrying\n  {BOOM}"
+    for i in range(TAIL_LINES + 3):
+        srv._keep(f"line {i}")
+    assert len(srv.tail) == TAIL_LINES and srv.tail[-1] == [f"line {TAIL_LINES + 2}", 1]

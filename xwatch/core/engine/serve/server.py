@@ -22,6 +22,7 @@ from typing import Any
 
 import aiohttp
 
+from xwatch.core.engine.causes import collapse, times
 from xwatch.core.engine.protocol import GATE_ENV
 from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.serve.ports import (
@@ -98,12 +99,13 @@ class Server:
     def __init__(self, cfg: ServeConfig) -> None:
         self.cfg = cfg = with_port(cfg)
         self.base = f"http://{HOST}:{cfg.port}"
-        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        #: its last stderr lines, a line repeated in a row kept once with its count
+        self.tail: collections.deque[list[Any]] = collections.deque(maxlen=TAIL_LINES)
         self.proc: asyncio.subprocess.Process | None = None
         self._pumps: list[asyncio.Task[None]] = []
 
     def last_lines(self) -> str:
-        lines = [ln for ln in self.tail if ln.strip()]
+        lines = collapse(ln + times(n) for ln, n in self.tail if ln.strip())
         return ("; its last stderr lines:\n  " + "\n  ".join(lines)) if lines \
             else "; it wrote nothing to stderr"
 
@@ -113,6 +115,13 @@ class Server:
         how = f"was killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
         return Fatal(f"the server (pid {self.proc.pid}) {how} {when}{self.last_lines()}", 3)
 
+    def _keep(self, line: str) -> None:
+        """A stderr line into the tail; the same as the last one counts it."""
+        if self.tail and self.tail[-1][0] == line:
+            self.tail[-1][1] += 1
+        else:
+            self.tail.append([line, 1])
+
     async def _pump(self, stream: asyncio.StreamReader, out: Any, keep: bool) -> None:
         """The server's output passed through as it comes (chunks, not lines: a progress
         bar redrawn with carriage returns is no line); ``keep``: its last lines kept."""
@@ -121,13 +130,14 @@ class Server:
             data = await stream.read(1 << 16)
             if not data:
                 if keep and partial.strip():
-                    self.tail.append(partial.decode("utf-8", "replace").strip()[:300])
+                    self._keep(partial.decode("utf-8", "replace").strip()[:300])
                 return
             if keep:
                 *lines, partial = (partial + data).replace(b"\r", b"\n").split(b"\n")
                 partial = partial[-4096:]
-                self.tail.extend(ln.decode("utf-8", "replace").rstrip()[:300]
-                                 for ln in lines[-TAIL_LINES:] if ln.strip())
+                for ln in lines:
+                    if ln.strip():
+                        self._keep(ln.decode("utf-8", "replace").rstrip()[:300])
             with contextlib.suppress(OSError, ValueError):
                 out.buffer.write(data)
                 out.buffer.flush()
