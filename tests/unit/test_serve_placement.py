@@ -179,3 +179,12 @@ def test_a_port_taken_between_its_choice_and_the_start_is_named() -> None:
         for p in (other, mine):
             p.kill()
             p.wait()
+
+
+def test_a_recorded_server_scenario_loads_again() -> None:
+    from xwatch.core.export.snapshot import scenario_from_dict
+
+    scen = load_scenario("serve-train").with_overrides(device="cuda:1")
+    again = scenario_from_dict(scen.to_dict(), "x")
+    w = again.workload("chat")
+    assert w.port_auto and w.device == "cuda:1" and w.server == scen.workload("chat").server
