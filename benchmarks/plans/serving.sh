@@ -28,7 +28,7 @@ for m in ('torch', 'transformers', 'tokenizers', 'aiohttp', 'fastapi', 'uvicorn'
         print(m, 'MISSING', e)"
 run serve-help.txt timeout 60 python3 -m transformers.cli.transformers serve --help
 # the model, once (its build time apart from the phases)
-run model.log timeout 120 python3 -m xwatch.core.engine.serve.localmodel path small
+run model.log timeout 120 python3 -m xwatch.core.engine.servers.localmodel path small
 say "model: $(tail -2 "$R/model.log" | head -1)"
 case ",$STEPS," in *,smoke,*)
   run smoke.log timeout 120 $X run serve-train --headless --duration 10 --telemetry nvml \

@@ -136,6 +136,16 @@ ROWS: tuple[Row, ...] = (
         "tests/faults/test_serving.py::test_streams_cut_short_are_errors_and_a_run_of_them_fails_the_workload"),
     Row("server", "the server's port already taken", "named (and who holds it) before the server "
         "starts", "tests/faults/test_serving.py::test_a_port_already_taken_is_named_before_the_server_starts"),
+    Row("server", "a fixed port already taken when xwatch starts", "refused before anything "
+        "starts: \"Server port taken\", the port and who holds it, exit 2",
+        "tests/faults/test_refused.py::test_a_servers_taken_fixed_port_is_named_before_anything_starts"),
+    Row("server", "`port = \"auto\"`: the port taken between its choice and the start, or "
+        "another xwatch workload's server answering there", "named (who holds it), exit 5: "
+        "\"two processes chose it at once (rare); run it again\"",
+        "tests/unit/test_serve_placement.py::test_a_port_taken_between_its_choice_and_the_start_is_named"),
+    Row("server", "the phase ends before the server is ready", "\"chat: not ready after N s "
+        "(GET /health: HTTP 503 ...)\" instead of \"measured nothing\"; its tree stopped",
+        "tests/integration/test_serving.py::test_a_stop_while_the_server_loads_is_clean_and_says_how_far_it_got"),
     Row("server", "an API that is not OpenAI's (HTML, no event stream, 404)", "\"does not speak "
         "OpenAI's streaming API\" with what it answered", "tests/faults/test_serving.py::test_an_api_that_is_not_openais_is_named"),
     Row("modes", "XSched's shim forced into a native phase (workload's own LD_PRELOAD)",

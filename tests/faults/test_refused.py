@@ -140,3 +140,19 @@ def test_truncated_real_snapshot(tmp_path: Path) -> None:
     f.write_text(good[: len(good) // 2])
     r = run_xwatch("report", str(f))
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_a_servers_taken_fixed_port_is_named_before_anything_starts(tmp_path: Path) -> None:
+    """No generator, no server, no mode started: the port and who holds it, exit 2."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        f = tmp_path / "taken.toml"
+        f.write_text("duration_s = 2\n[[workload]]\nname = \"chat\"\npriority = \"high\"\n"
+                     f"server = [\"no-such-server\", \"--port\", \"{{port}}\"]\nport = {port}\n"
+                     "rate = 2\n")
+        r = run_xwatch("run", str(f), "--headless", "--telemetry", "off")
+    refused(r, "Server port taken")
+    assert f"workload chat: port {port} is already taken by pid {os.getpid()} (" in \
+        flat(r.stderr) and "nothing was started" in flat(r.stderr)

@@ -132,7 +132,8 @@ def main() -> None:
     p.add_argument("--ready-after-s", type=float, default=0.0)
     a = p.parse_args()
     time.sleep(a.ready_after_s)  # loading the model
-    print(f"fake_openai: serving on {a.port}", file=sys.stderr, flush=True)
+    print(f"fake_openai: serving on {a.port} (CUDA_VISIBLE_DEVICES="
+          f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})", file=sys.stderr, flush=True)
     web.run_app(make_app(a), host="127.0.0.1", port=a.port, print=None)
 
 

@@ -4,6 +4,7 @@ generator streams requests, and the named metrics arrive as the built-in decoder
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -49,10 +50,13 @@ def test_a_stop_ends_the_generator_and_the_server_cleanly() -> None:
     assert gone(port)
 
 
-def test_a_stop_while_the_server_loads_is_clean() -> None:
+def test_a_stop_while_the_server_loads_is_clean_and_says_how_far_it_got() -> None:
     port = free_port()
-    r = run_loadgen(config(port, "--fault", "never-ready"), stop_after_s=1.5, timeout=10)
-    assert r.rc == 0 and r.of("bye") and not r.of("error"), r.stderr
+    r = run_loadgen(config(port, "--fault", "never-ready"), stop_after_s=3.0, timeout=10)
+    assert r.rc == 0 and r.of("bye"), r.stderr
+    said = [e["message"] for e in r.of("error")]
+    assert len(said) == 1 and re.fullmatch(r"not ready after \d+ s \(GET /health: "
+                                           r"(HTTP 503: .*|ClientConnectorError.*)\)", said[0]), said
     assert gone(port)
 
 
@@ -118,7 +122,7 @@ def test_the_real_transformers_serve_with_a_random_model(tmp_path: Path) -> None
     pytest.importorskip("fastapi")  # the test extra installs them (pyproject)
     pytest.importorskip("uvicorn")
     port = free_port()
-    server = (PY, "-m", "xwatch.core.engine.serve.localmodel", "serve", "tiny",
+    server = (PY, "-m", "xwatch.core.engine.servers.localmodel", "serve", "tiny",
               "--port", str(port), "--device", "cpu")
     r = run_loadgen(config(port, rate=4.0, requests=8, warmup=1, ready_timeout_s=120,
                            server=server), timeout=180)

@@ -78,22 +78,15 @@ def test_serve_own_takes_the_server_from_the_command_line() -> None:
     own = load_scenario("serve-own")
     with pytest.raises(UsageError, match="--server"):
         own.with_server(None, None)
-    s = own.with_server("vllm serve m --port 8000", "m").workload("chat")
-    assert s.server == ("vllm", "serve", "m", "--port", "8000") and s.served_model == "m"
+    s = own.with_server("vllm serve m --port {port}", "m").workload("chat")
+    assert s.server == ("vllm", "serve", "m", "--port", "{port}") and s.served_model == "m"
+    assert s.port_auto
+    with pytest.raises(UsageError, match=r"must say \{port\} where the port goes"):
+        own.with_server("vllm serve m --port 8000", "m")
     with pytest.raises(UsageError, match="no server workload"):
         load_scenario("demo").with_server("x", None)
     train = load_scenario("serve-train").workload("chat")
     assert train.kind == "server" and train.rate == 4 and train.server[0] == "{python}"
-
-
-def test_a_server_is_not_copied_onto_several_gpus() -> None:
-    from xwatch.errors import UsageError
-    from xwatch.scenario import load_scenario
-
-    with pytest.raises(UsageError, match="listens on one port"):
-        load_scenario("serve-train").on_gpus((0, 1))
-    one = load_scenario("serve-train").on_gpus((1,))
-    assert one.workload("chat@1").env["CUDA_VISIBLE_DEVICES"] == "1"
 
 
 def test_a_servers_queues_are_those_of_its_process_tree() -> None:
@@ -198,7 +191,7 @@ def test_the_local_model_never_generates_a_token_without_text(tmp_path: Path) ->
     such id (and every special token) is suppressed in its generation config."""
     pytest.importorskip("tokenizers")
     transformers = pytest.importorskip("transformers")
-    from xwatch.core.engine.serve.localmodel import SPECIAL, make
+    from xwatch.core.engine.servers.localmodel import SPECIAL, make
 
     path = make("tiny", root=tmp_path)
     tok = transformers.AutoTokenizer.from_pretrained(path)

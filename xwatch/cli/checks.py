@@ -94,7 +94,8 @@ def check_devices(scen: Any) -> None:
     from xwatch.core.telemetry.devices import gpu_count
 
     wanted = sorted({int(w.device.split(":")[1]) for w in scen.workloads
-                     if w.model is not None and w.gpu is None and w.device.startswith("cuda:")})
+                     if (w.model is not None or w.server is not None) and w.gpu is None
+                     and w.device.startswith("cuda:")})
     gpus = sorted(set(scen.gpus))
     if not wanted and not gpus:
         return
@@ -110,6 +111,23 @@ def check_devices(scen: Any) -> None:
     if bad:
         raise UsageError(f"{asked}: GPU {bad[0]} does not exist; this machine has {n} "
                          f"(0-{n - 1}; {how})", title="No such GPU")
+
+
+def check_ports(scen: Any) -> None:
+    """A server's fixed port that something already listens on is refused now, naming
+    who holds it, before any mode or workload starts (``port = "auto"`` takes a free
+    one at the server's start)."""
+    from xwatch.core.engine.serve.ports import port_holder
+
+    for w in scen.workloads:
+        if w.server is None or w.port_auto:
+            continue
+        holder = port_holder(int(w.port))
+        if holder is not None:
+            raise UsageError(f"workload {w.name}: port {w.port} is already taken by {holder}; "
+                             "nothing was started. Free it, set another port, or port = "
+                             '"auto" with {port} in the server command (a free port for '
+                             "each copy)", title="Server port taken")
 
 
 def check_telemetry(choice: str) -> None:

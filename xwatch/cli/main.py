@@ -18,6 +18,7 @@ from xwatch.cli.checks import (
     check_box,
     check_devices,
     check_export,
+    check_ports,
     check_telemetry,
     modes_of,
     mps_backend_of,
@@ -152,6 +153,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     check_telemetry(getattr(args, "telemetry", "auto"))
     check_export(getattr(args, "export", None))
     check_devices(scen)
+    check_ports(scen)
     args.metrics = _metrics(args)
     try:
         return _run(cmd, args, scen, xs, mps, modes)
@@ -184,6 +186,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     check_telemetry(args.telemetry)
     check_export(args.export)
     check_devices(scen)
+    check_ports(scen)
     args.metrics = _metrics(args)
     try:
         return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,

@@ -39,7 +39,8 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                         "poll (default 5)")
     p.add_argument("--server", metavar="CMD", help="the server workloads' command (one string, "
                    "split as a shell would, never run by one), e.g. 'vllm serve MODEL --port "
-                   "8000'; needed by the built-in scenario serve-own (docs/serving.md)")
+                   "{port}' ({port}: a free port of its own; {device}: the device it "
+                   "sees); needed by the built-in scenario serve-own (docs/serving.md)")
     p.add_argument("--served-model", metavar="NAME", help="the server workloads' request "
                    "`model` field (their served_model)")
     p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "

@@ -48,6 +48,7 @@ from xwatch.scenario.model import (
     WorkloadMps,
     WorkloadXsched,
     XschedSettings,
+    pin_env,
 )
 from xwatch.scenario.values import (
     AMP_MODES,
@@ -55,12 +56,15 @@ from xwatch.scenario.values import (
     BERT_ARCHS,
     BERT_TASKS,
     DECODE_MODES,
+    DEVICE_PLACEHOLDER,
     DTYPES,
     JOIN_XSERVER,
     LV3_IMPLS,
     MODE_TABLES,
     PLATFORMS,
     POLICIES,
+    PORT_AUTO,
+    PORT_PLACEHOLDER,
     PRIORITY_NUMBERS,
     SERVER_APIS,
     SERVER_FROM_CLI,
@@ -73,13 +77,14 @@ from xwatch.scenario.values import (
 
 __all__ = [
     "AMP_MODES", "ARRIVALS", "BERT_ARCHS", "BERT_TASKS", "BUILTIN_DIR", "DECODE_MODES",
-    "DEFAULT_SCENARIO", "DTYPES", "JOIN_XSERVER", "KIND_KEYS", "KIND_NAMES", "LV3_IMPLS",
-    "MODE_TABLES", "MPS_KEYS", "PLATFORMS", "POLICIES", "PRIORITY_NUMBERS", "SCENARIO_KEYS",
-    "SERVER_APIS", "SERVER_FROM_CLI", "SETTLED_POLL_MS", "SLO_KEYS", "STDOUTS",
-    "STREAMS", "STREAM_PRIORITIES", "WORKLOAD_COMMAND_KEYS", "WORKLOAD_COMMON_KEYS",
+    "DEFAULT_SCENARIO", "DEVICE_PLACEHOLDER", "DTYPES", "JOIN_XSERVER", "KIND_KEYS",
+    "KIND_NAMES", "LV3_IMPLS", "MODE_TABLES", "MPS_KEYS", "PLATFORMS", "POLICIES",
+    "PORT_AUTO", "PORT_PLACEHOLDER", "PRIORITY_NUMBERS", "SCENARIO_KEYS", "SERVER_APIS",
+    "SERVER_FROM_CLI", "SETTLED_POLL_MS", "SLO_KEYS", "STDOUTS", "STREAMS",
+    "STREAM_PRIORITIES", "WORKLOAD_COMMAND_KEYS", "WORKLOAD_COMMON_KEYS",
     "WORKLOAD_MODEL_KEYS", "WORKLOAD_MPS_KEYS", "WORKLOAD_SERVER_KEYS",
     "WORKLOAD_XSCHED_KEYS", "XSCHED_KEYS", "Key", "MpsSettings", "Scenario", "Slo",
     "Workload", "WorkloadMps", "WorkloadXsched", "XschedSettings", "builtin_scenarios",
     "did_you_mean", "keys_reference_markdown", "load_scenario", "parse_gpus",
-    "parse_scenario", "resolve_path",
+    "parse_scenario", "pin_env", "resolve_path",
 ]

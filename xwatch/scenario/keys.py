@@ -37,6 +37,7 @@ from xwatch.scenario.values import (
     check_name,
     check_number,
     check_policy,
+    check_port,
     check_priority,
     check_regex,
     check_route,
@@ -272,8 +273,16 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "xwatch's load generator (a process of its own, no GPU) then streams requests at it "
         "and reports ttft_ms, tpot_ms, itl_ms per request (docs/serving.md). Either this, "
         "`model` or `command`.", check_str_list, required=True),
-    Key("port", "integer", 8000, "The TCP port the server listens on (127.0.0.1); taken "
-        "before the server starts is an error.", check_integer(1, 65535)),
+    Key("port", "integer or \"auto\"", 8000, "The TCP port the server listens on "
+        "(127.0.0.1), put where the command says `{port}`. 'auto' (the built-ins'): a free "
+        "port for each copy, chosen when its server starts (the command must say `{port}`); "
+        "a fixed port is checked before anything starts (taken: an error naming who holds "
+        "it) and cannot be copied onto several GPUs.", check_port),
+    Key("device", "string", "(scenario device)", "The GPU the server's whole process tree "
+        "is pinned to (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES, indices in PCI bus "
+        "order): 'cuda:N' (it sees GPU N as its only one), 'auto' (GPU 0, or the first of "
+        "xwatch's own CUDA_VISIBLE_DEVICES), 'cpu' (no GPU visible). `{device}` in the "
+        "command becomes what the server sees: 'cuda:0', 'auto' or 'cpu'.", check_device),
     Key("ready", "string", "/health", "The route that answers HTTP 200 once the server is "
         "ready (transformers serve, vLLM, SGLang, llama-server: /health).", check_route),
     Key("ready_timeout_s", "number", 300.0, "How long the server may take to answer "

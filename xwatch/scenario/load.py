@@ -41,7 +41,7 @@ from xwatch.scenario.model import (
     WorkloadXsched,
     XschedSettings,
 )
-from xwatch.scenario.values import MODE_TABLES
+from xwatch.scenario.values import MODE_TABLES, PORT_AUTO, PORT_PLACEHOLDER, SERVER_FROM_CLI
 
 BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
 DEFAULT_SCENARIO = "demo"
@@ -148,13 +148,19 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if not isinstance(mps_raw, dict):
         raise ctx.error(f"{where}.mps", "must be a table [workload.mps]")
     mps = WorkloadMps(**_apply(ctx, f"{where}.mps", mps_raw, WORKLOAD_MPS_KEYS))
-    if kind == "model":
+    if kind in ("model", "server"):
         vals.setdefault("device", default_device)
     if kind != "model":
         vals.setdefault("cwd", str(Path(ctx.path).resolve().parent) if ctx.path[0] != "<" else None)
     if kind == "server" and "rate" not in vals:
         raise ctx.error(f"{where}.rate", "a server workload is driven open loop: set 'rate' "
                         "(requests per second)")
+    if kind == "server" and vals.get("port") == PORT_AUTO \
+            and tuple(vals["server"]) != (SERVER_FROM_CLI,) \
+            and not any(PORT_PLACEHOLDER in a for a in vals["server"]):
+        raise ctx.error(f"{where}.port", f"port = \"{PORT_AUTO}\" takes a free port for each "
+                        f"copy: put {PORT_PLACEHOLDER} where the server command takes its port "
+                        "(e.g. \"--port\", \"{port}\"), or set a fixed port")
     if kind == "server" and "dataset" in vals and vals.get("range_ratio"):
         raise ctx.error(f"{where}.range_ratio", "lengths come from 'dataset': leave out "
                         "'range_ratio' (it draws synthetic lengths)")
@@ -172,10 +178,17 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
     device = top.get("device", "auto")
     wls = tuple(_workload(ctx, i, w, device) for i, w in enumerate(raw_wls))
     seen: set[str] = set()
+    ports: dict[int | str, str] = {}
     for w in wls:
         if w.name in seen:
             raise ctx.error("workload.name", f"duplicate workload name {w.name!r}")
         seen.add(w.name)
+        if w.server is not None and not w.port_auto:
+            if w.port in ports:
+                raise ctx.error(f"workload ({w.name}).port", f"{w.port} is also the port of "
+                                f"the server workload {ports[w.port]}: give each server its "
+                                f"own port, or port = \"{PORT_AUTO}\"")
+            ports[w.port] = w.name
     slo = None
     if "slo" in data:
         if not isinstance(data["slo"], dict):

@@ -11,7 +11,22 @@ from typing import Any
 
 from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
 from xwatch.errors import UsageError
-from xwatch.scenario.values import PRIORITY_NUMBERS, SERVER_FROM_CLI, SETTLED_POLL_MS, check_device
+from xwatch.scenario.values import (
+    PORT_AUTO,
+    PORT_PLACEHOLDER,
+    PRIORITY_NUMBERS,
+    SERVER_FROM_CLI,
+    SETTLED_POLL_MS,
+    check_device,
+)
+
+
+def pin_env(gpu: int | str) -> dict[str, str]:
+    """The environment that pins a process tree to one GPU: it sees only ``gpu`` (an
+    index in PCI bus order, or an entry of a CUDA_VISIBLE_DEVICES list), as its
+    ``cuda:0``."""
+    return {"CUDA_VISIBLE_DEVICES": str(gpu), "HIP_VISIBLE_DEVICES": str(gpu),
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 
 
 # --------------------------------------------------------------------------- models
@@ -76,7 +91,7 @@ class Workload:
     amp: str = "off"  # autocast: off | bf16 | fp16
     # inference server (with the load generator's settings above and below)
     server: tuple[str, ...] | None = None
-    port: int = 8000
+    port: int | str = 8000  # or "auto": a free port for each copy (``{port}``)
     ready: str = "/health"
     ready_timeout_s: float = 300.0
     api: str = "openai-chat"
@@ -117,6 +132,11 @@ class Workload:
         if self.command is None:  # built-in workers and the load generator: pipe
             return "pipe"
         return self.stdout or ("pty" if self.regex else "pipe")
+
+    @property
+    def port_auto(self) -> bool:
+        """``port = "auto"``: the server's port is chosen free when it starts."""
+        return self.port == PORT_AUTO
 
     @property
     def is_bert(self) -> bool:
@@ -227,16 +247,17 @@ class Scenario:
                 raise UsageError(f"--device {device!r} {e}")
             s = dataclasses.replace(
                 s, device=device,
-                workloads=tuple(dataclasses.replace(w, device=device) if w.model else w
-                                for w in s.workloads))
+                workloads=tuple(dataclasses.replace(w, device=device)
+                                if w.model or w.server else w for w in s.workloads))
         return s.on_gpus(keep_gpus)
 
     def on_gpus(self, gpus: tuple[int, ...]) -> Scenario:
         """A copy with every workload replicated onto each GPU of ``gpus``: names
         ``NAME@GPU``, built-in models on ``cuda:0`` of a process that sees only that
         GPU (``CUDA_VISIBLE_DEVICES`` and ``HIP_VISIBLE_DEVICES`` = the index, indices
-        in PCI bus order), commands with the same variables. ``()`` undoes nothing:
-        the scenario as it is."""
+        in PCI bus order), commands and servers (their whole process tree) with the same
+        variables, each server copy with a port of its own (``port = "auto"``; a fixed
+        port cannot be copied). ``()`` undoes nothing: the scenario as it is."""
         import dataclasses
 
         if not gpus:
@@ -244,20 +265,22 @@ class Scenario:
         if self.gpus:
             raise UsageError(f"scenario {self.name} is already replicated onto GPUs "
                              f"{list(self.gpus)}")
-        servers = [w.name for w in self.workloads if w.server is not None]
-        if servers and len(gpus) > 1:
-            raise UsageError(f"scenario {self.name}: the server workload {servers[0]} listens "
-                             "on one port, so it cannot be copied onto each of several GPUs "
-                             f"({', '.join(map(str, gpus))}): run one GPU (--gpus N), or one "
-                             "scenario per GPU with its own port")
+        fixed = [w for w in self.workloads if w.server is not None and not w.port_auto]
+        if fixed and len(gpus) > 1:
+            raise UsageError(f"scenario {self.name}: the server workload {fixed[0].name} "
+                             f"listens on the fixed port {fixed[0].port}, so its copies on GPUs "
+                             f"{', '.join(map(str, gpus))} would collide: set port = "
+                             f'"{PORT_AUTO}" and put {PORT_PLACEHOLDER} where its command '
+                             "takes the port (each copy then gets a free port of its own)")
         wls = []
         for g in gpus:
             for w in self.workloads:
-                pin = {"CUDA_VISIBLE_DEVICES": str(g), "HIP_VISIBLE_DEVICES": str(g),
-                       "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+                on_gpu = w.device.startswith("cuda") or (w.server is not None
+                                                         and w.device == "auto")
                 wls.append(dataclasses.replace(
-                    w, name=f"{w.name}@{g}", gpu=g, env=MappingProxyType({**w.env, **pin}),
-                    device="cuda:0" if w.device.startswith("cuda") else w.device))
+                    w, name=f"{w.name}@{g}", gpu=g,
+                    env=MappingProxyType({**w.env, **pin_env(g)}),
+                    device="cuda:0" if on_gpu else w.device))
         return dataclasses.replace(self, workloads=tuple(wls), gpus=tuple(gpus),
                                    single=self.workloads)
 
@@ -277,7 +300,15 @@ class Scenario:
         if argv is None and any(w.server == (SERVER_FROM_CLI,) for w in servers):
             raise UsageError(f"scenario {self.name} serves the command given on the command "
                              "line: add --server 'CMD' (e.g. --server 'vllm serve MODEL --port "
-                             "8000') and, if the server needs it, --served-model NAME")
+                             "{port}') and, if the server needs it, --served-model NAME")
+        if argv is not None and not any(PORT_PLACEHOLDER in a for a in argv):
+            auto = [w.name for w in servers if w.port_auto]
+            if auto:
+                raise UsageError(f"--server {command!r}: the workload {auto[0]} of scenario "
+                                 f"{self.name} takes a free port (port = \"{PORT_AUTO}\"), so "
+                                 f"the command must say {PORT_PLACEHOLDER} where the port goes, "
+                                 "e.g. --server 'vllm serve MODEL --port {port}'",
+                                 title="Server command without {port}")
         return dataclasses.replace(self, workloads=tuple(
             dataclasses.replace(w, server=argv or w.server,
                                 served_model=served_model or w.served_model)

@@ -32,6 +32,11 @@ PLATFORMS = ("cuda", "hip")
 SERVER_APIS = ("openai-chat", "openai-completions")
 #: a server command left to the command line (``--server``; the built-in serve-own)
 SERVER_FROM_CLI = "{server}"
+#: ``port = "auto"``: a free port for each copy of a server, put where its command says
+PORT_AUTO = "auto"
+#: where a server's command takes its port and its device (inside any argument)
+PORT_PLACEHOLDER = "{port}"
+DEVICE_PLACEHOLDER = "{device}"
 #: the /xqueues polls' settled pace by default (``[xsched] settled_poll_ms``): on recorded
 #: H100 phases, 5 polls a second gave 90% of slow requests the attribution that 10 gave
 #: (``benchmarks/attribution_pace.py``) for 40% less of the observer's poll CPU
@@ -157,6 +162,14 @@ def check_priority(v: Any) -> int | str:
             raise ValueError("must be 'high', 'low' or an integer from -255 to 255")
         return v
     return check_integer(-255, 255)(v)
+
+
+def check_port(v: Any) -> int | str:
+    if v == PORT_AUTO:
+        return PORT_AUTO
+    if isinstance(v, str):
+        raise ValueError(f"must be an integer from 1 to 65535 or {PORT_AUTO!r}")
+    return check_integer(1, 65535)(v)
 
 
 def check_device(v: Any) -> str:

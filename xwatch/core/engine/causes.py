@@ -6,13 +6,17 @@ this order: an XSched ``[ERRO ...]`` line, a CUDA/HIP/driver error or a fatal
 signal message, a Python exception line, any line saying error/fatal/abort, an
 XSched ``[WARN ...]`` line, then any other line that is not INFO/DEBUG. Among
 equals the last one wins. XSched's ``[LEVEL @ Tn @ hh:mm:ss.us]`` prefix (1.2: ``[XSCHED LEVEL @ T n @ ...]``)
-is stripped; the message itself is never cut. Pure.
+is stripped; the message itself is never cut.
+
+A failure repeated N times (the same line from 16 requests, or from every copy of a
+workload over the GPUs) is said once with its count: ``collapse`` for lines,
+``collapse_named`` for ``NAME: message`` pairs. Pure.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 #: 49079bc logs ``[ERRO @ T123 @ hh:mm:ss.us]``, 1.2 ``[XSCHED ERRO @ T 123 @ hh:mm:ss.us]``
 XSCHED_PREFIX = re.compile(
@@ -77,3 +81,32 @@ def clip(text: str, width: int) -> str:
     if space >= width // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:") + "…"
+
+
+def times(n: int) -> str:
+    """`` (16 times)`` for a repeat, else ''."""
+    return f" ({n} times)" if n > 1 else ""
+
+
+def collapse(lines: Iterable[str]) -> list[str]:
+    """Each distinct line once, where it first came, with `` (N times)`` if it came
+    N > 1 times; blank lines are kept once each (they separate nothing repeated)."""
+    order: list[str] = []
+    count: dict[str, int] = {}
+    for ln in lines:
+        key = ln.rstrip()
+        if key not in count:
+            order.append(key)
+            count[key] = 0
+        count[key] += 1
+    return [ln + times(count[ln]) if ln.strip() else ln for ln in order]
+
+
+def collapse_named(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """``NAME: message`` lines, a message shared by several names said once:
+    ``4 workloads (chat@0, chat@1, chat@2, chat@3): failed ...``, in first-seen order."""
+    names: dict[str, list[str]] = {}
+    for name, msg in pairs:
+        names.setdefault(msg, []).append(name)
+    return [f"{who[0]}: {msg}" if len(who) == 1 else
+            f"{len(who)} workloads ({', '.join(who)}): {msg}" for msg, who in names.items()]

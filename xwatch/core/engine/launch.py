@@ -21,7 +21,7 @@ from xwatch.core.engine.serve import CONFIG_ENV as SERVE_CONFIG_ENV
 from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.worker import CONFIG_ENV
 from xwatch.core.engine.worker.config import WorkerConfig
-from xwatch.scenario import Workload
+from xwatch.scenario import DEVICE_PLACEHOLDER, PORT_PLACEHOLDER, Workload, pin_env
 
 #: Set in every workload's environment to xwatch's pid: processes a workload leaves
 #: behind (a daemonized child that left its process group) are found by it at stop.
@@ -63,17 +63,56 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
         decode=w.decode)
 
 
-def serve_config(w: Workload, preload: str | None = None) -> ServeConfig:
+def server_pin(w: Workload, base_env: Mapping[str, str]) -> tuple[dict[str, str], str]:
+    """How server workload ``w``'s whole process tree is pinned: the environment to add
+    and what ``{device}`` in its command becomes (the device as the server sees it).
+
+    A copy (``--gpus``) is pinned by its own environment already (``Scenario.on_gpus``):
+    ``cuda:0``. ``cuda:N``: GPU N in PCI bus order, seen as ``cuda:0``. ``auto``: the
+    first GPU of xwatch's own CUDA_VISIBLE_DEVICES (HIP_VISIBLE_DEVICES) if set, else GPU
+    0; ``{device}`` stays ``auto`` (a CPU-only machine serves on its CPU). ``cpu``: no GPU
+    visible."""
+    if w.gpu is not None:
+        return {}, "cpu" if w.device == "cpu" else "cuda:0"
+    if w.device == "cpu":
+        return {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}, "cpu"
+    if w.device == "auto":
+        for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+            first = base_env.get(var, "").split(",")[0].strip()
+            if first:  # the user's own choice of GPUs: its first one, in its own order
+                return {"CUDA_VISIBLE_DEVICES": first, "HIP_VISIBLE_DEVICES": first}, "auto"
+        return pin_env(0), "auto"
+    return pin_env(int(w.device.partition(":")[2] or 0)), "cuda:0"
+
+
+def server_argv(w: Workload, device: str) -> tuple[str, ...]:
+    """The server's command with its placeholders filled: ``{python}`` (a whole argument:
+    xwatch's own interpreter), ``{device}`` and a fixed ``{port}`` anywhere in an argument;
+    ``port = "auto"`` leaves ``{port}`` to the generator, which chooses it at the start."""
+    assert w.server is not None
+    out = []
+    for a in w.server:
+        if a == "{python}":  # the built-in scenarios' model maker
+            out.append(sys.executable)
+            continue
+        a = a.replace(DEVICE_PLACEHOLDER, device)
+        if not w.port_auto:
+            a = a.replace(PORT_PLACEHOLDER, str(w.port))
+        out.append(a)
+    return tuple(out)
+
+
+def serve_config(w: Workload, preload: str | None = None, device: str = "auto") -> ServeConfig:
     """The load generator's settings for server workload ``w`` (``preload``: the mode's
-    LD_PRELOAD, given to the server alone)."""
+    LD_PRELOAD, given to the server alone; ``device``: what ``{device}`` becomes). Port
+    0: "auto", chosen by the generator."""
     assert w.server is not None and w.rate is not None
     dataset = w.dataset
     if dataset is not None and w.cwd is not None:
         dataset = os.path.join(w.cwd, dataset)
-    # "{python}": xwatch's own interpreter (the built-in scenarios' model maker)
-    server = tuple(sys.executable if a == "{python}" else a for a in w.server)
     return ServeConfig(
-        name=w.name, server=server, rate=w.rate, cwd=w.cwd, port=w.port, ready=w.ready,
+        name=w.name, server=server_argv(w, device), rate=w.rate, cwd=w.cwd,
+        port=0 if w.port_auto else int(w.port), ready=w.ready,
         ready_timeout_s=w.ready_timeout_s, api=w.api, served_model=w.served_model,
         arrival=w.arrival, requests=w.requests, warmup=w.warmup, seed=w.seed,
         prompt_len=w.prompt_len, new_tokens=w.new_tokens, range_ratio=w.range_ratio,
@@ -115,6 +154,11 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         assert w.command is not None
         argv = w.command
         cwd = w.cwd
+    device = "auto"
+    if w.server is not None:  # the server's whole tree, as --gpus pins a copy's
+        pin, device = server_pin(w, env)
+        for k, v in pin.items():
+            put(k, v)
     put("PYTHONUNBUFFERED", "1")
     put(OWNER_ENV, str(os.getpid()))  # marks every descendant: none may outlive the phase
     for k, v in w.env.items():
@@ -130,7 +174,7 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         # an LD_PRELOAD of the mode (XSched on HIP) reaches the server alone, never the
         # generator's own Python; the rest of the environment is the server's as it is
         preload = env.pop("LD_PRELOAD", None) if "LD_PRELOAD" in (mode_env or {}) else None
-        put(SERVE_CONFIG_ENV, serve_config(w, preload).to_json())
+        put(SERVE_CONFIG_ENV, serve_config(w, preload, device).to_json())
     return LaunchSpec(name=w.name, argv=argv, env=MappingProxyType(env),
                       env_added=MappingProxyType(added), cwd=cwd, regex=w.regex,
                       delay_s=w.start_delay_s, stdout=w.stdout_mode)

@@ -13,7 +13,7 @@ from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.phases import is_box, shared_lines
 from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
-from xwatch.core.engine.causes import clip
+from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
 
@@ -168,15 +168,18 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
         lines.append(f"  ! phase {p.status}: {p.error}")
     lines += [f"  ! phase {p.name} {line}" for line in shared_lines(p)]
     early = []
+    failed: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # copies that failed alike
     for w in p.workloads:
         if w.state == FAILED or (w.exit and w.exit.reason == FAILED):
             said = w.exit.describe() if w.exit else w.state
-            lines.append(f"  ! {w.name}: {said}")
-            for ln in w.stderr_tail[-5:]:
-                if ln.strip() and ln.strip() not in said:  # not the cause once more
-                    lines.append(f"      {ln}")
+            tail = tuple(collapse(ln for ln in w.stderr_tail[-12:]  # not the cause again
+                                  if ln.strip() and ln.strip() not in said)[-5:])
+            failed.setdefault((said, tail), []).append(w.name)
         elif w.exit and not w.exit.ran_to_end:
             early.append(w.name)  # stopped (by the user, or with a failing phase)
+    for (said, tail), names in failed.items():
+        lines.append(f"  ! {collapse_named([(n, said) for n in names])[0]}")
+        lines += [f"      {ln}" for ln in tail]
     if early:  # their stderr is what a stop makes them print (a KeyboardInterrupt)
         lines.append("  ! stopped before the planned end: " + ", ".join(early))
     return "\n".join(lines)
@@ -235,21 +238,25 @@ def _fmt(v: float, whole: bool = False) -> str:
 
 
 def failure_reasons(p: PhaseSnapshot) -> list[str]:
-    """One line per workload that did not run to the end of the phase."""
-    out = []
+    """One line per workload that did not run to the end of the phase; a reason shared
+    by several workloads (the copies of one over the GPUs) once, with their names."""
+    out: list[tuple[str, str]] = []
     others_measured = any(x.count for x in p.workloads)
     for w in p.workloads:
         if w.exit is None:
             if w.state not in ("running",):
-                out.append(f"{w.name}: never ran ({w.state})")
+                out.append((w.name, f"never ran ({w.state})"))
             continue
         if not w.exit.ran_to_end:
-            out.append(f"{w.name}: {w.exit.describe()}")
+            out.append((w.name, w.exit.describe()))
         elif w.count == 0 and w.errors == 0 and others_measured and w.state != "finished":
+            if w.error:  # what it said itself (a server: "not ready after N s (...)")
+                out.append((w.name, w.error))
+                continue
             why = f"closed its event pipe {w.pipe_closed_at:.1f} s into the phase" \
                 if w.pipe_closed_at is not None else "no event arrived"
-            out.append(f"{w.name}: measured nothing while the others ran ({why})")
-    return out
+            out.append((w.name, f"measured nothing while the others ran ({why})"))
+    return collapse_named(out)
 
 
 def capture_lines(p: PhaseSnapshot) -> list[str]:

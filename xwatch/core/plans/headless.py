@@ -17,6 +17,7 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.analysis.verdict import answer_lines
+from xwatch.core.engine.causes import collapse
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.console import (
@@ -346,6 +347,6 @@ def _verdict(phases: list[Phase], planned: int, got: list[int]) -> int:
             failed.append(f"{label}: phase failed")
     if len(phases) < planned:
         failed.append("not every phase ran")
-    for line in failed:
+    for line in collapse(failed):
         print(f"FAILED {line}", file=sys.stderr)
     return EXIT_FAILED if failed else EXIT_OK

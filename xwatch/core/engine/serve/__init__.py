@@ -6,7 +6,8 @@ and ``itl_ms``. The generator itself uses no GPU (aiohttp, no torch).
 
 ``config``: its settings (JSON in ``XWATCH_SERVE_CONFIG``); ``openai``: request bodies
 and the streamed chunks; ``prompts``: prompts and lengths; ``loadgen``: the process;
-``localmodel``: the random-weight model the built-in scenarios serve.
+``server``: the server's lifecycle; ``client``: the open-loop requests. The servers
+xwatch ships (the random-weight model) live in ``engine/servers``.
 """
 
 CONFIG_ENV = "XWATCH_SERVE_CONFIG"

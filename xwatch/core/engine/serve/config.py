@@ -12,7 +12,8 @@ class ServeConfig:
     server: tuple[str, ...]  # the server's argv
     rate: float
     cwd: str | None = None
-    port: int = 8000
+    port: int = 8000  # 0: "auto", chosen by the generator (``server.with_port``)
+    port_auto: bool = False  # the port was chosen free by the generator
     ready: str = "/health"
     ready_timeout_s: float = 300.0
     api: str = "openai-chat"

@@ -10,7 +10,8 @@ from msgspec import UNSET, UnsetType
 
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import label, shared_lines
-from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.engine.causes import collapse
+from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.render.model import Section, Table, num
 from xwatch.core.export.sections.modes import policy_label, xsched_version
 
@@ -103,22 +104,29 @@ def failures_section(snap: SessionSnapshot) -> Section | None:
     for p in snap.phases:
         if p.status == "failed" and p.error:
             fails.append(f"**{p.name}**: {p.error}")
+        # the copies of a workload that failed alike (over the GPUs) are said once
+        alike: dict[tuple[str, str, tuple[str, ...]], list[WorkloadSnapshot]] = {}
         for w in p.workloads:
             if w.state == "failed" or (w.exit and not w.exit.ran_to_end):
-                lines = [f"**{p.name} / {w.name}**: {w.exit.describe() if w.exit else w.state}"]
-                if w.error:
-                    lines.append(f"error: `{w.error}`")
-                fails.append("  \n".join(lines))
-                tail = "\n".join(w.stderr_tail[-12:])
-                env_in_force = w.launch.env
-                shown = {k: v for k, v in env_in_force.items()
+                said = w.exit.describe() if w.exit else w.state
+                tail = tuple(collapse(ln for ln in w.stderr_tail[-12:] if ln.strip()))
+                alike.setdefault((said, w.error or "", tail), []).append(w)
+        for (said, error, tail), ws in alike.items():
+            who = ws[0].name if len(ws) == 1 else \
+                f"{len(ws)} workloads ({', '.join(w.name for w in ws)})"
+            lines = [f"**{p.name} / {who}**: {said}"]
+            if error:
+                lines.append(f"error: `{' / '.join(collapse(error.splitlines()))}`")
+            fails.append("  \n".join(lines))
+            if tail:
+                fails.append("stderr (last lines):\n\n" + "\n".join("    " + ln for ln in tail))
+            for w in ws:
+                shown = {k: v for k, v in w.launch.env.items()
                          if k.startswith(("XSCHED_", "LD_", "HIP_", "CUDA_"))}
-                if tail:
-                    fails.append("stderr (last lines):\n\n" + "\n".join("    " + ln for ln in
-                                                                      tail.splitlines()))
                 if shown:
-                    fails.append("environment in force: " + ", ".join(
-                        f"`{k}={v}`" for k, v in sorted(shown.items())))
+                    fails.append((f"{w.name}: " if len(ws) > 1 else "") + "environment in "
+                                 "force: " + ", ".join(f"`{k}={v}`"
+                                                       for k, v in sorted(shown.items())))
     if fails:
         return Section("Failures", paragraphs=fails)
     return None

@@ -3,7 +3,7 @@ a random-weight Llama-shaped model (``LlamaConfig`` + ``save_pretrained``), a sm
 tokenizer trained with ``tokenizers`` on inline text, and a chat template. Nothing is
 downloaded.
 
-``python -m xwatch.core.engine.serve.localmodel serve SIZE [transformers serve options]``
+``python -m xwatch.core.engine.servers.localmodel serve SIZE [transformers serve options]``
 makes (or finds) the model, then execs ``transformers serve`` on it with
 ``HF_HUB_OFFLINE=1``: the server workload's process is the server itself.
 ``... path SIZE`` prints the folder. transformers and tokenizers are imported only here
@@ -120,7 +120,7 @@ def make(size: str, root: Path | None = None) -> Path:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in ("serve", "path"):
-        print("usage: python -m xwatch.core.engine.serve.localmodel serve|path SIZE "
+        print("usage: python -m xwatch.core.engine.servers.localmodel serve|path SIZE "
               f"[transformers serve options]; sizes: {', '.join(SIZES)}", file=sys.stderr)
         return 2
     path = make(argv[1])
