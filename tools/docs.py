@@ -185,7 +185,7 @@ def results_files(page: Path) -> str:
     folders = page_folders(page, front_matter(page))
     if not folders:
         return ("## Files { data-search-exclude }\n\nThis sitting kept no files beyond this "
-                "page (its figures are quoted above).")
+                "page (its figures are quoted above)." + removed_scripts(page))
     out = ["## Files { data-search-exclude }\n",
            "Everything this sitting kept, as it was written (snapshots gzipped: "
            "`xwatch report` and `xwatch replay` read a `snapshot.json.gz` or its folder as "
@@ -201,7 +201,44 @@ def results_files(page: Path) -> str:
                 f" ({_size(f.stat().st_size)})" if f.stat().st_size >= 10_000 else "")
                 for f in files)
             out.append(f"| `{rel}/` | {cells} |")
-    return "\n".join(out)
+    return "\n".join(out) + removed_scripts(page)
+
+
+#: a script a page names: ``benchmarks/x.py``, ``tools/x.py``, ``.ci/run``, or
+#: ``python -m tools.docs``
+SCRIPT = re.compile(r"(?<![\w/.-])((?:benchmarks|tools|tests|\.ci)/[\w./-]*\.(?:py|sh)|"
+                    r"\.ci/run)\b|python3? -m ((?:benchmarks|tools|tests)(?:\.\w+)+)")
+
+
+def named_scripts(text: str) -> set[str]:
+    """The repository paths of the scripts a text names, placeholders (``device_NAME.sh``,
+    ``*``) left out."""
+    out = set()
+    for m in SCRIPT.finditer(text):
+        path = m.group(1) or m.group(2).replace(".", "/") + ".py"
+        if "*" not in path and not re.search(r"[A-Z]{3,}", path):
+            out.add(path)
+    return out
+
+
+def script_exists(path: str) -> bool:
+    p = ROOT / path
+    return p.exists() or (p.suffix == ".py" and (p.with_suffix("") / "__init__.py").exists())
+
+
+def removed_scripts(page: Path) -> str:
+    """A results page's note on the scripts it names that are no longer in the tree."""
+    text = page.read_text()
+    text = text[:text.find("<!-- generated: files -->")] if "<!-- generated: files -->" in text \
+        else text
+    gone = sorted(s for s in named_scripts(text) if not script_exists(s))
+    if not gone:
+        return ""
+    return ("\n\nScripts this page names that are no longer in the tree: "
+            + ", ".join(f"`{s}`" for s in gone)
+            + ". They were one-off scripts of that sitting, since replaced by the plans of "
+            "`benchmarks/device.sh` (`python -m benchmarks list`); each is in git's history "
+            "(`git log --all -- benchmarks/device_NAME.sh`).")
 
 
 def _with_files_block(text: str) -> str:

@@ -149,10 +149,10 @@ class GpuFinding:
         return 0
 
     def text(self) -> str:
-        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs)"``."""
+        """``"GPU 2's high P99 is +35% [+20%, +52%] vs the other GPUs (6 runs)"``."""
         iv = self.rel
-        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}"
-        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}"
+        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}%"
+        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}%"
         vs = "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
         return (f"GPU {self.gpu}'s {self.workload} {self.metric} is {iv.est * 100:+.0f}% "
                 f"[{lo}, {hi}] vs {vs} ({self.runs} runs; 95% over {self.tests} "
