@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SNAPSHOT = ROOT / "docs" / "results" / "h100-2026-11-24-xsched12" / "dash" / "snapshot.json"
+DEFAULT_SNAPSHOT = ROOT / "docs" / "results" / "h100-2026-11-24-xsched12" / "dash" / "snapshot.json.gz"
 CHARTS = ("LatencyChart", "ThroughputChart", "CdfChart", "UtilChart")
 
 

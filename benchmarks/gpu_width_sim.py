@@ -85,10 +85,10 @@ def simulated(sds: tuple[float, float, float], gpus: int, runs: int, sims: int,
 def measured(one: str, many: str) -> None:
     """The widths of the real runs' HIGH P50 and P99 changes (every step against the
     baseline), each relative to its baseline, and their ratio against the prediction."""
-    import json
+    from xwatch.core.export.snapshot import load_snapshot_dict
 
     def widths(path: str) -> dict[tuple[str, str], tuple[float, int, int]]:
-        doc = json.loads(Path(path).read_text())
+        doc = load_snapshot_dict(path)  # snapshot.json or .json.gz
         out = {}
         for a in doc.get("answer", []):
             if a["metric"] in ("P50", "P99") and a["workload"].partition("@")[0] == "high" \

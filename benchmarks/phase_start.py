@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--export", type=Path, help="where xwatch writes the snapshot "
                     "(default: a temporary folder, named at the end)")
     ap.add_argument("--from", dest="snapshots", nargs="+", type=Path,
-                    help="read these snapshots (folders or snapshot.json) instead of running")
+                    help="read these snapshots (folders, snapshot.json or .json.gz) instead of running")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path, help="write every phase's intervals here")
     a = ap.parse_args(argv)
@@ -355,9 +355,10 @@ def main(argv: list[str] | None = None) -> int:
         print("snapshots: " + ", ".join(str(d / "snapshot.json") for d in paths),
               file=sys.stderr)
     phases: list[dict[str, Any]] = []
-    for path in paths:
-        f = path / "snapshot.json" if path.is_dir() else path
-        phases += breakdown(json.loads(f.read_text()))
+    from xwatch.core.export.snapshot import load_snapshot_dict
+
+    for path in paths:  # a folder, its snapshot.json or a packed snapshot.json.gz
+        phases += breakdown(load_snapshot_dict(path))
     if not any(p["workloads"] for p in phases):
         print("no workload recorded stages (a snapshot from before issue 41?)", file=sys.stderr)
         return 1

@@ -5,7 +5,9 @@
 - ``docs/snapshot.md``: every snapshot field, from the JSON Schema the structs generate;
 - ``docs/reliability.md``: the whole page, from the fault matrix (``tests/faults/matrix.py``);
 - ``docs/benchmarks.md``: the suite, from ``benchmarks/suite.py``;
-- ``docs/results/README.md``: the index of results pages, from each page's front matter.
+- ``docs/results/README.md``: the index of results pages, from each page's front matter;
+- each results page's closing "Files" section: every file of its folder (``docs/results/
+  PAGE/``, and the folders its front matter's ``data:`` adds), linked, with its size.
 
     python -m tools.docs            # rewrite what is stale
     python -m tools.docs --check    # exit 1 naming each stale page (tests/unit/test_docs.py)
@@ -159,6 +161,93 @@ def results_index() -> str:
     return "\n".join(rows)
 
 
+# --- each results page's files ----------------------------------------------------------
+
+def page_folders(page: Path, meta: dict[str, str]) -> list[Path]:
+    """The folders a results page owns: its namesake, then those ``data:`` names
+    (comma-separated), each required to exist."""
+    own = page.with_suffix("")
+    extra = [page.parent / x.strip() for x in meta.get("data", "").split(",") if x.strip()]
+    for d in extra:
+        if not d.is_dir():
+            raise ValueError(f"{page}: front matter data: names {d.name}/, not a folder "
+                             f"of docs/results")
+    return ([own] if own.is_dir() else []) + extra
+
+
+def _size(n: int) -> str:
+    """A file's size as a reader weighs a download (10 kB and up are shown)."""
+    return f"{n / 1000:.0f} kB" if n < 1_000_000 else f"{n / 1e6:.1f} MB"
+
+
+def results_files(page: Path) -> str:
+    """The "Files" section of one results page: a row per folder, each file linked."""
+    folders = page_folders(page, front_matter(page))
+    if not folders:
+        return ("## Files { data-search-exclude }\n\nThis sitting kept no files beyond this "
+                "page (its figures are quoted above)." + removed_scripts(page))
+    out = ["## Files { data-search-exclude }\n",
+           "Everything this sitting kept, as it was written (snapshots gzipped: "
+           "`xwatch report` and `xwatch replay` read a `snapshot.json.gz` or its folder as "
+           "they are; `gzip -dk` gives the JSON; `report.md` is the report xwatch wrote "
+           "then).\n",
+           "| folder | files |", "|---|---|"]
+    for top in folders:
+        dirs = sorted({f.parent for f in top.rglob("*") if f.is_file()})
+        for d in dirs:
+            files = sorted(f for f in d.iterdir() if f.is_file())
+            rel = d.relative_to(page.parent).as_posix()
+            cells = ", ".join(f"[{f.name}]({rel}/{f.name})" + (
+                f" ({_size(f.stat().st_size)})" if f.stat().st_size >= 10_000 else "")
+                for f in files)
+            out.append(f"| `{rel}/` | {cells} |")
+    return "\n".join(out) + removed_scripts(page)
+
+
+#: a script a page names: ``benchmarks/x.py``, ``tools/x.py``, ``.ci/run``, or
+#: ``python -m tools.docs``
+SCRIPT = re.compile(r"(?<![\w/.-])((?:benchmarks|tools|tests|\.ci)/[\w./-]*\.(?:py|sh)|"
+                    r"\.ci/run)\b|python3? -m ((?:benchmarks|tools|tests)(?:\.\w+)+)")
+
+
+def named_scripts(text: str) -> set[str]:
+    """The repository paths of the scripts a text names, placeholders (``device_NAME.sh``,
+    ``*``) left out."""
+    out = set()
+    for m in SCRIPT.finditer(text):
+        path = m.group(1) or m.group(2).replace(".", "/") + ".py"
+        if "*" not in path and not re.search(r"[A-Z]{3,}", path):
+            out.add(path)
+    return out
+
+
+def script_exists(path: str) -> bool:
+    p = ROOT / path
+    return p.exists() or (p.suffix == ".py" and (p.with_suffix("") / "__init__.py").exists())
+
+
+def removed_scripts(page: Path) -> str:
+    """A results page's note on the scripts it names that are no longer in the tree."""
+    text = page.read_text()
+    text = text[:text.find("<!-- generated: files -->")] if "<!-- generated: files -->" in text \
+        else text
+    gone = sorted(s for s in named_scripts(text) if not script_exists(s))
+    if not gone:
+        return ""
+    return ("\n\nScripts this page names that are no longer in the tree: "
+            + ", ".join(f"`{s}`" for s in gone)
+            + ". They were one-off scripts of that sitting, since replaced by the plans of "
+            "`benchmarks/device.sh` (`python -m benchmarks list`); each is in git's history "
+            "(`git log --all -- benchmarks/device_NAME.sh`).")
+
+
+def _with_files_block(text: str) -> str:
+    """A results page's text with its Files block markers (appended where missing)."""
+    if "<!-- generated: files -->" in text:
+        return text
+    return text.rstrip("\n") + "\n\n<!-- generated: files -->\n<!-- end: files -->\n"
+
+
 # --- blocks and pages -------------------------------------------------------------------
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -196,6 +285,9 @@ def expected() -> dict[Path, str]:
         want[path] = fill(text, name, make(), page)
     for page, make in PAGES.items():
         want[DOCS / page] = make()
+    for path, _ in results_pages():
+        text = _with_files_block(want.get(path) or path.read_text())
+        want[path] = fill(text, "files", results_files(path), str(path.relative_to(DOCS)))
     return want
 
 

@@ -97,7 +97,7 @@ def test_the_readmes_two_commands_are_the_ones_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     for step in ("python3 -m venv .venv", ".venv/bin/pip install -q -e '.[test]'",
                  ".venv/bin/python -m pytest", "mkdocs build --strict",
-                 ".venv/bin/pip install -q -e '.[docs]'"):
+                 ".venv/bin/pip install -q -r docs/requirements.txt"):
         assert step in ci, step
 
 
@@ -126,3 +126,61 @@ def test_the_manuals_pages_carry_no_dated_lab_notes() -> None:
         hexes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", text)
                  if re.search(r"[a-f]", w) and re.search(r"\d", w)]
         assert hexes == [], (page, hexes)
+
+
+def test_the_manual_builds_from_its_own_requirements_the_docs_extras_pins() -> None:
+    from xwatch.scenario.load import tomllib
+
+    reqs = [ln.strip() for ln in (docs.DOCS / "requirements.txt").read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["docs"]
+    assert sorted(reqs) == sorted(extra)
+    assert all("==" in r for r in reqs) and not any("torch" in r for r in reqs)
+    assert "-r docs/requirements.txt" in README
+
+
+def test_results_keep_snapshots_packed_and_every_folder_has_its_page() -> None:
+    from tools import pack_results
+
+    assert pack_results.unpacked() == [], "python -m tools.pack_results"
+    owned = [d for p, m in docs.results_pages() for d in docs.page_folders(p, m)]
+    assert len(owned) == len(set(owned)), "a folder claimed by two results pages"
+    folders = {d for d in (docs.DOCS / "results").iterdir() if d.is_dir()}
+    assert folders - set(owned) == set(), "a results folder no page links (front matter data:)"
+
+
+def test_a_plain_snapshot_in_the_results_is_found_and_packed(tmp_path: Path) -> None:
+    import gzip
+
+    from tools import pack_results
+
+    raw = (ROOT / "tests" / "data" / "snapshot_two_gpus.json").read_bytes()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "snapshot.json").write_bytes(raw)
+    (tmp_path / "run" / "table.json").write_text('{"rows": []}')
+    assert pack_results.unpacked(tmp_path) == [tmp_path / "run" / "snapshot.json"]
+    assert pack_results.main(["--check", str(tmp_path)]) == 1
+    assert pack_results.main([str(tmp_path)]) == 0
+    assert pack_results.unpacked(tmp_path) == []
+    packed = (tmp_path / "run" / "snapshot.json.gz").read_bytes()
+    assert gzip.decompress(packed) == raw
+    (tmp_path / "run" / "snapshot.json").write_bytes(raw)  # packing twice: the same bytes
+    assert pack_results.pack(tmp_path / "run" / "snapshot.json").read_bytes() == packed
+
+
+def test_each_results_page_links_every_file_it_kept() -> None:
+    for page, meta in docs.results_pages():
+        text = page.read_text()
+        for folder in docs.page_folders(page, meta):
+            for f in folder.rglob("*"):
+                if f.is_file():
+                    assert f"]({f.relative_to(page.parent).as_posix()})" in text, (page.name, f)
+
+
+def test_kept_reports_are_published_but_not_searched() -> None:
+    from tools.mkdocs_hooks import kept_file
+
+    assert kept_file("results/h100-2026-11-24-xsched12/llm/report.md")
+    assert not kept_file("results/h100-2026-11-24-xsched12.md")
+    assert not kept_file("results/README.md") and not kept_file("commands.md")

@@ -59,6 +59,9 @@ def test_a_gzipped_snapshot_reads_as_the_file_and_a_broken_one_says_so(tmp_path:
     raw = (DATA / "snapshot_two_gpus.json").read_bytes()
     (tmp_path / "snapshot.json.gz").write_bytes(gzip.compress(raw))
     assert load_snapshot(tmp_path / "snapshot.json.gz") == load_snapshot(DATA / "snapshot_two_gpus.json")
+    (tmp_path / "packed").mkdir()  # a folder holding only the packed file reads it
+    (tmp_path / "packed" / "snapshot.json.gz").write_bytes(gzip.compress(raw))
+    assert load_snapshot(tmp_path / "packed") == load_snapshot(DATA / "snapshot_two_gpus.json")
     (tmp_path / "cut.json.gz").write_bytes(gzip.compress(raw)[:300])
     with pytest.raises(SnapshotError, match=r"cut\.json\.gz: a gzip file that does not decompress"):
         load_snapshot(tmp_path / "cut.json.gz")

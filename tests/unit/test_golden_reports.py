@@ -36,7 +36,7 @@ CASES = {
     "sweep-2026-11-22": "docs/results/h100-2026-11-22/sweep",
     "two-gpus": "tests/data/snapshot_two_gpus.json",
     "mps-2026-11-23": "docs/results/h200x2-2026-11-23-mps/mps2",
-    "advise-2026-11-23": "docs/results/h100-2026-11-23f/snapshot-seed1.json",
+    "advise-2026-11-23": "docs/results/h100-2026-11-23f/snapshot-seed1.json.gz",
     "compare-2026-11-24": "docs/results/h100-2026-11-24-xsched12/llm",
     "calibrate-2026-11-24": "docs/results/h100-2026-11-24-xsched12/calibrate",
     "kernel-lane-2026-11-24": "docs/results/h100-2026-11-24-xsched12/kernel-lane",

@@ -97,11 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("scenarios", help="list the built-in scenarios")
     sc.add_argument("--keys", action="store_true", help="print the scenario key reference")
     rp = sub.add_parser("replay", help="open the dashboard on a recorded snapshot")
-    rp.add_argument("snapshot", help="DIR or DIR/snapshot.json, or a kept session: 'last' "
-                    "or its number in `xwatch sessions`")
+    rp.add_argument("snapshot", help="DIR or DIR/snapshot.json (or .json.gz), or a kept "
+                    "session: 'last' or its number in `xwatch sessions`")
     rep = sub.add_parser("report", help="write a Markdown or HTML report of a snapshot")
-    rep.add_argument("snapshot", help="DIR or DIR/snapshot.json, or 'last' or a number from "
-                     "`xwatch sessions`")
+    rep.add_argument("snapshot", help="DIR or DIR/snapshot.json (or .json.gz), or 'last' or a "
+                     "number from `xwatch sessions`")
     ss = sub.add_parser("sessions", help="list the kept dashboard sessions (newest first)")
     ss.add_argument("--recover", metavar="N|all",
                     help="rebuild an interrupted session (xwatch was killed) from its "

@@ -296,8 +296,9 @@ def _read(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
     """A snapshot file's raw JSON, checked to be an xwatch snapshot of a schema this
     xwatch reads, brought to the current shape (``upgrade``); not yet validated."""
     p = Path(path)
-    if p.is_dir():
-        p = p / "snapshot.json"
+    if p.is_dir():  # its snapshot.json, or snapshot.json.gz where only that is there
+        gz = p / "snapshot.json.gz"
+        p = gz if gz.is_file() and not (p / "snapshot.json").exists() else p / "snapshot.json"
     try:
         data = p.read_bytes()
     except OSError as e:

@@ -189,17 +189,17 @@ class GpuFinding:
         return 0
 
     def change(self) -> str:
-        """``"+35% [+20, +52]"``."""
+        """``"+35% [+20%, +52%]"``."""
         iv = self.rel
-        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}"
-        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}"
+        lo = "?" if iv.lo is None else f"{iv.lo * 100:+.0f}%"
+        hi = "?" if iv.hi is None else f"{iv.hi * 100:+.0f}%"
         return f"{iv.est * 100:+.0f}% [{lo}, {hi}]"
 
     def versus(self) -> str:
         return "the other GPUs" if len(self.others) > 1 else f"GPU {self.others[0]}"
 
     def text(self, where: Callable[[str], str] = lambda s: s) -> str:
-        """``"GPU 2's high P99 is +35% [+20, +52] vs the other GPUs (6 runs; 95% over 4
+        """``"GPU 2's high P99 is +35% [+20%, +52%] vs the other GPUs (6 runs; 95% over 4
         comparisons)"``; with several steps, ``"under XSched, GPU 2's ..."`` (``where``
         words a step)."""
         head = f"{where(self.step)}, " if len(self.steps) > 1 else ""
@@ -211,7 +211,7 @@ class GpuFinding:
 def grouped_text(fs: Sequence[GpuFinding], where: Callable[[str], str] = lambda s: s
                  ) -> list[str]:
     """One sentence per GPU and number: where it differs, step by step, and the steps
-    where it does not (``"under XSched, GPU 3's high P50 is +100% [+90, +110] vs the
+    where it does not (``"under XSched, GPU 3's high P50 is +100% [+90%, +110%] vs the
     other GPUs (2 runs); natively within noise (95% over 8 comparisons)"``)."""
     groups: dict[tuple[str, str, int], list[GpuFinding]] = {}
     for f in fs:
