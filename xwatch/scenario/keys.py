@@ -211,8 +211,12 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
     Key("device", "string", "(scenario device)", "'auto', 'cpu' or 'cuda:N'.", _device),
     Key("rate", "number", None, "Requests per second (open loop). Leave out for closed loop "
         "(back to back).", _num(positive=True, hi=1e6)),
-    Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed' or 'poisson'.",
+    Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed', 'poisson' or "
+        "'gamma' (see burstiness).",
         _choice(*ARRIVALS), ARRIVALS),
+    Key("burstiness", "number", 1.0, "With arrival = 'gamma': the shape of the gamma "
+        "gaps (vLLM's --burstiness; their mean stays 1/rate): below 1 burstier than "
+        "Poisson, 1 Poisson, above 1 more even.", _num(positive=True, hi=1e6)),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
         _int(1)),
     Key("warmup", "integer", 10, "Warm-up iterations, never counted.", _int(0, 100000)),
@@ -284,8 +288,12 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "serve: the model's path; vLLM: its --served-model-name). Left out: not sent.", _s),
     Key("rate", "number", None, "Requests per second, open loop (latency counts from each "
         "request's scheduled send).", _num(positive=True), required=True),
-    Key("arrival", "string", "fixed", "Spacing of requests: 'fixed' or 'poisson'.",
+    Key("arrival", "string", "fixed", "Spacing of requests: 'fixed', 'poisson' or 'gamma' "
+        "(see burstiness).",
         _choice(*ARRIVALS), ARRIVALS),
+    Key("burstiness", "number", 1.0, "With arrival = 'gamma': the shape of the gamma "
+        "gaps (vLLM's --burstiness; their mean stays 1/rate): below 1 burstier than "
+        "Poisson, 1 Poisson, above 1 more even.", _num(positive=True, hi=1e6)),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
         _int(1)),
     Key("warmup", "integer", 2, "Requests sent one at a time before measuring (never "

@@ -61,6 +61,7 @@ class Workload:
     device: str = "auto"
     rate: float | None = None
     arrival: str = "fixed"
+    burstiness: float = 1.0  # arrival "gamma": the gaps' shape (vLLM's --burstiness)
     requests: int | None = None
     warmup: int = 10
     python: str | None = None

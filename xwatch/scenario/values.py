@@ -18,7 +18,7 @@ from xwatch.errors import UsageError
 
 PRIORITY_NUMBERS = {"high": 1, "low": 0}
 DTYPES = ("fp32", "fp16", "bf16")
-ARRIVALS = ("fixed", "poisson")
+ARRIVALS = ("fixed", "poisson", "gamma")
 STREAMS = ("created", "default")
 STREAM_PRIORITIES = ("high", "normal")
 AMP_MODES = ("off", "bf16", "fp16")

@@ -244,7 +244,11 @@ class EventWriter:
             self.flush(now)
 
     def emit(self, obj: dict[str, Any], flush: bool = True) -> None:
-        self._buf.append(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+        self.emit_line(json.dumps(obj, separators=(",", ":"), default=str) + "\n", flush)
+
+    def emit_line(self, line: str, flush: bool = True) -> None:
+        """One event already encoded (a typed event's line, with its newline)."""
+        self._buf.append(line)
         if flush:
             self.flush()
 

@@ -481,7 +481,7 @@ class WorkloadRun:
             holes = sorted(self.holes) if spec.server is not None else []
             skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=skip, limit=spec.requests)
+                             skip=skip, limit=spec.requests, burstiness=spec.burstiness)
             waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
                      if i > self.max_seq or i in self.holes]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \

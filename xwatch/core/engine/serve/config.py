@@ -18,6 +18,7 @@ class ServeConfig:
     api: str = "openai-chat"
     served_model: str | None = None
     arrival: str = "fixed"
+    burstiness: float = 1.0
     requests: int | None = None
     warmup: int = 2
     seed: int = 0
