@@ -28,6 +28,7 @@ from xwatch.scenario.values import (
     _bool,
     _choice,
     _device,
+    _goodput,
     _gpus,
     _int,
     _mem_limit,
@@ -312,6 +313,10 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "words; relative to the scenario's folder.", _s),
     Key("ignore_eos", "boolean", False, "Send `ignore_eos: true` (vLLM, SGLang: every request "
         "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", _bool),
+    Key("goodput", "list", None, "vLLM's goodput SLOs (its --goodput), e.g. ['ttft:200', "
+        "'tpot:50', 'e2el:2000'] (ms): the requests meeting all of them, per second and as "
+        "a share of the requests due (a failed or unfinished request is a miss).",
+        _goodput),
     Key("cwd", "string", "(scenario folder)", "Working directory of the server.", _s),
     Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
         _choice(*PLATFORMS), PLATFORMS),

@@ -20,6 +20,7 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
+from xwatch.core.engine.live.goodput import SloCounter
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -130,6 +131,7 @@ class WorkloadRun:
                             else None)
         #: named per-request metrics ("ttft_ms", "tpot_ms", ...), one recorder each
         self.metrics: dict[str, Recorder] = {}
+        self.slo_good = SloCounter(spec.goodput) if spec.goodput else None  # vLLM's
         self.stop_requested = False
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
@@ -213,6 +215,8 @@ class WorkloadRun:
                         get("late") is True, ok, sv)
                 if not ok:
                     self._error_cause(e)
+                elif self.slo_good is not None:
+                    self.slo_good.add(e)
                 keep(e)
                 if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
                     self._named(e, t)
@@ -504,11 +508,14 @@ class WorkloadRun:
             self.unfinished, self.unfinished_note = None, "unknown (command without rate)"
             return
         self.unfinished = len(waits)
-        if waits:
+        if waits:  # none is faster than the fastest completed: a wait below it is raised
+            fastest = rec.phase_moments().min if rec.count else 0.0
             m = Moments()
             for w in waits:
-                m.add(w)
+                m.add(max(w, fastest))
             self.unfinished_m = m
+            if min(waits) < fastest:
+                self.unfinished_note += "; a wait below the fastest completed request at it"
 
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
@@ -539,7 +546,9 @@ class WorkloadRun:
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
                                              integral=m.integral),
-                                      r.under_slo / m.n if r.slo_ms and m.n else None, win_n)
+                                      # a failed or unfinished request: a miss
+                                      r.under_slo / (m.n + rec.errors + unf)
+                                      if r.slo_ms and m.n else None, win_n)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
@@ -553,10 +562,12 @@ class WorkloadRun:
                 window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
                 window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
             measured_s=round(measured, 6),
-            goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
+            goodput=(rec.under_slo / (count + rec.errors + unf) if count + unf else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
+            slo_goodput=None if self.slo_good is None else self.slo_good.snapshot(
+                count, rec.errors, unf, measured),
             exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
             stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
