@@ -129,3 +129,39 @@ goodput = ["ttft:5000", "tpot:5000", "e2el:10000"]
     assert g["requests_per_s"] == pytest.approx(chat["count"] / chat["measured_s"], rel=1e-4)
     assert "goodput" in out.stdout and "a failed or unfinished request is a miss" in out.stdout
     assert gone(port)
+
+
+def test_drain_measures_every_request_sent(tmp_path: Path) -> None:
+    """A one-at-a-time server (~50 ms a request: 20 + 3 x 10) offered 40 req/s for 2 s:
+    without a drain most requests are cut unfinished; with ``drain_s`` every request
+    the generator sent is measured (none unfinished) and the mean is over them all."""
+    port = free_port()
+    scen = tmp_path / "d.toml"
+    argv = ", ".join(json.dumps(a) for a in fake_server(
+        port, "--serial", "--first-ms", "20", "--token-ms", "10"))
+    scen.write_text(f"""
+duration_s = 2
+[[workload]]
+name = "chat"
+priority = "high"
+server = [{argv}]
+port = {port}
+rate = 40
+warmup = 1
+new_tokens = 4
+prompt_len = 16
+ready_timeout_s = 20
+drain_s = 30
+""")
+    out = run_xwatch("run", str(scen), "--headless", "--telemetry", "off",
+                     "--export", str(tmp_path / "out"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    phase = json.loads((tmp_path / "out" / "snapshot.json").read_text())["phases"][0]
+    chat = phase["workloads"]["chat"]
+    assert chat["unfinished"]["count"] == 0 and chat["errors"] == 0, chat["unfinished"]
+    assert chat["count"] >= 40 and chat["after_end"] == 0  # ~80 sent in 2 s
+    # a queue behind a 50 ms server: the last of n requests waits about n x 50 ms
+    assert chat["latency_ms"]["max"] >= 0.5 * chat["count"] * 50 - 2000
+    assert chat["unfinished"]["drained"] is True
+    assert [a for a in phase["annotations"] if a.get("kind") == "saturated"]
+    assert gone(port)

@@ -313,6 +313,10 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "words; relative to the scenario's folder.", _s),
     Key("ignore_eos", "boolean", False, "Send `ignore_eos: true` (vLLM, SGLang: every request "
         "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", _bool),
+    Key("drain_s", "number", 0.0, "At the phase's planned end, send no new request and "
+        "wait up to this many seconds for those in flight, so that every request sent is "
+        "measured, as vLLM's bench serve does (the other workloads run on meanwhile); 0: "
+        "none, the requests in flight are cut and counted unfinished.", _num(lo=0, hi=3600)),
     Key("goodput", "list", None, "vLLM's goodput SLOs (its --goodput), e.g. ['ttft:200', "
         "'tpot:50', 'e2el:2000'] (ms): the requests meeting all of them, per second and as "
         "a share of the requests due (a failed or unfinished request is a miss).",

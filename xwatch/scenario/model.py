@@ -84,6 +84,7 @@ class Workload:
     range_ratio: float = 0.0
     dataset: str | None = None
     ignore_eos: bool = False
+    drain_s: float = 0.0  # a server's drain at the planned end (vLLM waits for all)
     goodput: tuple[str, ...] = ()  # vLLM's --goodput: "ttft:MS", "tpot:MS", "e2el:MS"
     # external command
     command: tuple[str, ...] | None = None

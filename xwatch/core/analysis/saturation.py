@@ -9,7 +9,8 @@ rate ``r``, the requests sent are about ``r T`` (Poisson: standard deviation
 ``sqrt(r T)``); the server is saturated when the requests it answered (completed or
 failed: a failure is an answer, not a queue) fall short of them by more than three
 standard deviations and two requests, and at least three were still unfinished at the
-end. Failures are named as failures beside it, never read as saturation. A server
+end (or the phase drained them: ``drain_s``, its measured time then holds the backlog's
+service). Failures are named as failures beside it, never read as saturation. A server
 that keeps up completes all but the few in flight: with ``r T = 48`` it is called
 saturated only below 25 answered, far below what its requests in flight (``r`` x
 its unqueued latency) take unless that latency is several seconds, which is then
@@ -61,11 +62,14 @@ def saturation(w: M.Workload) -> str | None:
     unf = w.unfinished.count if w.unfinished is not None else None
     measured = w.measured_s if isinstance(w.measured_s, (int, float)) else None
     answered = w.count + w.errors
-    if not saturated(w.target_rate, answered, measured, unf):
+    drained = w.unfinished is not None and w.unfinished.drained  # its backlog awaited
+    if not saturated(w.target_rate, answered, measured,
+                     max(unf or 0, MIN_UNFINISHED) if drained else unf):
         return None
     assert w.target_rate is not None and measured is not None
     failed = failures(w)
     return (f"the server is saturated: offered {w.target_rate:.1f} req/s, answered "
             f"{answered / measured:.1f} req/s ({w.count} requests completed"
-            + (f", {failed}," if failed else "") + f" in {measured:.1f} s, {unf} "
-            "unfinished at the end); its latency is mostly queueing")
+            + (f", {failed}," if failed else "") + f" in {measured:.1f} s, "
+            + ("the backlog drained" if drained else f"{unf} unfinished at the end")
+            + "); its latency is mostly queueing")

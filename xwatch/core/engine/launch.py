@@ -78,7 +78,7 @@ def serve_config(w: Workload, preload: str | None = None) -> ServeConfig:
         arrival=w.arrival, burstiness=w.burstiness, requests=w.requests, warmup=w.warmup,
         seed=w.seed,
         prompt_len=w.prompt_len, new_tokens=w.new_tokens, range_ratio=w.range_ratio,
-        dataset=dataset, ignore_eos=w.ignore_eos, preload=preload)
+        dataset=dataset, ignore_eos=w.ignore_eos, preload=preload, drain_s=w.drain_s)
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,

@@ -33,7 +33,10 @@ ERROR = "error"
 BYE = "bye"
 TRACE = "trace"
 WARM = "warm"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM})
+#: a server's load generator asked to drain (SIGUSR1): ``sent`` requests in all, then
+#: ``done`` once none is in flight
+DRAIN = "drain"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, DRAIN})
 
 #: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
 #: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its

@@ -98,6 +98,9 @@ class Unfinished(Doc, frozen=True, kw_only=True):
     max_wait_ms: Num = None
     in_percentiles: bool = False
     note: str = ""
+    #: a server's load generator drained at the planned end (``drain_s``): every
+    #: request sent was awaited, the backlog measured rather than cut
+    drained: bool = False
 
 
 class Goodput(Doc, frozen=True, kw_only=True):

@@ -132,6 +132,7 @@ class WorkloadRun:
         #: named per-request metrics ("ttft_ms", "tpot_ms", ...), one recorder each
         self.metrics: dict[str, Recorder] = {}
         self.slo_good = SloCounter(spec.goodput) if spec.goodput else None  # vLLM's
+        self.drain: tuple[int, bool] | None = None  # a server's drain: (sent, done)
         self.stop_requested = False
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
@@ -336,6 +337,8 @@ class WorkloadRun:
         elif kind == "bye":  # the worker's clean end: what follows is the process's exit
             t = e.get("t")
             self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
+        elif kind == "drain" and type(e.get("sent")) is int:
+            self.drain = (e["sent"], e.get("done") is True)
         elif kind == "trace":
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
@@ -428,7 +431,7 @@ class WorkloadRun:
         """Mark the workload stalled (or not); the reason when it just became stalled."""
         if self.state not in ALIVE or self.last_progress is None or self.phase.t_stop is not None:
             return None
-        if self.spec.stall_s is False:  # the scenario says: never
+        if self.spec.stall_s is False or self.drain:  # never (the scenario), or draining
             return None
         if self.spec.requests is not None and self.max_seq >= self.spec.requests:
             return None  # every asked-for request is done: it is exiting, not stalled
@@ -485,7 +488,9 @@ class WorkloadRun:
             holes = sorted(self.holes) if spec.server is not None else []
             skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=skip, limit=spec.requests, burstiness=spec.burstiness)
+                             skip=skip, burstiness=spec.burstiness, limit=min(
+                                 (n for n in (spec.requests, self.drain[0] if self.drain else None)
+                                  if n is not None), default=None))
             waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
                      if i > self.max_seq or i in self.holes]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
@@ -575,7 +580,7 @@ class WorkloadRun:
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
                 if self.unfinished_m else None, in_percentiles=in_pct,
-                note=self.unfinished_note),
+                note=self.unfinished_note, drained=bool(self.drain and self.drain[1])),
             unfinished_note=self.unfinished_note,
             after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)

@@ -17,7 +17,7 @@ import aiohttp
 from xwatch.core.engine.protocol import EventWriter
 from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.config import ServeConfig
-from xwatch.core.engine.serve.events import Request, line
+from xwatch.core.engine.serve.events import Drain, Request, line
 from xwatch.core.engine.serve.prompts import Ask, Asks
 from xwatch.core.engine.serve.server import Fatal
 from xwatch.core.engine.worker import LATE_THRESHOLD_S
@@ -49,6 +49,8 @@ class Client:
         self.fatal: Fatal | None = None
         self.session: aiohttp.ClientSession | None = None
         self.asks: Asks | None = None
+        self.drain = asyncio.Event()  # SIGUSR1: no new request, those in flight awaited
+        self.sent = 0  # requests launched (in order of their number)
 
     async def stream_one(self, ask: Ask, t_sched: float) -> Request:
         """One streamed request; the event to send (``ok`` false with ``error`` when it
@@ -184,8 +186,9 @@ class Client:
         sent = asyncio.Event()  # every request of a ``requests`` limit was sent
 
         def launch(seq: int, t_sched: float) -> None:
-            if self.stop_event.is_set():
+            if self.stop_event.is_set() or self.drain.is_set():
                 return
+            self.sent = seq
             self.inflight[seq] = t_sched
             task = loop.create_task(self.one(seq, t_sched, asks.ask(cfg.warmup + seq - 1)))
             tasks.add(task)
@@ -212,9 +215,17 @@ class Client:
         ticker.start()
         stop = asyncio.ensure_future(self.stop_event.wait())
         done = asyncio.ensure_future(sent.wait())
-        await asyncio.wait([stop, done], return_when=asyncio.FIRST_COMPLETED)
+        drain = asyncio.ensure_future(self.drain.wait())
+        await asyncio.wait([stop, done, drain], return_when=asyncio.FIRST_COMPLETED)
+        if self.drain.is_set() and not self.stop_event.is_set():
+            halt.set()
+            self.w.emit_line(line(Drain(sent=self.sent, done=False)))
         while tasks and not self.stop_event.is_set():
             await asyncio.wait([*tasks, stop], return_when=asyncio.FIRST_COMPLETED)
+        if self.drain.is_set() and not self.stop_event.is_set():
+            self.w.emit_line(line(Drain(sent=self.sent, done=True)))
+            await stop  # every request sent is measured: wait for xwatch's stop
+        drain.cancel()
         halt.set()
         stop.cancel()
         done.cancel()

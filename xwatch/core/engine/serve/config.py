@@ -32,6 +32,9 @@ class ServeConfig:
     heartbeat_s: float = 1.0
     #: this many requests failing in a row fail the workload (a server answering only errors)
     fail_streak: int = 20
+    #: SIGUSR1 (xwatch, at the phase's planned end): no new request, those in flight
+    #: awaited (the scenario's ``drain_s`` bounds the wait)
+    drain_s: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

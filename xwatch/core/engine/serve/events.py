@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from xwatch.core.engine.protocol import BYE, ERROR, HELLO, READY, WARM
+from xwatch.core.engine.protocol import BYE, DRAIN, ERROR, HELLO, READY, WARM
 
 
 class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -90,7 +90,14 @@ class Bye(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", ta
     stopped: bool
 
 
-Event = Request | Hello | Warm | Ready | Error | Bye
+class Drain(msgspec.Struct, kw_only=True, tag_field="type", tag=DRAIN):
+    """Asked to drain: no request after the ``sent`` first; ``done``: none in flight."""
+
+    sent: int
+    done: bool
+
+
+Event = Request | Hello | Warm | Ready | Error | Bye | Drain
 
 _encode = msgspec.json.Encoder().encode
 

@@ -147,6 +147,7 @@ class Generator:
 
         for s in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(s, on_stop)
+        loop.add_signal_handler(signal.SIGUSR1, client.drain.set)
         hb = asyncio.create_task(self.heartbeat())
         watcher: asyncio.Task[None] | None = None
         try:
