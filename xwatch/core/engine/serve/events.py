@@ -7,8 +7,6 @@ it did when it was a dict.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from xwatch.core.engine.protocol import BYE, DRAIN, ERROR, HELLO, READY, WARM
@@ -106,8 +104,3 @@ def line(ev: Event) -> str:
     """One event as its protocol line (with the newline)."""
     return _encode(ev).decode() + "\n"
 
-
-def as_dict(ev: Event) -> dict[str, Any]:
-    """The event as the protocol's JSON object (tests and the heartbeat's peers)."""
-    out: dict[str, Any] = msgspec.json.decode(_encode(ev))
-    return out
