@@ -567,7 +567,8 @@ class WorkloadRun:
                 window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
                 window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
             measured_s=round(measured, 6),
-            goodput=(rec.under_slo / (count + rec.errors + unf) if count + unf else math.nan)
+            goodput=(rec.under_slo / (count + rec.errors + unf) if count + rec.errors + unf
+                     else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
