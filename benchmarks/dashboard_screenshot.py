@@ -41,12 +41,12 @@ def _setup(a: argparse.Namespace) -> dict[str, Any]:
     """The app's arguments as ``xwatch run`` makes them: its parser, its scenario
     overrides (--device, --gpus) and its XSched/MPS backends with their checks."""
     from xwatch.cli.checks import (
-        _check_box,
-        _check_devices,
-        _load,
-        _mps_backend,
-        _platforms,
-        _xsched_backend,
+        check_box,
+        check_devices,
+        scenario_of,
+        mps_backend_of,
+        platforms_of,
+        xsched_backend_of,
     )
     from xwatch.cli.parser import build_parser
     from xwatch.errors import UsageError
@@ -55,15 +55,15 @@ def _setup(a: argparse.Namespace) -> dict[str, Any]:
     argv += [f"--{k}={v}" for k, v in (("device", a.device), ("gpus", a.gpus),
                                        ("xsched", a.xsched)) if v]
     args = build_parser().parse_args(argv)
-    scen = _load(args)
-    xs = _xsched_backend(args, scen)
+    scen = scenario_of(args)
+    xs = xsched_backend_of(args, scen)
     if a.mode == "xsched":
         if xs is None:
             raise UsageError("--mode xsched needs --xsched ROOT or XSCHED_HOME")
-        xs.install.check(_platforms(scen))
-        _check_box(xs, scen)
-    mps, mps_why = _mps_backend(args, scen, explicit=a.mode == "mps")
-    _check_devices(scen)
+        xs.install.check(platforms_of(scen))
+        check_box(xs, scen)
+    mps, mps_why = mps_backend_of(args, scen, explicit=a.mode == "mps")
+    check_devices(scen)
     return {"scenario": scen, "mode": a.mode, "telemetry": a.telemetry, "xsched": xs,
             "mps": mps, "mps_unavailable": mps_why}
 

@@ -11,9 +11,16 @@ faults: ``never-ready`` (/health answers 503), ``die-after=N`` (exits 3 after N
 requests, a line on stderr first), ``status=CODE`` (every POST answers CODE),
 ``cut-after=N`` (the N+1th and later streams are cut after two tokens),
 ``not-openai`` (POST answers an HTML page), ``empty-every=N`` (every Nth stream finishes
-without any text: a role chunk, a finish chunk and ``[DONE]``). ``--serial``: one request
-generates at a time, the others wait (as ``transformers serve`` without continuous
-batching serves them).
+without any text: a role chunk, a finish chunk and ``[DONE]``), ``fail-every=N`` (every
+Nth POST answers HTTP 500). ``--serial``: one request generates at a time, the others
+wait (as ``transformers serve`` without continuous batching serves them).
+
+The stream's shape, each on a known schedule (the tests' truth): ``--tail-ms T`` (the
+usage chunk and ``[DONE]`` come T ms after the last token, the finish chunk with it),
+``--reasoning K`` (the first K tokens stream as ``delta.reasoning``;
+``--reasoning-key reasoning_content`` as older servers), ``--tools`` (every token is a
+``tool_calls`` delta), ``--empty-finish`` (the finish chunk carries ``content: ""``, as
+vLLM's server sends it, ``--token-ms`` after the last token).
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ KNOWN = {"model", "messages", "prompt", "max_tokens", "stream", "stream_options"
 
 
 def chunk(api: str, text: str | None, finish: str | None = None,
-          usage: dict[str, int] | None = None, role: bool = False) -> bytes:
+          usage: dict[str, int] | None = None, role: bool = False,
+          key: str = "content") -> bytes:
     if api == "chat":
-        delta: dict[str, str] = {"role": "assistant"} if role else \
-            ({"content": text} if text else {})
+        delta: dict[str, object] = {"role": "assistant"} if role else \
+            ({key: text} if text is not None else {})
+        if key == "tool_calls" and text is not None:
+            delta = {"tool_calls": [{"index": 0, "function": {"arguments": text}}]}
         choice: dict[str, object] = {"index": 0, "delta": delta}
     else:
         choice = {"index": 0, "text": text or ""}
@@ -63,6 +73,10 @@ def make_app(a: argparse.Namespace) -> web.Application:
         if fault == "not-openai":
             return web.Response(text="<html><body>Welcome</body></html>",
                                 content_type="text/html")
+        if fault.startswith("fail-every="):
+            served["posts"] = served.get("posts", 0) + 1
+            if served["posts"] % int(fault.split("=")[1]) == 0:
+                return web.json_response({"error": {"message": "fake failure"}}, status=500)
         if fault.startswith("status="):
             code = int(fault.split("=")[1])
             return web.json_response({"error": {"message": "fake failure"}}, status=code)
@@ -100,14 +114,20 @@ def make_app(a: argparse.Namespace) -> web.Application:
         for i in range(n):
             if i:
                 await asyncio.sleep(a.token_ms / 1e3)
-            await resp.write(chunk(api, f"t{i} "))
+            key = "tool_calls" if a.tools else (a.reasoning_key if i < a.reasoning
+                                                 else "content")
+            await resp.write(chunk(api, f"t{i} ", key=key))
             if cut and i == 1:
                 assert req.transport is not None
                 req.transport.close()  # the connection breaks mid-stream
                 return resp
-        await resp.write(chunk(api, None, "length", {"prompt_tokens": 4,
-                                                      "completion_tokens": n,
-                                                      "total_tokens": n + 4}))
+        if a.empty_finish and api == "chat":
+            await asyncio.sleep(a.token_ms / 1e3)
+            await resp.write(chunk(api, "", "length"))
+        await asyncio.sleep(a.tail_ms / 1e3)
+        await resp.write(chunk(api, None, None if a.empty_finish else "length",
+                               {"prompt_tokens": 4, "completion_tokens": n,
+                                "total_tokens": n + 4}))
         if not a.no_done:
             await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
@@ -129,6 +149,11 @@ def main() -> None:
     p.add_argument("--no-done", action="store_true")
     p.add_argument("--accept-ignore-eos", action="store_true")
     p.add_argument("--serial", action="store_true")
+    p.add_argument("--tail-ms", type=float, default=0.0)
+    p.add_argument("--reasoning", type=int, default=0)
+    p.add_argument("--reasoning-key", default="reasoning")
+    p.add_argument("--tools", action="store_true")
+    p.add_argument("--empty-finish", action="store_true")
     p.add_argument("--ready-after-s", type=float, default=0.0)
     a = p.parse_args()
     time.sleep(a.ready_after_s)  # loading the model

@@ -106,8 +106,11 @@ ready_timeout_s = 20
     chat = phase["workloads"]["chat"]
     assert chat["errors"] >= 2 and chat["error_causes"] == {"empty stream": chat["errors"]}
     assert chat["unfinished"]["count"] >= 20
+    # the fake's schedule: no request completes in under 200 + 3 x 5 ms, and a request
+    # unfinished at the end never enters below the fastest completed one
+    assert chat["latency_ms"]["min"] >= 215 and chat["latency_ms"]["mean"] >= 215
     sat = [a for a in phase["annotations"] if a.get("kind") == "saturated"]
-    assert len(sat) == 1 and "the server is saturated: offered 20.0 req/s, served" in \
+    assert len(sat) == 1 and "the server is saturated: offered 20.0 req/s, answered" in \
         sat[0]["text"] and "mostly queueing" in sat[0]["text"], phase["annotations"]
     assert "chat: the server is saturated: offered 20.0 req/s" in out.stdout
     assert f"request(s) failed: empty stream ({chat['errors']})" in out.stdout

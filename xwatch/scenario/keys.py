@@ -29,6 +29,7 @@ from xwatch.scenario.values import (
     check_bool,
     check_choice,
     check_device,
+    check_goodput,
     check_gpus,
     check_integer,
     check_mem_limit,
@@ -214,8 +215,12 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
     Key("device", "string", "(scenario device)", "'auto', 'cpu' or 'cuda:N'.", check_device),
     Key("rate", "number", None, "Requests per second (open loop). Leave out for closed loop "
         "(back to back).", check_number(positive=True, hi=1e6)),
-    Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed' or 'poisson'.",
+    Key("arrival", "string", "fixed", "Spacing of open-loop requests: 'fixed', 'poisson' or "
+        "'gamma' (see burstiness).",
         check_choice(*ARRIVALS), ARRIVALS),
+    Key("burstiness", "number", 1.0, "With arrival = 'gamma': the shape of the gamma "
+        "gaps (vLLM's --burstiness; their mean stays 1/rate): below 1 burstier than "
+        "Poisson, 1 Poisson, above 1 more even.", check_number(positive=True, hi=1e6)),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
         check_integer(1)),
     Key("warmup", "integer", 10, "Warm-up iterations, never counted.", check_integer(0, 100000)),
@@ -295,8 +300,12 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "serve: the model's path; vLLM: its --served-model-name). Left out: not sent.", check_string),
     Key("rate", "number", None, "Requests per second, open loop (latency counts from each "
         "request's scheduled send).", check_number(positive=True), required=True),
-    Key("arrival", "string", "fixed", "Spacing of requests: 'fixed' or 'poisson'.",
+    Key("arrival", "string", "fixed", "Spacing of requests: 'fixed', 'poisson' or 'gamma' "
+        "(see burstiness).",
         check_choice(*ARRIVALS), ARRIVALS),
+    Key("burstiness", "number", 1.0, "With arrival = 'gamma': the shape of the gamma "
+        "gaps (vLLM's --burstiness; their mean stays 1/rate): below 1 burstier than "
+        "Poisson, 1 Poisson, above 1 more even.", check_number(positive=True, hi=1e6)),
     Key("requests", "integer", None, "Stop after this many measured requests (exit 0).",
         check_integer(1)),
     Key("warmup", "integer", 2, "Requests sent one at a time before measuring (never "
@@ -315,6 +324,14 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
         "words; relative to the scenario's folder.", check_string),
     Key("ignore_eos", "boolean", False, "Send `ignore_eos: true` (vLLM, SGLang: every request "
         "makes `max_tokens`); transformers serve rejects the field with HTTP 422.", check_bool),
+    Key("drain_s", "number", 0.0, "At the phase's planned end, send no new request and "
+        "wait up to this many seconds for those in flight, so that every request sent is "
+        "measured, as vLLM's bench serve does (the other workloads run on meanwhile); 0: "
+        "none, the requests in flight are cut and counted unfinished.", check_number(lo=0, hi=3600)),
+    Key("goodput", "list", None, "vLLM's goodput SLOs (its --goodput), e.g. ['ttft:200', "
+        "'tpot:50', 'e2el:2000'] (ms): the requests meeting all of them, per second and as "
+        "a share of the requests due (a failed or unfinished request is a miss).",
+        check_goodput),
     Key("cwd", "string", "(scenario folder)", "Working directory of the server.", check_string),
     Key("platform", "string", "(scenario default)", "XSched shim platform: 'cuda' or 'hip'.",
         check_choice(*PLATFORMS), PLATFORMS),

@@ -41,7 +41,7 @@ from xwatch.scenario.model import (
     WorkloadXsched,
     XschedSettings,
 )
-from xwatch.scenario.values import MODE_TABLES, PORT_AUTO, PORT_PLACEHOLDER, SERVER_FROM_CLI
+from xwatch.scenario.values import ARRIVALS, MODE_TABLES, PORT_AUTO, PORT_PLACEHOLDER, SERVER_FROM_CLI
 
 BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
 DEFAULT_SCENARIO = "demo"
@@ -137,6 +137,9 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
                         f"{vals['dtype']!r} the model already runs in that precision: set one")
     if "arrival" in vals and "rate" not in vals:
         raise ctx.error(f"{where}.arrival", "'arrival' needs 'rate' (closed loop has no spacing)")
+    if vals.get("burstiness", 1.0) != 1.0 and vals.get("arrival") != "gamma":
+        raise ctx.error(f"{where}.burstiness", "'burstiness' shapes gamma arrivals: set "
+                        "arrival = 'gamma' (allowed: " + ", ".join(ARRIVALS) + ")")
     xs_raw = raw.get("xsched", {})
     if not isinstance(xs_raw, dict):
         raise ctx.error(f"{where}.xsched", "must be a table [workload.xsched]")

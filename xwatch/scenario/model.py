@@ -77,6 +77,7 @@ class Workload:
     device: str = "auto"
     rate: float | None = None
     arrival: str = "fixed"
+    burstiness: float = 1.0  # arrival "gamma": the gaps' shape (vLLM's --burstiness)
     requests: int | None = None
     warmup: int = 10
     python: str | None = None
@@ -99,6 +100,8 @@ class Workload:
     range_ratio: float = 0.0
     dataset: str | None = None
     ignore_eos: bool = False
+    drain_s: float = 0.0  # a server's drain at the planned end (vLLM waits for all)
+    goodput: tuple[str, ...] = ()  # vLLM's --goodput: "ttft:MS", "tpot:MS", "e2el:MS"
     # external command
     command: tuple[str, ...] | None = None
     cwd: str | None = None

@@ -18,7 +18,7 @@ from xwatch.errors import UsageError
 
 PRIORITY_NUMBERS = {"high": 1, "low": 0}
 DTYPES = ("fp32", "fp16", "bf16")
-ARRIVALS = ("fixed", "poisson")
+ARRIVALS = ("fixed", "poisson", "gamma")
 STREAMS = ("created", "default")
 STREAM_PRIORITIES = ("high", "normal")
 AMP_MODES = ("off", "bf16", "fp16")
@@ -134,6 +134,32 @@ def check_choice(*allowed: str) -> Callable[[Any], str]:
 def check_str_list(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
         raise TypeError("a non-empty list of strings")
+    return tuple(v)
+
+
+GOODPUT_SLOS = ("ttft", "tpot", "e2el")
+
+
+def check_goodput(v: Any) -> tuple[str, ...]:
+    """vLLM's ``--goodput`` SLOs: ``["ttft:200", "tpot:50", "e2el:2000"]`` (ms)."""
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TypeError("a list of strings such as 'ttft:200'")
+    seen: set[str] = set()
+    for x in v:
+        name, sep, ms = x.partition(":")
+        name = name.strip()
+        if not sep or name not in GOODPUT_SLOS:
+            raise ValueError(f"{x!r}: expected NAME:MS, NAME one of "
+                             + ", ".join(GOODPUT_SLOS) + " (as vLLM's --goodput)")
+        try:
+            bound = float(ms)
+        except ValueError:
+            raise ValueError(f"{x!r}: {ms!r} is not a number of milliseconds") from None
+        if not (0 < bound < math.inf):
+            raise ValueError(f"{x!r}: the bound must be a positive number of ms")
+        if name in seen:
+            raise ValueError(f"{name!r} is given twice")
+        seen.add(name)
     return tuple(v)
 
 

@@ -6,12 +6,15 @@ slower than the offered rate builds a queue: its requests complete at the rate i
 serve, the backlog grows through the phase, and its latency (TTFT first) is mostly the
 time spent in that queue. The rule: over a phase of ``T`` measured seconds at an offered
 rate ``r``, the requests sent are about ``r T`` (Poisson: standard deviation
-``sqrt(r T)``); the server is saturated when the requests it completed fall short of
-them by more than three standard deviations and two requests, and at least three were
-still unfinished at the end. A server that keeps up completes all but the few in
-flight: with ``r T = 48`` it is called saturated only below 25 completed, far below
-what its requests in flight (``r`` x its unqueued latency) take unless that latency is
-several seconds, which is then itself mostly queueing.
+``sqrt(r T)``); the server is saturated when the requests it answered (completed or
+failed: a failure is an answer, not a queue) fall short of them by more than three
+standard deviations and two requests, and at least three were still unfinished at the
+end (or the phase drained them: ``drain_s``, its measured time then holds the backlog's
+service). Failures are named as failures beside it, never read as saturation. A server
+that keeps up completes all but the few in flight: with ``r T = 48`` it is called
+saturated only below 25 answered, far below what its requests in flight (``r`` x
+its unqueued latency) take unless that latency is several seconds, which is then
+itself mostly queueing.
 """
 
 from __future__ import annotations
@@ -30,14 +33,25 @@ MIN_UNFINISHED = 3
 MIN_MEASURED_S = 2.0
 
 
-def saturated(offered: float | None, completed: int, measured_s: float | None,
+def saturated(offered: float | None, answered: int, measured_s: float | None,
               unfinished: int | None) -> bool:
-    """The rule (module docstring) on plain numbers."""
+    """The rule (module docstring) on plain numbers: ``answered``, the requests that
+    completed or failed."""
     if not offered or not measured_s or measured_s < MIN_MEASURED_S or unfinished is None:
         return False
     expected = offered * measured_s
-    return (completed < expected - SIGMAS * math.sqrt(expected) - SLACK
+    return (answered < expected - SIGMAS * math.sqrt(expected) - SLACK
             and unfinished >= MIN_UNFINISHED)
+
+
+def failures(w: M.Workload) -> str:
+    """The failed requests named by cause (``HTTP 500 (12), stream cut short (3)``), or
+    an empty string."""
+    if not w.errors:
+        return ""
+    causes = sorted(w.error_causes.items(), key=lambda kv: -kv[1])
+    return f"{w.errors} failed" + (": " + ", ".join(f"{k} ({n})" for k, n in causes)
+                                    if causes else "")
 
 
 def saturation(w: M.Workload) -> str | None:
@@ -47,10 +61,15 @@ def saturation(w: M.Workload) -> str | None:
         return None
     unf = w.unfinished.count if w.unfinished is not None else None
     measured = w.measured_s if isinstance(w.measured_s, (int, float)) else None
-    if not saturated(w.target_rate, w.count, measured, unf):
+    answered = w.count + w.errors
+    drained = w.unfinished is not None and w.unfinished.drained  # its backlog awaited
+    if not saturated(w.target_rate, answered, measured,
+                     max(unf or 0, MIN_UNFINISHED) if drained else unf):
         return None
     assert w.target_rate is not None and measured is not None
-    served = w.count / measured
-    return (f"the server is saturated: offered {w.target_rate:.1f} req/s, served "
-            f"{served:.1f} req/s ({w.count} requests completed in {measured:.1f} s, {unf} "
-            "unfinished at the end); its latency is mostly queueing")
+    failed = failures(w)
+    return (f"the server is saturated: offered {w.target_rate:.1f} req/s, answered "
+            f"{answered / measured:.1f} req/s ({w.count} requests completed"
+            + (f", {failed}," if failed else "") + f" in {measured:.1f} s, "
+            + ("the backlog drained" if drained else f"{unf} unfinished at the end")
+            + "); its latency is mostly queueing")

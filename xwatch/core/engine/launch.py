@@ -57,8 +57,8 @@ def worker_config(w: Workload, top: bool = False) -> WorkerConfig:
     return WorkerConfig(
         stream_priority=w.stream_priority or ("high" if top else "normal"),
         name=w.name, model=w.model, batch=w.batch, input=w.input, seq_len=w.seq_len, task=w.task,
-        dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, requests=w.requests,
-        warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed, train=w.train,
+        dtype=w.dtype, device=w.device, rate=w.rate, arrival=w.arrival, burstiness=w.burstiness,
+        requests=w.requests, warmup=w.warmup, threads=w.threads, stream=w.stream, seed=w.seed, train=w.train,
         amp=w.amp, prompt_len=w.prompt_len, new_tokens=w.new_tokens,
         decode=w.decode)
 
@@ -114,9 +114,10 @@ def serve_config(w: Workload, preload: str | None = None, device: str = "auto") 
         name=w.name, server=server_argv(w, device), rate=w.rate, cwd=w.cwd,
         port=0 if w.port_auto else int(w.port), ready=w.ready,
         ready_timeout_s=w.ready_timeout_s, api=w.api, served_model=w.served_model,
-        arrival=w.arrival, requests=w.requests, warmup=w.warmup, seed=w.seed,
+        arrival=w.arrival, burstiness=w.burstiness, requests=w.requests, warmup=w.warmup,
+        seed=w.seed,
         prompt_len=w.prompt_len, new_tokens=w.new_tokens, range_ratio=w.range_ratio,
-        dataset=dataset, ignore_eos=w.ignore_eos, preload=preload)
+        dataset=dataset, ignore_eos=w.ignore_eos, preload=preload, drain_s=w.drain_s)
 
 
 def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,

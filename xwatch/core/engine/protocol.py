@@ -33,7 +33,10 @@ ERROR = "error"
 BYE = "bye"
 TRACE = "trace"
 WARM = "warm"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM})
+#: a server's load generator asked to drain (SIGUSR1): ``sent`` requests in all, then
+#: ``done`` once none is in flight
+DRAIN = "drain"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, DRAIN})
 
 #: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
 #: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its
@@ -244,7 +247,11 @@ class EventWriter:
             self.flush(now)
 
     def emit(self, obj: dict[str, Any], flush: bool = True) -> None:
-        self._buf.append(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+        self.emit_line(json.dumps(obj, separators=(",", ":"), default=str) + "\n", flush)
+
+    def emit_line(self, line: str, flush: bool = True) -> None:
+        """One event already encoded (a typed event's line, with its newline)."""
+        self._buf.append(line)
         if flush:
             self.flush()
 

@@ -98,6 +98,22 @@ class Unfinished(Doc, frozen=True, kw_only=True):
     max_wait_ms: Num = None
     in_percentiles: bool = False
     note: str = ""
+    #: a server's load generator drained at the planned end (``drain_s``): every
+    #: request sent was awaited, the backlog measured rather than cut
+    drained: bool = False
+
+
+class Goodput(Doc, frozen=True, kw_only=True):
+    """vLLM's goodput (``vllm bench serve --goodput``) of a server workload: the requests
+    that met every named SLO (``slos_ms``: ``ttft``, ``tpot``, ``e2el``), per second of
+    the measured time and as a share of the requests due: completed, failed and
+    unfinished (a failure or an unfinished request is a miss)."""
+
+    slos_ms: dict[str, float] = {}
+    good: int = 0
+    requests: int = 0  # completed + failed + unfinished
+    requests_per_s: Num = None
+    share: Num = None
 
 
 class Stall(Doc, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ from xwatch.core.model.base import (
     Annotation,
     Doc,
     Exit,
+    Goodput,
     Hist,
     Interval,
     Launch,
@@ -62,6 +63,8 @@ class Workload(Doc, frozen=True, kw_only=True):
     achieved_rate: Num = None  # derived: ``throughput.requests_per_s``
     measured_s: Num = None  # seconds measured
     goodput: Num = None
+    #: vLLM's goodput: the requests meeting every SLO of the server's ``goodput`` key
+    slo_goodput: Goodput | None = None
     exit: Exit | None = None  # how its process ended (null: still running)
     error: str | None = None
     #: the failed requests (``errors``) by cause, as the workload named it (a server's

@@ -148,6 +148,12 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
         if w.error_causes:
             extra.append(f"  {w.name}: {w.errors} request(s) failed: " + "; ".join(
                 f"{k} ({n})" for k, n in sorted(w.error_causes.items(), key=lambda kv: -kv[1])))
+        if (g := w.slo_goodput) is not None and g.requests_per_s is not None:
+            extra.append(f"  {w.name}: goodput {g.requests_per_s:.2f} req/s ("
+                         + ", ".join(f"{k} <= {v:g}" for k, v in g.slos_ms.items())
+                         + f" ms): {g.good} of {g.requests} requests due"
+                         + (f" ({g.share * 100:.1f}%)" if g.share is not None else "")
+                         + "; a failed or unfinished request is a miss")
         if (sat := saturation(w)) is not None:
             extra.append(f"  ! {w.name}: {sat}")
         for st in w.stalls:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import time
 
 from msgspec.structs import replace
@@ -322,6 +323,8 @@ class Runner:
                     break
                 if self.planned_end_reached(duration_s):
                     planned = phase.t_measure is not None
+                    if planned:
+                        await self._drain(phase, stop)
                     if not planned:
                         self.session.log("xwatch", "error",
                                          f"no workload became ready within "
@@ -338,6 +341,27 @@ class Runner:
                     f"{duration_s:g} s" if phase.t_measure is not None else
                     "stopped before any workload was ready")
         return phase
+
+    async def _drain(self, p: Phase, stop: asyncio.Event) -> None:
+        """Server workloads with ``drain_s``: at the planned end their load generators
+        (SIGUSR1) send no new request and wait for those in flight, up to ``drain_s``,
+        so that every request sent is measured, as vLLM's bench serve does."""
+        runs = [r for r in p.runs.values() if r.spec.server is not None and r.spec.drain_s
+                and r.pid is not None and r.state in ALIVE]
+        for r in runs:
+            assert r.pid is not None
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(r.pid, signal.SIGUSR1)
+        if runs:
+            self.session.log("xwatch", "info", "draining " + ", ".join(
+                f"{r.spec.name} (up to {r.spec.drain_s:g} s)" for r in runs))
+        deadline = time.monotonic() + max((r.spec.drain_s for r in runs), default=0.0)
+        while time.monotonic() < deadline and not stop.is_set() and any(
+                r.state in ALIVE and not (r.drain and r.drain[1]) for r in runs):
+            for r in runs:
+                if r.deliver_pending is not None:
+                    r.deliver_pending()  # the drain's end held back by the reader
+            await asyncio.sleep(0.1)
 
     def kill_now(self) -> None:
         self.supervisor.kill_now()

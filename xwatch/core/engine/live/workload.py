@@ -20,6 +20,7 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
+from xwatch.core.engine.live.goodput import SloCounter
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -130,6 +131,8 @@ class WorkloadRun:
                             else None)
         #: named per-request metrics ("ttft_ms", "tpot_ms", ...), one recorder each
         self.metrics: dict[str, Recorder] = {}
+        self.slo_good = SloCounter(spec.goodput) if spec.goodput else None  # vLLM's
+        self.drain: tuple[int, bool] | None = None  # a server's drain: (sent, done)
         self.stop_requested = False
         self.pipe_closed_at: float | None = None  # the event pipe closed while it ran
         self.after_end = 0
@@ -213,6 +216,8 @@ class WorkloadRun:
                         get("late") is True, ok, sv)
                 if not ok:
                     self._error_cause(e)
+                elif self.slo_good is not None:
+                    self.slo_good.add(e)
                 keep(e)
                 if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
                     self._named(e, t)
@@ -332,6 +337,8 @@ class WorkloadRun:
         elif kind == "bye":  # the worker's clean end: what follows is the process's exit
             t = e.get("t")
             self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
+        elif kind == "drain" and type(e.get("sent")) is int:
+            self.drain = (e["sent"], e.get("done") is True)
         elif kind == "trace":
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
@@ -424,7 +431,7 @@ class WorkloadRun:
         """Mark the workload stalled (or not); the reason when it just became stalled."""
         if self.state not in ALIVE or self.last_progress is None or self.phase.t_stop is not None:
             return None
-        if self.spec.stall_s is False:  # the scenario says: never
+        if self.spec.stall_s is False or self.drain:  # never (the scenario), or draining
             return None
         if self.spec.requests is not None and self.max_seq >= self.spec.requests:
             return None  # every asked-for request is done: it is exiting, not stalled
@@ -481,7 +488,9 @@ class WorkloadRun:
             holes = sorted(self.holes) if spec.server is not None else []
             skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
             dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=skip, limit=spec.requests)
+                             skip=skip, burstiness=spec.burstiness, limit=min(
+                                 (n for n in (spec.requests, self.drain[0] if self.drain else None)
+                                  if n is not None), default=None))
             waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
                      if i > self.max_seq or i in self.holes]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
@@ -504,11 +513,14 @@ class WorkloadRun:
             self.unfinished, self.unfinished_note = None, "unknown (command without rate)"
             return
         self.unfinished = len(waits)
-        if waits:
+        if waits:  # none is faster than the fastest completed: a wait below it is raised
+            fastest = rec.phase_moments().min if rec.count else 0.0
             m = Moments()
             for w in waits:
-                m.add(w)
+                m.add(max(w, fastest))
             self.unfinished_m = m
+            if min(waits) < fastest:
+                self.unfinished_note += "; a wait below the fastest completed request at it"
 
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
@@ -539,7 +551,9 @@ class WorkloadRun:
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
                                              integral=m.integral),
-                                      r.under_slo / m.n if r.slo_ms and m.n else None, win_n)
+                                      # a failed or unfinished request: a miss
+                                      r.under_slo / (m.n + rec.errors + unf)
+                                      if r.slo_ms and m.n else None, win_n)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
@@ -553,10 +567,13 @@ class WorkloadRun:
                 window_requests_per_s=round(wn / span_w, 6) if span_w > 0 else 0.0,
                 window_samples_per_s=round(wsamples / span_w, 6) if span_w > 0 else 0.0),
             measured_s=round(measured, 6),
-            goodput=(rec.under_slo / (count + unf) if count + unf else math.nan)
+            goodput=(rec.under_slo / (count + rec.errors + unf) if count + rec.errors + unf
+                     else math.nan)
             if rec.slo_ms else (named[self.slo_metric].goodput if self.slo_metric in named
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
+            slo_goodput=None if self.slo_good is None else self.slo_good.snapshot(
+                count, rec.errors, unf, measured),
             exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
             stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
@@ -564,7 +581,7 @@ class WorkloadRun:
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
                 if self.unfinished_m else None, in_percentiles=in_pct,
-                note=self.unfinished_note),
+                note=self.unfinished_note, drained=bool(self.drain and self.drain[1])),
             unfinished_note=self.unfinished_note,
             after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)

@@ -11,13 +11,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import aiohttp
 
 from xwatch.core.engine.protocol import EventWriter
 from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.config import ServeConfig
+from xwatch.core.engine.serve.events import Drain, Request, line
 from xwatch.core.engine.serve.prompts import Ask, Asks
 from xwatch.core.engine.serve.server import Fatal
 from xwatch.core.engine.worker import LATE_THRESHOLD_S
@@ -49,8 +49,10 @@ class Client:
         self.fatal: Fatal | None = None
         self.session: aiohttp.ClientSession | None = None
         self.asks: Asks | None = None
+        self.drain = asyncio.Event()  # SIGUSR1: no new request, those in flight awaited
+        self.sent = 0  # requests launched (in order of their number)
 
-    async def stream_one(self, ask: Ask, t_sched: float) -> dict[str, Any]:
+    async def stream_one(self, ask: Ask, t_sched: float) -> Request:
         """One streamed request; the event to send (``ok`` false with ``error`` when it
         failed). Raises ``openai.NotOpenAI`` when the answer is not OpenAI's."""
         cfg, session = self.cfg, self.session
@@ -62,10 +64,13 @@ class Client:
         start = monotonic()
         first = last = 0.0
         itl: list[float] = []
-        chunks = 0
+        chunks = 0  # output chunks (vLLM's: their arrivals time the tokens)
+        tokens = 0  # output chunks that carry text or tool calls
         usage: int | None = None
         done = finished = False
-        ev: dict[str, Any] = {}
+        error: str | None = None
+        cause: str | None = None
+        status: int | None = None
         try:
             async with session.post(self.base + route, json=body) as r:
                 if r.status >= 400:
@@ -73,8 +78,8 @@ class Client:
                     if r.status in (404, 405):
                         raise openai.NotOpenAI(f"POST {route} answered HTTP {r.status}: "
                                                f"{text!r}")
-                    ev = {"error": f"HTTP {r.status}: {text}", "status": r.status,
-                          "cause": f"HTTP {r.status}"}
+                    error, status, cause = f"HTTP {r.status}: {text}", r.status, \
+                        f"HTTP {r.status}"
                 else:
                     ctype = r.headers.get("Content-Type", "")
                     if "text/event-stream" not in ctype:
@@ -93,7 +98,7 @@ class Client:
                         if got.completion_tokens is not None:
                             usage = got.completion_tokens
                         finished = finished or got.finished
-                        if got.text:
+                        if got.output:
                             now = monotonic()
                             if chunks:
                                 itl.append((now - last) * 1e3)
@@ -101,70 +106,71 @@ class Client:
                                 first = now
                             last = now
                             chunks += 1
+                            tokens += got.token
                     if not (done or finished):
-                        ev = {"error": f"stream cut short after {chunks} text chunks "
-                                       "(neither a finish_reason nor data: [DONE])",
-                              "cause": "stream cut short"}
+                        error = (f"stream cut short after {chunks} output chunks "
+                                 "(neither a finish_reason nor data: [DONE])")
+                        cause = "stream cut short"
         except openai.StreamError as e:
-            ev = {"error": str(e), "cause": "malformed stream"}
+            error, cause = str(e), "malformed stream"
         except (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError) as e:
-            ev = {"error": f"stream cut short after {chunks} text chunks ({type(e).__name__}"
-                           + (f": {str(e)[:160]}" if str(e) else "") + ")",
-                  "cause": "stream cut short" if chunks else f"no answer ({type(e).__name__})"}
+            error = (f"stream cut short after {chunks} output chunks ({type(e).__name__}"
+                     + (f": {str(e)[:160]}" if str(e) else "") + ")")
+            cause = "stream cut short" if chunks else f"no answer ({type(e).__name__})"
         end = monotonic()
-        if not ev and not chunks:
-            ev = {"error": "the stream ended without any text (it finished with no "
-                           "text chunk)", "cause": "empty stream"}
+        if error is None and not tokens:
+            error = ("the stream ended without any output (no chunk with text or tool "
+                     "calls)")
+            cause = "empty stream"
         delay = start - t_sched
-        ev.update({"t": end, "latency_ms": round((end - t_sched) * 1e3, 4),
-                   "service_ms": round((end - start) * 1e3, 4),
-                   "sched_delay_ms": round(delay * 1e3, 4),
-                   "late": delay > LATE_THRESHOLD_S, "batch": 1,
-                   "prompt_words": ask.prompt_words})
-        if "error" in ev:
-            ev["ok"] = False
-            return ev
-        out = usage if usage is not None else chunks
-        ev["ttft_ms"] = round((first - t_sched) * 1e3, 4)
-        if out > 1:
-            ev["tpot_ms"] = round((end - first) * 1e3 / (out - 1), 4)
-        if itl:
-            ev["itl_ms"] = [round(x, 4) for x in itl]
-        ev["output_tokens"] = out
-        ev["chunks"] = chunks
-        return ev
+        if error is not None:  # a failure ends when it is known
+            return Request(t=end, latency_ms=round((end - t_sched) * 1e3, 4),
+                           service_ms=round((end - start) * 1e3, 4),
+                           sched_delay_ms=round(delay * 1e3, 4),
+                           late=delay > LATE_THRESHOLD_S, batch=1, prompt_words=ask.prompt_words,
+                           ok=False, error=error, status=status, cause=cause)
+        out = usage if usage is not None else tokens
+        return Request(
+            t=end, latency_ms=round((last - t_sched) * 1e3, 4),
+            service_ms=round((last - start) * 1e3, 4), sched_delay_ms=round(delay * 1e3, 4),
+            late=delay > LATE_THRESHOLD_S, batch=1, prompt_words=ask.prompt_words,
+            ttft_ms=round((first - t_sched) * 1e3, 4),
+            tpot_ms=round((last - first) * 1e3 / (out - 1), 4) if out > 1 else None,
+            itl_ms=[round(x, 4) for x in itl] or None,
+            tail_ms=round((end - last) * 1e3, 4), output_tokens=out, chunks=chunks)
 
-    def report(self, seq: int, ev: dict[str, Any]) -> None:
-        if self.stopping and ev.get("ok") is False:
+    def report(self, seq: int, ev: Request) -> None:
+        if self.stopping and not ev.ok:
             return  # cut by the stop itself: not measured, counted as unfinished
         self.inflight.pop(seq, None)
-        ev = {"seq": seq, **ev}
+        ev.seq = seq
         self.count += 1
-        if ev.get("ok") is False:
+        if not ev.ok:
             self.errors += 1
             self.streak += 1
-            kind = str(ev.get("cause", ev["error"][:24]))
+            kind = ev.cause or (ev.error or "")[:24]
             if kind not in self.seen_errors or self.errors % 100 == 0:
                 self.seen_errors.add(kind)
-                print(f"xwatch loadgen: request {seq} failed: {ev['error']} "
+                print(f"xwatch loadgen: request {seq} failed: {ev.error} "
                       f"({self.errors} failed so far)", file=sys.stderr, flush=True)
             if self.streak >= self.cfg.fail_streak and not self.stopping:
                 self.fatal = Fatal(f"{self.streak} requests in a row failed; the last: "
-                                   f"{ev['error']}{self.note()}", 4)
+                                   f"{ev.error}{self.note()}", 4)
                 self.stop_event.set()
         else:
             self.streak = 0
-            self.tokens += int(ev.get("output_tokens", 0))
-        self.w.emit(ev, flush=False)
+            self.tokens += ev.output_tokens or 0
+        self.w.emit_line(line(ev), flush=False)
         self.w.maybe_flush(time.monotonic())
 
     async def one(self, seq: int, t_sched: float, ask: Ask) -> None:
         try:
             ev = await self.stream_one(ask, t_sched)
         except openai.NotOpenAI as e:
-            ev = {"t": time.monotonic(), "ok": False, "error": f"not OpenAI's answer: {e}",
-                  "cause": "not OpenAI's answer",
-                  "latency_ms": round((time.monotonic() - t_sched) * 1e3, 4)}
+            now = time.monotonic()
+            ev = Request(t=now, ok=False, error=f"not OpenAI's answer: {e}",
+                         cause="not OpenAI's answer", late=False, batch=1,
+                         latency_ms=round((now - t_sched) * 1e3, 4))
         self.report(seq, ev)
 
     async def drive(self, t0: float) -> None:
@@ -180,15 +186,16 @@ class Client:
         sent = asyncio.Event()  # every request of a ``requests`` limit was sent
 
         def launch(seq: int, t_sched: float) -> None:
-            if self.stop_event.is_set():
+            if self.stop_event.is_set() or self.drain.is_set():
                 return
+            self.sent = seq
             self.inflight[seq] = t_sched
             task = loop.create_task(self.one(seq, t_sched, asks.ask(cfg.warmup + seq - 1)))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
         def tick() -> None:
-            schedule = Schedule(t0, cfg.rate, cfg.arrival, cfg.seed)
+            schedule = Schedule(t0, cfg.rate, cfg.arrival, cfg.seed, cfg.burstiness)
             seq = 0
             while cfg.requests is None or seq < cfg.requests:
                 t_sched = schedule.next()
@@ -208,9 +215,17 @@ class Client:
         ticker.start()
         stop = asyncio.ensure_future(self.stop_event.wait())
         done = asyncio.ensure_future(sent.wait())
-        await asyncio.wait([stop, done], return_when=asyncio.FIRST_COMPLETED)
+        drain = asyncio.ensure_future(self.drain.wait())
+        await asyncio.wait([stop, done, drain], return_when=asyncio.FIRST_COMPLETED)
+        if self.drain.is_set() and not self.stop_event.is_set():
+            halt.set()
+            self.w.emit_line(line(Drain(sent=self.sent, done=False)))
         while tasks and not self.stop_event.is_set():
             await asyncio.wait([*tasks, stop], return_when=asyncio.FIRST_COMPLETED)
+        if self.drain.is_set() and not self.stop_event.is_set():
+            self.w.emit_line(line(Drain(sent=self.sent, done=True)))
+            await stop  # every request sent is measured: wait for xwatch's stop
+        drain.cancel()
         halt.set()
         stop.cancel()
         done.cancel()

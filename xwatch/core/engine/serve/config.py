@@ -19,6 +19,7 @@ class ServeConfig:
     api: str = "openai-chat"
     served_model: str | None = None
     arrival: str = "fixed"
+    burstiness: float = 1.0
     requests: int | None = None
     warmup: int = 2
     seed: int = 0
@@ -32,6 +33,9 @@ class ServeConfig:
     heartbeat_s: float = 1.0
     #: this many requests failing in a row fail the workload (a server answering only errors)
     fail_streak: int = 20
+    #: SIGUSR1 (xwatch, at the phase's planned end): no new request, those in flight
+    #: awaited (the scenario's ``drain_s`` bounds the wait)
+    drain_s: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -2,13 +2,12 @@
 client (``client``: the open-loop streamed requests), proves the API with the warm-up,
 waits at the start gate, beats, and ends with its ``bye``.
 
-Timing (as vLLM's ``bench serve`` defines it, with the clock started at each request's
-*scheduled* send so that a late generator or a stalled server shows up as latency):
-``ttft_ms`` from the scheduled send to the first chunk that carries text; ``itl_ms`` the
-gaps between consecutive text chunks; ``latency_ms`` (end to end) from the scheduled send
-to the stream's end; ``tpot_ms`` = (end to end - TTFT) / (output tokens - 1), where the
-output tokens are the usage's ``completion_tokens`` if the server sent it, else the text
-chunks. ``sched_delay_ms``: the real send minus the scheduled one (``late`` above 1 ms).
+Timing: as vLLM's ``bench serve`` defines it (``events.Request``; the rule for an output
+chunk in ``openai.Chunk``), with the clock started at each request's *scheduled* send so
+that a late generator or a stalled server shows up as latency. The output tokens are
+the usage's ``completion_tokens`` if the server sent it, else the output chunks that
+carry text or tool calls. ``sched_delay_ms``: the real send minus the scheduled one
+(``late`` above 1 ms).
 
 A request that fails (HTTP 4xx/5xx, a stream cut short, a connection error) is an
 event with ``ok: false``, its ``error`` and a short ``cause`` (``HTTP 503``, ``stream cut
@@ -27,20 +26,19 @@ import os
 import signal
 import sys
 import time
-from typing import Any
 
 import aiohttp
 
 from xwatch.core.engine.protocol import (
     GATE_ENV,
     PROTOCOL_VERSION,
-    WARM,
     EventWriter,
     open_workload_pipe,
 )
-from xwatch.core.engine.serve import openai
+from xwatch.core.engine.serve import events, openai
 from xwatch.core.engine.serve.client import Client
 from xwatch.core.engine.serve.config import ServeConfig
+from xwatch.core.engine.serve.events import Hello
 from xwatch.core.engine.serve.prompts import Asks, load_sharegpt
 from xwatch.core.engine.serve.server import Fatal, Server, Stopped
 from xwatch.core.engine.worker import REPORTED_ENV_PREFIXES
@@ -87,12 +85,12 @@ class Generator:
             except openai.NotOpenAI as e:
                 raise Fatal(f"the server at {self.base} does not speak OpenAI's streaming "
                             f"API ('{self.cfg.api}'): {e}{server.last_lines()}", 6) from None
-            if ev.get("ok") is False:
+            if not ev.ok:
                 if server.proc is not None and server.proc.returncode is not None:
                     await server._drain_pumps()
                     raise server.died("during the warm-up")
                 raise Fatal(f"the server's answer to warm-up request {i + 1} failed: "
-                            f"{ev['error']}{server.last_lines()}", 4)
+                            f"{ev.error}{server.last_lines()}", 4)
             if i == 0:
                 self.mark("first")
         self.mark("warm")
@@ -122,20 +120,23 @@ class Generator:
         self.mark("released")
         return round((time.monotonic() - t) * 1e3, 3)
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> Hello:
         cfg = self.cfg
         assert self.server.proc is not None
-        return {"type": "hello", "v": PROTOCOL_VERSION, "pid": os.getpid(), "name": cfg.name,
-                "python": sys.version.split()[0], "executable": sys.executable,
-                "model": cfg.served_model or " ".join(
-                    [os.path.basename(cfg.server[0]), *cfg.server[1:]])[:80],
-                "server": list(cfg.server), "server_pid": self.server.proc.pid,
-                "api": cfg.api,
-                "url": self.base + openai.ROUTES[cfg.api], "batch": 1, "rate": cfg.rate,
-                "arrival": cfg.arrival, "device": "n/a (the server's)",
-                "stream": "n/a (server)", "env": {k: v for k, v in sorted(os.environ.items())
-                                                  if k.startswith(REPORTED_ENV_PREFIXES)},
-                "stages": dict(self.stages)}
+        return Hello(v=PROTOCOL_VERSION, pid=os.getpid(), name=cfg.name,
+                     python=sys.version.split()[0], executable=sys.executable,
+                     model=cfg.served_model or " ".join(
+                         [os.path.basename(cfg.server[0]), *cfg.server[1:]])[:80],
+                     server=list(cfg.server), server_pid=self.server.proc.pid, api=cfg.api,
+                     url=self.base + openai.ROUTES[cfg.api], batch=1, rate=cfg.rate,
+                     arrival=cfg.arrival, device="n/a (the server's)", stream="n/a (server)",
+                     burstiness=cfg.burstiness if cfg.arrival == "gamma" else None,
+                     env={k: v for k, v in sorted(os.environ.items())
+                          if k.startswith(REPORTED_ENV_PREFIXES)},
+                     stages=dict(self.stages))
+
+    def emit(self, ev: events.Event) -> None:
+        self.w.emit_line(events.line(ev))
 
     async def run(self) -> int:
         cfg, client, server = self.cfg, self.client, self.server
@@ -147,6 +148,7 @@ class Generator:
 
         for s in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(s, on_stop)
+        loop.add_signal_handler(signal.SIGUSR1, client.drain.set)
         hb = asyncio.create_task(self.heartbeat())
         watcher: asyncio.Task[None] | None = None
         try:
@@ -158,21 +160,20 @@ class Generator:
                 timeout=aiohttp.ClientTimeout(total=6 * 3600))
             await server.start_server()
             self.mark("server")
-            self.w.emit(self.hello())
+            self.emit(self.hello())
             await server.wait_ready(client.session, client.stop_event)
             self.mark("ready")
             warm_ms = await self.warm_up()
             watcher = asyncio.create_task(self.watch_server())
             waited = None
             if os.environ.get(GATE_ENV) == "1":
-                self.w.emit({"type": WARM, "warmup": cfg.warmup, "warmup_ms": round(warm_ms, 3),
-                             "stages": dict(self.stages)})
+                self.emit(events.Warm(warmup=cfg.warmup, warmup_ms=round(warm_ms, 3),
+                                      stages=dict(self.stages)))
                 waited = await self.gate()
             if not client.stop_event.is_set():
                 t0 = time.monotonic() + 0.001
-                self.w.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
-                             "warmup_ms": round(warm_ms, 3), "stages": dict(self.stages),
-                             **({} if waited is None else {"gate_wait_ms": waited})})
+                self.emit(events.Ready(t0=t0, warmup=cfg.warmup, warmup_ms=round(warm_ms, 3),
+                                       stages=dict(self.stages), gate_wait_ms=waited))
                 cpu0 = time.process_time()
                 await client.drive(t0)
                 self.cpu_s = time.process_time() - cpu0
@@ -184,13 +185,13 @@ class Generator:
         except Fatal as e:
             client.stopping = True
             self.w.flush()
-            self.w.emit({"type": "error", "message": str(e)[:4000]})
+            self.emit(events.Error(message=str(e)[:4000]))
             print(f"xwatch loadgen: {e}", file=sys.stderr, flush=True)
             return e.code
         except Exception as e:  # the generator's own failure: named, the server stopped
             client.stopping = True
             self.w.flush()
-            self.w.emit({"type": "error", "message": f"{type(e).__name__}: {e}"[:4000]})
+            self.emit(events.Error(message=f"{type(e).__name__}: {e}"[:4000]))
             print(f"xwatch loadgen: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
             return 1
         finally:
@@ -202,10 +203,11 @@ class Generator:
             if client.session is not None:
                 await client.session.close()
         self.w.flush()
-        self.w.emit({"type": "bye", "count": client.count, "errors": client.errors,
-                     "output_tokens": client.tokens, "t": time.monotonic(),
-                     **({} if self.cpu_s is None else {"cpu_s": round(self.cpu_s, 4)}),
-                     "stopped": self.cfg.requests is None or client.count < self.cfg.requests})
+        self.emit(events.Bye(count=client.count, errors=client.errors,
+                             output_tokens=client.tokens, t=time.monotonic(),
+                             cpu_s=None if self.cpu_s is None else round(self.cpu_s, 4),
+                             stopped=self.cfg.requests is None
+                             or client.count < self.cfg.requests))
         return 0
 
 
@@ -218,6 +220,7 @@ def main() -> int:
     try:
         cfg = ServeConfig.from_json(os.environ[CONFIG_ENV])
     except (KeyError, ValueError, TypeError) as e:
-        writer.emit({"type": "error", "message": f"bad load generator config: {e!r}"})
+        writer.emit_line(events.line(events.Error(
+            message=f"bad load generator config: {e!r}")))
         return 2
     return asyncio.run(Generator(cfg, writer).run())

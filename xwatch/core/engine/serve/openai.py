@@ -12,6 +12,10 @@ ROUTES = {"openai-chat": "/v1/chat/completions", "openai-completions": "/v1/comp
 
 DONE = object()  # the stream's end marker (``data: [DONE]``)
 
+#: the delta's keys that carry text: the answer and a reasoning model's thinking
+#: (``reasoning``; older servers: ``reasoning_content``)
+TEXT_KEYS = ("content", "reasoning", "reasoning_content")
+
 
 class NotOpenAI(ValueError):
     """The server's answer is not OpenAI's streaming shape."""
@@ -36,13 +40,29 @@ def body(api: str, prompt: str, max_tokens: int, model: str | None,
 
 @dataclass(frozen=True)
 class Chunk:
-    """One streamed event: the text it adds (empty: none, e.g. the role or the usage
-    chunk), the completion's token count if the server sent its usage, and whether it
-    ends the answer (a ``finish_reason``; transformers serve sends no ``[DONE]``)."""
+    """One streamed event: whether it is an output chunk (``output``: its arrival is a
+    token's, as vLLM's request function times it), the text it adds (content and
+    reasoning; empty for the role, usage and finish chunks), whether it carries tool
+    calls, the completion's token count if the server sent its usage, and whether it
+    ends the answer (a ``finish_reason``; transformers serve sends no ``[DONE]``).
+
+    An output chunk (chat): a delta with ``content``, ``reasoning`` or
+    ``reasoning_content`` (a string: an empty one counts, as vLLM counts it, unless the
+    delta also carries the ``role``: the opening chunk some servers send before the
+    prefill), or with ``tool_calls``. Completions: every chunk with a choice (its text
+    may be empty, as vLLM counts it). A usage chunk (no choice) is never one."""
 
     text: str
     completion_tokens: int | None = None
     finished: bool = False  # a choice carried its finish_reason (the answer is whole)
+    output: bool = False
+    tools: bool = False  # the delta streams tool calls
+
+    @property
+    def token(self) -> bool:
+        """It carries output (text or tool calls): chunks counted as tokens when the
+        server sends no usage."""
+        return bool(self.text) or self.tools
 
 
 def parse_event(line: bytes) -> Chunk | object | None:
@@ -76,20 +96,28 @@ def parse_event(line: bytes) -> Chunk | object | None:
             return Chunk("", tokens, True)
         raise NotOpenAI(f"a chunk without 'choices': {data[:120]!r}")
     text = ""
-    finished = False
+    finished = output = tools = False
     if choices:
         c = choices[0]
         if not isinstance(c, dict):
             raise NotOpenAI(f"a choice that is not an object: {data[:120]!r}")
         delta = c.get("delta")
         if isinstance(delta, dict):  # chat
-            text = delta.get("content") or delta.get("reasoning_content") or ""
+            parts = [delta.get(k) for k in TEXT_KEYS]
+            if not all(p is None or isinstance(p, str) for p in parts):
+                raise NotOpenAI(f"a chunk whose text is not a string: {data[:120]!r}")
+            text = "".join(p for p in parts if p)
+            calls = delta.get("tool_calls")
+            tools = isinstance(calls, list) and bool(calls)
+            output = bool(text) or tools or (
+                "role" not in delta and any(p is not None for p in parts))
         else:  # completions
             text = c.get("text") or ""
-        if not isinstance(text, str):
-            raise NotOpenAI(f"a chunk whose text is not a string: {data[:120]!r}")
+            if not isinstance(text, str):
+                raise NotOpenAI(f"a chunk whose text is not a string: {data[:120]!r}")
+            output = True
         finished = bool(c.get("finish_reason"))
-    return Chunk(text, tokens, finished)
+    return Chunk(text, tokens, finished, output, tools)
 
 
 class StreamError(RuntimeError):

@@ -18,6 +18,7 @@ class WorkerConfig:
     device: str = "auto"
     rate: float | None = None
     arrival: str = "fixed"
+    burstiness: float = 1.0
     requests: int | None = None
     warmup: int = 10
     threads: int | None = None

@@ -158,7 +158,7 @@ def _loop(cfg: WorkerConfig, writer: EventWriter, hb: _Heartbeat, tc: Any, forwa
         rate = cfg.rate
         t0 = monotonic() + 0.001
         # xwatch recomputes this schedule from t0 to count due-but-unfinished requests
-        schedule = Schedule(t0, rate, cfg.arrival, cfg.seed) if rate else None
+        schedule = Schedule(t0, rate, cfg.arrival, cfg.seed, cfg.burstiness) if rate else None
         writer.emit({"type": "ready", "t0": t0, "warmup": cfg.warmup,
                      "warmup_ms": round(warm_ms, 3), "stages": dict(stages),
                      **({} if waited_ms is None else {"gate_wait_ms": waited_ms})})

@@ -117,6 +117,12 @@ def workload_sections(snap: SessionSnapshot) -> list[Section]:
             what = f"{scen.slo.named} " if scen.slo.named else ""
             row(f"goodput ({what}<= {scen.slo.latency_ms:g} ms, %)",
                 lambda w: (w.goodput * 100) if w.goodput is not None else math.nan, 1)
+        if wspec.goodput:  # vLLM's: every SLO met, failures and unfinished missed
+            slos = ", ".join(wspec.goodput)
+            row(f"goodput ({slos} ms; req/s)", lambda w: nan_if_none(
+                w.slo_goodput.requests_per_s) if w.slo_goodput else math.nan)
+            row(f"goodput ({slos} ms; % of due)", lambda w: (w.slo_goodput.share or 0) * 100
+                if w.slo_goodput and w.slo_goodput.share is not None else math.nan, 1)
         sec.tables.append(("", Table(header, rows)))
         notes = sorted({w.unfinished_note for p in snap.phases for w in p.workloads
                         if w.name == wspec.name and w.unfinished is not None
