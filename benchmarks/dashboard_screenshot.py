@@ -43,9 +43,9 @@ def _setup(a: argparse.Namespace) -> dict[str, Any]:
     from xwatch.cli.checks import (
         check_box,
         check_devices,
-        scenario_of,
         mps_backend_of,
         platforms_of,
+        scenario_of,
         xsched_backend_of,
     )
     from xwatch.cli.parser import build_parser
