@@ -25,8 +25,9 @@ from xwatch.cli.checks import (
     _platforms,
     _xsched_backend,
 )
-from xwatch.cli.parser import build_parser
+from xwatch.cli.parser import build_parser, options_of
 from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.core.plans.options import Options
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import (
     builtin_scenarios,
@@ -127,7 +128,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from xwatch.core.export.report import write_report_cli
         return write_report_cli(args.snapshot, args.format, args.out)
     if cmd == "doctor":
-        from xwatch.core.plans.doctor import run_doctor
+        from xwatch.cli.doctor import run_doctor
         return run_doctor(args.xsched, args.python)
     if cmd == "replay":
         from xwatch.core.export.snapshot import load_snapshot
@@ -152,12 +153,12 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     _check_telemetry(getattr(args, "telemetry", "auto"))
     _check_export(getattr(args, "export", None))
     _check_devices(scen)
-    args.metrics = _metrics(args)
+    metrics = _metrics(args)
     try:
-        return _run(cmd, args, scen, xs, mps, modes)
+        return _run(cmd, args, options_of(args, metrics), scen, xs, mps, modes)
     finally:
-        if args.metrics is not None:
-            args.metrics.stop()
+        if metrics is not None:
+            metrics.stop()
 
 
 def _advise(args: argparse.Namespace, scen: Any) -> int:
@@ -184,39 +185,39 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     _check_telemetry(args.telemetry)
     _check_export(args.export)
     _check_devices(scen)
-    args.metrics = _metrics(args)
+    metrics = _metrics(args)
     try:
-        return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,
-                                      mps_unavailable=mps_why))
+        return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped, xsched=xs,
+                                      mps=mps_backend, mps_unavailable=mps_why))
     finally:
-        if args.metrics is not None:
-            args.metrics.stop()
+        if metrics is not None:
+            metrics.stop()
 
 
-def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
+def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
     mps_backend, mps_why = mps
     backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
     if cmd == "run" and args.headless:
         from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+        return asyncio.run(run_headless(scen, opts, modes=modes, **backends))
     if cmd == "compare":
         from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+        return asyncio.run(run_headless(scen, opts, modes=modes, **backends))
     if cmd == "calibrate":
         from xwatch.core.plans.calibrate import run_calibrate
-        return asyncio.run(run_calibrate(scen, args, args.mode, **backends))
+        return asyncio.run(run_calibrate(scen, opts, args.mode, **backends))
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
-        return asyncio.run(run_sweep(scen, args, **backends))
+        return asyncio.run(run_sweep(scen, opts, **backends))
     if cmd == "noise":
         from xwatch.core.plans.noise import run_noise
-        return asyncio.run(run_noise(scen, args, args.mode, **backends))
+        return asyncio.run(run_noise(scen, opts, args.mode, **backends))
     from xwatch.ui.app import make_app
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    telemetry_proc_interval=args.telemetry_proc_interval,
                    spool_max_mb=args.spool_max_mb,
-                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=args.metrics,
+                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=opts.metrics,
                    keep=0 if args.no_keep else max(1, args.keep),
                    keep_max_bytes=int(args.keep_max_gb * 2**30),
                    phase_s=math.inf if args.until_stopped else None)

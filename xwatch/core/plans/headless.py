@@ -4,7 +4,6 @@ status scripts can trust, and an optional exported snapshot (+ report)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 import signal
@@ -26,6 +25,7 @@ from xwatch.core.plans.console import (
     interval_lines,
     progress_line,
 )
+from xwatch.core.plans.options import MetricsSink, Options
 from xwatch.core.plans.runner import ModeBackend, Runner
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
@@ -64,11 +64,11 @@ def _out(line: str) -> None:
     print(line, flush=True)
 
 
-async def run_headless(scen: Scenario, args: argparse.Namespace, modes: list[str],
+async def run_headless(scen: Scenario, opts: Options, modes: list[str],
                        xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
                        mps_unavailable: str | None = None) -> int:
     """Run ``modes`` back to back; return the process exit status."""
-    return await run_plan(scen, args, [Step(m) for m in modes], xsched, mps, mps_unavailable)
+    return await run_plan(scen, opts, [Step(m) for m in modes], xsched, mps, mps_unavailable)
 
 
 #: an adaptive plan: given the session so far, the (round, step) pairs to run, lazily
@@ -81,7 +81,7 @@ Finish = Callable[[Session], int | None]
 Conclude = Callable[[Any], list[str]]
 
 
-async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
+async def run_plan(scen: Scenario, opts: Options, steps: list[Step],
                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
                    mps_unavailable: str | None = None, schedule: Schedule | None = None,
                    finish: Finish | None = None, floors: bool = True,
@@ -97,7 +97,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     from xwatch.core.export.floors import lookup, this_machine
     from xwatch.core.telemetry import start_telemetry
 
-    session = Session(scen, spool_max_mb=getattr(args, "spool_max_mb", 1024))
+    session = Session(scen, spool_max_mb=opts.spool_max_mb)
     runner = Runner(scen, session, xsched=xsched, mps=mps, mps_unavailable=mps_unavailable)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -109,14 +109,13 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
 
     for s in SIGNALS:
         loop.add_signal_handler(s, on_signal, s)
-    telemetry = start_telemetry(session, getattr(args, "telemetry", "auto"),
-                                getattr(args, "telemetry_interval", 0.5),
-                                getattr(args, "telemetry_proc_interval", 5.0))
+    telemetry = start_telemetry(session, opts.telemetry, opts.telemetry_interval,
+                                opts.telemetry_proc_interval)
     for name, why in telemetry.rejected.items():
         _out(f"telemetry: skipped {name}: {why}")
     phases: list[Phase] = []
-    repeat = int(getattr(args, "repeat", 1) or 1)
-    fail_if = getattr(args, "fail_if", None)
+    repeat = max(1, opts.repeat)
+    fail_if = opts.fail_if
     modes = list(dict.fromkeys(st.mode for st in steps))
     found = lookup(this_machine(telemetry.info), scen.to_dict(), modes) if floors else {}
     if found:
@@ -137,8 +136,8 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
     plan: Iterator[tuple[int, Step]] = schedule(session) if schedule is not None else \
         iter(rounds if rounds is not None else interleave(steps, repeat))
     yielded = 0
-    phase_s = math.inf if getattr(args, "until_stopped", False) else scen.duration_s
-    metrics = getattr(args, "metrics", None)
+    phase_s = opts.phase_s(scen)
+    metrics = opts.metrics
     publisher = asyncio.create_task(_publish(session, metrics)) if metrics is not None else None
     try:
         per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
@@ -160,7 +159,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
                 _out(f"--- {step.mode}: {step.label or step.mode}"
                      + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
             phase = await _run_step(runner, session, phase_s, step, stop,
-                                    getattr(args, "trace", None))
+                                    opts.trace)
             if phase is None:
                 continue
             phase.step = step.key
@@ -210,7 +209,7 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
         status = own
     if fail_if and status == EXIT_OK:
         status = _gate(final, fail_if)
-    export = getattr(args, "export", None)
+    export = opts.export
     if export and not _export(session, export):
         status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
     session.close()
@@ -235,7 +234,7 @@ def _gate(snap: Any, fail_if: str) -> int:
     return EXIT_OK
 
 
-async def _publish(session: Session, metrics: Any, every_s: float = 1.0) -> None:
+async def _publish(session: Session, metrics: MetricsSink, every_s: float = 1.0) -> None:
     """Hand the metrics exporter a fresh snapshot every ``every_s`` (scrapes read it)."""
     while True:
         metrics.publish(session.snapshot())

@@ -6,21 +6,19 @@ state folder that one-run answers are judged against (``export.floors``)."""
 
 from __future__ import annotations
 
-import argparse
 import math
-from typing import Any
 
 from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
 from xwatch.core.analysis.stats.runs import RATE
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import utc_now
 from xwatch.core.export.floors import save, this_machine
-from xwatch.core.modes.base import label
+from xwatch.core.modes.base import ModeBackend, label
 from xwatch.core.plans.headless import EXIT_FAILED, Step, run_plan
+from xwatch.core.plans.options import DEFAULT_NOISE_RUNS, Options
 from xwatch.scenario import Scenario
 
-DEFAULT_RUNS = 6
-DEFAULT_PRECISION = 5.0  # percent: half-width of a 95% interval of a difference
+DEFAULT_RUNS = DEFAULT_NOISE_RUNS
 
 
 def _fmt(v: float, unit: str) -> str:
@@ -55,10 +53,11 @@ def floor_lines(f: Floor, precision_pct: float) -> list[str]:
     return lines
 
 
-async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched: Any = None,
-                    mps: Any = None, mps_unavailable: str | None = None) -> int:
+async def run_noise(scen: Scenario, opts: Options, mode: str,
+                    xsched: ModeBackend | None = None, mps: ModeBackend | None = None,
+                    mps_unavailable: str | None = None) -> int:
     """Run ``mode`` ``--repeat`` times and record the floor."""
-    precision = float(getattr(args, "precision", DEFAULT_PRECISION))
+    precision = opts.precision
 
     def finish(session: Session) -> int | None:
         snap = session.snapshot()
@@ -81,5 +80,5 @@ async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched:
               "dashboard judge one-run answers against it)", flush=True)
         return None
 
-    return await run_plan(scen, args, [Step(mode)], xsched, mps, mps_unavailable,
+    return await run_plan(scen, opts, [Step(mode)], xsched, mps, mps_unavailable,
                           finish=finish, floors=False)
