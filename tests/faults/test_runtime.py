@@ -44,7 +44,7 @@ def test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero(
     import asyncio
 
     from xwatch.core.export import snapshot as snapmod
-    from xwatch.core.plans import headless
+    from xwatch.core.plans import driver as headless
     from xwatch.core.plans.options import Options
     from xwatch.scenario import load_scenario
 

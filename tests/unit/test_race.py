@@ -290,7 +290,7 @@ def test_a_race_ended_by_its_budget_records_what_is_open() -> None:
     survivors after the statuses had been settled)."""
     from xwatch.core.modes.base import NATIVE
     from xwatch.core.plans.advise import Race
-    from xwatch.core.plans.headless import Step
+    from xwatch.core.plans.driver import Step
     from xwatch.scenario import load_scenario
 
     scen = load_scenario("intensive")

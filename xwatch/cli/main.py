@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import signal
 import sys
@@ -27,7 +26,7 @@ from xwatch.cli.checks import (
 )
 from xwatch.cli.parser import build_parser, options_of
 from xwatch.core.modes.base import MODES, MPS, XSCHED
-from xwatch.core.plans.options import Options
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import (
     builtin_scenarios,
@@ -187,8 +186,8 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     _check_devices(scen)
     metrics = _metrics(args)
     try:
-        return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped, xsched=xs,
-                                      mps=mps_backend, mps_unavailable=mps_why))
+        return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped,
+                                      Backends(xs, mps_backend, mps_why)))
     finally:
         if metrics is not None:
             metrics.stop()
@@ -196,31 +195,27 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
 
 def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
     mps_backend, mps_why = mps
-    backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
-    if cmd == "run" and args.headless:
-        from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, opts, modes=modes, **backends))
-    if cmd == "compare":
-        from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, opts, modes=modes, **backends))
+    backends = Backends(xs, mps_backend, mps_why)
+    if (cmd == "run" and args.headless) or cmd == "compare":
+        from xwatch.core.plans.driver import run_headless
+        return asyncio.run(run_headless(scen, opts, modes, backends))
     if cmd == "calibrate":
         from xwatch.core.plans.calibrate import run_calibrate
-        return asyncio.run(run_calibrate(scen, opts, args.mode, **backends))
+        return asyncio.run(run_calibrate(scen, opts, args.mode, backends))
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
-        return asyncio.run(run_sweep(scen, opts, **backends))
+        return asyncio.run(run_sweep(scen, opts, backends))
     if cmd == "noise":
         from xwatch.core.plans.noise import run_noise
-        return asyncio.run(run_noise(scen, opts, args.mode, **backends))
+        return asyncio.run(run_noise(scen, opts, args.mode, backends))
     from xwatch.ui.app import make_app
     app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
                    telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
                    telemetry_proc_interval=args.telemetry_proc_interval,
                    spool_max_mb=args.spool_max_mb,
                    xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=opts.metrics,
-                   keep=0 if args.no_keep else max(1, args.keep),
-                   keep_max_bytes=int(args.keep_max_gb * 2**30),
-                   phase_s=math.inf if args.until_stopped else None)
+                   keep=opts.keep, keep_max_bytes=opts.keep_max_bytes,
+                   phase_s=opts.phase_s(scen))
     try:
         app.run()
     finally:
@@ -230,12 +225,12 @@ def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes
     return int(app.return_code or 0)
 
 
-def _print_end(app: Any) -> None:
+def _print_end(driver: Any) -> None:
     """What headless prints at the end, after the dashboard: the tables and the path."""
     from xwatch.core.analysis.verdict import answer_lines
     from xwatch.core.plans.console import final_table, interval_lines
 
-    snap = app.final_snap
+    snap = driver.final_snap
     if snap is None:
         return
     for p in snap.phases:
@@ -245,11 +240,11 @@ def _print_end(app: Any) -> None:
                 print(line)
     for line in answer_lines(snap):
         print(line)
-    if app.kept_path is not None:
-        print(f"session kept: {app.kept_path} (`xwatch replay last`, `xwatch report last`, "
+    if driver.kept_path is not None:
+        print(f"session kept: {driver.kept_path} (`xwatch replay last`, `xwatch report last`, "
               "`xwatch sessions`)")
-    elif app.keep_error:
-        print(f"xwatch: session not kept: {app.keep_error}", file=sys.stderr)
+    elif driver.keep_error:
+        print(f"xwatch: session not kept: {driver.keep_error}", file=sys.stderr)
 
 
 def _sessions(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -32,9 +32,9 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.export.render.braille import scatter
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
 from xwatch.core.plans import box
-from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
+from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN as DEFAULT_BUDGET_MIN
-from xwatch.core.plans.options import Options, backend_for
+from xwatch.core.plans.options import Backends, Options, backend_for
 from xwatch.core.plans.sweep import MPS_SWEEP_KEYS, SWEEP_KEYS, apply_setting, parse_settings
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
@@ -428,33 +428,23 @@ def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
 
 
 async def run_advise(scen: Scenario, opts: Options, modes: list[str],
-                     skipped: dict[str, str], xsched: ModeBackend | None = None,
-                     mps: ModeBackend | None = None,
-                     mps_unavailable: str | None = None) -> int:
+                     skipped: dict[str, str], backends: Backends) -> int:
     """Race the candidates headless; print and record the advice; the exit status."""
+    driver = Driver(scen, opts, backends)
+    say = driver.observer.say
     obj = objective(scen, opts.slo)
-    rc = make_race(scen, obj, modes, list(opts.sets), xsched, mps, opts.budget_min,
-                   opts.seed, skipped)
-
-    def schedule(session: Session) -> Iterator[tuple[int, Step]]:
-        while order := rc.round():
-            for placed, step in order:
-                before = len(session.phases)
-                yield rc.rounds, step
-                rc.record(placed, session.phases[-1].snapshot(time.monotonic())
-                          if len(session.phases) > before else None)
-            if not rc.after_round():
-                return
+    rc = make_race(scen, obj, modes, list(opts.sets), backends.xsched, backends.mps,
+                   opts.budget_min, opts.seed, skipped, say=say)
 
     def finish(session: Session) -> int | None:
         advice = rc.advice()
         session.advice = advice
         for line in advice_lines(advice):
-            print(line, flush=True)
+            say(line)
         return rc.status()
 
-    return await run_plan(scen, opts, list(rc.steps.values()), xsched, mps, mps_unavailable,
-                          schedule=schedule, finish=finish, tolerant=True)
+    return await driver.run(Plan(list(rc.steps.values()), race=rc, finish=finish,
+                                 tolerant=True))
 
 
 def usable_modes(wanted: list[str], explicit: bool, xsched: ModeBackend | None,

@@ -21,8 +21,8 @@ from xwatch.core.analysis.phases import setting_label as setting_label
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.box import apply_setting as apply_setting
-from xwatch.core.plans.headless import Step, run_plan
-from xwatch.core.plans.options import Options, backend_for
+from xwatch.core.plans.driver import Driver, Plan, Step
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -111,20 +111,21 @@ def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: 
     return out
 
 
-async def run_sweep(scen: Scenario, opts: Options, xsched: ModeBackend | None = None,
-                    mps: ModeBackend | None = None, mps_unavailable: str | None = None) -> int:
+async def run_sweep(scen: Scenario, opts: Options, backends: Backends) -> int:
     """Headless sweep into one session/snapshot; returns the exit status. On several
     GPUs (``--gpus``) the settings run side by side (``box_rounds``)."""
     settings = parse_settings(list(opts.sets), scen)
     mode = sweep_mode(settings)
 
     def backend(sc: Scenario) -> ModeBackend | None:
-        return backend_for(mode, sc, xsched, mps)
+        return backends.for_scenario(mode, sc)
+
+    driver = Driver(scen, opts, backends)
 
     if len(scen.gpus) > 1:
         rounds = box_rounds(scen, settings, mode, backend, max(1, opts.repeat))
         first = [st for rnd, st in rounds if rnd == 1]
-        return await run_plan(scen, opts, first, xsched, mps, mps_unavailable, rounds=rounds)
+        return await driver.run(Plan(first, rounds=rounds))
     steps = [Step("native")] + [Step(mode, backend(apply_setting(scen, s)), setting_label(s), s)
                                 for s in settings]
-    return await run_plan(scen, opts, steps, xsched, mps, mps_unavailable)
+    return await driver.run(Plan(steps))
