@@ -11,7 +11,7 @@ import signal
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xwatch.cli.checks import (
     _check_box,
@@ -33,6 +33,9 @@ from xwatch.scenario import (
     keys_reference_markdown,
     load_scenario,
 )
+
+if TYPE_CHECKING:
+    from xwatch.core.plans.driver import Driver
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -209,23 +212,17 @@ def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes
         from xwatch.core.plans.noise import run_noise
         return asyncio.run(run_noise(scen, opts, args.mode, backends))
     from xwatch.ui.app import make_app
-    app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
-                   telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
-                   telemetry_proc_interval=args.telemetry_proc_interval,
-                   spool_max_mb=args.spool_max_mb,
-                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=opts.metrics,
-                   keep=opts.keep, keep_max_bytes=opts.keep_max_bytes,
-                   phase_s=opts.phase_s(scen))
+    app = make_app(scen, opts, backends=backends)
     try:
         app.run()
     finally:
-        if app.runner is not None:  # a crash of the app must not leave workloads behind
-            app.runner.kill_now()
-    _print_end(app)
+        app.ctl.kill_now()  # a crash of the app must not leave workloads behind
+    if app.ctl.driver is not None:
+        _print_end(app.ctl.driver)
     return int(app.return_code or 0)
 
 
-def _print_end(driver: Any) -> None:
+def _print_end(driver: Driver) -> None:
     """What headless prints at the end, after the dashboard: the tables and the path."""
     from xwatch.core.analysis.verdict import answer_lines
     from xwatch.core.plans.console import final_table, interval_lines
