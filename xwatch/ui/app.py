@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -104,7 +105,8 @@ class XwatchApp(App[int]):
         return self.ctl.session
 
     @property
-    def last_export(self) -> Any:
+    def last_export(self) -> Path | None:
+        """The folder of the last snapshot ``s`` wrote."""
         return self.ctl.last_export
 
     # ------------------------------------------------------------ layout
