@@ -28,7 +28,6 @@ import asyncio
 import json
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,8 @@ from xwatch.core.analysis.stats.runs import RATE, paired_interval, run_value
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.stats import RELATIVE_WIDTH
 from xwatch.core.plans import box
-from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
+from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import XwatchError
 from xwatch.scenario import load_scenario, parse_gpus
 
@@ -117,10 +117,8 @@ def main(argv: list[str]) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    def schedule(session: Session) -> Iterator[tuple[int, Step]]:
-        for r in range(a.rounds):
-            for st in ((alone, beside) if r % 2 == 0 else (beside, alone)):
-                yield r + 1, st
+    rounds = [(r + 1, st) for r in range(a.rounds)
+              for st in ((alone, beside) if r % 2 == 0 else (beside, alone))]
 
     verdict: dict[str, Any] = {}
 
@@ -154,9 +152,10 @@ def main(argv: list[str]) -> int:
                  and not k.endswith(RATE)]
         return EXIT_GATE if bad or blind else EXIT_OK
 
-    ns = argparse.Namespace(export=str(out / "session"), telemetry=a.telemetry, repeat=1)
-    return asyncio.run(run_plan(scen, ns, [alone, beside], xs, mps, why, schedule=schedule,
-                                finish=finish, floors=False, tolerant=True))
+    opts = Options(export=str(out / "session"), telemetry=a.telemetry)
+    driver = Driver(scen, opts, Backends(xs, mps, why))
+    return asyncio.run(driver.run(Plan([alone, beside], rounds=rounds, finish=finish,
+                                       floors=False, tolerant=True)))
 
 
 if __name__ == "__main__":

@@ -41,11 +41,11 @@ def test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero(
     """ENOSPC from the target folder (simulated in process: mounting a small tmpfs is
     not allowed everywhere): the snapshot lands in the sessions folder, the message
     says where, the exit is non-zero."""
-    import argparse
     import asyncio
 
     from xwatch.core.export import snapshot as snapmod
-    from xwatch.core.plans import headless
+    from xwatch.core.plans import driver as headless
+    from xwatch.core.plans.options import Options
     from xwatch.scenario import load_scenario
 
     target = tmp_path / "full"
@@ -59,7 +59,7 @@ def test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero(
     state = tmp_path / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
     scen = load_scenario(str(two(tmp_path)))
-    args = argparse.Namespace(export=str(target), telemetry="off", spool_max_mb=64)
+    args = Options(export=str(target), telemetry="off", spool_max_mb=64)
     mp = pytest.MonkeyPatch()
     mp.setattr(snapmod, "write_export", full_disk)
     try:

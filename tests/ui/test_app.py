@@ -539,14 +539,14 @@ async def test_a_phase_ends_at_its_planned_end_and_its_watch_wakes_seldom(
 
     app = make_app(load_scenario(str(live_scenario(tmp_path, duration=4))), telemetry="off")
     wakes: list[float] = []
-    pause = app._phase_pause
+    pause = app.ctl._phase_pause
 
     async def counted(phase: Any, duration: float, exits: Any) -> Any:
         if phase.t_measure is not None:
             wakes.append(time.monotonic())
         return await pause(phase, duration, exits)
 
-    app._phase_pause = counted  # type: ignore[method-assign]
+    app.ctl._phase_pause = counted  # type: ignore[method-assign]
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(lambda: app.session is not None and bool(app.session.phases)
                        and app.session.phases[0].t_end is not None, pilot)

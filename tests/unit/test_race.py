@@ -290,7 +290,7 @@ def test_a_race_ended_by_its_budget_records_what_is_open() -> None:
     survivors after the statuses had been settled)."""
     from xwatch.core.modes.base import NATIVE
     from xwatch.core.plans.advise import Race
-    from xwatch.core.plans.headless import Step
+    from xwatch.core.plans.driver import Step
     from xwatch.scenario import load_scenario
 
     scen = load_scenario("intensive")
@@ -589,7 +589,7 @@ def test_advice_at_the_budget_says_why_it_chose_and_names_the_cheaper_ones_open(
     the snapshot's record."""
     from xwatch.core.modes.base import NATIVE
     from xwatch.core.plans.advise import Race, advice_lines
-    from xwatch.core.plans.headless import Step
+    from xwatch.core.plans.driver import Step
     from xwatch.scenario import load_scenario
 
     cs = [_c("sure", [6.0, 6.1, 5.9, 6.05], [1240.0, 1250.0, 1245.0, 1248.0]),

@@ -331,12 +331,12 @@ def test_the_per_process_cadence_has_one_default_everywhere() -> None:
     import inspect
 
     from xwatch.cli import build_parser
+    from xwatch.core.plans.options import Options
     from xwatch.core.telemetry import PROC_INTERVAL_S, start_telemetry
-    from xwatch.ui.app import XwatchApp
 
     args = build_parser().parse_args(["run"])
     assert args.telemetry_proc_interval == PROC_INTERVAL_S == 5.0
-    for fn, name in ((XwatchApp.__init__, "telemetry_proc_interval"),
+    for fn, name in ((Options, "telemetry_proc_interval"),
                      (start_telemetry, "proc_interval_s"),
                      (TelemetrySampler.__init__, "proc_interval_s")):
         assert inspect.signature(fn).parameters[name].default == PROC_INTERVAL_S

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import signal
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xwatch.cli.checks import (
     check_box,
@@ -26,14 +25,18 @@ from xwatch.cli.checks import (
     scenario_of,
     xsched_backend_of,
 )
-from xwatch.cli.parser import build_parser
+from xwatch.cli.parser import build_parser, options_of
 from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import (
     builtin_scenarios,
     keys_reference_markdown,
     load_scenario,
 )
+
+if TYPE_CHECKING:
+    from xwatch.core.plans.driver import Driver
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -128,7 +131,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from xwatch.core.export.report import write_report_cli
         return write_report_cli(args.snapshot, args.format, args.out)
     if cmd == "doctor":
-        from xwatch.core.plans.doctor import run_doctor
+        from xwatch.cli.doctor import run_doctor
         return run_doctor(args.xsched, args.python)
     if cmd == "replay":
         from xwatch.core.export.snapshot import load_snapshot
@@ -154,12 +157,12 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     check_export(getattr(args, "export", None))
     check_devices(scen)
     check_ports(scen)
-    args.metrics = _metrics(args)
+    metrics = _metrics(args)
     try:
-        return _run(cmd, args, scen, xs, mps, modes)
+        return _run(cmd, args, options_of(args, metrics), scen, xs, mps, modes)
     finally:
-        if args.metrics is not None:
-            args.metrics.stop()
+        if metrics is not None:
+            metrics.stop()
 
 
 def _advise(args: argparse.Namespace, scen: Any) -> int:
@@ -187,57 +190,47 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
     check_export(args.export)
     check_devices(scen)
     check_ports(scen)
-    args.metrics = _metrics(args)
+    metrics = _metrics(args)
     try:
-        return asyncio.run(run_advise(scen, args, modes, skipped, xsched=xs, mps=mps_backend,
-                                      mps_unavailable=mps_why))
+        return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped,
+                                      Backends(xs, mps_backend, mps_why)))
     finally:
-        if args.metrics is not None:
-            args.metrics.stop()
+        if metrics is not None:
+            metrics.stop()
 
 
-def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
+def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
     mps_backend, mps_why = mps
-    backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
-    if cmd == "run" and args.headless:
-        from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
-    if cmd == "compare":
-        from xwatch.core.plans.headless import run_headless
-        return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+    backends = Backends(xs, mps_backend, mps_why)
+    if (cmd == "run" and args.headless) or cmd == "compare":
+        from xwatch.core.plans.driver import run_headless
+        return asyncio.run(run_headless(scen, opts, modes, backends))
     if cmd == "calibrate":
         from xwatch.core.plans.calibrate import run_calibrate
-        return asyncio.run(run_calibrate(scen, args, args.mode, **backends))
+        return asyncio.run(run_calibrate(scen, opts, args.mode, backends))
     if cmd == "sweep":
         from xwatch.core.plans.sweep import run_sweep
-        return asyncio.run(run_sweep(scen, args, **backends))
+        return asyncio.run(run_sweep(scen, opts, backends))
     if cmd == "noise":
         from xwatch.core.plans.noise import run_noise
-        return asyncio.run(run_noise(scen, args, args.mode, **backends))
+        return asyncio.run(run_noise(scen, opts, args.mode, backends))
     from xwatch.ui.app import make_app
-    app = make_app(scenario=scen, mode=args.mode, export_dir=args.export,
-                   telemetry=args.telemetry, telemetry_interval=args.telemetry_interval,
-                   telemetry_proc_interval=args.telemetry_proc_interval,
-                   spool_max_mb=args.spool_max_mb,
-                   xsched=xs, mps=mps_backend, mps_unavailable=mps_why, metrics=args.metrics,
-                   keep=0 if args.no_keep else max(1, args.keep),
-                   keep_max_bytes=int(args.keep_max_gb * 2**30),
-                   phase_s=math.inf if args.until_stopped else None)
+    app = make_app(scen, opts, backends=backends)
     try:
         app.run()
     finally:
-        if app.runner is not None:  # a crash of the app must not leave workloads behind
-            app.runner.kill_now()
-    _print_end(app)
+        app.ctl.kill_now()  # a crash of the app must not leave workloads behind
+    if app.ctl.driver is not None:
+        _print_end(app.ctl.driver)
     return int(app.return_code or 0)
 
 
-def _print_end(app: Any) -> None:
+def _print_end(driver: Driver) -> None:
     """What headless prints at the end, after the dashboard: the tables and the path."""
     from xwatch.core.analysis.verdict import answer_lines
     from xwatch.core.plans.console import final_table, interval_lines
 
-    snap = app.final_snap
+    snap = driver.final_snap
     if snap is None:
         return
     for p in snap.phases:
@@ -247,11 +240,11 @@ def _print_end(app: Any) -> None:
                 print(line)
     for line in answer_lines(snap):
         print(line)
-    if app.kept_path is not None:
-        print(f"session kept: {app.kept_path} (`xwatch replay last`, `xwatch report last`, "
+    if driver.kept_path is not None:
+        print(f"session kept: {driver.kept_path} (`xwatch replay last`, `xwatch report last`, "
               "`xwatch sessions`)")
-    elif app.keep_error:
-        print(f"xwatch: session not kept: {app.keep_error}", file=sys.stderr)
+    elif driver.keep_error:
+        print(f"xwatch: session not kept: {driver.keep_error}", file=sys.stderr)
 
 
 def _sessions(args: argparse.Namespace) -> int:

@@ -1,15 +1,39 @@
 """The command line's grammar: ``build_parser``, every command and its arguments
-(the shared run arguments, ``--repeat``, ``--fail-if``). ``tools.docs`` generates
-the manual's command reference from it."""
+(the shared run arguments, ``--repeat``, ``--fail-if``), and ``options_of``, the
+plan's ``Options`` a command's arguments make (its defaults are the parser's).
+``tools.docs`` generates the manual's command reference from it."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 from xwatch.core.modes.base import MODES
+from xwatch.core.plans.options import DEFAULT_NOISE_RUNS, MetricsSink, Options
 from xwatch.scenario import (
     DEFAULT_SCENARIO,
 )
+
+DEFAULTS = Options()
+#: arguments whose Options field has another name
+RENAMED = {"set": "sets", "budget": "budget_min"}
+
+
+def options_of(args: argparse.Namespace, metrics: MetricsSink | None = None) -> Options:
+    """The command's ``Options``: every parsed argument that names a field (``--set``
+    is ``sets``, ``--budget`` ``budget_min``; the dashboard's ``--keep``/``--no-keep``
+    and ``--keep-max-gb`` make ``keep`` and ``keep_max_bytes``); a field the command
+    has no argument for keeps its default."""
+    names = {f.name for f in fields(Options)}
+    kw = {RENAMED.get(k, k): v for k, v in vars(args).items()
+          if RENAMED.get(k, k) in names and k not in ("keep", "mode", "metrics")}
+    if "sets" in kw:
+        kw["sets"] = tuple(kw["sets"] or ())
+    if args.command == "run":  # the dashboard's (``calibrate --mode`` is the plan's)
+        kw["mode"] = args.mode
+        kw["keep"] = 0 if args.no_keep else max(1, args.keep)
+        kw["keep_max_bytes"] = int(args.keep_max_gb * 2**30)
+    return Options(**kw, metrics=metrics)
 
 
 def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> None:
@@ -27,14 +51,17 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                         "nvidia-smi numbers them), named NAME@I; overrides the scenario's gpus")
     p.add_argument("--export", metavar="DIR",
                    help="write DIR/snapshot.json (+ events.csv.gz, report)")
-    p.add_argument("--spool-max-mb", type=float, default=1024, metavar="MB",
+    p.add_argument("--spool-max-mb", type=float, default=DEFAULTS.spool_max_mb, metavar="MB",
                    help="cap of the compressed raw-event spool; past it raw events are "
                         "dropped (counted) while statistics stay exact (default 1024)")
-    p.add_argument("--telemetry", default="auto", choices=("auto", "amdsmi", "nvml", "host", "off"),
+    p.add_argument("--telemetry", default=DEFAULTS.telemetry,
+                   choices=("auto", "amdsmi", "nvml", "host", "off"),
                    help="GPU telemetry backend (default: auto)")
-    p.add_argument("--telemetry-interval", type=float, default=0.5, metavar="S",
+    p.add_argument("--telemetry-interval", type=float, default=DEFAULTS.telemetry_interval,
+                   metavar="S",
                    help="seconds between telemetry samples (default 0.5)")
-    p.add_argument("--telemetry-proc-interval", type=float, default=5.0, metavar="S",
+    p.add_argument("--telemetry-proc-interval", type=float,
+                   default=DEFAULTS.telemetry_proc_interval, metavar="S",
                    help="seconds between per-process GPU queries, the costly part of a "
                         "poll (default 5)")
     p.add_argument("--server", metavar="CMD", help="the server workloads' command (one string, "
@@ -70,7 +97,7 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
 
 
 def _add_repeat(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
+    p.add_argument("--repeat", type=int, default=DEFAULTS.repeat, metavar="N",
                    help="run the whole plan N times, interleaved (A B A B ...); each run is "
                         "one observation of its step, and changes get intervals over the "
                         "paired runs (default 1: one-run answers are judged against the "
@@ -148,19 +175,19 @@ def build_parser() -> argparse.ArgumentParser:
     adv.add_argument("--slo", metavar="[WL.][METRIC:]PNN=MS",
                      help="the objective (default: the scenario's [slo]), e.g. high.P99=10, "
                           "or on a named per-request metric chat.itl_ms:P99=6")
-    adv.add_argument("--budget", type=float, default=20.0, metavar="MIN",
+    adv.add_argument("--budget", type=float, default=DEFAULTS.budget_min, metavar="MIN",
                      help="stop before a round that would end past MIN minutes (default 20)")
-    adv.add_argument("--seed", type=int, default=0,
+    adv.add_argument("--seed", type=int, default=DEFAULTS.seed,
                      help="seed of each round's shuffled order (default 0; recorded)")
     nz = sub.add_parser("noise", help="headless: one configuration N times; the variance "
                         "within and between runs per metric, the runs a precision needs, and "
                         "the machine's noise floor recorded for one-run answers")
     _add_run_args(nz, headless_flag=False)
-    nz.add_argument("--repeat", type=int, default=6, metavar="N",
+    nz.add_argument("--repeat", type=int, default=DEFAULT_NOISE_RUNS, metavar="N",
                     help="runs of the configuration (default 6, at least 2)")
     nz.add_argument("--mode", default="native", choices=MODES,
                     help="the configuration's mode (default native)")
-    nz.add_argument("--precision", type=float, default=5.0, metavar="PCT",
+    nz.add_argument("--precision", type=float, default=DEFAULTS.precision, metavar="PCT",
                     help="the half-width, in %% of the mean, that the runs-needed column "
                          "aims at for a difference of two settings (default 5)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")

@@ -7,34 +7,34 @@ charts redraw every 4 s, the CDF and utilization every 8 s, each only if its dat
 changed. Blocking work (telemetry polls, exports, xserver HTTP)
 runs in threads. In replay mode the same widgets show a recorded snapshot.
 
-This module owns the layout, the start-up, the refresh and the view's keys; the
-runs the dashboard drives are ``runs.PhaseRuns``, what it does to its session
-(export, keep, control, quit) is ``actions.SessionActions``, both bases of
-``XwatchApp``.
+This module owns the layout, the refresh and the view's keys (``ui.keys``); what
+the keys do to the live session (phases, calibrate, A/B, advise, export, live
+control, quit) is the ``controller.SessionController`` the app holds, over the plan
+driver (``plans.driver``) that owns the session.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
-import signal
-import sys
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
 from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.plans.runner import NATIVE, XSCHED, Runner
+from xwatch.core.modes.base import MPS, XSCHED, ModeBackend
+from xwatch.core.plans.driver import Driver
+from xwatch.core.plans.options import Backends, Options
 from xwatch.scenario import Scenario, load_scenario
-from xwatch.ui.actions import SessionActions
+from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController, ShowTab
+from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
 from xwatch.ui.widgets.panels import (
@@ -70,89 +70,44 @@ def _chart_signature(snap: SessionSnapshot) -> tuple[object, ...]:
             samples[-1].t if samples else None)
 
 
-class XwatchApp(SessionActions):
+class XwatchApp(App[int]):
     CSS_PATH = "xwatch.tcss"
     TITLE = "xwatch"
     ENABLE_COMMAND_PALETTE = False
-    BINDINGS = [
-        Binding("x", "toggle_mode", "XSched on/off"),
-        Binding("m", "toggle_mps", "MPS on/off"),
-        Binding("r", "restart", "Restart"),
-        Binding("s", "export", "Snapshot"),
-        Binding("k", "control", "XSched ctl"),
-        Binding("C", "calibrate", "Calibrate", show=False),
-        Binding("a", "repeat_ab", "A/B x3", show=False),
-        Binding("A", "advise", "Advise", show=False),
-        Binding("M", "next_metric", "Metric", show=False),
-        Binding("left_square_bracket", "scroll_table(-3)", "Table up", show=False),
-        Binding("right_square_bracket", "scroll_table(3)", "Table down", show=False),
-        Binding("l", "tab('logs')", "Logs"),
-        Binding("c", "tab('compare')", "Compare", show=False),
-        Binding("1", "tab('live')", "Live", show=False),
-        Binding("2", "tab('compare')", "Compare", show=False),
-        Binding("3", "tab('xsched')", "XSched", show=False),
-        Binding("4", "tab('logs')", "Logs", show=False),
-        Binding("p", "pause", "Pause"),
-        Binding("g", "chart_gpu", "Chart GPU", show=False),
-        Binding("e", "fold_gpus", "Expand GPUs", show=False),
-        Binding("t", "capture", "Kernels", show=False),
-        Binding("z", "zoom_lane", "Zoom lane", show=False),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-    ]
+    BINDINGS = bindings()
 
-    def __init__(self, scenario: Scenario | None = None, mode: str = NATIVE,
-                 export_dir: str | None = None, telemetry: str = "auto",
-                 telemetry_interval: float = 0.5, xsched: Any = None,
-                 telemetry_proc_interval: float = 5.0,
-                 spool_max_mb: float = 1024,
-                 replay: SessionSnapshot | None = None, replay_source: str | None = None,
-                 autostart: bool = True, phase_s: float | None = None,
-                 metrics: Any = None, mps: Any = None, mps_unavailable: str | None = None,
-                 keep: int = 0, keep_max_bytes: int = 2 << 30,
-                 sessions_dir: Path | None = None) -> None:
+    def __init__(self, scenario: Scenario | None = None, options: Options | None = None,
+                 backends: Backends | None = None, replay: SessionSnapshot | None = None,
+                 replay_source: str | None = None) -> None:
         super().__init__()
         self.replay = replay
         self.replay_source = replay_source
         self.scenario = replay.scenario if replay is not None else scenario
         assert self.scenario is not None
-        self.start_mode = mode
-        self.export_dir = export_dir
-        self.telemetry_choice = telemetry
-        self.telemetry_interval = telemetry_interval
-        self.telemetry_proc_interval = telemetry_proc_interval
-        self.spool_max_mb = spool_max_mb
-        self.autostart = autostart
+        self.options = options or Options()
+        driver = None if replay is not None else Driver(
+            self.scenario, self.options, backends, DashboardObserver(self))
+        #: the live session's controller (in replay: one that refuses to run anything)
+        self.ctl = SessionController(self, driver, replay_source)
         #: planned measured seconds of a phase (inf: until stopped, ``--duration 0``)
-        self.phase_s = phase_s if phase_s is not None else self.scenario.duration_s
-        self.metrics = metrics  # a MetricsServer: handed each snapshot the view takes
-        self.session: Session | None = None
-        self.runner: Runner | None = None
-        self.sampler: Any = None
-        self.xsched = xsched
-        self.mps = mps
-        self.mps_unavailable = mps_unavailable
-        #: keep the newest ``keep`` sessions on exit (0: --no-keep; tests and replay)
-        self.keep = keep
-        self.keep_max_bytes = keep_max_bytes
-        self.sessions_dir = sessions_dir
-        self.keep_dir: Path | None = None
-        self.kept_path: Path | None = None
-        self.keep_error: str | None = None
-        self.final_snap: SessionSnapshot | None = None
+        self.phase_s = self.options.phase_s(self.scenario)
         self.paused = False
         self.metric = LATENCY  # the per-request metric the widgets show (M)
-        self.quitting = False
-        self._hangup = False
-        self.last_export: Path | None = None
         self.snap: SessionSnapshot | None = replay
         self._tick = 0
         self._log_seq = 0
         self._widget_errors: set[str] = set()
         self._chart_sig: tuple[object, ...] | None = None
         self._alerted: tuple[object, ...] = ()  # ``_states`` at the last snapshot
-        self._phase_tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def session(self) -> Session | None:
+        return self.ctl.session
+
+    @property
+    def last_export(self) -> Path | None:
+        """The folder of the last snapshot ``s`` wrote."""
+        return self.ctl.last_export
 
     # ------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -188,36 +143,7 @@ class XwatchApp(SessionActions):
             for m in self.replay.messages:
                 self._write_log("xwatch", m.stream, m.text)
             return
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._on_signal, sig)
-        assert self.scenario is not None
-        if self.keep:
-            from xwatch.core.export import sessions
-
-            try:
-                self.keep_dir = sessions.begin(self.scenario, sys.argv[:], self.sessions_dir)
-            except OSError as e:
-                self.notify(f"sessions folder not writable ({e}): this session will not be "
-                            "kept; press s to snapshot", title="Session not kept",
-                            severity="warning", timeout=15, markup=False)
-            lost = [e for e in sessions.listing(self.sessions_dir) if e.state == "interrupted"]
-            if lost:
-                self.notify(f"{len(lost)} interrupted session(s) found (xwatch was killed): "
-                            f"`xwatch sessions --recover {len(lost) and 'all'}` rebuilds them "
-                            "from their events", title="Interrupted session", timeout=20,
-                            markup=False)
-        self.session = Session(self.scenario, spool_max_mb=self.spool_max_mb,
-                               spool_dir=str(self.keep_dir) if self.keep_dir else None)
-        if self.keep_dir is not None:
-            from xwatch.core.export.sessions import phase_recorder
-
-            self.session.on_phase = phase_recorder(self.keep_dir)
-        self.runner = Runner(self.scenario, self.session, xsched=self.xsched, mps=self.mps,
-                             mps_unavailable=self.mps_unavailable)
-        self.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
-                        group="telemetry", description="starting telemetry")
+        self.ctl.start()
         self.set_interval(TICK_S, self._on_tick)
         # the ~90k objects of start-up (modules, the DOM) never become garbage: out of
         # the collector's sight, a full collection takes a few ms instead of 20-50 ms
@@ -226,37 +152,14 @@ class XwatchApp(SessionActions):
         # every second, and so ten times fewer of the full ones it leads to (12 ms
         # each on the H100); cyclic garbage waits a few thousand allocations longer
         gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
-        if self.autostart:
-            self.start_phase(self.start_mode)
+        self.ctl.autostart()
 
-    def _start_telemetry(self) -> None:
-        from xwatch.core.telemetry import start_telemetry
+    def on_plan_said(self, message: PlanSaid) -> None:
+        if self.session is not None:
+            self.session.log("xwatch", "info", message.text)
 
-        assert self.session is not None
-        self.sampler = start_telemetry(self.session, self.telemetry_choice,
-                                       self.telemetry_interval, self.telemetry_proc_interval)
-        self._load_floors()
-
-    def _load_floors(self) -> None:
-        """This machine's recorded noise floors for the scenario (every mode): one-run
-        comparisons in the Compare tab are judged against them."""
-        from xwatch.core.export.floors import lookup, this_machine
-        from xwatch.core.modes.base import MODES
-
-        assert self.session is not None and self.scenario is not None
-        info = self.sampler.info if self.sampler is not None else None
-        found = lookup(this_machine(info), self.scenario.to_dict(), MODES)
-        if found:
-            self.session.noise_floors = {m: f.as_model() for m, f in found.items()}
-            self.session.log("xwatch", "info", "noise floors: " + "; ".join(
-                f.describe() for f in found.values()))
-
-    def _on_signal(self, sig: int) -> None:
-        if sig == signal.SIGHUP:
-            # the terminal is gone: stop everything, then leave without trying to
-            # restore a screen nobody can see (writes to a dead tty would block)
-            self._hangup = True
-        self._spawn(self.action_quit())
+    def on_show_tab(self, message: ShowTab) -> None:
+        self.action_tab(message.tab)
 
     def on_resize(self) -> None:
         # below 30 rows the distribution/GPU row is dropped so the table and the
@@ -293,7 +196,8 @@ class XwatchApp(SessionActions):
     def _states(self) -> tuple[object, ...]:
         """What makes an alert: the phase, its status and error, every workload's
         state (read from the live objects, without a snapshot)."""
-        phase = self.runner.phase if self.runner is not None else None
+        runner = self.ctl.runner
+        phase = runner.phase if runner is not None else None
         if phase is None:
             return ()
         return (phase.index, phase.status, phase.error,
@@ -321,8 +225,8 @@ class XwatchApp(SessionActions):
     def refresh_view(self, force_charts: bool = False, force_table: bool = True) -> None:
         if self.session is not None:
             self.snap = self.session.snapshot(telemetry_last=600)
-            if self.metrics is not None:
-                self.metrics.publish(self.snap)
+            if self.options.metrics is not None:
+                self.options.metrics.publish(self.snap)
             self._logs()
         snap = raw = self.snap
         if snap is None:
@@ -350,7 +254,8 @@ class XwatchApp(SessionActions):
             self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
             self._safe("answer", lambda: self.query_one(AnswerPanel).show(snap))
         elif tab == "xsched":
-            reason = self.runner.can_run(XSCHED) if self.runner else None
+            runner = self.ctl.runner
+            reason = runner.can_run(XSCHED) if runner else None
             self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
         if force_charts and not self.paused and tab == "live":
             sig = _chart_signature(snap)
@@ -385,6 +290,35 @@ class XwatchApp(SessionActions):
             self.query_one(RichLog).write(t)
 
     # ------------------------------------------------------------ actions
+    def action_toggle_mode(self) -> None:
+        """``x``: XSched on/off."""
+        self.ctl.switch(XSCHED)
+
+    def action_toggle_mps(self) -> None:
+        """``m``: MPS on/off."""
+        self.ctl.switch(MPS)
+
+    def action_restart(self) -> None:
+        self.ctl.restart()
+
+    def action_calibrate(self) -> None:
+        self.ctl.calibrate()
+
+    def action_repeat_ab(self) -> None:
+        self.ctl.repeat_ab()
+
+    def action_advise(self) -> None:
+        self.ctl.advise()
+
+    async def action_export(self) -> None:
+        await self.ctl.export()
+
+    def action_control(self) -> None:
+        self.ctl.control()
+
+    async def action_quit(self) -> None:
+        await self.ctl.quit()
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
         self.refresh_view(force_charts=True)
@@ -421,10 +355,10 @@ class XwatchApp(SessionActions):
 
     def action_capture(self) -> None:
         """Record 2 s of GPU kernel activity in every built-in workload (torch.profiler)."""
-        if self._not_live():
+        if self.ctl.not_live():
             return
-        assert self.runner is not None
-        cap = self.runner.request_capture(2.0)
+        assert self.ctl.runner is not None
+        cap = self.ctl.runner.request_capture(2.0)
         if cap is None:
             self.notify("no running built-in workload can record kernels (a phase must be "
                         "running; command workloads cannot)", title="Kernel capture",
@@ -450,17 +384,31 @@ class XwatchApp(SessionActions):
         self.push_screen(HelpScreen())
 
     def on_unmount(self) -> None:
-        if self.runner is not None:  # crash or abrupt exit: nothing may survive us
-            self.runner.kill_now()
+        self.ctl.kill_now()  # crash or abrupt exit: nothing may survive us
 
 
-def make_app(scenario: Scenario | str | None = None, **kw: Any) -> XwatchApp:
-    """The one app factory (CLI and tests). ``scenario`` may be a name or path."""
+def make_app(scenario: Scenario | str | None = None, options: Options | None = None,
+             replay: SessionSnapshot | None = None, replay_source: str | None = None,
+             backends: Backends | None = None, xsched: ModeBackend | None = None,
+             mps: ModeBackend | None = None, mps_unavailable: str | None = None,
+             **kw: Any) -> XwatchApp:
+    """The one app factory (CLI and tests). ``scenario`` may be a name or path; the
+    options come whole (``options``) or as their fields by name (``telemetry="off"``,
+    ``autostart=False``, ``export_dir`` for ``export``, ...); the backends whole
+    (``backends``) or as ``xsched``, ``mps``, ``mps_unavailable``."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
-    if scenario is None and kw.get("replay") is None:
+    if scenario is None and replay is None:
         scenario = load_scenario("demo")
-    return XwatchApp(scenario=scenario, **kw)
+    kw = {{"export_dir": "export"}.get(k, k): v for k, v in kw.items()}
+    known = {f.name for f in fields(Options)}
+    unknown = sorted(set(kw) - known)
+    if unknown:
+        raise TypeError(f"make_app: no option {', '.join(unknown)}; options: "
+                        f"{', '.join(sorted(known))}")
+    opts = Options(**kw) if options is None else options
+    return XwatchApp(scenario, opts, backends or Backends(xsched, mps, mps_unavailable),
+                     replay, replay_source)
 
 
 __all__ = ["XwatchApp", "make_app"]

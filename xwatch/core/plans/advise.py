@@ -15,11 +15,10 @@ overrun ``--budget``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -31,9 +30,11 @@ from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.analysis.stats.runs import percentile_of
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.render.braille import scatter
-from xwatch.core.modes.base import MPS, NATIVE, XSCHED
+from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
 from xwatch.core.plans import box
-from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
+from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.options import DEFAULT_BUDGET_MIN as DEFAULT_BUDGET_MIN
+from xwatch.core.plans.options import Backends, Options, backend_for
 from xwatch.core.plans.sweep import MPS_SWEEP_KEYS, SWEEP_KEYS, apply_setting, parse_settings
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
@@ -42,7 +43,6 @@ MPS_GRID = tuple({"mps.priority": 1, "mps.active_thread_percentage": p}
                  for p in (100, 75, 50, 25))
 XSCHED_GRID = tuple({"threshold": t, "batch_size": b}
                     for t, b in ((1, 1), (2, 1), (4, 2), (8, 4), (16, 8)))
-DEFAULT_BUDGET_MIN = 20.0
 INTERVALS = ("geometric means over runs, intervals that hold together at 95% over every "
              "candidate and every look")
 
@@ -130,22 +130,9 @@ def split_sets(sets: list[str], modes: list[str], skipped: dict[str, str] | None
     return out
 
 
-def backend_for(mode: str, sc: Scenario, xsched: Any, mps: Any) -> Any:
-    """A mode backend for the scenario ``sc`` (a candidate's, or a box phase's)."""
-    from xwatch.core.mps.controller import MpsController
-    from xwatch.core.xsched.controller import XschedController
-
-    if mode == MPS:
-        return MpsController(mps.tool, sc, preflight=mps.preflight)
-    if mode == XSCHED:
-        return XschedController(xsched.install, sc, poll_s=xsched.poll_s,
-                                preflight=xsched.preflight)
-    return None
-
-
 def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-                    xsched: Any, mps: Any, skipped: dict[str, str] | None = None
-                    ) -> list[tuple[Candidate, Step]]:
+                    xsched: ModeBackend | None, mps: ModeBackend | None,
+                    skipped: dict[str, str] | None = None) -> list[tuple[Candidate, Step]]:
     """Every candidate with the step that runs it. ``--set`` keys replace their own
     mode's grid (``split_sets``). On ``--gpus`` the candidates are made from the
     workloads as written (a box round copies them onto its GPUs: ``plans.box``)."""
@@ -255,7 +242,8 @@ class Race:
 
     def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
                  budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
-                 say: Any = None, xsched: Any = None, mps: Any = None) -> None:
+                 say: Callable[[str], None] | None = None, xsched: ModeBackend | None = None,
+                 mps: ModeBackend | None = None) -> None:
         self.scen = scen
         self.gpus = scen.gpus
         self.xsched, self.mps = xsched, mps
@@ -407,8 +395,9 @@ class Race:
 
 
 def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-              xsched: Any, mps: Any, budget_min: float, seed: int = 0,
-              skipped: dict[str, str] | None = None, say: Any = None) -> Race:
+              xsched: ModeBackend | None, mps: ModeBackend | None, budget_min: float,
+              seed: int = 0, skipped: dict[str, str] | None = None,
+              say: Callable[[str], None] | None = None) -> Race:
     base = scen.unreplicated()  # on --gpus: candidates are made as written, then copied
     if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
@@ -495,38 +484,28 @@ def check_runs_can_bound(scen: Scenario, obj: Objective, copies: int = 1) -> str
         title="Runs too short to decide")
 
 
-async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
-                     skipped: dict[str, str], xsched: Any = None, mps: Any = None,
-                     mps_unavailable: str | None = None) -> int:
+async def run_advise(scen: Scenario, opts: Options, modes: list[str],
+                     skipped: dict[str, str], backends: Backends) -> int:
     """Race the candidates headless; print and record the advice; the exit status."""
-    obj = objective(scen, getattr(args, "slo", None))
-    rc = make_race(scen, obj, modes, list(getattr(args, "set", []) or []), xsched, mps,
-                   float(getattr(args, "budget", DEFAULT_BUDGET_MIN)),
-                   int(getattr(args, "seed", 0) or 0), skipped)
-
-    def schedule(session: Session) -> Iterator[tuple[int, Step]]:
-        while order := rc.round():
-            for placed, step in order:
-                before = len(session.phases)
-                yield rc.rounds, step
-                rc.record(placed, session.phases[-1].snapshot(time.monotonic())
-                          if len(session.phases) > before else None)
-            if not rc.after_round():
-                return
+    driver = Driver(scen, opts, backends)
+    say = driver.observer.say
+    obj = objective(scen, opts.slo)
+    rc = make_race(scen, obj, modes, list(opts.sets), backends.xsched, backends.mps,
+                   opts.budget_min, opts.seed, skipped, say=say)
 
     def finish(session: Session) -> int | None:
         advice = rc.advice()
         session.advice = advice
         for line in advice_lines(advice):
-            print(line, flush=True)
+            say(line)
         return rc.status()
 
-    return await run_plan(scen, args, list(rc.steps.values()), xsched, mps, mps_unavailable,
-                          schedule=schedule, finish=finish, tolerant=True)
+    return await driver.run(Plan(list(rc.steps.values()), race=rc, finish=finish,
+                                 tolerant=True))
 
 
-def usable_modes(wanted: list[str], explicit: bool, xsched: Any, mps: Any,
-                 mps_why: str | None) -> tuple[list[str], dict[str, str]]:
+def usable_modes(wanted: list[str], explicit: bool, xsched: ModeBackend | None,
+                 mps: ModeBackend | None, mps_why: str | None) -> tuple[list[str], dict[str, str]]:
     """The mechanisms to race and those skipped (with why); an explicitly asked one
     that cannot run is an error."""
     why = {XSCHED: None if xsched is not None else

@@ -6,12 +6,12 @@ the shim itself costs, what contention costs, and what XSched gets back
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.modes.base import label
-from xwatch.core.plans.headless import Step, run_plan
+from xwatch.core.plans.driver import Driver, Plan, Step
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -28,13 +28,11 @@ def calibrate_steps(scen: Scenario, mode: str = "xsched") -> list[Step]:
             Step(mode, label=f"together, {name}", role="together")]
 
 
-async def run_calibrate(scen: Scenario, args: argparse.Namespace, mode: str,
-                        xsched: Any = None, mps: Any = None,
-                        mps_unavailable: str | None = None) -> int:
+async def run_calibrate(scen: Scenario, opts: Options, mode: str, backends: Backends) -> int:
     """Run the four phases; the report and the Compare tab show the decomposition,
     and the console ends with its verdict sentence, as the report has it."""
-    return await run_plan(scen, args, calibrate_steps(scen, mode), xsched, mps,
-                          mps_unavailable, conclude=verdict_lines)
+    return await Driver(scen, opts, backends).run(
+        Plan(calibrate_steps(scen, mode), conclude=verdict_lines))
 
 
 def verdict_lines(snap: Any) -> list[str]:

@@ -1,11 +1,12 @@
-"""Plain-text output for headless runs: the progress line and the final table.
-
-Pure functions of snapshots, so tests can check them without running anything.
+"""Plain-text output for headless runs: the progress line and the final table (pure
+functions of snapshots, so tests can check them without running anything), and
+``Console``, the driver's observer that prints them.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
@@ -304,3 +305,24 @@ def _x(v: float) -> str:
 
 def _pct(v: float) -> str:
     return "-" if v != v else f"{v * 100:.0f}%"
+
+
+class Console:
+    """The headless front end: the driver's observer that prints (``plans.driver``).
+    The plan's story and the tables on stdout, problems on stderr."""
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    def warn(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def tick(self, phase: PhaseSnapshot) -> None:
+        self.say(progress_line(phase))
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
+        self.say(final_table(phase, telemetry))
+        for line in interval_lines(phase):
+            self.say(line)
+        for line in capture_lines(phase):
+            self.say(line)

@@ -6,9 +6,7 @@ state folder that one-run answers are judged against (``export.floors``)."""
 
 from __future__ import annotations
 
-import argparse
 import math
-from typing import Any
 
 from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
 from xwatch.core.analysis.stats.runs import RATE
@@ -16,11 +14,11 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import utc_now
 from xwatch.core.export.floors import save, this_machine
 from xwatch.core.modes.base import label
-from xwatch.core.plans.headless import EXIT_FAILED, Step, run_plan
+from xwatch.core.plans.driver import EXIT_FAILED, Driver, Plan, Step
+from xwatch.core.plans.options import DEFAULT_NOISE_RUNS, Backends, Options
 from xwatch.scenario import Scenario
 
-DEFAULT_RUNS = 6
-DEFAULT_PRECISION = 5.0  # percent: half-width of a 95% interval of a difference
+DEFAULT_RUNS = DEFAULT_NOISE_RUNS
 
 
 def _fmt(v: float, unit: str) -> str:
@@ -55,10 +53,11 @@ def floor_lines(f: Floor, precision_pct: float) -> list[str]:
     return lines
 
 
-async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched: Any = None,
-                    mps: Any = None, mps_unavailable: str | None = None) -> int:
+async def run_noise(scen: Scenario, opts: Options, mode: str, backends: Backends) -> int:
     """Run ``mode`` ``--repeat`` times and record the floor."""
-    precision = float(getattr(args, "precision", DEFAULT_PRECISION))
+    precision = opts.precision
+    driver = Driver(scen, opts, backends)
+    say = driver.observer.say
 
     def finish(session: Session) -> int | None:
         snap = session.snapshot()
@@ -67,19 +66,18 @@ async def run_noise(scen: Scenario, args: argparse.Namespace, mode: str, xsched:
                       scenario_digest(scen.to_dict()), this_machine(tel))
         session.noise_floor = fl.as_model()
         if fl.runs < 2:
-            print(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
-                  "at least 2: nothing recorded", flush=True)
+            say(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
+                "at least 2: nothing recorded")
             return EXIT_FAILED
         for line in floor_lines(fl, precision):
-            print(line, flush=True)
+            say(line)
         try:
             path = save(fl)
         except OSError as e:
-            print(f"xwatch: noise floor not recorded: {e}", flush=True)
+            say(f"xwatch: noise floor not recorded: {e}")
             return EXIT_FAILED
-        print(f"noise floor recorded: {path} (compare, calibrate, sweep and the "
-              "dashboard judge one-run answers against it)", flush=True)
+        say(f"noise floor recorded: {path} (compare, calibrate, sweep and the "
+            "dashboard judge one-run answers against it)")
         return None
 
-    return await run_plan(scen, args, [Step(mode)], xsched, mps, mps_unavailable,
-                          finish=finish, floors=False)
+    return await driver.run(Plan([Step(mode)], finish=finish, floors=False))

@@ -15,14 +15,14 @@ are on the Pareto frontier (lower HIGH P99, higher LOW throughput).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
-from typing import Any
 
 from xwatch.core.analysis.phases import setting_label as setting_label
+from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.box import apply_setting as apply_setting
-from xwatch.core.plans.headless import Step, run_plan
+from xwatch.core.plans.driver import Driver, Plan, Step
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
@@ -88,7 +88,7 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
 
 
 def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: str,
-               backend: Callable[[Scenario], Any], repeat: int) -> list[tuple[int, Step]]:
+               backend: Callable[[Scenario], ModeBackend | None], repeat: int) -> list[tuple[int, Step]]:
     """The sweep's phases on several GPUs (``scen.gpus``), round by round (round from 1):
     native, a phase of its own on every GPU as on one setting; then the settings side by
     side (``plans.box``): one a GPU, in groups that may share a phase (one mode, the
@@ -111,26 +111,21 @@ def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: 
     return out
 
 
-async def run_sweep(scen: Scenario, args: argparse.Namespace, xsched: Any = None,
-                    mps: Any = None, mps_unavailable: str | None = None) -> int:
+async def run_sweep(scen: Scenario, opts: Options, backends: Backends) -> int:
     """Headless sweep into one session/snapshot; returns the exit status. On several
     GPUs (``--gpus``) the settings run side by side (``box_rounds``)."""
-    from xwatch.core.mps.controller import MpsController
-    from xwatch.core.xsched.controller import XschedController
-
-    settings = parse_settings(args.set, scen)
+    settings = parse_settings(list(opts.sets), scen)
     mode = sweep_mode(settings)
 
-    def backend(sc: Scenario) -> Any:
-        if mode == "mps":
-            return MpsController(mps.tool, sc, preflight=mps.preflight) if mps else None
-        return XschedController(xsched.install, sc, poll_s=xsched.poll_s,
-                                preflight=xsched.preflight) if xsched else None
+    def backend(sc: Scenario) -> ModeBackend | None:
+        return backends.for_scenario(mode, sc)
+
+    driver = Driver(scen, opts, backends)
 
     if len(scen.gpus) > 1:
-        rounds = box_rounds(scen, settings, mode, backend, int(getattr(args, "repeat", 1) or 1))
+        rounds = box_rounds(scen, settings, mode, backend, max(1, opts.repeat))
         first = [st for rnd, st in rounds if rnd == 1]
-        return await run_plan(scen, args, first, xsched, mps, mps_unavailable, rounds=rounds)
+        return await driver.run(Plan(first, rounds=rounds))
     steps = [Step("native")] + [Step(mode, backend(apply_setting(scen, s)), setting_label(s), s)
                                 for s in settings]
-    return await run_plan(scen, args, steps, xsched, mps, mps_unavailable)
+    return await driver.run(Plan(steps))

@@ -1,4 +1,4 @@
-"""The '?' screen: keys and how to read the numbers."""
+"""The '?' screen: the keys (``ui.keys``, as the bindings) and how to read the numbers."""
 
 from __future__ import annotations
 
@@ -8,30 +8,12 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from xwatch.ui.keys import keys_table
+
 HELP = """\
 # xwatch keys
 
-| key | what it does |
-|---|---|
-| `x` | stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase |
-| `m` | the same for MPS (NVIDIA): NATIVE <-> MPS under a private control daemon |
-| `k` (MPS phase) | the MPS server's active thread percentage, live |
-| `r` | restart every workload in the same mode: a new phase |
-| `s` | export a snapshot (snapshot.json, events.csv.gz, report.md/html) into a timestamped folder |
-| `k` | XSched live control: a workload's priority, its XQueues' threshold/batch/level, the policy |
-| `C` | calibrate: HIGH alone and all together, native and XSched (4 phases); Compare splits the change |
-| `a` | repeat the last A/B (the last two modes run) 3 more times each, interleaved |
-| `A` | advise: race native, MPS and XSched settings to the cheapest that meets the SLO |
-| `M` | the next per-request metric: latency_ms, then each named one (ttft_ms, tpot_ms, ...) |
-| `[` `]` | scroll the workload table up / down (many workloads on one GPU) |
-| `1`-`4` | tabs: live, compare, xsched, logs (`l` = logs, `c` = compare) |
-| `p` | pause / resume the charts (data keeps flowing) |
-| `t` | kernel capture: 2 s of GPU kernels from every built-in workload (torch.profiler) |
-| `z` | zoom the kernel lane onto HIGH's slowest requests in turn (then back to the whole window) |
-| `g` | several GPUs (`--gpus`): charts of all GPUs (HIGH's worst/best P99, LOW total), then each GPU |
-| `e` | several GPUs: expand every GPU's copies in the table, or fold them to a line per GPU |
-| `q`, Ctrl+C | stop every workload (and xserver), then quit |
-| `?` | this help; Esc closes it |
+""" + keys_table() + """
 
 # Reading the numbers
 - Latency is in ms, from the **scheduled** send time for rate-driven workloads (a stalled

@@ -1,0 +1,526 @@
+"""The plan driver: one engine under every front end. A ``Driver`` owns a plan's
+session, its runner, the telemetry, the machine's noise floors, the signals, the
+kept session and the export; it runs a ``Plan`` (phases, compare, sweep, noise,
+calibrate; an advise race through ``race``) as ``Step``s and tells an ``Observer``
+what happens. Headless, the observer prints (``console.Console``); the dashboard's
+posts messages to the app. The runner (``plans.runner``) runs each phase.
+
+Long because its job is: a plan's whole life, from the session's start to the exit
+status scripts trust (the gate, the failures, the export that never loses what was
+measured)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from xwatch.core import model as M
+from xwatch.core.analysis.verdict import answer_lines
+from xwatch.core.engine.causes import collapse
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.modes.base import ModeBackend
+from xwatch.core.plans.console import Console, failure_reasons
+from xwatch.core.plans.options import Backends, MetricsSink, Options
+from xwatch.core.plans.runner import Runner
+from xwatch.errors import UsageError, XwatchError
+from xwatch.scenario import Scenario
+
+if TYPE_CHECKING:
+    from xwatch.core.telemetry import TelemetrySampler
+
+EXIT_OK, EXIT_FAILED, EXIT_GATE = 0, 1, 3
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Observer(Protocol):
+    """What a front end is told while a plan runs."""
+
+    def say(self, text: str) -> None:
+        """A line of the plan's story (headless: stdout)."""
+
+    def warn(self, text: str) -> None:
+        """A problem: a failed phase, a gate tripped (headless: stderr)."""
+
+    def tick(self, phase: PhaseSnapshot) -> None:
+        """The running phase, about once a second."""
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
+        """A phase that measured something ended: its final numbers."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One phase of a plan. ``backend`` replaces the mode's backend for this phase
+    (sweeps: one per setting); ``label`` names the setting."""
+
+    mode: str
+    backend: ModeBackend | None = None
+    label: str | None = None
+    setting: Mapping[str, Mapping[str, M.SettingValue]] | None = None
+    only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
+    role: str | None = None  # calibrate: "alone" | "together"
+    candidate: bool = False  # advise: ``label`` names a candidate, not a sweep setting
+
+    @property
+    def key(self) -> str:
+        """What repeats of this step share (``analysis.verdict.step_key``)."""
+        base = f"{self.role}-{self.mode}" if self.role else self.mode
+        return f"{base} [{self.label}]" if self.label and not self.role else base
+
+
+def interleave(steps: list[Step], repeat: int) -> list[tuple[int, Step]]:
+    """``repeat`` rounds of the plan, A B A B ...: drift over time hits every step alike.
+    (round number from 1, step)."""
+    return [(k + 1, st) for k in range(max(1, repeat)) for st in steps]
+
+
+#: what a plan does with the finished session before the answer is printed: its own
+#: lines, records on the session (``session.advice``, ...); an exit status to use
+#: instead of 0, or None
+Finish = Callable[[Session], int | None]
+#: a plan's own answer, printed last (after the compare-style answer): calibrate's verdict
+Conclude = Callable[[Any], list[str]]
+#: how a front end runs one step of a race: the phase, or None (it never started);
+#: ``STOPPED``: the race must end here (a signal, or the user started something else)
+RunStep = Callable[[int, Step], Awaitable["Phase | Stopped | None"]]
+
+
+class Stopped:
+    """The race is over: nothing more may run."""
+
+
+STOPPED = Stopped()
+
+
+class Race(Protocol):
+    """What the driver needs of an advise race (``plans.advise.Race``)."""
+
+    rounds: int
+
+    def round(self) -> Sequence[tuple[Any, Step]]: ...
+
+    def record(self, placed: Any, phase: Any) -> None: ...
+
+    def after_round(self) -> bool: ...
+
+    def advice(self, final: bool = True) -> M.Advice: ...
+
+
+@dataclass
+class Plan:
+    """The steps of a plan and what it does around them. ``rounds``: the (round, step)
+    pairs planned ahead (a sweep's box rounds), else ``--repeat`` rounds of ``steps``
+    interleaved; ``race``: an advise race that picks each round's steps as it goes.
+    ``floors``: carry the machine's recorded noise floors of the modes run (one-run
+    answers are judged against them); ``tolerant`` plans (advise) expect failed phases
+    and ``finish`` decides the exit status; ``conclude`` is the plan's own answer from
+    the final snapshot, printed last."""
+
+    steps: list[Step]
+    rounds: list[tuple[int, Step]] | None = None
+    race: Race | None = None
+    finish: Finish | None = None
+    conclude: Conclude | None = None
+    floors: bool = True
+    tolerant: bool = False
+
+
+class Driver:
+    """One session's plan, its parts and its observer (see the module)."""
+
+    def __init__(self, scen: Scenario, opts: Options, backends: Backends | None = None,
+                 observer: Observer | None = None) -> None:
+        self.scen = scen
+        self.opts = opts
+        self.backends = backends or Backends()
+        self.observer: Observer = observer or Console()
+        self.session: Session | None = None
+        self.runner: Runner | None = None
+        self.telemetry: TelemetrySampler | None = None
+        self.got: list[int] = []  # the signals that stopped the plan
+        self.phases: list[Phase] = []  # the plan's phases that ran (headless)
+        self._ran = 0  # steps started
+        #: the kept session's folder (``begin_keeping``), and what keeping it gave
+        self.keep_dir: Path | None = None
+        self.kept_path: Path | None = None
+        self.keep_error: str | None = None
+        self.final_snap: SessionSnapshot | None = None
+        self.stop = asyncio.Event()
+
+    # ------------------------------------------------------------ the session
+    def open(self) -> Session:
+        """The session and its runner; a kept session (``begin_keeping``) spools its
+        events into its folder and records each phase there as it ends."""
+        b = self.backends
+        self.session = Session(self.scen, spool_max_mb=self.opts.spool_max_mb,
+                               spool_dir=str(self.keep_dir) if self.keep_dir else None)
+        if self.keep_dir is not None:
+            from xwatch.core.export.sessions import phase_recorder
+
+            self.session.on_phase = phase_recorder(self.keep_dir)
+        self.runner = Runner(self.scen, self.session, xsched=b.xsched, mps=b.mps,
+                             mps_unavailable=b.mps_unavailable)
+        return self.session
+
+    def begin_keeping(self, argv: list[str]) -> Path:
+        """Keep this session in the sessions folder (before ``open``); raises OSError
+        when the folder is not writable."""
+        from xwatch.core.export import sessions
+
+        self.keep_dir = sessions.begin(self.scen, argv, self.opts.sessions_dir)
+        return self.keep_dir
+
+    def keep(self) -> None:
+        """Write this session into the sessions folder (on any exit but SIGKILL)."""
+        from xwatch.core.export.sessions import keep
+
+        assert self.session is not None and self.keep_dir is not None
+        try:
+            self.kept_path = keep(self.session, self.keep_dir, self.opts.keep,
+                                  self.opts.keep_max_bytes)
+        except Exception as e:  # the events stay in the .live folder: recoverable
+            self.keep_error = f"{type(e).__name__}: {e} (events left in {self.keep_dir}; " \
+                              "`xwatch sessions --recover` rebuilds them)"
+
+    async def close(self, planned_end: bool = False) -> None:
+        """The end of an interactive session: the phase stopped (20 s at most, then
+        killed), the telemetry stopped, the final snapshot taken, the session kept
+        (when keeping) and closed."""
+        if self.runner is not None:
+            try:
+                await asyncio.wait_for(self.runner.stop_phase(planned_end=planned_end),
+                                       timeout=20)
+            except Exception:
+                pass
+            finally:
+                self.runner.kill_now()
+        if self.telemetry is not None:
+            await asyncio.to_thread(self.telemetry.stop)
+        if self.session is not None:
+            self.final_snap = self.session.snapshot()
+            if self.keep_dir is not None:
+                await asyncio.to_thread(self.keep)
+            self.session.close()
+
+    def start_telemetry(self) -> TelemetrySampler:
+        """Start sampling the GPUs (a few hundred ms: the dashboard calls it in a thread)."""
+        from xwatch.core.telemetry import start_telemetry
+
+        assert self.session is not None
+        o = self.opts
+        self.telemetry = start_telemetry(self.session, o.telemetry, o.telemetry_interval,
+                                         o.telemetry_proc_interval)
+        return self.telemetry
+
+    def load_floors(self, modes: Sequence[str]) -> dict[str, Any]:
+        """This machine's recorded noise floors for the scenario in ``modes``, carried by
+        the session (one-run answers are judged against them)."""
+        from xwatch.core.export.floors import lookup, this_machine
+
+        assert self.session is not None
+        info = self.telemetry.info if self.telemetry is not None else None
+        found = lookup(this_machine(info), self.scen.to_dict(), list(modes))
+        if found:
+            self.session.noise_floors = {m: f.as_model() for m, f in found.items()}
+        return found
+
+    def _on_signal(self, sig: int) -> None:
+        self.got.append(sig)
+        self.stop.set()
+
+    # ------------------------------------------------------------ a headless plan
+    async def run(self, plan: Plan) -> int:
+        """Run ``plan`` into one session; tell the observer; apply ``--fail-if``;
+        export. Returns the process exit status."""
+        out, opts, scen = self.observer, self.opts, self.scen
+        session = self.open()
+        runner = self.runner
+        assert runner is not None
+        loop = asyncio.get_running_loop()
+        for s in SIGNALS:
+            loop.add_signal_handler(s, self._on_signal, s)
+        telemetry = self.start_telemetry()
+        for name, why in telemetry.rejected.items():
+            out.say(f"telemetry: skipped {name}: {why}")
+        steps = plan.steps
+        repeat = max(1, opts.repeat)
+        fail_if = opts.fail_if
+        modes = list(dict.fromkeys(st.mode for st in steps))
+        found = self.load_floors(modes) if plan.floors else {}
+        for f in found.values():
+            out.say(f"noise floor: {f.describe()} (one-run answers are judged against it)")
+        if fail_if and repeat < 2 and plan.race is None and modes[0] not in found:
+            for s in SIGNALS:
+                loop.remove_signal_handler(s)
+            telemetry.stop()
+            session.close()
+            raise UsageError(
+                f"--fail-if {fail_if} needs a run-level answer: with one run per step a "
+                f"change can only be judged against this machine's recorded noise floor, "
+                f"and there is none for {scen.name} in {modes[0]} mode here. Add --repeat 3 "
+                f"(or more), or record the floor first: xwatch noise {scen.name} --mode "
+                f"{modes[0]}", title="Gate cannot be judged")
+        phase_s = opts.phase_s(scen)
+        metrics = opts.metrics
+        publisher = asyncio.create_task(_publish(session, metrics)) \
+            if metrics is not None else None
+        try:
+            per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
+            gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
+            reps = f" x {repeat} repeats, interleaved" if repeat > 1 else ""
+            if plan.rounds is not None and repeat > 1:
+                reps += " (settings side by side, rotated over the GPUs every repeat)"
+            out.say(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} "
+                    f"workloads{gpus}, {per}, phases "
+                    f"{' -> '.join(st.label or st.mode for st in steps)}{reps}, "
+                    f"telemetry {telemetry.backend_name}")
+
+            async def run_step(rnd: int, step: Step) -> Phase | Stopped | None:
+                if self.stop.is_set():
+                    return STOPPED
+                self._ran += 1
+                return await self._headless_step(rnd, step, repeat, phase_s)
+
+            if plan.race is not None:
+                await self.race(plan.race, run_step)
+            else:
+                for rnd, step in plan.rounds if plan.rounds is not None \
+                        else interleave(steps, repeat):
+                    if await run_step(rnd, step) is STOPPED:
+                        break
+        finally:
+            await runner.stop_phase()
+            runner.kill_now()
+            telemetry.stop()
+            if publisher is not None and metrics is not None:
+                publisher.cancel()
+                metrics.publish(session.snapshot())  # the final numbers, until it stops
+            for s in SIGNALS:
+                loop.remove_signal_handler(s)
+        return self._conclude(plan, session, repeat)
+
+    async def _headless_step(self, rnd: int, step: Step, repeat: int, phase_s: float) -> Phase | None:
+        """One step run to its planned end; its final numbers told."""
+        assert self.runner is not None and self.session is not None
+        if step.backend is not None:
+            self.runner.backends[step.mode] = step.backend
+        if step.label or repeat > 1:
+            self.observer.say(f"--- {step.mode}: {step.label or step.mode}"
+                              + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
+        phase = await self._run_step(phase_s, step)
+        if phase is None:
+            return None
+        label_phase(phase, step, rnd)
+        self.phases.append(phase)
+        if phase.t_measure is not None or phase.status != "failed":
+            snap = phase.snapshot(time.monotonic())
+            tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
+                else None
+            self.observer.phase_ended(snap, tel)
+        return phase
+
+    async def _run_step(self, phase_s: float, step: Step) -> Phase | None:
+        assert self.runner is not None and self.session is not None
+        runner, out, trace_s = self.runner, self.observer, self.opts.trace
+        # a kernel capture in the middle of the measured time (agent mode: after 5 s)
+        at = 5.0 if phase_s == math.inf else max(1.0, (phase_s - (trace_s or 0.0)) / 2)
+        asked = False
+
+        def tick(p: Phase) -> None:
+            nonlocal asked
+            out.tick(p.snapshot(time.monotonic()))
+            if trace_s and not asked and p.t_measure is not None \
+                    and time.monotonic() - p.t_measure >= at:
+                asked = True
+                cap = runner.request_capture(trace_s)
+                out.say(f"kernel capture {cap.id}: {cap.seconds:g} s of "
+                        f"{', '.join(cap.workloads)}" if cap else
+                        "kernel capture: no workload offers one (built-in workloads only)")
+
+        try:
+            return await runner.run_phase(step.mode, phase_s, stop=self.stop, on_tick=tick,
+                                          only=step.only, prefix=step.role)
+        except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
+            out.warn(f"xwatch: {e.title}: {e}")
+            failed = self.session.current
+            if failed is not None and failed.mode == step.mode:
+                if step.role:
+                    failed.calibrate = step.role
+                return failed
+            return None
+
+    # ------------------------------------------------------------ an advise race
+    async def race(self, rc: Race, run: RunStep, live: bool = False) -> bool:
+        """Run ``rc`` round by round, each step with ``run`` (the front end's way to run
+        a phase), each finished phase recorded as a run of the candidates it placed;
+        ``live``: the session's advice kept up to date after every phase. False when
+        ``run`` stopped the race."""
+        session = self.session
+        assert session is not None
+        while order := rc.round():
+            for placed, step in order:
+                before = len(session.phases)
+                if await run(rc.rounds, step) is STOPPED:
+                    return False
+                rc.record(placed, session.phases[-1].snapshot(time.monotonic())
+                          if len(session.phases) > before else None)
+                if live:
+                    session.advice = rc.advice(final=False)
+            if not rc.after_round():
+                break
+        return True
+
+    # ------------------------------------------------------------ the end
+    def _conclude(self, plan: Plan, session: Session, repeat: int) -> int:
+        out, got, fail_if = self.observer, self.got, self.opts.fail_if
+        own = plan.finish(session) if plan.finish is not None and not got else None
+        final = session.snapshot()
+        if (len({st.key for st in plan.steps}) > 1 or repeat > 1) and not plan.tolerant:
+            lines = answer_lines(final)
+            if lines:
+                out.say("=== answer " + "=" * 60)
+                for line in lines:
+                    out.say(line)
+        own_answer = plan.conclude(final) if plan.conclude is not None and not got else []
+        if own_answer:
+            out.say("=== " + own_answer[0] + " " + "=" * max(3, 66 - len(own_answer[0])))
+            for line in own_answer[1:]:
+                out.say(line)
+        status = self._verdict(self.phases, self._ran)
+        if own is not None and (status == EXIT_OK or (plan.tolerant and not got)):
+            status = own
+        if fail_if and status == EXIT_OK:
+            status = self._gate(final, fail_if)
+        if self.opts.export and not self.export(self.opts.export):
+            status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
+        session.close()
+        return status
+
+    def _gate(self, snap: Any, fail_if: str) -> int:
+        """``--fail-if``: EXIT_GATE when the answer is worse beyond noise, or cannot be
+        judged (one run per step and no recorded floor)."""
+        from xwatch.core.analysis.verdict import gate, unjudged
+
+        tripped = gate(snap, fail_if)
+        for line in tripped:
+            self.observer.warn(f"GATE {fail_if}: {line}")
+        blind = unjudged(snap)
+        for step in blind:
+            self.observer.warn(f"GATE {fail_if}: {step}: not judged (one run each, no noise "
+                               "floor)")
+        if tripped or blind:
+            return EXIT_GATE
+        self.observer.say(f"gate --fail-if {fail_if}: passed")
+        return EXIT_OK
+
+    def _verdict(self, phases: list[Phase], planned: int) -> int:
+        if self.got:
+            self.observer.say(f"xwatch: interrupted by {signal.Signals(self.got[0]).name}; "
+                              "workloads stopped")
+            return 128 + self.got[0]
+        failed: list[str] = []
+        for p in phases:
+            snap = p.snapshot(p.t_end or 0.0)
+            label = f"{p.name} [{p.setting}]" if p.setting else p.name
+            reasons = failure_reasons(snap)
+            if p.error:
+                failed.append(f"{label}: {p.error}")
+            failed += [f"{label}: {r}" for r in reasons]
+            if p.status == "failed" and not reasons and not p.error:
+                failed.append(f"{label}: phase failed")
+        if len(phases) < planned:
+            failed.append("not every phase ran")
+        for line in collapse(failed):
+            self.observer.warn(f"FAILED {line}")
+        return EXIT_FAILED if failed else EXIT_OK
+
+    def export(self, directory: str) -> bool:
+        """Write the snapshot and reports; True when everything asked for was written.
+        A snapshot that cannot be written where asked goes to a safe place instead, and
+        the message says where: what was measured is never lost."""
+        from xwatch.core.export.snapshot import write_snapshot
+
+        assert self.session is not None
+        out = self.observer
+        try:
+            path = write_snapshot(self.session, directory)
+        except OSError as e:
+            out.warn(f"xwatch: snapshot not written to {directory}: {e}")
+            safe = _safe_place(self.session)
+            try:
+                path = write_snapshot(self.session, safe)
+            except OSError as e2:
+                out.warn(f"xwatch: and not to {safe} either: {e2}")
+                return False
+            out.warn(f"xwatch: snapshot saved instead to {path} (nothing measured is lost)")
+            self._reports(path)
+            return False
+        out.say(f"snapshot: {path}")
+        return self._reports(path)
+
+    def _reports(self, path: Any) -> bool:
+        from xwatch.core.export.report import write_reports
+
+        try:
+            for p in write_reports(path):
+                self.observer.say(f"report: {p}")
+            return True
+        except Exception as e:  # a report problem never loses the snapshot
+            self.observer.warn(f"xwatch: report not written: {e}")
+            return False
+
+
+def label_phase(phase: Phase, step: Step, rnd: int) -> None:
+    """What a finished phase ran: its step, repeat, candidate or setting, role."""
+    phase.step = step.key
+    phase.repeat = rnd
+    if step.candidate:
+        phase.candidate = step.label
+        phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}
+    elif step.label and step.role is None:
+        phase.setting = step.label
+        phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}
+    if step.role:
+        phase.calibrate = step.role
+
+
+async def run_headless(scen: Scenario, opts: Options, modes: list[str],
+                       backends: Backends | None = None) -> int:
+    """Run ``modes`` back to back (``run --headless``, ``compare``); the exit status."""
+    return await Driver(scen, opts, backends).run(Plan([Step(m) for m in modes]))
+
+
+async def _publish(session: Session, metrics: MetricsSink, every_s: float = 1.0) -> None:
+    """Hand the metrics exporter a fresh snapshot every ``every_s`` (scrapes read it)."""
+    while True:
+        metrics.publish(session.snapshot())
+        await asyncio.sleep(every_s)
+
+
+def _safe_place(session: Session) -> str:
+    """Where a snapshot goes when the asked-for folder fails: the sessions folder,
+    else the temporary folder."""
+    import tempfile
+    from datetime import datetime
+
+    from xwatch.core.export.sessions import root
+
+    name = f"{datetime.now():%Y%m%d-%H%M%S}-{session.scenario.name}-unsaved"
+    for base in (root(), Path(tempfile.gettempdir())):
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            probe = base / f".{name}.probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+            return str(base / name)
+        except OSError:
+            continue
+    return str(Path(tempfile.gettempdir()) / name)

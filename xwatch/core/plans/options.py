@@ -1,0 +1,99 @@
+"""What a plan is run with: ``Options`` (every choice a command or the dashboard makes,
+each default written once here; the command line and the app build one) and
+``Backends`` (the XSched and MPS backends configured for this machine, and the one
+factory that builds a backend for another scenario: a sweep's setting, an advise
+candidate, a box phase)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
+from xwatch.core.telemetry import PROC_INTERVAL_S
+
+if TYPE_CHECKING:
+    from xwatch.core.engine.snapshot import SessionSnapshot
+    from xwatch.scenario import Scenario
+
+DEFAULT_BUDGET_MIN = 20.0  # advise: minutes
+DEFAULT_PRECISION = 5.0  # noise: percent, half-width of a 95% interval of a difference
+DEFAULT_NOISE_RUNS = 6
+
+
+class MetricsSink(Protocol):
+    """Where each new snapshot goes while a plan runs (``export.prometheus.MetricsServer``)."""
+
+    def publish(self, snap: SessionSnapshot) -> None: ...
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every choice a plan or the dashboard reads, with its default. A plan reads the
+    fields it needs; the others keep their defaults."""
+
+    # the session
+    spool_max_mb: float = 1024
+    telemetry: str = "auto"
+    telemetry_interval: float = 0.5
+    telemetry_proc_interval: float = PROC_INTERVAL_S
+    #: a phase runs until stopped (``run --duration 0``), not the scenario's duration_s
+    until_stopped: bool = False
+    #: the metrics endpoint, handed every snapshot (bound by the command line first)
+    metrics: MetricsSink | None = None
+    #: write the snapshot and reports here at the end (headless) or on ``s`` (dashboard)
+    export: str | None = None
+    # headless plans
+    repeat: int = 1
+    fail_if: str | None = None
+    trace: float | None = None  # seconds of kernel capture mid-phase
+    sets: tuple[str, ...] = ()  # sweep, advise: --set WL.KEY=V1,V2,...
+    slo: str | None = None  # advise: the objective, else the scenario's [slo]
+    budget_min: float = DEFAULT_BUDGET_MIN  # advise
+    seed: int = 0  # advise: each round's shuffled order
+    precision: float = DEFAULT_PRECISION  # noise
+    # the dashboard
+    mode: str = NATIVE  # the first phase's mode
+    autostart: bool = True  # start that phase at once
+    keep: int = 0  # keep the newest N sessions on exit (0: none)
+    keep_max_bytes: int = 2 << 30
+    sessions_dir: Path | None = None  # the sessions folder (None: the state folder's)
+
+    def phase_s(self, scen: Scenario) -> float:
+        """A phase's planned measured seconds."""
+        return float("inf") if self.until_stopped else scen.duration_s
+
+
+@dataclass(frozen=True)
+class Backends:
+    """The non-native mode backends configured here (None: that mode cannot run, and
+    ``mps_unavailable`` may say why)."""
+
+    xsched: ModeBackend | None = None
+    mps: ModeBackend | None = None
+    mps_unavailable: str | None = None
+
+    def get(self, mode: str) -> ModeBackend | None:
+        return self.xsched if mode == XSCHED else self.mps if mode == MPS else None
+
+    def for_scenario(self, mode: str, sc: Scenario) -> ModeBackend | None:
+        """``backend_for`` with these templates."""
+        return backend_for(mode, sc, self.xsched, self.mps)
+
+
+def backend_for(mode: str, sc: Scenario, xsched: ModeBackend | None,
+                mps: ModeBackend | None) -> ModeBackend | None:
+    """The one backend factory: a backend of ``mode`` for the scenario ``sc``, set up as
+    the configured one (``xsched``/``mps``: its install, poll and preflight); None for
+    native or a mode not configured here."""
+    from xwatch.core.mps.controller import MpsController
+    from xwatch.core.xsched.controller import XschedController
+
+    if mode == MPS and mps is not None:
+        m: Any = mps  # an MpsController (or a test's stand-in with its fields)
+        return MpsController(m.tool, sc, preflight=m.preflight)
+    if mode == XSCHED and xsched is not None:
+        x: Any = xsched  # an XschedController: its install, poll, preflight
+        return XschedController(x.install, sc, poll_s=x.poll_s, preflight=x.preflight)
+    return None

@@ -1,0 +1,492 @@
+"""The dashboard's session controller: what the keys do to the live session, through
+the plan driver it holds (``plans.driver``: the session, runner, telemetry, noise
+floors and the kept session). It starts the session, runs what the keys ask (a phase
+watched to its planned end, ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's
+four phases ``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
+controls XSched and MPS live (``k``) and quits (``q``, ctrl+c, SIGTERM/SIGHUP: every
+workload stopped, telemetry stopped, the session kept). It tells the app what to show
+by notifications and by messages (``PlanSaid``, ``ShowTab``), as harlequin's workers
+post theirs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Coroutine
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.message import Message
+
+from xwatch.core import model as M
+from xwatch.core.engine.live.phase import Phase
+from xwatch.core.engine.live.session import Session
+from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED
+from xwatch.core.modes.base import label as mode_label
+from xwatch.core.plans.calibrate import calibrate_steps
+from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped, label_phase
+from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
+from xwatch.core.plans.runner import Runner
+from xwatch.errors import XwatchError
+from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
+
+PHASE_LOADING_S = 0.25  # a loading phase's watch looks this often (see _phase_pause)
+PHASE_WATCH_S = 1.0  # a measuring phase's watch: at most this long between looks
+
+
+class PlanSaid(Message):
+    """A line of the plan's story (the race's rounds and standings): the Logs tab."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class ShowTab(Message):
+    """A run ended whose answer a tab shows (``compare``)."""
+
+    def __init__(self, tab: str) -> None:
+        super().__init__()
+        self.tab = tab
+
+
+class DashboardObserver:
+    """The driver's observer in the dashboard: what the plan says is posted to the app
+    as a message; ticks and final tables are not needed (the app redraws from its own
+    1 Hz tick)."""
+
+    def __init__(self, app: App[int]) -> None:
+        self.app = app
+
+    def say(self, text: str) -> None:
+        self.app.post_message(PlanSaid(text))
+
+    def warn(self, text: str) -> None:
+        self.app.notify(text, severity="error", markup=False)
+
+    def tick(self, phase: PhaseSnapshot) -> None:
+        pass
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
+        pass
+
+
+class SessionController:
+    """The live session of one dashboard (see the module); ``driver`` is None in replay."""
+
+    def __init__(self, app: App[int], driver: Driver | None,
+                 replay_source: str | None = None) -> None:
+        self.app = app
+        self.driver = driver
+        self.replay_source = replay_source
+        self.quitting = False
+        self.hangup = False
+        self.last_export: Path | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def session(self) -> Session | None:
+        return self.driver.session if self.driver is not None else None
+
+    @property
+    def runner(self) -> Runner | None:
+        return self.driver.runner if self.driver is not None else None
+
+    @property
+    def phase_s(self) -> float:
+        """Planned measured seconds of a phase (inf: until stopped, ``--duration 0``)."""
+        assert self.driver is not None
+        return self.driver.opts.phase_s(self.driver.scen)
+
+    # ------------------------------------------------------------ start-up
+    def start(self) -> None:
+        """The session: kept (unless --no-keep), its runner, the signals, the telemetry
+        (in a thread) and the first phase (unless ``autostart`` is off)."""
+        assert self.driver is not None
+        app, driver = self.app, self.driver
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
+        if driver.opts.keep:
+            from xwatch.core.export import sessions
+
+            try:
+                driver.begin_keeping(sys.argv[:])
+            except OSError as e:
+                app.notify(f"sessions folder not writable ({e}): this session will not be "
+                           "kept; press s to snapshot", title="Session not kept",
+                           severity="warning", timeout=15, markup=False)
+            lost = [e for e in sessions.listing(driver.opts.sessions_dir)
+                    if e.state == "interrupted"]
+            if lost:
+                app.notify(f"{len(lost)} interrupted session(s) found (xwatch was killed): "
+                           f"`xwatch sessions --recover {len(lost) and 'all'}` rebuilds them "
+                           "from their events", title="Interrupted session", timeout=20,
+                           markup=False)
+        driver.open()
+        app.run_worker(self._start_telemetry, thread=True, exit_on_error=False,
+                       group="telemetry", description="starting telemetry")
+
+    def autostart(self) -> None:
+        assert self.driver is not None
+        if self.driver.opts.autostart:
+            self.start_phase(self.driver.opts.mode)
+
+    def _start_telemetry(self) -> None:
+        """The sampler, then this machine's recorded noise floors for the scenario (every
+        mode): one-run comparisons in the Compare tab are judged against them."""
+        assert self.driver is not None and self.driver.session is not None
+        self.driver.start_telemetry()
+        found = self.driver.load_floors(MODES)
+        if found:
+            self.driver.session.log("xwatch", "info", "noise floors: " + "; ".join(
+                f.describe() for f in found.values()))
+
+    def _on_signal(self, sig: int) -> None:
+        if sig == signal.SIGHUP:
+            # the terminal is gone: stop everything, then leave without trying to
+            # restore a screen nobody can see (writes to a dead tty would block)
+            self.hangup = True
+        self.spawn(self.quit())
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a coroutine on this loop, keeping a reference until it is done."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def not_live(self) -> bool:
+        """True (and said) in replay, and while quitting: nothing may start."""
+        if self.driver is None:
+            self.app.notify("replay: nothing runs here (start `xwatch run` for live "
+                            "workloads)", severity="warning")
+            return True
+        return self.quitting
+
+    # ------------------------------------------------------------ phases
+    def start_phase(self, mode: str) -> None:
+        self.spawn(self._run_phase(mode))
+
+    async def _run_phase(self, mode: str) -> None:
+        assert self.runner is not None
+        try:
+            phase = await self.runner.start_phase(mode)
+        except XwatchError as e:
+            self.app.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
+            return
+        except Exception as e:
+            self.app.notify(f"{type(e).__name__}: {e}", title="Phase failed to start",
+                            severity="error", timeout=12)
+            return
+        await self._watch_phase(phase)
+
+    async def _watch_phase(self, phase: Phase, duration_s: float | None = None) -> None:
+        assert self.runner is not None
+        duration = self.phase_s if duration_s is None else duration_s
+        planned = False
+        exits: asyncio.Future[None] | None = None  # every workload exited (stopped too)
+        try:
+            while self.runner.phase is phase and phase.t_end is None:
+                exits = await self._phase_pause(phase, duration, exits)
+                if self.runner.all_exited():
+                    break
+                if self.runner.planned_end_reached(duration):
+                    planned = phase.t_measure is not None
+                    break
+        finally:
+            if exits is not None and not exits.cancel() and not exits.cancelled():
+                exits.exception()  # retrieved: never logged as "never retrieved"
+        if phase.t_end is not None and phase.status == "failed" and phase.error:
+            self.app.notify(str(phase.error), title=f"Phase {phase.name} failed",
+                            severity="error", timeout=15, markup=False)
+        if self.runner.phase is phase and phase.t_end is None:
+            await self.runner.stop_phase(planned_end=planned, phase=phase)
+            self.app.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
+                            "on/off, r = rerun, s = snapshot", title="Phase complete",
+                            timeout=10)
+
+    async def _phase_pause(self, phase: Phase, duration: float,
+                           exits: asyncio.Future[None] | None) -> asyncio.Future[None] | None:
+        """Until the phase's watch must look again: a quarter second while it loads
+        (its workloads' "ready" may come at any time, and the start-up time limit
+        counts); once measuring, until the planned end exactly, the last workload's
+        exit (a stop, a failure, a new phase: all of them stop the workloads), or
+        ``PHASE_WATCH_S`` at most. Polling at 4 Hz cost more than the 1 Hz tick."""
+        assert self.runner is not None
+        if phase.t_measure is None:
+            await asyncio.sleep(PHASE_LOADING_S)
+            return exits
+        if exits is None:
+            exits = asyncio.ensure_future(self.runner.supervisor.wait_all())
+        if exits.done():  # every process ended, their states not all final yet
+            await asyncio.sleep(PHASE_LOADING_S)
+            return exits
+        left = phase.t_measure + duration - time.monotonic()
+        await asyncio.wait((exits,), timeout=max(0.0, min(left, PHASE_WATCH_S)))
+        return exits
+
+    def switch(self, mode: str) -> None:
+        """``x``/``m``: ``mode`` on, or back to native."""
+        if self.not_live():
+            return
+        assert self.runner is not None
+        cur = self.runner.phase.mode if self.runner.phase else NATIVE
+        new = NATIVE if cur == mode else mode
+        reason = self.runner.can_run(new)
+        if reason:
+            self.app.notify(reason, title=f"{mode_label(new)} not available",
+                            severity="warning", timeout=10, markup=False)
+            return
+        self.app.notify(f"restarting every workload in {new.upper()} mode", timeout=4)
+        self.start_phase(new)
+
+    def restart(self) -> None:
+        if self.not_live():
+            return
+        assert self.runner is not None and self.driver is not None
+        mode = self.runner.phase.mode if self.runner.phase else self.driver.opts.mode
+        self.app.notify(f"restarting every workload ({mode})", timeout=4)
+        self.start_phase(mode)
+
+    def calibrate(self) -> None:
+        """HIGH alone native, alone XSched, together native, together XSched (one after
+        the other, each the scenario's duration); the Compare tab shows the split."""
+        if self.not_live():
+            return
+        assert self.runner is not None and self.driver is not None
+        scen = self.driver.scen
+        reason = self.runner.can_run(XSCHED)
+        if reason:
+            self.app.notify(reason, title="Calibrate needs XSched", severity="warning",
+                            timeout=10, markup=False)
+            return
+        try:
+            steps = calibrate_steps(scen)
+        except XwatchError as e:
+            self.app.notify(str(e), title=e.title, severity="warning", markup=False)
+            return
+        self.app.notify(f"calibrate: 4 phases of {scen.duration_s:g} s; the Compare tab "
+                        "shows the split", timeout=6)
+        self.spawn(self._calibrate(steps))
+
+    async def _calibrate(self, steps: list[Step]) -> None:
+        assert self.runner is not None and self.driver is not None
+        for step in steps:
+            try:
+                phase = await self.runner.start_phase(step.mode, step.only, step.role)
+            except XwatchError as e:
+                failed = self.runner.phase
+                if failed is not None:
+                    failed.calibrate = step.role
+                self.app.notify(str(e), title=e.title, severity="error", timeout=10,
+                                markup=False)
+                continue
+            phase.calibrate = step.role
+            await self._watch_phase(phase, self.driver.scen.duration_s)
+            if self.runner.phase is not phase:  # the user started something else
+                return
+        self.app.post_message(ShowTab("compare"))
+
+    def repeat_ab(self, rounds: int = 3) -> None:
+        """``a``: the last two modes run (the last A/B), ``rounds`` more times each,
+        interleaved A B A B, so the Compare tab's answer has intervals over runs."""
+        if self.not_live():
+            return
+        assert self.session is not None
+        modes: list[str] = []
+        for p in reversed(self.session.phases):
+            if p.mode not in modes and not p.calibrate:
+                modes.append(p.mode)
+            if len(modes) == 2:
+                break
+        if len(modes) < 2:
+            self.app.notify("no A/B yet: run a second mode first (x, m), then a repeats the "
+                            "pair", title="Nothing to repeat", severity="warning", timeout=8)
+            return
+        b, a = modes
+        self.app.notify(f"A/B: {mode_label(a)} and {mode_label(b)}, {rounds} more runs each, "
+                        f"interleaved ({2 * rounds} phases of {self.phase_s:g} s)", timeout=8)
+        self.spawn(self._repeat_ab([a, b] * rounds))
+
+    async def _repeat_ab(self, modes: list[str]) -> None:
+        assert self.runner is not None
+        for mode in modes:
+            try:
+                phase = await self.runner.start_phase(mode)
+            except XwatchError as e:
+                self.app.notify(str(e), title=e.title, severity="error", timeout=10,
+                                markup=False)
+                continue
+            await self._watch_phase(phase)
+            if self.runner.phase is not phase:  # the user started something else
+                return
+        self.app.post_message(ShowTab("compare"))
+
+    def advise(self) -> None:
+        """``A``: race native and the mechanisms configured here (MPS, XSched) to the
+        cheapest setting that meets the scenario's SLO with confidence, phase after
+        phase (20-minute budget); the Compare tab shows the race and its answer. With
+        ``--gpus``, each round spreads its candidates over those GPUs (``plans.box``)."""
+        if self.not_live():
+            return
+        from xwatch.core.plans.advise import make_race, objective
+
+        assert self.runner is not None and self.driver is not None
+        runner, scen, driver = self.runner, self.driver.scen, self.driver
+        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
+        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
+        try:
+            rc = make_race(scen, objective(scen, None), modes, [],
+                           runner.backends.get(XSCHED), runner.backends.get(MPS),
+                           DEFAULT_BUDGET_MIN, 0, skipped, say=driver.observer.say)
+        except XwatchError as e:
+            self.app.notify(str(e), title=e.title, severity="warning", timeout=10,
+                            markup=False)
+            return
+        self.app.notify(f"advise: {len(rc.cands)} candidates ({', '.join(modes)}), rounds "
+                        f"of {self.phase_s:g} s phases, budget {DEFAULT_BUDGET_MIN:g} min; "
+                        "the Compare tab shows the race", timeout=8)
+        self.spawn(self._advise(rc))
+
+    async def _advise(self, rc: Race) -> None:
+        assert self.runner is not None and self.driver is not None
+        runner, session = self.runner, self.session
+        assert session is not None
+        saved = dict(runner.backends)  # each candidate brings its own backend
+
+        async def run(rnd: int, step: Step) -> Phase | Stopped | None:
+            if step.backend is not None:  # on --gpus: candidates spread over the GPUs
+                runner.backends[step.mode] = step.backend
+            try:
+                phase = await runner.start_phase(step.mode, step.only)
+            except XwatchError as e:
+                self.app.notify(str(e), title=e.title, severity="error", timeout=8,
+                                markup=False)
+                return None
+            label_phase(phase, step, rnd)
+            await self._watch_phase(phase)
+            if runner.phase is not phase:  # the user started something else
+                return STOPPED
+            return phase
+
+        try:
+            finished = await self.driver.race(rc, run, live=True)
+            session.advice = rc.advice()
+            if finished:
+                self.app.post_message(ShowTab("compare"))
+        finally:
+            runner.backends.update(saved)
+
+    # ------------------------------------------------------------ the session
+    async def export(self) -> None:
+        """``s``: the snapshot taken now, written with its reports in a thread."""
+        session, driver = self.session, self.driver
+        if session is None or driver is None:
+            if self.replay_source:
+                self.app.notify(f"replay: the snapshot is already on disk "
+                                f"({self.replay_source})")
+            return
+        from xwatch.core.export.snapshot import prepare_export
+
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        target = Path(driver.opts.export or ".") / f"xwatch-{driver.scen.name}-{stamp}"
+        prep = prepare_export(session)
+        self.app.notify(f"writing snapshot to {target} …", timeout=3)
+        self.app.run_worker(lambda: self._write_export(prep, target), thread=True,
+                            exit_on_error=False, group="export", description="export")
+
+    def _write_export(self, prep: Any, target: Path) -> None:
+        from xwatch.core.export.report import write_reports
+        from xwatch.core.export.snapshot import write_export
+
+        try:
+            path = write_export(prep, target)
+            write_reports(path)
+        except Exception as e:
+            self.app.call_from_thread(self.app.notify, f"{type(e).__name__}: {e}",
+                                      title="Snapshot not written", severity="error",
+                                      markup=False)
+            return
+        self.last_export = path
+        self.app.call_from_thread(self.app.notify,
+                                  f"{path}\n(+ events.csv.gz, report.md, report.html)",
+                                  title="Snapshot written", timeout=10, markup=False)
+
+    def control(self) -> None:
+        """``k``: live control of the running XSched (or MPS) phase, in a dialog."""
+        if self.not_live():
+            return
+        assert self.runner is not None and self.driver is not None
+        ctl = self.runner.xsched
+        phase = self.runner.phase
+        if phase is not None and phase.mode == MPS and phase.t_end is None:
+            self.app.push_screen(MpsControlScreen(), self._on_control)
+            return
+        if ctl is None or phase is None or phase.mode != XSCHED or phase.t_end is not None:
+            self.app.notify("live control works while an XSched phase runs (press x first)"
+                            if ctl is not None else (self.runner.can_run(XSCHED) or ""),
+                            title="XSched control", severity="warning", timeout=8,
+                            markup=False)
+            return
+        names = [w.name for w in self.driver.scen.workloads]
+        pols = ctl.policy_names() if hasattr(ctl, "policy_names") else None
+        self.app.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF"), pols),
+                             self._on_control)
+
+    def _on_control(self, req: ControlRequest | None) -> None:
+        if req is not None:
+            self.spawn(self._do_control(req))
+
+    async def _do_control(self, req: ControlRequest) -> None:
+        assert self.runner is not None
+        ctl: Any = self.runner.xsched
+        try:
+            if req.action == "mps_threads":
+                mps: Any = self.runner.backends.get(MPS)
+                servers = await mps.set_active_thread_percentage(int(req.priority or 100))
+                self.app.notify(f"active thread percentage {req.priority} on MPS server(s) "
+                                f"{', '.join(map(str, servers))}", title="MPS", timeout=6)
+                return
+            if req.action == "priority":
+                n = await ctl.set_priority(req.workload, req.priority)
+                msg = f"{req.workload}: priority {req.priority} on {n} XQueue(s)"
+            elif req.action == "config":
+                n = await ctl.configure(req.workload, req.level, req.threshold, req.batch_size)
+                msg = f"{req.workload}: config applied to {n} XQueue(s)"
+            else:
+                await ctl.set_policy(req.policy)
+                msg = f"policy {req.policy}"
+            self.app.notify(msg, title="XSched", timeout=6)
+        except XwatchError as e:
+            self.app.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
+
+    async def quit(self) -> None:
+        """Stop every workload and the telemetry, keep the session, leave."""
+        if self.quitting:
+            return
+        self.quitting = True
+        driver = self.driver
+        if driver is not None:
+            if driver.runner is not None:
+                self.app.notify("stopping workloads…", timeout=5)
+            # with no planned end (--duration 0), quitting is the planned end
+            phase = driver.runner.phase if driver.runner is not None else None
+            planned = self.phase_s == float("inf") and phase is not None \
+                and phase.t_measure is not None
+            await driver.close(planned_end=planned)
+        if self.hangup:
+            os._exit(128 + signal.SIGHUP)
+        self.app.exit(0)
+
+    def kill_now(self) -> None:
+        """A crash or an abrupt exit: nothing may survive us."""
+        if self.runner is not None:
+            self.runner.kill_now()
