@@ -193,12 +193,28 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
             args.metrics.stop()
 
 
+def _check_split(scen: Any, modes: list[str]) -> None:
+    """``compare --layout split`` needs two modes or more and a GPU for each."""
+    gpus = list(scen.gpus)
+    if len(modes) < 2 or len(gpus) < len(modes):
+        raise UsageError(
+            f"--layout split runs the modes side by side, each on GPUs of its own: it needs "
+            f"two modes or more (--modes {','.join(modes)}) and at least one GPU per mode "
+            f"(--gpus {','.join(map(str, gpus)) or 'not given'}); use --gpus with as many "
+            "GPUs as modes, or --layout replicate", title="Split layout cannot be honoured")
+
+
 def _run(cmd: str, args: argparse.Namespace, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
     mps_backend, mps_why = mps
     backends = {"xsched": xs, "mps": mps_backend, "mps_unavailable": mps_why}
     if cmd == "run" and args.headless:
         from xwatch.core.plans.headless import run_headless
         return asyncio.run(run_headless(scen, args, modes=modes, **backends))
+    if cmd == "compare" and args.layout == "split":
+        from xwatch.core.plans.headless import Step, run_plan, split_rounds
+        _check_split(scen, modes)
+        return asyncio.run(run_plan(scen, args, [Step(m) for m in modes], **backends,
+                                    rounds=split_rounds(scen, modes, args.repeat)))
     if cmd == "compare":
         from xwatch.core.plans.headless import run_headless
         return asyncio.run(run_headless(scen, args, modes=modes, **backends))

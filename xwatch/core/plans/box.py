@@ -25,6 +25,14 @@ The rules (``docs/gpus-races.md`` says why):
 - a phase's workloads are the candidates' copies, each copy named ``NAME@GPU`` and
   pinned as ``--gpus`` pins copies (``Scenario.on_gpus``), each with its candidate's
   settings (``box_scenario``).
+
+``compare --layout split`` is the one place where modes share a phase (``split_gpus``):
+its phases run every mode at once, each mode on GPUs of its own (the runner's split
+phase: each copy's environment, backend and isolation proof are its own mode's; one
+xserver for the XSched copies, an MPS daemon for the MPS copies' GPUs alone), GPU
+``gpus[j]`` in repeat ``r`` (from 0) running mode ``modes[(j + r) % m]``: a Latin square
+over the GPUs, so over ``m`` repeats each mode meets every GPU, and each run pairs the
+modes inside one phase.
 """
 
 from __future__ import annotations
@@ -102,6 +110,24 @@ def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int) -> list[BoxP
                              for j, e in enumerate(chunk)), key=lambda lg: gpus.index(lg[1]))
             out.append(BoxPhase(mode, tuple(placed)))
     return out
+
+
+def split_gpus(modes: Sequence[str], gpus: Sequence[int], rnd: int) -> dict[int, str]:
+    """Repeat ``rnd``'s (from 0) mode of each GPU of a split phase: ``gpus[j]`` runs
+    ``modes[(j + rnd) % m]`` (every mode on about ``len(gpus) / m`` GPUs; needs at least
+    as many GPUs as modes)."""
+    m = len(modes)
+    if m == 0 or len(gpus) < m:
+        raise ValueError(f"a split phase needs at least one GPU per mode ({m} modes, "
+                         f"{len(gpus)} GPUs)")
+    return {g: modes[(j + rnd) % m] for j, g in enumerate(gpus)}
+
+
+def split_copies(scen: Scenario, placed: Mapping[int, str]) -> dict[str, str]:
+    """Each copy's mode in a split phase (``{"high@0": "native", ...}``): the copies of
+    every workload on a GPU run in that GPU's mode."""
+    return {copy_name(w.name, g): mode for g, mode in placed.items()
+            for w in scen.unreplicated().workloads}
 
 
 def apply_setting(scen: Scenario, s: Setting) -> Scenario:
