@@ -82,6 +82,10 @@ BENCHES: tuple[Bench, ...] = (
           "intervals get with every GPU's copy in the answer (simulated with run-shared "
           "effects, against a known truth), or the widths of two real runs (--measured "
           "ONE TWO)", "5 s", "no", "--runs 3 --sims 500"),
+    Bench("split-width-sim", "split_width_sim.py", "compare --layout split against one "
+          "phase per mode at equal wall time: interval widths and their coverage of a known "
+          "truth (simulated with run-shared effects), or the widths of two real compares "
+          "(--measured REPLICATE SPLIT)", "5 s", "no", "--gpus 4 --rounds 3 --sims 500"),
     Bench("neighbours-aa", "neighbours_aa.py", "the neighbour A/A: one setting on GPU A "
           "alone against beside busy GPUs, interleaved rounds, with a planted 1.5x bias "
           "that must be caught", "3 min", "yes",

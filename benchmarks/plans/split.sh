@@ -1,0 +1,32 @@
+# measures: compare --layout split against today's layout (replicate) at equal wall time (issue 58 goal 2): rep (compare intensive --gpus GPUS --modes native,mps --repeat N: one phase per mode) and split (the same with --layout split --repeat 2N: both modes in every phase, rotated), with XS also xrep/xsplit (native,xsched); widths.txt has each HIGH interval's width and the split/replicate ratio (target P50 <= 0.6 on 4 GPUs), predicted.txt the simulation's; read the logs for each phase's GPUs and any failed proof
+# takes: about 2 x 2N x (S + 15 s) per pair: 5 min at the defaults, 10 with XS
+# params: XS (the XSched install: the xrep/xsplit steps), STEPS (default "rep split", and "xrep xsplit" with XS), GPUS (default 0,1,2,3), N (replicate's repeats, default 3), S (seconds a phase, default 10), SCEN (default intensive), TEL (default nvml); dry runs on fake GPUs: TEL=off GPUS=0,1 and SCEN a small scenario
+XS=${XS:-}; STEPS=${STEPS:-rep split${XS:+ xrep xsplit}}; S=${S:-10}; N=${N:-3}
+GPUS=${GPUS:-0,1,2,3}; SCEN=${SCEN:-intensive}; TEL=${TEL:-nvml}
+case " $STEPS " in *" xrep "*|*" xsplit "*) : "${XS:?XS=the XSched install (the x steps need it)}" ;; esac
+ARGS=(--gpus "$GPUS" --duration "$S" --telemetry "$TEL")
+LIM=$((2 * N * (S + 15) + 60))
+for step in $STEPS; do
+  say "start $step"
+  case $step in
+    rep) run rep.log timeout -k 20 $LIM $X compare "$SCEN" --modes native,mps \
+           --repeat "$N" "${ARGS[@]}" --export "$R/rep" ;;
+    split) run split.log timeout -k 20 $LIM $X compare "$SCEN" --modes native,mps \
+             --layout split --repeat $((2 * N)) "${ARGS[@]}" --export "$R/split" ;;
+    xrep) run xrep.log timeout -k 20 $((LIM + 60)) $X compare "$SCEN" --modes native,xsched \
+            --xsched "$XS" --repeat "$N" "${ARGS[@]}" --export "$R/xrep" ;;
+    xsplit) run xsplit.log timeout -k 20 $((LIM + 60)) $X compare "$SCEN" --modes native,xsched \
+              --xsched "$XS" --layout split --repeat $((2 * N)) "${ARGS[@]}" --export "$R/xsplit" ;;
+    *) echo "unknown step $step" >> "$R/commands.txt" ;;
+  esac
+  say "end $step"
+done
+rm -f "$R"/*/events.csv.gz
+G=$(echo "$GPUS" | tr ',' '\n' | wc -l)
+{ for pair in "rep split" "xrep xsplit"; do
+    set -- $pair
+    [ -f "$R/$1/snapshot.json" ] && [ -f "$R/$2/snapshot.json" ] || continue
+    echo "== $1 against $2"
+    python3 benchmarks/split_width_sim.py --measured "$R/$1/snapshot.json" "$R/$2/snapshot.json"
+  done; } > "$R/widths.txt" 2>&1
+run predicted.txt python3 benchmarks/split_width_sim.py --gpus "$G" --rounds "$N" --sims 500
