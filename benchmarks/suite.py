@@ -90,6 +90,10 @@ BENCHES: tuple[Bench, ...] = (
           "alone against beside busy GPUs, interleaved rounds, with a planted 1.5x bias "
           "that must be caught", "3 min", "yes",
           "OUT intensive --gpus 0,1 --rounds 4 --duration 8"),
+    Bench("split-aa", "split_aa.py", "the split layout's A/A: native against native, each "
+          "phase's GPUs cut into the split layout's halves, swapped every round, with a "
+          "planted 1.5x bias that must be caught", "3 min", "yes",
+          "OUT intensive --gpus 0,1,2,3 --rounds 6 --duration 10"),
     Bench("race-replay", "race_replay.py", "a recorded advise race replayed look by look under "
           "the race's intervals as they are and as they were", "10 s", "no", "SNAPSHOT"),
     Bench("observer-effect", "observer_effect.py", "HIGH's latency under xwatch against the "
