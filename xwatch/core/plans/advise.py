@@ -250,13 +250,17 @@ class Race:
     judges and says whether to go on, ``advice()`` is the record (live or final).
 
     On a scenario replicated onto GPUs (``--gpus``) a round spreads its candidates over
-    them (``plans.box``): each phase runs several candidates, each on one GPU, the
-    assignment rotated every round; elsewhere each phase runs one candidate."""
+    them (``plans.box``, ``fill``): each phase runs several candidates on every GPU, each
+    on about k/c of them, the assignment rotated every round; with ``mix`` (a plan that
+    runs split phases: the headless race) native shares a phase with MPS and XSched
+    candidates on GPUs of its own. Elsewhere each phase runs one candidate."""
 
     def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
                  budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
-                 say: Any = None, xsched: Any = None, mps: Any = None) -> None:
+                 say: Any = None, xsched: Any = None, mps: Any = None,
+                 mix: bool = False) -> None:
         self.scen = scen
+        self.mix = mix
         self.gpus = scen.gpus
         self.xsched, self.mps = xsched, mps
         self.phases = 0  # phases recorded (a box phase holds several runs)
@@ -302,7 +306,7 @@ class Race:
         square's rows)."""
         entries = [box.Entry(c.label, c.mode, box.phase_wide(c.mode, self.steps[c.label].backend))
                    for c in order]
-        return box.layout(entries, self.gpus, rnd)
+        return box.layout(entries, self.gpus, rnd, fill=True, mix=self.mix)
 
     def _box_step(self, bp: box.BoxPhase) -> tuple[Placed, Step]:
         """The step of one box phase: the candidates' copies, each pinned to its GPU with
@@ -310,21 +314,26 @@ class Race:
         by = {c.label: c for c in self.cands}
         placed = [(self.steps[lb].setting, g) for lb, g in bp.placed]
         sc = box.box_scenario(self.scen, placed)
-        step = Step(bp.mode, backend_for(bp.mode, sc, self.xsched, self.mps),
-                    " | ".join(f"{lb} @GPU{g}" for lb, g in bp.placed),
+        modes = dict.fromkeys(bp.mode_of(lb) for lb in bp.labels)
+        backends = {m: backend_for(m, sc, self.xsched, self.mps) for m in modes}
+        step = Step(bp.mode, backends.get(bp.mode), bp.where(),
                     box.copy_settings(self.scen, placed), only=box.copies(self.scen, bp.gpus),
-                    candidate=True)
+                    candidate=True, copy_modes=box.phase_copy_modes(self.scen, bp),
+                    backends=backends if bp.modes else None)
         return [(by[lb], g) for lb, g in bp.placed], step
 
     def record(self, placed: Placed, phase: Any) -> None:
         """A finished phase (a PhaseSnapshot), or None if it never started: a run of each
         candidate it placed (a failed phase fails every one of them)."""
         self.phases += 1
-        for c, gpu in placed:
+        mine: dict[str, tuple[Candidate, list[int]]] = {}
+        for c, gpu in placed:  # a candidate spread over several GPUs: one run of them all
+            mine.setdefault(c.label, (c, []))[1].extend([] if gpu is None else [gpu])
+        for c, gpus in mine.values():
             if phase is None:
                 c.status, c.reason = race.FAILED, "its phase could not start"
             else:
-                race.record_run(c, phase, self.obj, self.lows, gpu)
+                race.record_run(c, phase, self.obj, self.lows, tuple(gpus) or None)
 
     def next_phases(self) -> int:
         """How many phases the next round would run."""
@@ -408,14 +417,15 @@ class Race:
 
 def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
               xsched: Any, mps: Any, budget_min: float, seed: int = 0,
-              skipped: dict[str, str] | None = None, say: Any = None) -> Race:
+              skipped: dict[str, str] | None = None, say: Any = None, mix: bool = False
+              ) -> Race:
     base = scen.unreplicated()  # on --gpus: candidates are made as written, then copied
     if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
     check_runs_can_bound(base, obj)
     plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
-    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps)
+    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps, mix)
 
 
 def check_runs_can_bound(scen: Scenario, obj: Objective) -> None:
@@ -445,7 +455,7 @@ async def run_advise(scen: Scenario, args: argparse.Namespace, modes: list[str],
     obj = objective(scen, getattr(args, "slo", None))
     rc = make_race(scen, obj, modes, list(getattr(args, "set", []) or []), xsched, mps,
                    float(getattr(args, "budget", DEFAULT_BUDGET_MIN)),
-                   int(getattr(args, "seed", 0) or 0), skipped)
+                   int(getattr(args, "seed", 0) or 0), skipped, mix=True)
 
     def schedule(session: Session) -> Iterator[tuple[int, Step]]:
         while order := rc.round():

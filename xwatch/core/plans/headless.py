@@ -46,8 +46,10 @@ class Step:
     only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
     role: str | None = None  # calibrate: "alone" | "together"
     candidate: bool = False  # advise: ``label`` names a candidate, not a sweep setting
-    #: a split phase (``compare --layout split``): each copy's mode (``mode`` names them all)
+    #: a split phase (``compare --layout split``, advise's mixed box phases): each copy's
+    #: mode (``mode`` names them all), and each mode's backend for this phase
     copy_modes: Mapping[str, str] | None = None
+    backends: Mapping[str, ModeBackend | None] | None = None
 
     @property
     def key(self) -> str:
@@ -176,6 +178,9 @@ async def run_plan(scen: Scenario, args: argparse.Namespace, steps: list[Step],
             yielded += 1
             if step.backend is not None:
                 runner.backends[step.mode] = step.backend
+            for m, b in (step.backends or {}).items():
+                if b is not None:
+                    runner.backends[m] = b
             if step.label or repeat > 1:
                 _out(f"--- {step.mode}: {step.label or step.mode}"
                      + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
