@@ -107,7 +107,7 @@ def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
     """The phases as the sweep's and compare's readers count them (a split phase: one
     per mode, ``per_mode``); a phase that ran several settings
     side by side (``side_by_side``) becomes one phase per setting, holding only that
-    setting's copies (its GPU's), named ``NAME (GPU g)``, with the setting's own label,
+    setting's copies (its GPUs'), named ``NAME (GPU g)`` (``GPUs g,h``), with the setting's own label,
     values and step key (``MODE [label]``, as on one GPU), so that each setting's runs
     are its own copies and never the phase's mean over settings. A box phase that
     failed only through another setting's copies (``failed_beside``) is ``done`` for the
@@ -118,16 +118,20 @@ def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
         if not placed:
             out.append(p)
             continue
+        on: dict[str, list[int]] = {}  # a setting spread over several GPUs: one run
         for gpu, s in placed.items():
-            at = f"@{gpu}"
-            name = setting_label(s)
+            on.setdefault(setting_label(s), []).append(gpu)
+        for name, gpus in on.items():
+            ats = tuple(f"@{g}" for g in gpus)
+            mine = frozenset(w.name for w in p.workloads if w.name.endswith(ats))
             status, error = p.status, p.error
-            if status == "failed" and failed_beside(p, at):
+            if status == "failed" and failed_beside(p, mine):
                 status, error = "done", None
+            where = f"GPU {gpus[0]}" if len(gpus) == 1 else f"GPUs {','.join(map(str, gpus))}"
             out.append(msgspec.structs.replace(
-                p, name=f"{p.name} (GPU {gpu})", status=status, error=error,
-                workloads=tuple(w for w in p.workloads if w.name.endswith(at)),
-                setting=name, setting_values=s, step=f"{p.mode} [{name}]"))
+                p, name=f"{p.name} ({where})", status=status, error=error,
+                workloads=tuple(w for w in p.workloads if w.name in mine),
+                setting=name, setting_values=placed[gpus[0]], step=f"{p.mode} [{name}]"))
     return tuple(out)
 
 
