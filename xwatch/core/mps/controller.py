@@ -312,9 +312,26 @@ class MpsController:
                                                 f"get_client_list {s}"))
                 for s in servers}
 
+    def intruders(self, phase: Phase, lists: dict[int, list[int]]) -> str | None:
+        """A split phase: a copy of another mode (native, XSched) that is a client of this
+        daemon fails the phase (the proof per copy: such a copy is no MPS client)."""
+        if not phase.copy_modes or self._failure is not None:
+            return None
+        clients = {c for cl in lists.values() for c in cl}
+        for name, run in phase.runs.items():
+            if run.pid and not phase.in_mode(MPS, name) and _children(run.pid) & clients:
+                mode = phase.mode_of(name)
+                self._failure = (f"{name} (pid {run.pid}) runs {mode} beside the MPS copies "
+                                 "but is a client of the phase's MPS server: not a clean "
+                                 f"{mode} measurement")
+                self._note(self._failure, "error")
+                break
+        return self._failure
+
     def _strangers(self, phase: Phase, lists: dict[int, list[int]]) -> None:
         """Clients that are not this session's (another session joined this daemon, or
         any other program): said once, kept in the phase's ``mps.shared``."""
+        self.intruders(phase, lists)
         box, first = self._box, self._box.record is None
         theirs = box.foreign(sorted({c for cl in lists.values() for c in cl}))
         now = time.monotonic()
