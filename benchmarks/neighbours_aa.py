@@ -13,7 +13,13 @@ same pairs with "beside" made 1.5x slower (a planted bias) must come out beyond 
 or the check had too few rounds to see such a bias, and it says so.
 
     python3 benchmarks/neighbours_aa.py OUT [SCENARIO] --gpus 0,1 [--mode native]
-        [--rounds 4] [--duration 10] [--xsched ROOT]
+        [--rounds 4] [--duration 10] [--xsched ROOT] [--neighbours xsched]
+
+``--neighbours MODE`` makes it the split layout's neighbour A/A (``compare --layout
+split``): GPU A in ``--mode`` beside neighbours in the same mode ("same": every GPU
+in ``--mode``, in place of "alone"), against GPU A in ``--mode`` beside neighbours in
+MODE ("mixed": one split phase, each copy's isolation its own mode's), e.g. native
+beside XSched against native beside native.
 
 Writes OUT/aa.json (every pair, every interval), OUT/aa.txt (the table) and the session
 (OUT/session: snapshot and report). Exit 0: every metric within noise and the planted
@@ -53,6 +59,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=10.0)
     p.add_argument("--xsched", default=None)
     p.add_argument("--telemetry", default="auto")
+    p.add_argument("--neighbours", default=None, choices=("native", "mps", "xsched"),
+                   help="the neighbours' mode: a split phase against every GPU in --mode")
     a = p.parse_args(argv)
     if len(parse_gpus(a.gpus)) < 2 or a.rounds < 2:
         p.error("--gpus needs the GPU under test and at least one neighbour; --rounds >= 2")
@@ -64,8 +72,9 @@ def _pairs(session: Session, names: dict[str, str]) -> dict[str, list[tuple[floa
     snap = session.snapshot()
     by: dict[tuple[int, str], Any] = {}
     for p in snap.phases:
-        if p.status == "done" and p.setting in ("alone", "beside") and p.repeat:
-            by[(int(p.repeat), str(p.setting))] = p
+        kind = "beside" if p.copy_modes else p.setting  # a split phase: the mixed one
+        if p.status == "done" and kind in ("alone", "beside") and p.repeat:
+            by[(int(p.repeat), str(kind))] = p
     out: dict[str, list[tuple[float, float]]] = {k: [] for k in names}
     for rnd in sorted({r for r, _ in by}):
         a, b = by.get((rnd, "alone")), by.get((rnd, "beside"))
@@ -107,11 +116,18 @@ def main(argv: list[str]) -> int:
              **{f"{lw} {RATE}": box.copy_name(lw, at) for lw in lows}}
     alone = Step(a.mode, label="alone", only=box.copies(scen, [at]))
     beside = Step(a.mode, label="beside")  # every GPU named runs the same load
+    if a.neighbours is not None:  # same ("alone"'s place) against mixed (split)
+        from xwatch.core.modes.base import split_name
+        alone = Step(a.mode, label="alone")
+        placed = {g: a.mode if g == at else a.neighbours for g in gpus}
+        beside = Step(split_name([a.mode, a.neighbours]), label="beside",
+                      copy_modes=box.split_copies(scen, placed))
+    used = {a.mode, a.neighbours}
     xs = mps = why = None
-    if a.mode == "mps":
+    if "mps" in used:
         from xwatch.core.mps.controller import backend_from_args
         mps, why = backend_from_args(scen, explicit=True)
-    elif a.mode == "xsched":
+    if "xsched" in used:
         from xwatch.core.xsched.controller import backend_from_args as xs_backend
         xs = xs_backend(a.xsched, scen)
     out = Path(a.out)
@@ -130,7 +146,9 @@ def main(argv: list[str]) -> int:
             rows[key] = {"values": ps, "aa": _judge(ps, latency),
                          "planted": _judge(ps, latency, PLANTED if latency else 1 / PLANTED)}
         verdict.update(rows)
-        lines = [f"neighbour A/A: {base.name} in {a.mode} on GPU {at} alone vs beside busy "
+        what = (f"beside {a.mode} vs beside {a.neighbours} (\"beside\" below)"
+                if a.neighbours else "alone vs beside busy")
+        lines = [f"neighbour A/A: {base.name} in {a.mode} on GPU {at} {what} "
                  f"GPUs {','.join(map(str, gpus[1:]))}; {a.rounds} rounds of {a.duration:g} s",
                  f"{'metric':<22} {'pairs':>5}  {'beside vs alone (95% CI)':>32}  "
                  f"{'A/A':<14} planted {PLANTED:g}x"]

@@ -82,10 +82,18 @@ BENCHES: tuple[Bench, ...] = (
           "intervals get with every GPU's copy in the answer (simulated with run-shared "
           "effects, against a known truth), or the widths of two real runs (--measured "
           "ONE TWO)", "5 s", "no", "--runs 3 --sims 500"),
+    Bench("split-width-sim", "split_width_sim.py", "compare --layout split against one "
+          "phase per mode at equal wall time: interval widths and their coverage of a known "
+          "truth (simulated with run-shared effects), or the widths of two real compares "
+          "(--measured REPLICATE SPLIT)", "5 s", "no", "--gpus 4 --rounds 3 --sims 500"),
     Bench("neighbours-aa", "neighbours_aa.py", "the neighbour A/A: one setting on GPU A "
           "alone against beside busy GPUs, interleaved rounds, with a planted 1.5x bias "
           "that must be caught", "3 min", "yes",
           "OUT intensive --gpus 0,1 --rounds 4 --duration 8"),
+    Bench("split-aa", "split_aa.py", "the split layout's A/A: native against native, each "
+          "phase's GPUs cut into the split layout's halves, swapped every round, with a "
+          "planted 1.5x bias that must be caught", "3 min", "yes",
+          "OUT intensive --gpus 0,1,2,3 --rounds 6 --duration 10"),
     Bench("race-replay", "race_replay.py", "a recorded advise race replayed look by look under "
           "the race's intervals as they are and as they were", "10 s", "no", "SNAPSHOT"),
     Bench("observer-effect", "observer_effect.py", "HIGH's latency under xwatch against the "

@@ -63,7 +63,8 @@ def daemon():
                buffering=1)
     with open(os.path.join(PIPE, "nvidia-cuda-mps-control.pid"), "w") as f:
         f.write(str(os.getpid()))
-    log.write("[fake] Starting control daemon\n")
+    log.write("[fake] Starting control daemon (CUDA_VISIBLE_DEVICES="
+              + os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>") + ")\n")
     print("[fake] control daemon running", flush=True)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

@@ -123,8 +123,8 @@ def test_budget_must_be_positive(tmp_path: Path, budget: str) -> None:
 def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Path) -> None:
     """advise --gpus 0,1 (fake NVML): each MPS phase runs both MPS candidates at once,
     one a GPU, each copy with its own SM share (MPS client settings may differ within
-    a phase), the pair swapped every round; native runs in phases of its own; every
-    run records its GPU; the same decision as on one device."""
+    a phase), the pair swapped every round; native, alone in its phase, takes both GPUs
+    (no GPU idles); every run records its GPUs; the same decision as on one device."""
     out = tmp_path / "out"
     f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
     r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
@@ -139,9 +139,17 @@ def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Pat
     adv = doc["advice"]
     assert adv["choice"]["settings"] == {"low.mps.active_thread_percentage": 50}
     cands = {c["label"]: c for c in adv["candidates"]}
-    for c in cands.values():  # a GPU per run, rotated round after round
+    for c in cands.values():  # a GPU per run (the first of them), rotated
         assert len(c["gpus"]) == c["runs"] >= 2, c
-        assert all(a != b for a, b in zip(c["gpus"], c["gpus"][1:])), c
+        if "run_gpus" in c:  # spread over both GPUs in some run
+            assert len(c["run_gpus"]) == c["runs"] and c["gpus"] == [g[0] for g in c["run_gpus"]]
+        else:  # the sets of candidates change (drops, mixed phases): both GPUs met
+            assert set(c["gpus"]) == {0, 1} and c["gpus"][0] != c["gpus"][1], c
+    # native: both GPUs while both MPS candidates ran (rounds 1 and 2), a GPU of its own
+    # beside one MPS candidate once the other waits (a mixed phase)
+    assert cands["native"]["run_gpus"][:2] == [[0, 1]] * 2
+    mixed = [p for p in doc["phases"] if p["mode"] == "native+mps"]
+    assert all(sorted(set(p["copy_modes"].values())) == ["mps", "native"] for p in mixed)
     mps_phases = [p for p in doc["phases"] if p["mode"] == "mps"]
     assert mps_phases and all(p["status"] == "done" for p in mps_phases)
     for p in mps_phases[:2]:  # the first two rounds run every candidate
@@ -157,8 +165,8 @@ def test_a_race_over_two_gpus_runs_candidates_side_by_side_rotated(tmp_path: Pat
               for p in mps_phases[:2]]
     assert firsts[0] != firsts[1]  # the Latin square: the pair swapped GPUs
     native = [p for p in doc["phases"] if p["mode"] == "native"]
-    assert all(len(p["workloads"]) == 2 for p in native)  # one candidate, one GPU
-    assert all(len(p["workloads"]) in (2, 4) for p in mps_phases)
+    assert all(len(p["workloads"]) == 4 for p in native)  # one candidate, both GPUs
+    assert all(len(p["workloads"]) == 4 for p in mps_phases)  # every GPU busy
     runs = sum(c["runs"] for c in cands.values())
     assert len(doc["phases"]) < runs  # two runs a phase where candidates shared one
 
@@ -211,3 +219,33 @@ def test_mps_and_xsched_sets_together_each_on_its_own_candidates(tmp_path: Path)
     said = " ".join(r.stderr.replace("│", " ").split())  # the panel wraps its lines
     assert "'threshold' is an XSched key, but --modes native,mps races no xsched candidate" \
         in said, said
+
+
+def test_native_shares_a_phase_with_mps_on_a_gpu_of_its_own(tmp_path: Path) -> None:
+    """advise --gpus 0,1 with native and one MPS candidate: one phase a round, native on
+    one GPU and MPS on the other (a split phase: the MPS daemon serves its GPU alone,
+    the native copies are no clients), swapped every round; each candidate's runs are
+    its own copies."""
+    out = tmp_path / "out"
+    f = _scenario(tmp_path, 3.0, hi_slow_in_mps=False)
+    r = run_xwatch("advise", str(f), "--gpus", "0,1", "--modes", "native,mps", "--set",
+                   "low.mps.active_thread_percentage=50", "--telemetry", "off",
+                   "--budget", "2", "--export", str(out), env=_env(tmp_path), timeout=300)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    assert "2 candidates in 1 phases on GPUs 0,1" in r.stdout, r.stdout
+    doc = json.loads((out / "snapshot.json").read_text())
+    jsonschema.validate(doc, SCHEMA)
+    phases = doc["phases"]
+    assert phases and all(p["mode"] == "native+mps" for p in phases[:2])
+    gpu_of = []
+    for p in phases[:2]:
+        by = {n.split("@")[1]: m for n, m in p["copy_modes"].items()}
+        assert sorted(by.values()) == ["mps", "native"]
+        mps_gpu = next(g for g, m in by.items() if m == "mps")
+        assert sorted(p["mps"]["env"]) == [f"high@{mps_gpu}", f"low@{mps_gpu}"]
+        assert {w["status"] for w in p["mps"]["workloads"].values()} <= {"in-mps", "unverified"}
+        gpu_of.append(mps_gpu)
+    assert gpu_of[0] != gpu_of[1]  # rotated
+    cands = {c["label"]: c for c in doc["advice"]["candidates"]}
+    assert all(len(c["gpus"]) == c["runs"] >= 2 for c in cands.values()), cands
+    assert all(set(c["gpus"]) == {0, 1} for c in cands.values()), cands

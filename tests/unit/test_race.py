@@ -453,7 +453,8 @@ def test_advise_sets_mps_and_xsched_keys_together_each_on_its_own_mode() -> None
 
 def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
     """advise on --gpus 0,1: a round's phase runs two candidates' copies, each pinned to
-    its GPU with its own setting, under one backend; each run records its GPU."""
+    its GPU with its own setting, under one backend; native, alone in its mode, takes
+    both GPUs (no GPU idles); each run records its GPUs."""
     from xwatch.core.plans.advise import Race, plan_candidates
 
     scen = _two_workloads((0, 1))
@@ -465,8 +466,10 @@ def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
     gpus_of: dict[str, list[int]] = {}
     for _ in range(2):
         phases = rc.round()
-        assert sorted(len(p) for p, _ in phases) == [1, 2]  # native alone; the MPS pair
+        assert len(phases) == 2  # native on both GPUs; the MPS pair
         for placed, step in phases:
+            assert sorted(g for _, g in placed) == [0, 1]  # every GPU busy
+            assert step.copy_modes is None  # one mode a phase (mix is off)
             if step.mode == MPS:
                 assert step.only == ("high@0", "low@0", "high@1", "low@1")
                 sc = step.backend.scenario  # type: ignore[union-attr]
@@ -474,16 +477,98 @@ def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
                 for g in (0, 1):
                     pct = sc.workload(f"low@{g}").mps.active_thread_percentage
                     assert {"low.mps.active_thread_percentage": pct} == by_gpu[g]
+            else:
+                assert {c.label for c, _ in placed} == {"native"}
             for c, g in placed:
                 assert g is not None
                 gpus_of.setdefault(c.label, []).append(g)
-                c.gpus.append(g)
-                c.slo_values.append(5.0)
-                c.prices.append(100.0)
-    assert all(sorted(v) == [0, 1] for v in gpus_of.values() if len(v) == 2), gpus_of
-    assert {tuple(v) for lb, v in gpus_of.items() if lb != "native"} == {(0, 1), (1, 0)}
-    recs = race.as_records(rc.cands)
-    assert all(r.gpus == gpus_of[r.label] for r in recs)
+    mps = {lb: v for lb, v in gpus_of.items() if lb != "native"}
+    assert all(sorted(v) == [0, 1] for v in mps.values()), gpus_of
+    assert {tuple(v) for v in mps.values()} == {(0, 1), (1, 0)}
+    assert sorted(gpus_of["native"]) == [0, 0, 1, 1]
+
+
+def test_fill_packs_the_issues_round_into_one_phase_on_four_gpus() -> None:
+    """Issue 58's round 3 (native; mps sm=50%; two XSched settings) took three phases with
+    2 or 3 of 4 GPUs idle in each: with ``mix`` it is one phase, every GPU busy, one
+    candidate a GPU, each mode's copies under its own backend."""
+    es = [box.Entry("native", NATIVE), box.Entry("mps50", MPS, box.phase_wide(MPS, SimpleNamespace(
+        tool="/t", preflight=True))), box.Entry("th8", XSCHED, box.phase_wide(XSCHED, _xs())),
+        box.Entry("th2", XSCHED, box.phase_wide(XSCHED, _xs()))]
+    seen: dict[str, set[int]] = {}
+    for rnd in range(1, 5):
+        phases = box.layout(es, [0, 1, 2, 3], rnd, fill=True, mix=True)
+        assert len(phases) == 1
+        bp = phases[0]
+        assert sorted(bp.gpus) == [0, 1, 2, 3] and sorted(bp.labels) == sorted(
+            e.label for e in es)
+        assert bp.mode == "native+xsched+mps"
+        assert dict(bp.modes) == {e.label: e.mode for e in es}
+        for lb, g in bp.placed:
+            seen.setdefault(lb, set()).add(g)
+    assert all(v == {0, 1, 2, 3} for v in seen.values()), seen  # every candidate, every GPU
+    # without mix: one mode a phase, but each phase spread over every GPU
+    phases = box.layout(es, [0, 1, 2, 3], 1, fill=True)
+    assert sorted(len(p.labels) for p in phases) == [1, 1, 2]
+    assert all(sorted(p.gpus) == [0, 1, 2, 3] for p in phases)
+    two = next(p for p in phases if len(p.labels) == 2)
+    assert sorted(len(two.gpus_of(lb)) for lb in two.labels) == [2, 2]
+
+
+def test_mix_keeps_one_daemon_per_mode_a_phase() -> None:
+    """Two XSched groups (different policies) never share a phase, even with room;
+    native joins any phase."""
+    es = [box.Entry("hpf", XSCHED, box.phase_wide(XSCHED, _xs())),
+          box.Entry("cbs", XSCHED, box.phase_wide(XSCHED, _xs("CBS"))),
+          box.Entry("native", NATIVE)]
+    phases = box.layout(es, [0, 1, 2, 3], 1, fill=True, mix=True)
+    assert sorted(sorted(p.labels) for p in phases) == [["cbs"], ["hpf", "native"]]
+
+
+def test_a_mixed_race_phase_and_a_spread_run_are_recorded_over_their_copies() -> None:
+    """With ``mix`` native shares the MPS candidates' phase on a GPU of its own: the step
+    carries each copy's mode and each mode's backend; a candidate spread over two GPUs
+    records one run, the geometric mean of its copies' values and a per-GPU price."""
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+    from xwatch.core.plans.advise import Race, plan_candidates
+
+    scen = _two_workloads((0, 1, 2))
+    obj = Objective("high", "P90", 10.0)
+    mp = SimpleNamespace(tool="/t", preflight=False)
+    plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100"],
+                           None, mp)
+    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, mps=mp, mix=True)
+    (placed, step), = rc.round()
+    assert step.mode == "native+mps" and step.copy_modes is not None
+    assert step.backends is not None and set(step.backends) == {NATIVE, MPS}
+    assert step.backends[NATIVE] is None and step.backend is None
+    by = {c.label: sorted(g for d, g in placed if d is c) for c, _ in placed}
+    assert sorted(len(v) for v in by.values()) == [1, 2]  # 2 candidates on 3 GPUs
+    for c, _ in placed:
+        for g in by[c.label]:
+            assert step.copy_modes[f"high@{g}"] == c.mode == step.copy_modes[f"low@{g}"]
+    assert step.backends[MPS].scenario.workload("low@0") is not None  # type: ignore[union-attr]
+    # a spread candidate's run: its copies' mean
+    two = next(lb for lb, v in by.items() if len(v) == 2)
+    g1, g2 = by[two]
+
+    from tests.unit.test_runs import _rate_run, _run
+    from xwatch.core.analysis.stats.runs import RATE, run_value
+
+    rng = random.Random(3)
+    ws = [msgspec.structs.replace(_run(rng, 400, sc, 0.0), name=f"high@{g}")
+          for g, sc in ((g1, 1.0), (g2, 2.0))]
+    ws += [_rate_run(rng, 200, sc, name=f"low@{g}") for g, sc in ((g1, 1.0), (g2, 0.5))]
+    p = PhaseSnapshot(0, "x", step.mode, "done", "", None, 10.0, True, tuple(ws))
+    c = next(c for c in rc.cands if c.label == two)
+    race.record_run(c, p, obj, rc.lows, (g1, g2))
+    v = [run_value(w, "P90").est for w in ws[:2]]
+    assert c.slo_values[-1] == pytest.approx(math.sqrt(v[0] * v[1]), rel=1e-9)  # geomean
+    r = [run_value(w, RATE).est for w in ws[2:]]
+    assert c.prices[-1] == pytest.approx((r[0] + r[1]) / 2, rel=1e-9)  # per GPU, not the sum
+    assert c.run_gpus[-1] == (g1, g2) and c.gpus[-1] == g1
+    rec = next(r for r in race.as_records(rc.cands) if r.label == two)
+    assert rec.run_gpus == [[g1, g2]]
 
 
 def _box_misses(gpu_sd: float, rotate: bool, seed: int, k: int = 2, sims: int = 200,

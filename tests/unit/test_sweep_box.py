@@ -62,12 +62,14 @@ def test_settings_side_by_side_rotated_native_alone(gpus: tuple[int, ...]) -> No
             for g, lb in per_gpu.items():
                 labels.append(lb)
                 seen.setdefault(lb, []).append(g)
-                assert f"{lb} @GPU{g}" in st.label
+                on = st.label.split(f"{lb} @GPU", 1)[1].split(" |")[0].split(",")
+                assert str(g) in on, st.label  # every GPU named, one a setting or several
                 # the phase's backend gives that GPU's copy its own threshold
                 wl = st.backend.built_for.workload(f"low@{g}")
                 assert wl.xsched.threshold == settings[[setting_label(s) for s in
                                                         settings].index(lb)]["low"]["threshold"]
-        assert sorted(labels) == sorted(setting_label(s) for s in settings)
+        assert sorted(set(labels)) == sorted(setting_label(s) for s in settings)
+        assert len(labels) == len(boxed) * k  # every GPU busy in every phase
     for lb in (setting_label(s) for s in settings[:k]):  # a full group: a Latin square
         assert sorted(seen[lb]) == sorted(gpus), seen
     assert all(v[0] != v[1] for v in seen.values()), seen  # no setting keeps its GPU
@@ -85,11 +87,12 @@ def test_settings_that_differ_in_the_xserver_policy_never_share_a_phase() -> Non
 
     for rnd in (1, 2):
         steps = _box_steps(box_rounds(scen, settings, "xsched", _backend(policy), 2), rnd)
-        groups = sorted(sorted(kv["threshold"] for c, kv in st.setting.items())
+        groups = sorted(sorted({kv["threshold"] for c, kv in st.setting.items()})
                         for st in steps)
         assert groups == [[2, 4], [8]], groups
     plain = _box_steps(box_rounds(scen, settings, "xsched", _backend(), 1), 1)
-    assert [len(st.setting) for st in plain] == [2, 1]  # same policy: two share a phase
+    assert [len({kv["threshold"] for kv in st.setting.values()}) for st in plain] == [2, 1]
+    assert [len(st.setting) for st in plain] == [2, 2]  # the lone one on both GPUs
 
 
 def test_a_setting_given_twice_is_refused() -> None:

@@ -199,9 +199,25 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
             metrics.stop()
 
 
+def _check_split(scen: Any, modes: list[str]) -> None:
+    """``compare --layout split`` needs two modes or more and a GPU for each."""
+    gpus = list(scen.gpus)
+    if len(modes) < 2 or len(gpus) < len(modes):
+        raise UsageError(
+            f"--layout split runs the modes side by side, each on GPUs of its own: it needs "
+            f"two modes or more (--modes {','.join(modes)}) and at least one GPU per mode "
+            f"(--gpus {','.join(map(str, gpus)) or 'not given'}); use --gpus with as many "
+            "GPUs as modes, or --layout replicate", title="Split layout cannot be honoured")
+
+
 def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
     mps_backend, mps_why = mps
     backends = Backends(xs, mps_backend, mps_why)
+    if cmd == "compare" and opts.layout == "split":
+        from xwatch.core.plans.driver import Driver, Plan, Step, split_rounds
+        _check_split(scen, modes)
+        return asyncio.run(Driver(scen, opts, backends).run(
+            Plan([Step(m) for m in modes], rounds=split_rounds(scen, modes, opts.repeat))))
     if (cmd == "run" and args.headless) or cmd == "compare":
         from xwatch.core.plans.driver import run_headless
         return asyncio.run(run_headless(scen, opts, modes, backends))

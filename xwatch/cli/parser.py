@@ -143,6 +143,11 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--modes", default="native,xsched", metavar="M,M,...",
                       help="modes to compare, in this order: any of native, xsched, mps "
                            "(default native,xsched); the first is the baseline")
+    cmp_.add_argument("--layout", choices=("replicate", "split"), default="replicate",
+                      help="with --gpus: replicate (default) runs each mode in a phase of "
+                           "its own on every GPU; split runs the modes at once in every "
+                           "phase, each on GPUs of its own, rotated every repeat, and pairs "
+                           "them inside each run")
     cal = sub.add_parser("calibrate", help="headless: HIGH alone and everything together, "
                          "native and under XSched (or MPS); splits HIGH's latency change into "
                          "the mode's overhead, contention and what the mode recovers")

@@ -1,7 +1,8 @@
 """Which phase and which workloads a comparison is about: the highest-priority
-workload, the baseline phase, a phase's label, a sweep setting's label, and a sweep
+workload, the baseline phase, a phase's label, a sweep setting's label, a sweep
 phase that ran several settings side by side (``plans.box``) seen as one run per
-setting (``per_setting``), whether its daemon served processes not of its
+setting and a split phase (``compare --layout split``: modes side by side) as one run
+per mode (``per_setting``), whether its daemon served processes not of its
 session (``shared_lines``). Pure functions on snapshots."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.analysis.stats.copies import failed_beside
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.modes.base import MPS, XSCHED, modes_of
 
 
 def by_priority(p: PhaseSnapshot) -> tuple[WorkloadSnapshot | None, list[WorkloadSnapshot]]:
@@ -26,9 +28,11 @@ def by_priority(p: PhaseSnapshot) -> tuple[WorkloadSnapshot | None, list[Workloa
 
 
 def baseline(snap: SessionSnapshot) -> PhaseSnapshot | None:
-    """The phase every other is compared with: the first native phase that did not fail."""
-    ok = [p for p in snap.phases if p.mode == "native" and p.status != "failed"]
-    return ok[0] if ok else (snap.phases[0] if snap.phases else None)
+    """The phase every other is compared with: the first native phase that did not fail
+    (a split phase's native copies, ``per_mode``)."""
+    phases = per_mode(snap.phases)
+    ok = [p for p in phases if p.mode == "native" and p.status != "failed"]
+    return ok[0] if ok else (phases[0] if phases else None)
 
 
 def label(p: PhaseSnapshot) -> str:
@@ -59,35 +63,75 @@ def side_by_side(p: PhaseSnapshot) -> dict[int, dict[str, dict[str, M.SettingVal
 
 
 def is_box(p: PhaseSnapshot) -> bool:
-    """A phase whose GPUs ran different candidates (advise) or settings (sweep) side by
-    side (``plans.box``): a worst GPU of it would be a worst candidate or setting."""
-    return bool(p.candidate and "@GPU" in p.candidate) or bool(side_by_side(p))
+    """A phase whose GPUs ran different candidates (advise), settings (sweep) or modes
+    (a split compare) side by side (``plans.box``): a worst GPU of it would be a worst
+    candidate, setting or mode."""
+    return bool(p.candidate and "@GPU" in p.candidate) or bool(side_by_side(p)) \
+        or bool(p.copy_modes)
+
+
+def per_mode(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
+    """A split phase (``copy_modes``: modes side by side on GPUs of their own) as one
+    phase per mode, holding only that mode's copies, in that mode, named ``NAME (MODE)``,
+    with the step key a one-mode phase of the mode has and the same repeat: so each
+    mode's run is its own copies and pairs with the other modes' runs of the same phase
+    (the run's shared noise cancels in the difference). Only its own mode's records
+    (XSched's, MPS's) stay on it, and its own copies' proofs. A split phase that failed
+    only through another mode's copies (``failed_beside``) is ``done`` for this mode.
+    Every other phase is kept as it is."""
+    out: list[PhaseSnapshot] = []
+    for p in phases:
+        cm = p.copy_modes
+        if not cm:
+            out.append(p)
+            continue
+        for m in modes_of(p.mode):
+            mine = frozenset(n for n, x in cm.items() if x == m)
+            status, error = p.status, p.error
+            if status == "failed" and failed_beside(p, mine):
+                status, error = "done", None
+            iso = p.isolation
+            if iso is not None:
+                iso = msgspec.structs.replace(iso, mode=m, workloads={
+                    n: v for n, v in iso.workloads.items() if n in mine})
+            out.append(msgspec.structs.replace(
+                p, name=f"{p.name} ({m})", mode=m, status=status, error=error,
+                workloads=tuple(w for w in p.workloads if w.name in mine),
+                xsched=p.xsched if m == XSCHED else None, mps=p.mps if m == MPS else None,
+                preflight=p.preflight if m == XSCHED else None, isolation=iso,
+                step=m, copy_modes=None))
+    return tuple(out)
 
 
 def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
-    """The phases as the sweep's readers count them: a phase that ran several settings
+    """The phases as the sweep's and compare's readers count them (a split phase: one
+    per mode, ``per_mode``); a phase that ran several settings
     side by side (``side_by_side``) becomes one phase per setting, holding only that
-    setting's copies (its GPU's), named ``NAME (GPU g)``, with the setting's own label,
+    setting's copies (its GPUs'), named ``NAME (GPU g)`` (``GPUs g,h``), with the setting's own label,
     values and step key (``MODE [label]``, as on one GPU), so that each setting's runs
     are its own copies and never the phase's mean over settings. A box phase that
     failed only through another setting's copies (``failed_beside``) is ``done`` for the
     settings whose copies ran to the end. Every other phase is kept as it is."""
     out: list[PhaseSnapshot] = []
-    for p in phases:
+    for p in per_mode(phases):
         placed = side_by_side(p)
         if not placed:
             out.append(p)
             continue
+        on: dict[str, list[int]] = {}  # a setting spread over several GPUs: one run
         for gpu, s in placed.items():
-            at = f"@{gpu}"
-            name = setting_label(s)
+            on.setdefault(setting_label(s), []).append(gpu)
+        for name, gpus in on.items():
+            ats = tuple(f"@{g}" for g in gpus)
+            mine = frozenset(w.name for w in p.workloads if w.name.endswith(ats))
             status, error = p.status, p.error
-            if status == "failed" and failed_beside(p, at):
+            if status == "failed" and failed_beside(p, mine):
                 status, error = "done", None
+            where = f"GPU {gpus[0]}" if len(gpus) == 1 else f"GPUs {','.join(map(str, gpus))}"
             out.append(msgspec.structs.replace(
-                p, name=f"{p.name} (GPU {gpu})", status=status, error=error,
-                workloads=tuple(w for w in p.workloads if w.name.endswith(at)),
-                setting=name, setting_values=s, step=f"{p.mode} [{name}]"))
+                p, name=f"{p.name} ({where})", status=status, error=error,
+                workloads=tuple(w for w in p.workloads if w.name in mine),
+                setting=name, setting_values=placed[gpus[0]], step=f"{p.mode} [{name}]"))
     return tuple(out)
 
 

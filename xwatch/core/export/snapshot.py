@@ -174,7 +174,8 @@ def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
         setting_values=_opt(p.setting_values), error=_opt(p.error),
         preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
         repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
-        candidate=_opt(p.candidate), captures=_captures(p), annotations=list(p.annotations),
+        candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes),
+        captures=_captures(p), annotations=list(p.annotations),
         gpus=_per_gpu(p, telemetry))
 
 
@@ -411,7 +412,7 @@ def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
         annotations=tuple(p.annotations), error=_unset(p.error), setting=_unset(p.setting),
         setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
         repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
-        cut_short=_unset(p.cut_short))
+        cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:

@@ -213,6 +213,9 @@ class Phase(Doc, frozen=True, kw_only=True):
     step: str | UnsetType = UNSET
     cut_short: str | UnsetType = UNSET
     candidate: str | UnsetType = UNSET
+    #: a split phase (``compare --layout split``): each copy's mode, by copy name
+    #: (``{"high@0": "native", "high@1": "xsched"}``); unset: every copy in ``mode``
+    copy_modes: dict[str, str] | UnsetType = UNSET
     captures: list[Capture] | UnsetType = UNSET
     annotations: list[Annotation] = []
     gpus: Gpus | UnsetType = UNSET

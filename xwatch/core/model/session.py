@@ -211,11 +211,15 @@ class Candidate(Doc, frozen=True, kw_only=True):
     price: Estimate = Estimate()
     status: str = ""
     reason: str = ""
-    #: the GPU each run was on, in order (a race over several GPUs; empty on one device)
+    #: the GPU each run was on, in order (a race over several GPUs; empty on one device;
+    #: a run spread over several GPUs: the first of them, ``run_gpus`` has them all)
     gpus: list[int] = []
     #: an open candidate at the budget: about how many more rounds would decide it (None:
     #: the runs so far cannot tell; unset: decided, or an older record)
     more_rounds: int | UnsetType | None = UNSET
+    #: every GPU of each run, in order, where a run was spread over several (its value
+    #: the mean over their copies)
+    run_gpus: list[list[int]] | UnsetType = UNSET
 
 
 class Advice(Doc, frozen=True, kw_only=True):

@@ -20,8 +20,22 @@ MODES = (NATIVE, XSCHED, MPS)
 LABELS = {NATIVE: "native", XSCHED: "XSched", MPS: "MPS"}
 
 
+#: a split phase's mode: its copies' modes joined (``native+xsched``)
+SPLIT = "+"
+
+
+def split_name(modes: tuple[str, ...] | list[str]) -> str:
+    """The mode of a phase whose copies run in ``modes`` (in ``MODES`` order)."""
+    return SPLIT.join(m for m in MODES if m in modes)
+
+
+def modes_of(mode: str) -> tuple[str, ...]:
+    """The modes a phase's ``mode`` names (a split phase: several)."""
+    return tuple(mode.split(SPLIT))
+
+
 def label(mode: str) -> str:
-    return LABELS.get(mode, mode)
+    return " + ".join(LABELS.get(m, m) for m in modes_of(mode))
 
 
 class ModeBackend(Protocol):

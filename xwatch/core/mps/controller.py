@@ -22,6 +22,13 @@ One daemon serves every GPU of a multi-GPU run: it is started without
 NVIDIA documents per-GPU daemons with the GPU's UUID in the daemon's
 ``CUDA_VISIBLE_DEVICES``; with clients that also set it, torch counted GPUs the
 server did not expose and crashed (seen on the H200 pair), so xwatch does not.
+
+A split phase (``compare --layout split``) is the exception: its daemon must not serve
+the GPUs of its native or XSched copies, so it is started with
+``CUDA_VISIBLE_DEVICES`` listing its own copies' GPUs (PCI bus order) and each of its
+copies pins itself with its GPU's place in that list (the daemon's list remaps the
+clients' indices; every client sets one, unlike the crash above). Only its own copies
+get the client variables; the others keep their private, empty pipe folder.
 """
 
 from __future__ import annotations
@@ -90,10 +97,11 @@ class MpsController:
         self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
         self.joined: MpsDaemon | None = None  # another session's daemon, used as it runs
         self._box = Strangers()  # clients not of this session, per phase
+        self.gpus: list[int] = []  # a split phase: the GPUs its own daemon serves
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
-        scen = self.scenario
+        scen = phase.own(self.scenario, MPS)
         base = Path(phase.session.scratch_dir) / f"mps-{phase.index}"
         self.pipe_dir, self.log_dir = str(base / "pipe"), str(base / "log")
         self.joined = await asyncio.to_thread(control.other_daemon, self.tool, scen)
@@ -104,6 +112,12 @@ class MpsController:
         top = max(w.priority_value for w in scen.workloads)
         envs = {w.name: mps_env(w, self.pipe_dir, self.log_dir, w.priority_value == top)
                 for w in scen.workloads}
+        # a split phase's own daemon serves its copies' GPUs alone (see the module)
+        self.gpus = sorted({w.gpu for w in scen.workloads if w.gpu is not None}) \
+            if phase.copy_modes and self.joined is None else []
+        for w in scen.workloads:
+            if self.gpus and w.gpu is not None:
+                envs[w.name]["CUDA_VISIBLE_DEVICES"] = str(self.gpus.index(w.gpu))
         self.phase = phase
         self._failure = None
         self._box = Strangers()
@@ -120,8 +134,10 @@ class MpsController:
                               for w in scen.workloads},
             workloads={}, preflight=None, control_log=[], server_log=[],
             daemon_exit=None, changes=[],
-            topology="one control daemon for every GPU of the run; copies pinned with "
-                     "CUDA_VISIBLE_DEVICES",
+            topology=f"one control daemon for GPUs {','.join(map(str, self.gpus))} only "
+                     "(CUDA_VISIBLE_DEVICES); its copies pinned by their place in that list"
+            if self.gpus else "one control daemon for every GPU of the run; copies pinned "
+                              "with CUDA_VISIBLE_DEVICES",
         )
         await self._start_daemon(phase)
         self._probe = asyncio.create_task(self._preflight(phase, envs)) \
@@ -194,6 +210,9 @@ class MpsController:
         for k in ("CUDA_VISIBLE_DEVICES", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
                   "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "CUDA_MPS_CLIENT_PRIORITY"):
             env.pop(k, None)  # the daemon serves every GPU; clients pin themselves
+        if self.gpus:  # a split phase: its own copies' GPUs alone
+            env.update(CUDA_VISIBLE_DEVICES=",".join(map(str, self.gpus)),
+                       CUDA_DEVICE_ORDER="PCI_BUS_ID")
         try:
             self.proc = subprocess.Popen(
                 [self.tool, "-f"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -285,9 +304,26 @@ class MpsController:
                                                 f"get_client_list {s}"))
                 for s in servers}
 
+    def intruders(self, phase: Phase, lists: dict[int, list[int]]) -> str | None:
+        """A split phase: a copy of another mode (native, XSched) that is a client of this
+        daemon fails the phase (the proof per copy: such a copy is no MPS client)."""
+        if not phase.copy_modes or self._failure is not None:
+            return None
+        clients = {c for cl in lists.values() for c in cl}
+        for name, run in phase.runs.items():
+            if run.pid and not phase.in_mode(MPS, name) and set(tree(run.pid)) & clients:
+                mode = phase.mode_of(name)
+                self._failure = (f"{name} (pid {run.pid}) runs {mode} beside the MPS copies "
+                                 "but is a client of the phase's MPS server: not a clean "
+                                 f"{mode} measurement")
+                self._note(self._failure, "error")
+                break
+        return self._failure
+
     def _strangers(self, phase: Phase, lists: dict[int, list[int]]) -> None:
         """Clients that are not this session's (another session joined this daemon, or
         any other program): said once, kept in the phase's ``mps.shared``."""
+        self.intruders(phase, lists)
         box, first = self._box, self._box.record is None
         theirs = box.foreign(sorted({c for cl in lists.values() for c in cl}))
         now = time.monotonic()
@@ -427,7 +463,7 @@ class MpsController:
 
     async def _preflight(self, phase: Phase, envs: dict[str, dict[str, str]]) -> None:
         """A few seconds of tiny CUDA work as a client; it must join the daemon."""
-        w = next((x for x in self.scenario.workloads if x.model is not None
+        w = next((x for x in phase.own(self.scenario, MPS).workloads if x.model is not None
                   and x.name in phase.runs), None)
         if w is None:
             self._set_preflight(phase, M.MpsPreflight(

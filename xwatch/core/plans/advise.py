@@ -15,6 +15,7 @@ overrun ``--budget``.
 
 from __future__ import annotations
 
+import collections
 import math
 import random
 import time
@@ -237,14 +238,17 @@ class Race:
     judges and says whether to go on, ``advice()`` is the record (live or final).
 
     On a scenario replicated onto GPUs (``--gpus``) a round spreads its candidates over
-    them (``plans.box``): each phase runs several candidates, each on one GPU, the
-    assignment rotated every round; elsewhere each phase runs one candidate."""
+    them (``plans.box``, ``fill``): each phase runs several candidates on every GPU, each
+    on about k/c of them, the assignment rotated every round; with ``mix`` (a plan that
+    runs split phases: the headless race) native shares a phase with MPS and XSched
+    candidates on GPUs of its own. Elsewhere each phase runs one candidate."""
 
     def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
                  budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
                  say: Callable[[str], None] | None = None, xsched: ModeBackend | None = None,
-                 mps: ModeBackend | None = None) -> None:
+                 mps: ModeBackend | None = None, mix: bool = False) -> None:
         self.scen = scen
+        self.mix = mix
         self.gpus = scen.gpus
         self.xsched, self.mps = xsched, mps
         self.phases = 0  # phases recorded (a box phase holds several runs)
@@ -290,7 +294,7 @@ class Race:
         square's rows)."""
         entries = [box.Entry(c.label, c.mode, box.phase_wide(c.mode, self.steps[c.label].backend))
                    for c in order]
-        return box.layout(entries, self.gpus, rnd)
+        return box.layout(entries, self.gpus, rnd, fill=True, mix=self.mix)
 
     def _box_step(self, bp: box.BoxPhase) -> tuple[Placed, Step]:
         """The step of one box phase: the candidates' copies, each pinned to its GPU with
@@ -298,21 +302,26 @@ class Race:
         by = {c.label: c for c in self.cands}
         placed = [(self.steps[lb].setting, g) for lb, g in bp.placed]
         sc = box.box_scenario(self.scen, placed)
-        step = Step(bp.mode, backend_for(bp.mode, sc, self.xsched, self.mps),
-                    " | ".join(f"{lb} @GPU{g}" for lb, g in bp.placed),
+        modes = dict.fromkeys(bp.mode_of(lb) for lb in bp.labels)
+        backends = {m: backend_for(m, sc, self.xsched, self.mps) for m in modes}
+        step = Step(bp.mode, backends.get(bp.mode), bp.where(),
                     box.copy_settings(self.scen, placed), only=box.copies(self.scen, bp.gpus),
-                    candidate=True)
+                    candidate=True, copy_modes=box.phase_copy_modes(self.scen, bp),
+                    backends=backends if bp.modes else None)
         return [(by[lb], g) for lb, g in bp.placed], step
 
     def record(self, placed: Placed, phase: Any) -> None:
         """A finished phase (a PhaseSnapshot), or None if it never started: a run of each
         candidate it placed (a failed phase fails every one of them)."""
         self.phases += 1
-        for c, gpu in placed:
+        mine: dict[str, tuple[Candidate, list[int]]] = {}
+        for c, gpu in placed:  # a candidate spread over several GPUs: one run of them all
+            mine.setdefault(c.label, (c, []))[1].extend([] if gpu is None else [gpu])
+        for c, gpus in mine.values():
             if phase is None:
                 c.status, c.reason = race.FAILED, "its phase could not start"
             else:
-                race.record_run(c, phase, self.obj, self.lows, gpu)
+                race.record_run(c, phase, self.obj, self.lows, tuple(gpus) or None)
 
     def next_phases(self) -> int:
         """How many phases the next round would run."""
@@ -397,16 +406,23 @@ class Race:
 def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
               xsched: ModeBackend | None, mps: ModeBackend | None, budget_min: float,
               seed: int = 0, skipped: dict[str, str] | None = None,
-              say: Callable[[str], None] | None = None) -> Race:
+              say: Callable[[str], None] | None = None, mix: bool = False) -> Race:
     base = scen.unreplicated()  # on --gpus: candidates are made as written, then copied
     if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
-    pooled = check_runs_can_bound(base, obj)
+    plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
+    rc = Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps, mix)
+    # the copies a candidate gets in a run: on --gpus the fewest GPUs any candidate holds
+    # in a round of all of them (``plans.box``'s fill), else its one copy
+    copies = 1
+    if scen.gpus:
+        held = collections.Counter(lb for bp in rc._layout(rc.cands, 1) for lb, _ in bp.placed)
+        copies = min(held.values(), default=1)
+    pooled = check_runs_can_bound(base, obj, copies)
     if pooled and say is not None:
         say(f"xwatch: advise: {pooled}")
-    plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
-    return Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps)
+    return rc
 
 
 #: named per-request metrics whose values a request gives: one (``None``: one per
@@ -491,7 +507,7 @@ async def run_advise(scen: Scenario, opts: Options, modes: list[str],
     say = driver.observer.say
     obj = objective(scen, opts.slo)
     rc = make_race(scen, obj, modes, list(opts.sets), backends.xsched, backends.mps,
-                   opts.budget_min, opts.seed, skipped, say=say)
+                   opts.budget_min, opts.seed, skipped, say=say, mix=True)
 
     def finish(session: Session) -> int | None:
         advice = rc.advice()

@@ -3,11 +3,11 @@ each round one phase (or a few) of the one runner instead of one phase per candi
 
 The rules (``docs/gpus-races.md`` says why):
 
-- one mode per phase. A phase's isolation (the scrubbed environment, the
-  ``/proc/PID/maps`` proof, ``modes.isolation``) and its daemon are the runner's per
-  phase, so native, MPS and XSched candidates never share a phase; a round runs one
-  phase (or more) per mode;
-- one daemon per phase, so candidates whose daemon-wide settings differ never share a
+- one mode per phase unless ``mix`` (below): a one-mode phase's isolation (the
+  scrubbed environment, the ``/proc/PID/maps`` proof, ``modes.isolation``) and its
+  daemon are the runner's per phase; a mixed phase is the runner's split phase, each
+  copy with its own mode's environment, backend and proof;
+- one daemon of a mode per phase, so candidates whose daemon-wide settings differ never share a
   phase (``phase_wide``): XSched's xserver serves every GPU with one policy, port,
   install and platform; MPS's control daemon is one per phase (its tool). Per-process
   settings (XSched's threshold, batch size, priority, level; MPS's client priority,
@@ -22,9 +22,27 @@ The rules (``docs/gpus-races.md`` says why):
   candidate once; no candidate is tied to one GPU, and a GPU's own speed is spread
   over every candidate (the statistics see it as run-to-run variance; each run
   records its GPU);
+- ``fill`` (advise's races): no GPU idles. With ``mix`` (the headless race, whose
+  plan runs split phases) the groups' phases of fewer than k candidates are packed
+  together where the runner's split phase allows it (``mixed``):
+  at most one group of each non-native mode a phase (one xserver, one MPS daemon, each
+  serving its own copies alone), native candidates beside any of them on GPUs of their
+  own. A phase of c candidates then gives each about k/c GPUs: GPU ``gpus[j]`` runs
+  the ``(j - round) % c``-th candidate of the phase (in the plan's order), so each
+  candidate meets every GPU over the rounds; with c = k it is the rule above. A
+  candidate's run is then the geometric mean over its copies, as the answer takes it
+  (``race.record_run``);
 - a phase's workloads are the candidates' copies, each copy named ``NAME@GPU`` and
   pinned as ``--gpus`` pins copies (``Scenario.on_gpus``), each with its candidate's
   settings (``box_scenario``).
+
+``compare --layout split`` is the one place where modes share a phase (``split_gpus``):
+its phases run every mode at once, each mode on GPUs of its own (the runner's split
+phase: each copy's environment, backend and isolation proof are its own mode's; one
+xserver for the XSched copies, an MPS daemon for the MPS copies' GPUs alone), GPU
+``gpus[j]`` in repeat ``r`` (from 0) running mode ``modes[(j + r) % m]``: a Latin square
+over the GPUs, so over ``m`` repeats each mode meets every GPU, and each run pairs the
+modes inside one phase.
 """
 
 from __future__ import annotations
@@ -35,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xwatch.core import model as M
-from xwatch.core.modes.base import MPS, XSCHED
+from xwatch.core.modes.base import MPS, NATIVE, XSCHED, split_name
 from xwatch.scenario import Scenario, Workload
 
 #: a candidate's setting as the sweep writes it: {"low": {"threshold": 2}}
@@ -53,14 +71,33 @@ class Entry:
 
 @dataclass(frozen=True)
 class BoxPhase:
-    """One phase of a round: its mode and each candidate's GPU, in GPU order."""
+    """One phase of a round: its mode (``native+mps``: mixed) and each GPU's candidate,
+    in GPU order (a candidate may hold several GPUs); ``modes``: each candidate's mode
+    where the phase mixes them."""
 
     mode: str
     placed: tuple[tuple[str, int], ...]
+    modes: tuple[tuple[str, str], ...] = ()
 
     @property
     def gpus(self) -> tuple[int, ...]:
         return tuple(g for _, g in self.placed)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Its candidates, each once, in GPU order."""
+        return tuple(dict.fromkeys(lb for lb, _ in self.placed))
+
+    def gpus_of(self, label: str) -> tuple[int, ...]:
+        return tuple(g for lb, g in self.placed if lb == label)
+
+    def mode_of(self, label: str) -> str:
+        return dict(self.modes).get(label, self.mode)
+
+    def where(self) -> str:
+        """``mps sm=50% @GPU0,2 | native @GPU1,3``."""
+        return " | ".join(f"{lb} @GPU{','.join(map(str, self.gpus_of(lb)))}"
+                          for lb in self.labels)
 
 
 def phase_wide(mode: str, backend: Any) -> tuple[tuple[str, str], ...]:
@@ -84,16 +121,22 @@ def phase_wide(mode: str, backend: Any) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int) -> list[BoxPhase]:
+def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int,
+           fill: bool = False, mix: bool = False) -> list[BoxPhase]:
     """Round ``rnd``'s phases for the running ``entries`` (in the plan's order): grouped
     by mode and daemon-wide settings, each group's i-th entry on ``gpus[(i + rnd) % k]``,
-    k entries a phase."""
+    k entries a phase; ``fill``: each phase's candidates spread over every GPU, and with
+    ``mix`` the groups' phases packed together (``mixed``; see the module)."""
     k = len(gpus)
     if k == 0:
         raise ValueError("a box round needs at least one GPU")
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[Entry]] = {}
     for e in entries:
         groups.setdefault((e.mode, e.wide), []).append(e)
+    if fill:
+        bins = mixed(list(groups.values()), k) if mix else \
+            [list(m[s:s + k]) for m in groups.values() for s in range(0, len(m), k)]
+        return [_spread(b, list(entries), gpus, rnd) for b in bins]
     out = []
     for (mode, _), members in groups.items():
         for start in range(0, len(members), k):
@@ -102,6 +145,56 @@ def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int) -> list[BoxP
                              for j, e in enumerate(chunk)), key=lambda lg: gpus.index(lg[1]))
             out.append(BoxPhase(mode, tuple(placed)))
     return out
+
+
+def mixed(groups: Sequence[Sequence[Entry]], k: int) -> list[list[Entry]]:
+    """The groups' chunks of at most ``k`` packed into phases of at most ``k`` entries
+    (largest first, each into the first phase it fits): a phase holds at most one group
+    of each non-native mode (one daemon each); native entries join any phase."""
+    chunks = [list(m[s:s + k]) for m in groups for s in range(0, len(m), k)]
+    bins: list[list[Entry]] = []
+    for ch in sorted(chunks, key=len, reverse=True):  # stable: the plan's order on ties
+        mode = ch[0].mode
+        for b in bins:
+            if len(b) + len(ch) <= k and (mode == NATIVE or all(
+                    e.mode != mode for e in b)):
+                b.extend(ch)
+                break
+        else:
+            bins.append(list(ch))
+    return bins
+
+
+def _spread(members: list[Entry], order: list[Entry], gpus: Sequence[int], rnd: int
+            ) -> BoxPhase:
+    """One phase of ``members`` over every GPU: ``gpus[j]`` runs member ``(j - rnd) % c``
+    (members in the plan's ``order``)."""
+    members = sorted(members, key=order.index)
+    c = len(members)
+    placed = tuple((members[(j - rnd) % c].label, g) for j, g in enumerate(gpus))
+    modes = {e.label: e.mode for e in members}
+    kinds = sorted(set(modes.values()))
+    if len(kinds) == 1:
+        return BoxPhase(kinds[0], placed)
+    return BoxPhase(split_name(kinds), placed, tuple(modes.items()))
+
+
+def split_gpus(modes: Sequence[str], gpus: Sequence[int], rnd: int) -> dict[int, str]:
+    """Repeat ``rnd``'s (from 0) mode of each GPU of a split phase: ``gpus[j]`` runs
+    ``modes[(j + rnd) % m]`` (every mode on about ``len(gpus) / m`` GPUs; needs at least
+    as many GPUs as modes)."""
+    m = len(modes)
+    if m == 0 or len(gpus) < m:
+        raise ValueError(f"a split phase needs at least one GPU per mode ({m} modes, "
+                         f"{len(gpus)} GPUs)")
+    return {g: modes[(j + rnd) % m] for j, g in enumerate(gpus)}
+
+
+def split_copies(scen: Scenario, placed: Mapping[int, str]) -> dict[str, str]:
+    """Each copy's mode in a split phase (``{"high@0": "native", ...}``): the copies of
+    every workload on a GPU run in that GPU's mode."""
+    return {copy_name(w.name, g): mode for g, mode in placed.items()
+            for w in scen.unreplicated().workloads}
 
 
 def apply_setting(scen: Scenario, s: Setting) -> Scenario:
@@ -137,6 +230,13 @@ def box_scenario(scen: Scenario, placed: Sequence[tuple[Setting | None, int]]) -
         wls.extend(sc.on_gpus((g,)).workloads)
     return dataclasses.replace(base, workloads=tuple(wls), gpus=tuple(g for _, g in placed),
                                single=base.workloads)
+
+
+def phase_copy_modes(scen: Scenario, bp: BoxPhase) -> dict[str, str] | None:
+    """A mixed phase's mode of each copy (the runner's split phase); None: one mode."""
+    if not bp.modes:
+        return None
+    return split_copies(scen, {g: bp.mode_of(lb) for lb, g in bp.placed})
 
 
 def copies(scen: Scenario, gpus: Sequence[int]) -> tuple[str, ...]:

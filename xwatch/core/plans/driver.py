@@ -68,6 +68,10 @@ class Step:
     only: tuple[str, ...] | None = None  # run only these workloads (calibrate: HIGH alone)
     role: str | None = None  # calibrate: "alone" | "together"
     candidate: bool = False  # advise: ``label`` names a candidate, not a sweep setting
+    #: a split phase (``compare --layout split``, advise's mixed box phases): each copy's
+    #: mode (``mode`` names them all), and each mode's backend for this phase
+    copy_modes: Mapping[str, str] | None = None
+    backends: Mapping[str, ModeBackend | None] | None = None
 
     @property
     def key(self) -> str:
@@ -80,6 +84,22 @@ def interleave(steps: list[Step], repeat: int) -> list[tuple[int, Step]]:
     """``repeat`` rounds of the plan, A B A B ...: drift over time hits every step alike.
     (round number from 1, step)."""
     return [(k + 1, st) for k in range(max(1, repeat)) for st in steps]
+
+
+def split_rounds(scen: Scenario, modes: list[str], repeat: int) -> list[tuple[int, Step]]:
+    """``compare --layout split``: one phase a repeat, every mode at once on GPUs of its
+    own, rotated every repeat (``plans.box.split_gpus``)."""
+    from xwatch.core.modes.base import split_name
+    from xwatch.core.plans.box import split_copies, split_gpus
+
+    out = []
+    for r in range(max(1, repeat)):
+        placed = split_gpus(modes, scen.gpus, r)
+        where = " | ".join(f"{m} @GPU{','.join(str(g) for g, x in placed.items() if x == m)}"
+                           for m in modes)
+        out.append((r + 1, Step(split_name(modes), label=where,
+                                copy_modes=split_copies(scen, placed))))
+    return out
 
 
 #: what a plan does with the finished session before the answer is printed: its own
@@ -276,7 +296,9 @@ class Driver:
             per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
             gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
             reps = f" x {repeat} repeats, interleaved" if repeat > 1 else ""
-            if plan.rounds is not None and repeat > 1:
+            if plan.rounds and plan.rounds[0][1].copy_modes:
+                reps += " (modes side by side in each phase, rotated over the GPUs every repeat)"
+            elif plan.rounds is not None and repeat > 1:
                 reps += " (settings side by side, rotated over the GPUs every repeat)"
             out.say(f"xwatch: scenario {scen.name} ({scen.source}), {len(scen.workloads)} "
                     f"workloads{gpus}, {per}, phases "
@@ -312,6 +334,9 @@ class Driver:
         assert self.runner is not None and self.session is not None
         if step.backend is not None:
             self.runner.backends[step.mode] = step.backend
+        for m, b in (step.backends or {}).items():
+            if b is not None:
+                self.runner.backends[m] = b
         if step.label or repeat > 1:
             self.observer.say(f"--- {step.mode}: {step.label or step.mode}"
                               + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
@@ -347,7 +372,8 @@ class Driver:
 
         try:
             return await runner.run_phase(step.mode, phase_s, stop=self.stop, on_tick=tick,
-                                          only=step.only, prefix=step.role)
+                                          only=step.only, prefix=step.role,
+                                          copy_modes=step.copy_modes)
         except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
             out.warn(f"xwatch: {e.title}: {e}")
             failed = self.session.current
@@ -485,6 +511,8 @@ def label_phase(phase: Phase, step: Step, rnd: int) -> None:
     if step.candidate:
         phase.candidate = step.label
         phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}
+    elif step.copy_modes:
+        pass  # its copies' modes are recorded; its label is the round's header
     elif step.label and step.role is None:
         phase.setting = step.label
         phase.setting_values = {wl: dict(kv) for wl, kv in (step.setting or {}).items()}

@@ -46,6 +46,9 @@ class Options:
     export: str | None = None
     # headless plans
     repeat: int = 1
+    #: compare: "replicate" (every phase one mode on every GPU) or "split" (the modes side
+    #: by side on GPUs of their own in each phase, rotated every repeat)
+    layout: str = "replicate"
     fail_if: str | None = None
     trace: float | None = None  # seconds of kernel capture mid-phase
     sets: tuple[str, ...] = ()  # sweep, advise: --set WL.KEY=V1,V2,...

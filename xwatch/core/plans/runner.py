@@ -5,6 +5,14 @@ start xserver, build its environment), start the workloads, decide when the
 phase has reached its planned end, stop everything, and tear the mode down.
 It never prints and never touches the UI; callers read ``session.snapshot()``.
 
+A phase runs in one mode, or split (``compare --layout split``): each copy in its own
+mode (``copy_modes``), on GPUs of its own. Each mode's copies then start from that
+mode's scrubbed environment plus its backend's variables, each backend (one xserver,
+one MPS daemon: ``modes.box`` says why no more) serves only its own copies (MPS's
+daemon sees only their GPUs), and each copy's isolation is proven against its own
+mode: a native copy maps no shim and is no MPS client, an XSched copy is engaged, an
+MPS copy is a client.
+
 While a phase runs, a watchdog (every ``WATCH_S``) marks stalled workloads and
 asks the mode backend whether it is still healthy: a dead xserver fails the
 phase at once, with the reason, and stops its workloads (they cannot recover
@@ -18,6 +26,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Mapping
 
 from msgspec.structs import replace
 
@@ -31,7 +40,7 @@ from xwatch.core.engine.snapshot import ALIVE, CaptureSnapshot
 from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation
-from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label
+from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label, split_name
 from xwatch.errors import ModeError
 from xwatch.scenario import Scenario
 
@@ -62,7 +71,8 @@ class Runner:
         self._unavailable = {MPS: mps_unavailable} if mps_unavailable else {}
         self.startup_timeout_s = startup_timeout_s
         self.phase: Phase | None = None
-        self._backend: ModeBackend | None = None
+        #: the backends the running phase entered (a split phase: one per mode)
+        self._entered: list[ModeBackend] = []
         self._lock = asyncio.Lock()
         self._watchdog: asyncio.Task[None] | None = None
         self._failing: asyncio.Task[None] | None = None
@@ -91,71 +101,98 @@ class Runner:
         inst = getattr(xs, "install", None)
         return [str(inst.lib)] if inst is not None else []
 
-    def _clean_base(self, phase: Phase) -> dict[str, str]:
-        """The user's environment minus the other modes' traces; recorded."""
+    def _clean_bases(self, phase: Phase, modes: tuple[str, ...]) -> dict[str, dict[str, str]]:
+        """Each mode's starting environment: the user's minus the other modes' traces
+        (a split phase: one per mode of its copies); what was removed is recorded."""
         private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
         os.makedirs(private, exist_ok=True)
-        cleaned = isolation.clean_env(os.environ, phase.mode, self._install_libs(), private)
-        cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
-        removed = isolation.self_cleaned(os.environ) + cleaned.as_record()
+        out: dict[str, dict[str, str]] = {}
+        removed = isolation.self_cleaned(os.environ)
+        for mode in modes:
+            cleaned = isolation.clean_env(os.environ, mode, self._install_libs(), private)
+            cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
+            out[mode] = cleaned.env
+            removed += [r for r in cleaned.as_record() if r not in removed]
+        pipe = next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in out.items() if m != MPS),
+                    None)
         phase.isolation = M.Isolation(
-            mode=phase.mode, removed=[M.Removed(**r) for r in removed],
-            mps_pipe=cleaned.env.get("CUDA_MPS_PIPE_DIRECTORY") if phase.mode != MPS else None,
+            mode=phase.mode, removed=[M.Removed(**r) for r in removed], mps_pipe=pipe,
             workloads={})
         for r in removed:
             self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
                              f"the workloads' environment: {r['why']}")
-        return cleaned.env
+        return out
+
+    async def _enter(self, phase: Phase, modes: tuple[str, ...]) -> dict[str, dict[str, str]]:
+        """Enter each non-native mode's backend; each workload's mode variables. A
+        backend that fails leaves every one entered and fails the phase."""
+        mode_env: dict[str, dict[str, str]] = {}
+        for mode in modes:
+            backend = self.backends.get(mode)
+            if backend is None:
+                continue
+            self._entered.append(backend)
+            try:
+                envs = await backend.enter(phase)
+            except Exception as e:
+                await self._leave_all(phase)
+                self.session.log("xwatch", "error", f"{label(mode)} mode failed to start: {e}")
+                phase.error = str(e)
+                phase.finish("failed")
+                raise
+            mode_env.update({k: v for k, v in envs.items() if phase.in_mode(mode, k)})
+        return mode_env
+
+    async def _leave_all(self, phase: Phase) -> None:
+        entered, self._entered = self._entered, []
+        for backend in entered:
+            await backend.leave(phase)
 
     async def start_phase(self, mode: str, only: tuple[str, ...] | None = None,
-                          prefix: str | None = None) -> Phase:
-        """Start every workload (or those named in ``only``) in ``mode``."""
+                          prefix: str | None = None,
+                          copy_modes: Mapping[str, str] | None = None) -> Phase:
+        """Start every workload (or those named in ``only``) in ``mode``; with
+        ``copy_modes`` (a split phase) each copy in its own mode (``mode`` is then
+        ignored: the phase's mode names them all, ``native+xsched``)."""
         async with self._lock:
             if self.phase is not None and self.phase.t_end is None:
                 await self._stop_locked(planned_end=False)
-            reason = self.can_run(mode)
-            if reason:
-                raise ModeError(reason, title=f"{label(mode)} not available")
-            phase = self.session.new_phase(mode, only, prefix)
+            modes = tuple(m for m in MODES if m in set(copy_modes.values())) \
+                if copy_modes else (mode,)
+            for m in modes:
+                reason = self.can_run(m)
+                if reason:
+                    raise ModeError(reason, title=f"{label(m)} not available")
+            if copy_modes:
+                mode = split_name(modes)
+            phase = self.session.new_phase(mode, only, prefix, copy_modes)
             self.phase = phase
-            base = self._clean_base(phase)
-            self._warm_forkserver(phase, base)
-            mode_env: dict[str, dict[str, str]] = {}
-            backend = self.backends.get(mode)
-            if backend is not None:
-                self._backend = backend
-                try:
-                    mode_env = await backend.enter(phase)
-                except Exception as e:
-                    await backend.leave(phase)
-                    self._backend = None
-                    self.session.log("xwatch", "error", f"{label(mode)} mode failed to start: "
-                                     f"{e}")
-                    phase.error = str(e)
-                    phase.finish("failed")
-                    raise
+            bases = self._clean_bases(phase, modes)
+            self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
+            mode_env = await self._enter(phase, modes)
             phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
-            if backend is None:
+            if not self._entered:
                 phase.stages["mode"] = phase.stages["daemon"]  # native: nothing to settle
-            phase.gate_shut = backend is not None  # until its preflight passed (settle)
+            phase.gate_shut = bool(self._entered)  # until its preflight passed (settle)
             trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
             top = max(w.priority_value for w in self.scenario.workloads)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
-                                      **(trace if w.model is not None else {})}, base_env=base,
+                                      **(trace if w.model is not None else {})},
+                                  base_env=bases[phase.mode_of(w.name)],
                                   top=w.priority_value == top,
                                   gate=self.scenario.start_together)
                      for w in self.scenario.workloads if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
-            if backend is not None:
+            if self._entered:
                 try:
-                    await backend.settle(phase)  # the workloads load meanwhile
+                    for backend in self._entered:
+                        await backend.settle(phase)  # the workloads load meanwhile
                 except Exception as e:
-                    self.session.log("xwatch", "error", f"{label(mode)} mode failed to "
-                                     f"start: {e}; stopping its workloads")
+                    self.session.log("xwatch", "error", f"{label(backend.mode)} mode failed "
+                                     f"to start: {e}; stopping its workloads")
                     phase.error = str(e)
                     await self.supervisor.stop(planned_end=False)
-                    await backend.leave(phase)
-                    self._backend = None
+                    await self._leave_all(phase)
                     phase.finish("failed")
                     raise
                 phase.stages["mode"] = time.monotonic()  # the mode is settled
@@ -188,8 +225,7 @@ class Runner:
                 phase.excuse_pause(gap)
                 continue  # the pipes are read on this loop: judge after they were
             phase.check_stalls(now)
-            backend = self._backend
-            reason = backend.failure() if backend is not None else None
+            reason = next((r for b in self._entered if (r := b.failure())), None)
             for run in phase.runs.values():
                 if run.spec.name not in proved and run.state in ALIVE and run.pid:
                     proved.add(run.spec.name)
@@ -206,14 +242,16 @@ class Runner:
 
     def _prove(self, phase: Phase, run: WorkloadRun) -> str | None:
         """Read which scheduler libraries a running workload mapped; the reason the
-        phase must fail (a shim in a native or MPS phase), else None."""
+        phase must fail (a shim in a native or MPS copy), else None. The copy's own
+        mode's backend gets the evidence (XSched: engaged; MPS: a client)."""
         assert run.pid is not None
+        mode = phase.mode_of(run.spec.name)
         libs = isolation.scheduler_libraries(run.pid, self._install_libs())
-        verdict = isolation.verdict(phase.mode, libs)
+        verdict = isolation.verdict(mode, libs)
         proof = M.Proof(pid=run.pid, verdict=verdict, libraries=libs or [],
                         t=round(time.monotonic() - phase.t_start, 3))
         self._record_proof(phase, run.spec.name, proof)
-        backend = self._backend
+        backend = next((b for b in self._entered if b.mode == mode), None)
         if backend is not None:
             backend.on_running(run, libs)
         if verdict == "unverified":
@@ -223,7 +261,7 @@ class Runner:
             return None
         origin = isolation.shim_origin(run.pid, libs[0], run.spec.env)
         self._record_proof(phase, run.spec.name, replace(proof, origin=origin))
-        text = isolation.failure_text(phase.mode, run.spec.name, run.pid, libs, origin)
+        text = isolation.failure_text(mode, run.spec.name, run.pid, libs, origin)
         self.session.log("xwatch", "error", text)
         return text
 
@@ -267,9 +305,7 @@ class Runner:
         if watchdog is not None and watchdog is not asyncio.current_task():
             watchdog.cancel()
         await self.supervisor.stop(planned_end=planned_end)
-        if self._backend is not None:
-            await self._backend.leave(p)
-            self._backend = None
+        await self._leave_all(p)
         p.stages.setdefault("mode_left", time.monotonic())  # MPS/XSched: daemon stopped
         if p.t_end is None:
             p.finish()
@@ -293,11 +329,12 @@ class Runner:
 
     async def run_phase(self, mode: str, duration_s: float, tick_s: float = 1.0,
                         on_tick: object = None, stop: asyncio.Event | None = None,
-                        only: tuple[str, ...] | None = None, prefix: str | None = None
-                        ) -> Phase:
+                        only: tuple[str, ...] | None = None, prefix: str | None = None,
+                        copy_modes: Mapping[str, str] | None = None) -> Phase:
         """Run one phase to its planned end (or until every workload exited,
-        or ``stop`` is set). ``on_tick(phase)`` is called every ``tick_s``."""
-        phase = await self.start_phase(mode, only, prefix)
+        or ``stop`` is set). ``on_tick(phase)`` is called every ``tick_s``;
+        ``copy_modes``: a split phase (``start_phase``)."""
+        phase = await self.start_phase(mode, only, prefix, copy_modes)
         stop = stop or asyncio.Event()
         planned = False
         ticked = time.monotonic()
@@ -365,5 +402,5 @@ class Runner:
 
     def kill_now(self) -> None:
         self.supervisor.kill_now()
-        if self._backend is not None:
-            self._backend.kill_now()
+        for backend in self._entered:
+            backend.kill_now()

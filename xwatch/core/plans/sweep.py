@@ -91,10 +91,12 @@ def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: 
                backend: Callable[[Scenario], ModeBackend | None], repeat: int) -> list[tuple[int, Step]]:
     """The sweep's phases on several GPUs (``scen.gpus``), round by round (round from 1):
     native, a phase of its own on every GPU as on one setting; then the settings side by
-    side (``plans.box``): one a GPU, in groups that may share a phase (one mode, the
-    same daemon-wide settings: ``box.phase_wide``), the assignment rotated every round
-    (a Latin square: round r puts a group's i-th setting on ``gpus[(i + r - 1) % k]``),
-    each copy with its own setting (``box.box_scenario``) under one backend a phase."""
+    side (``plans.box``, ``fill``): in groups that may share a phase (one mode, the
+    same daemon-wide settings: ``box.phase_wide``), each phase's c settings spread over
+    every GPU (about k/c each: no GPU idles), the assignment rotated every round (a
+    Latin square: with c = k round r puts a group's i-th setting on
+    ``gpus[(i + r - 1) % k]``), each copy with its own setting (``box.box_scenario``)
+    under one backend a phase."""
     base = scen.unreplicated()
     by_label = {setting_label(s): s for s in settings}
     entries = [box.Entry(lb, mode, box.phase_wide(mode, backend(apply_setting(base, s))))
@@ -102,10 +104,9 @@ def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: 
     out: list[tuple[int, Step]] = []
     for rnd in range(1, max(1, repeat) + 1):
         out.append((rnd, Step("native")))
-        for bp in box.layout(entries, scen.gpus, rnd - 1):
+        for bp in box.layout(entries, scen.gpus, rnd - 1, fill=True):
             placed = [(by_label[lb], g) for lb, g in bp.placed]
-            out.append((rnd, Step(bp.mode, backend(box.box_scenario(scen, placed)),
-                                  " | ".join(f"{lb} @GPU{g}" for lb, g in bp.placed),
+            out.append((rnd, Step(bp.mode, backend(box.box_scenario(scen, placed)), bp.where(),
                                   box.copy_settings(scen, placed),
                                   only=box.copies(scen, bp.gpus))))
     return out

@@ -100,7 +100,7 @@ class XschedController:
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
-        scen = self.scenario
+        scen = phase.own(self.scenario, XSCHED)  # split: its copies alone get the shim
         plats = {w.name: await asyncio.to_thread(workload_platform, w, scen)
                  for w in scen.workloads}
         self.install.check(set(plats.values()))
@@ -142,8 +142,9 @@ class XschedController:
     async def _preflight(self, phase: Phase, plats: dict[str, str],
                          envs: dict[str, dict[str, str]]) -> None:
         """Smoke-test the shim while the real workloads load (see ``preflight``)."""
-        scen = dataclasses.replace(self.scenario, workloads=tuple(
-            w for w in self.scenario.workloads if w.name in phase.runs))
+        scen = phase.own(self.scenario, XSCHED)
+        scen = dataclasses.replace(scen, workloads=tuple(
+            w for w in scen.workloads if w.name in phase.runs))
         probes = plan_probes(scen, self.install, plats, envs)
         if not probes:
             phase.preflight = M.Preflight(verdicts=[], note="no built-in model workload "
@@ -347,7 +348,8 @@ class XschedController:
         cache = self._answers = AnswerCache()
         fails = _Fails()
         thread = threading.Thread(target=poll_thread, name="xsched-poll", daemon=True, args=(
-            self.client, self.proc, phase.runs, self.pace, cache, inbox, wake, stop,
+            self.client, self.proc, {n: r for n, r in phase.runs.items()
+                                     if phase.in_mode(XSCHED, n)}, self.pace, cache, inbox, wake, stop,
             self.HANDOFF_S))
         thread.start()
         try:
@@ -452,7 +454,7 @@ class XschedController:
         if table:
             self._table_t = now
         settled = True
-        for name, run in phase.runs.items():
+        for name, run in ((n, r) for n, r in phase.runs.items() if phase.in_mode(XSCHED, n)):
             info = self._wl_info(phase, name)
             st = stats.get(name, QueueStats())
             rec = run.rec

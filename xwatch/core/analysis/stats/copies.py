@@ -67,18 +67,23 @@ def copies_of(p: PhaseSnapshot, name: str) -> tuple[WorkloadSnapshot, ...]:
     return tuple(sorted(ws, key=lambda w: (w.gpu if w.gpu is not None else -1, w.name)))
 
 
-def failed_beside(p: PhaseSnapshot, at: str) -> bool:
+def failed_beside(p: PhaseSnapshot, at: str | frozenset[str]) -> bool:
     """A box phase (``plans.box``) failed only through the copies of other candidates or
     settings (a workload on another GPU failed or stalled): the copies ``NAME@GPU`` ending
-    in ``at`` ran to the end and count. A failure of the phase itself (its daemon, the
-    isolation proof) or of one of these copies fails everything it holds."""
+    in ``at`` (or named in it: a split phase's copies of one mode) ran to the end and
+    count. A failure of the phase itself (its daemon, the isolation proof) or of one of
+    these copies fails everything it holds."""
     parts = [x.strip() for x in (p.error or "").split(";") if x.strip()]
     stalled = [x.partition(" ")[0] for x in parts if " stalled since " in x]
     if len(stalled) < len(parts):
         return False  # a failure of the whole phase
     bad = [w.name for w in p.workloads if w.state == "failed"] + stalled
-    return bool(bad) and not any(n.endswith(at) for n in bad) and \
-        any(w.count for w in p.workloads if w.name.endswith(at))
+
+    def ours(n: str) -> bool:
+        return n.endswith(at) if isinstance(at, str) else n in at
+
+    return bool(bad) and not any(ours(n) for n in bad) and \
+        any(w.count for w in p.workloads if ours(w.name))
 
 
 def combine(values: Sequence[RunValue], metric: str) -> RunValue:

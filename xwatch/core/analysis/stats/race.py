@@ -45,7 +45,7 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats import sequential as seq
-from xwatch.core.analysis.stats.copies import copies_of, failed_beside, role, run_copies
+from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
@@ -100,6 +100,8 @@ class Candidate:
     #: device): the GPU is a block, rotated over the runs, its effect part of the
     #: run-to-run variance the intervals are built on
     gpus: list[int] = field(default_factory=list)
+    #: every GPU of each run, in order (spread over several: their copies' mean)
+    run_gpus: list[tuple[int, ...]] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -122,14 +124,19 @@ class Candidate:
 
 
 def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[str],
-               gpu: int | None = None) -> None:
+               gpu: int | tuple[int, ...] | None = None) -> None:
     """Add one finished phase of ``c`` (a failed or cut-short one fails the candidate).
     ``gpu``: the phase held several candidates (``plans.box``), ``c``'s copies are
-    ``NAME@gpu``; otherwise every GPU's copy counts (with --gpus the objective names the
-    scenario's workload, ``high``, or one copy) and the run's value is their mean."""
-    at = "" if gpu is None else f"@{gpu}"
+    ``NAME@gpu`` (a tuple: ``c`` spread over those GPUs, its run the mean over their
+    copies, as the answer takes it); otherwise every GPU's copy counts (with --gpus the
+    objective names the scenario's workload, ``high``, or one copy) and the run's value
+    is their mean."""
+    on = (gpu,) if isinstance(gpu, int) else gpu
+    at = "" if on is None else tuple(f"@{g}" for g in on)
     ws = _mine(p, role(obj.workload), at)
-    neighbour = gpu is not None and p.status == "failed" and failed_beside(p, at)
+    names = frozenset(w.name for w in p.workloads if on is not None
+                      and w.name.endswith(tuple(f"@{g}" for g in on)))
+    neighbour = on is not None and p.status == "failed" and failed_beside(p, names)
     if (p.status == "failed" and not neighbour) or not ws:
         c.status, c.reason = FAILED, str(p.error or f"phase {p.name} {p.status}")
         return
@@ -138,22 +145,28 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     v = run_copies(ws, obj.metric, pool_short=True).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
-    if gpu is not None:
-        c.gpus.append(gpu)
-    rates = [run_value(lw, RATE) for n in dict.fromkeys(role(n) for n in lows)
-             for lw in _mine(p, n, at)]  # each LOW once, whichever of its names came
+    if on is not None:
+        c.gpus.append(on[0])
+        c.run_gpus.append(on)
+    # each LOW once, whichever of its names came; spread over several GPUs: the mean over
+    # its copies (a per-GPU price, like a one-GPU run's)
+    per = [[run_value(lw, RATE) for lw in _mine(p, n, at)]
+           for n in dict.fromkeys(role(n) for n in lows)]
+    rates = [combine(vs, RATE) for vs in per if vs] if on is not None else \
+        [r for vs in per for r in vs]
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
 
 
-def _mine(p: PhaseSnapshot, name: str, at: str) -> tuple[WorkloadSnapshot, ...]:
-    """The copies of ``name`` that are the candidate's: in a box phase (``at`` = "@GPU")
-    its one copy, else every GPU's copy that counted requests."""
+def _mine(p: PhaseSnapshot, name: str, at: str | tuple[str, ...]
+          ) -> tuple[WorkloadSnapshot, ...]:
+    """The copies of ``name`` that are the candidate's: in a box phase (``at``: "@GPU"
+    each) its copies on those GPUs, else every GPU's copy that counted requests."""
     if not at:
         return copies_of(p, name)
-    w = p.workload(name + at)
-    return (w,) if w is not None and w.count else ()
+    ws = [p.workload(name + a) for a in ((at,) if isinstance(at, str) else at)]
+    return tuple(w for w in ws if w is not None and w.count)
 
 
 #: the error rate's split between the SLO metric and the price (a price varies ~1%
@@ -394,7 +407,9 @@ def as_records(cands: Sequence[Candidate], waits: Mapping[str, tuple[str, int | 
     return [M.Candidate(label=c.label, mode=c.mode, settings=dict(c.settings), runs=c.runs,
                         slo_metric=iv(c.slo), price=iv(c.price), status=c.status,
                         reason=c.reason, gpus=list(c.gpus),
-                        more_rounds=w[c.label][1] if c.label in w else UNSET)
+                        more_rounds=w[c.label][1] if c.label in w else UNSET,
+                        run_gpus=[list(g) for g in c.run_gpus]
+                        if any(len(g) > 1 for g in c.run_gpus) else UNSET)
             for c in cands]
 
 

@@ -5,11 +5,12 @@ start gate, kernel captures and what the mode recorded about it; frozen into a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from msgspec.structs import replace
@@ -28,6 +29,7 @@ from xwatch.core.engine.snapshot import (
     utc_now,
 )
 from xwatch.core.engine.worker.trace import load_trace, request_path
+from xwatch.scenario import Scenario
 
 #: the start gate lets the warm workloads go after this long even if another is still
 #: loading (a 7B model on a slow disk); the phase's log says so
@@ -39,7 +41,8 @@ class Phase:
     """One start of the workload set in one mode (native or xsched)."""
 
     def __init__(self, session: SessionLike, index: int, mode: str, name: str,
-                 only: tuple[str, ...] | None = None) -> None:
+                 only: tuple[str, ...] | None = None,
+                 copy_modes: Mapping[str, str] | None = None) -> None:
         self.session = session
         self.index = index
         self.mode = mode
@@ -70,6 +73,8 @@ class Phase:
         self.step: str | None = None
         self.candidate: str | None = None
         self.cut_short: str | None = None
+        #: a split phase: each copy's mode (``in_mode``); None: every copy in ``mode``
+        self.copy_modes: dict[str, str] | None = dict(copy_modes) if copy_modes else None
         #: called for every captured output line (mode backends read the shim's log)
         self.line_watchers: list[Callable[[WorkloadRun, str, str], None]] = []
         #: phase-wide stages (``daemon``, ``mode``, ``mode_left``: monotonic), in every
@@ -78,6 +83,23 @@ class Phase:
         #: the mode is not settled yet (its preflight runs beside the workloads' start):
         #: the start gate stays shut
         self.gate_shut = False
+
+    def mode_of(self, name: str) -> str:
+        """The mode workload ``name`` runs in (a split phase: its copy's own)."""
+        return self.copy_modes.get(name, self.mode) if self.copy_modes else self.mode
+
+    def in_mode(self, mode: str, name: str) -> bool:
+        """Whether workload ``name`` of this phase runs in ``mode``: a mode backend
+        serves only its own copies of a split phase."""
+        return self.mode_of(name) == mode
+
+    def own(self, scen: Scenario, mode: str) -> Scenario:
+        """``scen`` with only the workloads that run in ``mode`` in this phase (a mode
+        backend's own copies; every workload unless the phase is split)."""
+        if not self.copy_modes:
+            return scen
+        return dataclasses.replace(scen, workloads=tuple(
+            w for w in scen.workloads if self.in_mode(mode, w.name)))
 
     def request_capture(self, seconds: float, trace_dir: str) -> CaptureSnapshot | None:
         """Ask every built-in workload that offers it (``hello.trace``) to record
@@ -250,7 +272,7 @@ class Phase:
             annotations=tuple(self.annotations), error=self.error, setting=self.setting,
             setting_values=self.setting_values, calibrate=self.calibrate,
             repeat=self.repeat, step=self.step, candidate=self.candidate,
-            cut_short=self.cut_short)
+            cut_short=self.cut_short, copy_modes=self.copy_modes)
 
 
 CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import msgspec
@@ -75,13 +75,15 @@ class Session:
         return str(d)
 
     def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
-                  prefix: str | None = None) -> Phase:
-        """A new phase in ``mode``; ``only`` runs a subset of the workloads."""
+                  prefix: str | None = None,
+                  copy_modes: Mapping[str, str] | None = None) -> Phase:
+        """A new phase in ``mode``; ``only`` runs a subset of the workloads;
+        ``copy_modes``: a split phase's mode of each copy."""
         if self.phases and self.phases[-1].t_end is None:
             self.phases[-1].finish()
         base = f"{prefix}-{mode}" if prefix else mode
         n = sum(1 for p in self.phases if p.name.startswith(base + "-")) + 1
-        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only)
+        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only, copy_modes)
         self.phases.append(phase)
         self.log("xwatch", "info", f"phase {phase.name} started")
         if self.on_phase is not None:
