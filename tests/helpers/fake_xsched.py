@@ -227,6 +227,27 @@ def queues():
         del q["_prio"]
     return out, regs
 
+# FAKE_STALL_AFTER_EXIT_S: as 1.2's scheduler thread was seen to (issue 58 goal 5),
+# answer nothing for that long once a registered process died without leaving (its
+# registration still there); every request waits behind it
+STALL_S = float(os.environ.get("FAKE_STALL_AFTER_EXIT_S") or 0)
+STALL_LOCK = threading.Lock()
+
+def stall_on_exit():
+    with STALL_LOCK:
+        if not STALL_S:
+            return
+        for name in sorted(os.listdir(RUN)):
+            if not (name.endswith(".json") and name[:-5].isdigit()):
+                continue
+            pid = int(name[:-5])
+            if pid in state.setdefault("stalled", set()) or alive(pid):
+                continue
+            state["stalled"].add(pid)
+            log(f"stalling {STALL_S:g} s: process {pid} left without leaving")
+            time.sleep(STALL_S)
+            log(f"client process {pid} closed")
+
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
@@ -241,6 +262,7 @@ class H(BaseHTTPRequestHandler):
         if HUNG.is_set():
             while True:
                 time.sleep(3600)
+        stall_on_exit()
         u = urlparse(self.path)
         if u.path == "/xqueues":
             qs, regs = queues()
