@@ -88,8 +88,7 @@ WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", 
 #: nothing else
 LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
 #: XSched 1.2's settings read after the fork (see the module): the scheduler (switched
-#: to in the child), each XQueue's settings (at its creation), the suspend flags and the
-#: CUDA options (function-local statics, at the first operation or stream)
+#: to in the child), each XQueue's (at its creation), the others at first use
 LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
 LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
 #: XSCHED_SCHEDULER's names and the members of XSched's XSchedulerType they name
@@ -179,8 +178,7 @@ def xsched_mapped() -> str | None:
 
 
 def scheduler_numbers(lib: str) -> dict[str, int]:
-    """XSCHED_SCHEDULER's names -> the install's ``XSchedulerType`` numbers, from the
-    ``include/xsched/types.h`` beside the ``lib/`` holding ``lib``."""
+    """XSCHED_SCHEDULER's names -> the install's ``XSchedulerType`` numbers (types.h)."""
     import re
 
     text = (Path(lib).parent.parent / "include" / "xsched" / "types.h").read_text()
@@ -189,8 +187,7 @@ def scheduler_numbers(lib: str) -> dict[str, int]:
 
 
 def set_scheduler(lib: str, number: int) -> int:
-    """``XHintSetScheduler(number, kPolicyUnknown)`` of the mapped agent ``lib``: its
-    XResult (0: done)."""
+    """``XHintSetScheduler(number, kPolicyUnknown)`` of the mapped ``lib``: 0 if done."""
     fn = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler
     fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return int(fn(number, 0))
@@ -198,11 +195,9 @@ def set_scheduler(lib: str, number: int) -> int:
 
 def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
     """After the imports: ((agent path, scheduler numbers), None) when XSched was loaded
-    (torch's cuBLASLt opens ``libcuda.so.1`` at import: the shim) with the app-managed
-    scheduler it takes when ``XSCHED_SCHEDULER`` and ``XSCHED_POLICY`` are unset (no
-    thread, no channel, nothing told to xserver), so each child can switch to its own
-    with ``XHintSetScheduler``; (None, why not) when XSched is loaded otherwise; (None,
-    None) without XSched."""
+    with the app-managed scheduler (``XSCHED_SCHEDULER``, ``XSCHED_POLICY`` unset), so
+    each child can switch to its own; (None, why not) when XSched is loaded otherwise;
+    (None, None) without XSched."""
     lib = xsched_mapped()
     if lib is None:
         return None, None
@@ -222,8 +217,7 @@ def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
 
 
 def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
-    """In the child: the scheduler its ``XSCHED_SCHEDULER`` asks for (an exec'd copy's
-    shim would read it at load), before its first GPU call creates an XQueue."""
+    """In the child, before its first GPU call: the scheduler its XSCHED_SCHEDULER names."""
     lib, numbers = xs
     want = os.environ.get("XSCHED_SCHEDULER")
     if not want:
@@ -233,6 +227,22 @@ def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
     rc = set_scheduler(lib, numbers[want])
     if rc != 0:
         raise SystemExit(f"XHintSetScheduler({want} = {numbers[want]}) failed: XResult {rc}")
+
+
+#: "1": a worker under XSched's global scheduler says it leaves before ``os._exit``
+LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
+
+
+def leave_xsched() -> None:
+    """``XWATCH_XSCHED_LEAVE=1``: tell xserver this process leaves, as XSched's exit
+    does (app-managed again: ``ProcessDestroyEvent``, channel removed) and ``os._exit``
+    skips (issue 58 goal 5; off until a GPU run shows it removes a stall safely)."""
+    if os.environ.get(LEAVE_ENV) != "1" or not os.environ.get("XSCHED_SCHEDULER"):
+        return
+    lib = xsched_mapped()
+    if lib is not None:
+        with contextlib.suppress(Exception):
+            set_scheduler(lib, scheduler_numbers(lib)["APP"])
 
 
 def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
