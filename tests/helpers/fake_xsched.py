@@ -50,6 +50,19 @@ SHIM_C = r"""
 
 static const char *env(const char *k) { const char *v = getenv(k); return v ? v : ""; }
 
+static void run_file(char *out, size_t n, const char *name) {
+    Dl_info info;
+    char path[4096] = ".";
+    if (dladdr((void *)run_file, &info) && info.dli_fname)
+        strncpy(path, info.dli_fname, sizeof path - 1);
+    path[sizeof path - 1] = 0;
+    snprintf(out, n, "%s/../run/%s", dirname(path), name);
+}
+
+static void fake_register(const char *sched);
+
+/* XSched 1.2's SchedAgent: the scheduler XSCHED_SCHEDULER/XSCHED_POLICY name, taken at
+   load; the app-managed one (neither set) tells xserver nothing */
 __attribute__((constructor)) static void fake_shim_init(void) {
     const char *sched = env("XSCHED_SCHEDULER");
     const char *policy = env("XSCHED_POLICY");
@@ -65,14 +78,39 @@ __attribute__((constructor)) static void fake_shim_init(void) {
         fflush(stderr);
         raise(SIGSEGV);
     }
+    if (*policy || *sched) fake_register(sched);
+}
+
+/* include/xsched/hint.h: switch the scheduler at run time (kSchedulerAppManaged = 1,
+   kSchedulerGlobal = 3, as the fake types.h numbers them): the global one registers
+   this process as it is now (its pid, its XSCHED_AUTO_XQUEUE_* now: XQueues read them
+   when they are made); leaving it tells xserver the process is gone */
+int XHintSetScheduler(int scheduler, int policy) {
+    char reg[4400], name[64];
+    (void)policy;
+    snprintf(name, sizeof name, "%d.json", (int)getpid());
+    run_file(reg, sizeof reg, name);
+    if (scheduler == 3) {
+        fprintf(stderr, "[INFO @ T%d @ 00:00:00.000000] using global scheduler\n", (int)getpid());
+        fake_register("GLB");
+    } else if (scheduler == 1) {
+        fprintf(stderr, "[INFO @ T%d @ 00:00:00.000000] using app-managed scheduler\n",
+                (int)getpid());
+        if (unlink(reg) == 0) {
+            char calls[4400];
+            run_file(calls, sizeof calls, "calls.jsonl");
+            FILE *c = fopen(calls, "a");
+            if (c) { fprintf(c, "{\"call\": \"leave\", \"pid\": %d}\n", (int)getpid()); fclose(c); }
+        }
+    } else return 1;
+    return 0;
+}
+
+static void fake_register(const char *sched) {
     if (strcmp(env("XSCHED_AUTO_XQUEUE"), "ON") != 0) return;
-    Dl_info info;
-    if (!dladdr((void *)fake_shim_init, &info) || !info.dli_fname) return;
-    char path[4096];
-    strncpy(path, info.dli_fname, sizeof path - 1);
-    path[sizeof path - 1] = 0;
-    char reg[4300];
-    snprintf(reg, sizeof reg, "%s/../run/%d.json", dirname(path), (int)getpid());
+    char reg[4400], name[64];
+    snprintf(name, sizeof name, "%d.json", (int)getpid());
+    run_file(reg, sizeof reg, name);
     FILE *f = fopen(reg, "w");
     if (!f) return;
     fprintf(f, "{\"pid\": %d, \"scheduler\": \"%s\", \"priority\": \"%s\", \"level\": \"%s\", "
@@ -189,6 +227,27 @@ def queues():
         del q["_prio"]
     return out, regs
 
+# FAKE_STALL_AFTER_EXIT_S: as 1.2's scheduler thread was seen to (issue 58 goal 5),
+# answer nothing for that long once a registered process died without leaving (its
+# registration still there); every request waits behind it
+STALL_S = float(os.environ.get("FAKE_STALL_AFTER_EXIT_S") or 0)
+STALL_LOCK = threading.Lock()
+
+def stall_on_exit():
+    with STALL_LOCK:
+        if not STALL_S:
+            return
+        for name in sorted(os.listdir(RUN)):
+            if not (name.endswith(".json") and name[:-5].isdigit()):
+                continue
+            pid = int(name[:-5])
+            if pid in state.setdefault("stalled", set()) or alive(pid):
+                continue
+            state["stalled"].add(pid)
+            log(f"stalling {STALL_S:g} s: process {pid} left without leaving")
+            time.sleep(STALL_S)
+            log(f"client process {pid} closed")
+
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
@@ -203,6 +262,7 @@ class H(BaseHTTPRequestHandler):
         if HUNG.is_set():
             while True:
                 time.sleep(3600)
+        stall_on_exit()
         u = urlparse(self.path)
         if u.path == "/xqueues":
             qs, regs = queues()
@@ -356,7 +416,10 @@ def write_meta(root: Path, version: str | None = "1.2.0", types_h: bool = True,
                             for k, (e, _, _) in enumerate(RELEASES[rel]))
         (inc / "types.h").write_text(
             "#pragma once\ntypedef enum {\n    kPolicyUnknown = 0,\n" + members
-            + "\n    // new policies go here\n    kPolicyMax,\n} XPolicyType;\n")
+            + "\n    // new policies go here\n    kPolicyMax,\n} XPolicyType;\n"
+            "typedef enum {\n    kSchedulerUnknown    = 0,\n    kSchedulerAppManaged = 1,\n"
+            "    kSchedulerLocal      = 2,\n    kSchedulerGlobal     = 3,\n    kSchedulerMax,\n"
+            "} XSchedulerType;\n")
     if def_h:
         (inc / "protocol").mkdir(parents=True, exist_ok=True)
         (inc / "protocol" / "def.h").write_text("".join(
@@ -365,10 +428,14 @@ def write_meta(root: Path, version: str | None = "1.2.0", types_h: bool = True,
 
 
 def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
-                 xserver: bool = True, version: str | None = "1.2.0") -> Path:
+                 xserver: bool = True, version: str | None = "1.2.0",
+                 softlink: bool = False) -> Path:
     """A fake install of XSched ``version`` ("1.0.0": 49079bc's numbering, "1.2.0":
     1.2's, with SPUP listed but not creatable; None: an install without version files,
-    numbered as 1.0.0)."""
+    numbered as 1.0.0). As the real one, the agent (constructor, ``XHintSetScheduler``)
+    is ``lib/libpreempt.so``, which each ``libshim<platform>.so`` loads; ``softlink``:
+    ``lib/libcuda.so.1`` is the CUDA shim (``SHIM_SOFTLINK``), so a program that opens
+    the driver (torch's cuBLASLt does at import) loads it."""
     (root / "lib").mkdir(parents=True, exist_ok=True)
     (root / "bin").mkdir(exist_ok=True)
     (root / "run").mkdir(exist_ok=True)
@@ -381,10 +448,18 @@ def make_install(root: Path, platforms: tuple[str, ...] = ("hip", "cuda"),
     src = root / "fake_shim.c"
     src.write_text(SHIM_C)
     cc = shutil.which("cc") or shutil.which("gcc") or "cc"
+    agent = root / "lib" / "libpreempt.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(agent), str(src), "-ldl"],
+                   check=True, capture_output=True)
+    stub = root / "fake_stub.c"
+    stub.write_text("int fake_shim_stub(void) { return 0; }\n")
     for plat in platforms:
         out = root / "lib" / f"libshim{plat}.so"
-        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(src), "-ldl"],
-                       check=True, capture_output=True)
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(out), str(stub),
+                        "-Wl,--no-as-needed", f"-L{root / 'lib'}", "-lpreempt",
+                        "-Wl,-rpath,$ORIGIN"], check=True, capture_output=True)
+    if softlink and "cuda" in platforms:
+        (root / "lib" / "libcuda.so.1").symlink_to("libshimcuda.so")
     if xserver:
         xs = root / "bin" / "xserver"
         xs.write_text(f"#!{sys.executable}\n" + textwrap.dedent(XSERVER_PY)

@@ -122,3 +122,54 @@ def test_sigkill_of_xwatch_leaves_no_forked_worker_nor_server(tmp_path: Path) ->
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=10)
     assert wait_gone([server.pid, *forked], 10) == []
+
+
+def test_xsched_copies_fork_from_a_server_under_the_shim_each_registering_itself(
+        tmp_path: Path) -> None:
+    """Issue 58 goal 4 against the fake XSched 1.2 (``softlink``: its ``libcuda.so.1`` is
+    the shim, which torch's cuBLASLt opens at import, as on the GPU box): XSched phases
+    fork their copies from a server of their own, started with the shim's environment
+    less ``XSCHED_*`` (app-managed at load: it never registered itself); each forked
+    copy switched to the global scheduler itself and registered its own pid with the
+    settings of its own environment, and is engaged on the proof of its own pid."""
+    import socket
+
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        import pytest
+
+        pytest.skip("needs a C compiler for the fake shim")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), softlink=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    scen = tiny_models("xfork", 1.5, top=f'[xsched]\nplatform = "cuda"\nport = {port}')
+    f = tmp_path / "s.toml"
+    f.write_text(scen)
+    out = tmp_path / "out"
+    r = run_xwatch("compare", str(f), "--modes", "native,xsched", "--repeat", "2",
+                   "--xsched", str(inst), "--telemetry", "off", "--export", str(out),
+                   timeout=400, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    doc = json.loads((out / "snapshot.json").read_text())
+    xs = [p for p in doc["phases"] if p["mode"] == "xsched"]
+    native = {m.group(1) for p in doc["phases"] if p["mode"] == "native"
+              for w in p["workloads"].values()
+              if (m := re.fullmatch(r"fork \(fork server pid (\d+)\)", w["launch"]["start"]))}
+    last = xs[-1]
+    servers = set()
+    for name, w in last["workloads"].items():
+        m = re.fullmatch(r"fork \(fork server pid (\d+)\)", w["launch"]["start"])
+        assert m, (name, w["launch"])
+        servers.add(m.group(1))
+        pid = w["hello"]["pid"]
+        info = last["xsched"]["workloads"][name]
+        assert info["status"] == "engaged", (name, info)
+        assert {h // 16 for h in info["stats"]["handles"]} == {pid}  # its own XQueues
+        assert any(x.endswith("libshimcuda.so") for x in info["libraries"]), info
+        reg = json.loads((inst / "run" / f"{pid}.json").read_text())
+        assert reg["scheduler"] == "GLB"
+        assert reg["priority"] == ("1" if name == "high" else "0")  # its own environment
+    assert len(servers) == 1 and not servers & native
+    assert not (inst / "run" / f"{servers.pop()}.json").exists()  # never registered

@@ -533,3 +533,32 @@ def test_settled_poll_ms_defaults_to_the_slower_pace_and_is_never_faster(tmp_pat
     f.write_text(body + "[xsched]\npoll_ms = 300\nsettled_poll_ms = 200\n")
     with pytest.raises(ScenarioError, match=r"xsched\.settled_poll_ms.*faster than poll_ms \(300\)"):
         load_scenario(str(f))
+
+
+def test_a_process_that_left_or_is_leaving_is_told_apart_from_a_live_one() -> None:
+    import os
+    import subprocess
+    import sys
+
+    from xwatch.core.xsched.polling import Answer, Stalls, leaving
+
+    assert not leaving(os.getpid())
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    while True:  # a zombie until reaped
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except OSError:
+            break
+    assert leaving(p.pid)
+    p.wait()
+    assert leaving(p.pid)  # gone
+    s = Stalls()
+    s.answered(Answer({os.getpid(): [], p.pid: [object()] * 3}), 10.0)  # type: ignore[list-item]
+    assert "left just before" in s.began(11.0, [("low", (p.pid,), "finished", 5)], OSError("x"))
+    assert s.limit(2.0, True) == Stalls.LIMIT_S and s.limit(2.0, False) == 2.0
+    assert s.answered(Answer({}), 19.5) == \
+        f"xserver stalled 8.5 s after pid {p.pid} (low's copy, 3 XQueues) left"
+    s.began(20.0, [], OSError("x"))  # nobody left: the usual limit, no line after
+    assert s.limit(2.0, True) == 2.0 and s.answered(Answer({}), 21.0) is None

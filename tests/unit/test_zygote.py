@@ -3,6 +3,7 @@ when the server refuses to fork at all."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ from xwatch.core.engine.worker.zygote import (
     ForkServer,
     env_differences,
     fixed_env,
+    is_lazy,
 )
 
 ARGV = (sys.executable, "-u", "-m", WORKER_MODULE)
@@ -48,11 +50,18 @@ def test_the_variables_that_may_differ_are_exactly_these() -> None:
     assert set(DEVICE_ENV) == device
     assert set(MPS_CLIENT_ENV) == mps
     assert LAZY_ENV == WORKER_ENV | DEVICE_ENV | MPS_CLIENT_ENV
-    # read at load or at import, or by XSched's shim: never
+    # read at load or at import: never
     for k in ("LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
               "PYTORCH_CUDA_ALLOC_CONF", "GPU_DEVICE_ORDINAL", "HSA_CU_MASK", "CUDA_LAUNCH_BLOCKING",
-              "XSCHED_SCHEDULER", "XSCHED_AUTO_XQUEUE_PRIORITY", "PATH"):
-        assert k not in LAZY_ENV, k
+              "XSCHED_POLICY", "XSCHED_CUDA_LIB", "XSCHED_HIP_LIB", "PATH"):
+        assert not is_lazy(k), k
+    # XSched 1.2's, read after the fork (zygote: the scheduler switched to in the child)
+    for k in ("XSCHED_SCHEDULER", "XSCHED_AUTO_XQUEUE", "XSCHED_AUTO_XQUEUE_PRIORITY",
+              "XSCHED_AUTO_XQUEUE_LEVEL", "XSCHED_AUTO_XQUEUE_THRESHOLD",
+              "XSCHED_AUTO_XQUEUE_BATCH_SIZE", "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ",
+              "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL", "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE",
+              "XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"):
+        assert is_lazy(k) and k not in LAZY_ENV, k
 
 
 def test_every_mps_client_variable_xwatch_sets_may_differ() -> None:
@@ -74,7 +83,13 @@ def test_every_mps_client_variable_xwatch_sets_may_differ() -> None:
     ({"XWATCH_WORKER_CONFIG": '{"name": "low@1"}'}, True),
     ({"LD_LIBRARY_PATH": "/xsched/lib"}, False),  # XSched's shim on CUDA
     ({"LD_PRELOAD": "/xsched/lib/libshimhip.so"}, False),  # ... and on HIP
-    ({"XSCHED_AUTO_XQUEUE_PRIORITY": "1"}, False),
+    # XSched's settings read after the fork (the shim switched to per child, each XQueue
+    # reading its own at creation: issue 58 goal 4); those read at load are not
+    ({"XSCHED_AUTO_XQUEUE_PRIORITY": "1", "XSCHED_AUTO_XQUEUE_THRESHOLD": "2"}, True),
+    ({"XSCHED_SCHEDULER": "GLB", "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL": "ON"}, True),
+    ({"XSCHED_CUDA_LV3_IMPL": "TSG", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS": "ON"}, True),
+    ({"XSCHED_POLICY": "HPF"}, False),
+    ({"XSCHED_CUDA_LIB": "/usr/lib/libcuda.so"}, False),
     ({"OMP_NUM_THREADS": "1"}, False),  # read at import
     ({"GPU_DEVICE_ORDINAL": "1"}, False),  # never set by xwatch: not allowed
     ({"CUDA_VISIBLE_DEVICES": "1", "PYTHONPATH": "/y"}, False),
@@ -87,7 +102,7 @@ def test_which_differences_allow_a_fork(differs: dict[str, str], forks: bool) ->
     why = fs.why_not(ARGV, env)
     assert (why is None) == forks, why
     if not forks:  # the launch's 'exec (...)' names exactly what differs, nothing lazy
-        wrong = sorted(k for k in differs if k not in LAZY_ENV)
+        wrong = sorted(k for k in differs if not is_lazy(k))
         assert why == f"its environment differs from the fork server's in {', '.join(wrong)}"
         assert env_differences(server, env) == wrong
 
@@ -157,3 +172,54 @@ def test_a_loaded_but_uninitialized_cuda_driver_is_no_hazard(tmp_path) -> None: 
     got = _hazard(load + "\nlib.cuInit(0)")
     assert got.startswith("the CUDA driver was initialized during the imports") and \
         str(lib) in got
+
+
+def _switch(env: dict[str, str], preload: str) -> str:
+    prog = ("from xwatch.core.engine.worker.zygote import xsched_switch\n"
+            "xs, why = xsched_switch()\nprint(why if why else 'ok' if xs else 'none')")
+    return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                          check=True, timeout=60, env={**env, "LD_PRELOAD": preload}
+                          ).stdout.strip()
+
+
+def test_xsched_loaded_at_import_forks_only_with_the_app_managed_scheduler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A server whose imports loaded XSched (torch's cuBLASLt opens the shim) forks only
+    where XSched took the app-managed scheduler at load (no thread, no channel) and its
+    children can switch to theirs (``XHintSetScheduler``, numbered by the install)."""
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        pytest.skip("no C compiler")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
+    agent = str(inst / "lib" / "libpreempt.so")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd()}
+    assert _switch(env, agent) == "ok"
+    assert _switch(env, "") == "none"
+    got = _switch({**env, "XSCHED_POLICY": "HPF"}, agent)
+    assert "XSCHED_POLICY set" in got
+    (inst / "include" / "xsched" / "types.h").write_text("typedef int XPolicyType;\n")
+    assert "does not number the schedulers" in _switch(env, agent)
+
+
+@pytest.mark.parametrize("leave", ["1", "0"])
+def test_a_worker_says_it_leaves_xsched_only_when_asked(tmp_path, leave: str) -> None:  # type: ignore[no-untyped-def]
+    """``XWATCH_XSCHED_LEAVE=1``: before ``os._exit`` the worker leaves the global
+    scheduler (XSched's exit path: xserver drops its XQueues at once); else nothing."""
+    import json
+
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        pytest.skip("no C compiler")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
+    prog = ("import os\nfrom xwatch.core.engine.worker.zygote import leave_xsched\n"
+            "leave_xsched()\nprint(os.getpid())")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd(), "XSCHED_SCHEDULER": "GLB",
+           "XSCHED_AUTO_XQUEUE": "ON", "XWATCH_XSCHED_LEAVE": leave,
+           "LD_PRELOAD": str(inst / "lib" / "libpreempt.so")}
+    pid = int(subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                             check=True, timeout=60, env=env).stdout)
+    calls = inst / "run" / "calls.jsonl"
+    left = [json.loads(x) for x in calls.read_text().splitlines()] if calls.exists() else []
+    assert (left == [{"call": "leave", "pid": pid}]) == (leave == "1"), left
+    assert (inst / "run" / f"{pid}.json").exists() == (leave == "0")

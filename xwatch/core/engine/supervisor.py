@@ -37,7 +37,7 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
 from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
 from xwatch.core.engine.strays import kill_strays
-from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer
+from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer, fixed_env
 
 MAX_LOG_LINE = 2000
 _PR_SET_PDEATHSIG = 1
@@ -507,8 +507,9 @@ class Supervisor:
 
     def __init__(self, grace: tuple[float, float] = (3.0, 2.0)) -> None:
         self.grace = grace
-        #: started by ``warm_forkserver``; kept across phases, stopped by ``kill_now``
-        self.forkserver: ForkServer | None = None
+        #: started by ``warm_forkserver``, one per environment (the native one, XSched's
+        #: shim environment); kept across phases, stopped by ``kill_now``
+        self.forkservers: list[ForkServer] = []
         self.procs: dict[str, ManagedProcess] = {}
         self._starters: list[asyncio.Task[None]] = []
         self.phase: Phase | None = None
@@ -519,7 +520,7 @@ class Supervisor:
         self.procs = {}
         self._starters = []
         for spec in specs:
-            mp = ManagedProcess(phase.runs[spec.name], spec, self.forkserver)
+            mp = ManagedProcess(phase.runs[spec.name], spec, self.server_for(spec))
             self.procs[spec.name] = mp
             if spec.delay_s > 0:
                 self._starters.append(asyncio.create_task(self._delayed(mp)))
@@ -556,22 +557,42 @@ class Supervisor:
             self.phase.session.log("xwatch", "warning", "killed process(es) a workload left "
                                    "behind outside its process group: " + "; ".join(strays))
 
+    @property
+    def forkserver(self) -> ForkServer | None:
+        """The first fork server started (None: none)."""
+        return self.forkservers[0] if self.forkservers else None
+
+    def server_for(self, spec: LaunchSpec) -> ForkServer | None:
+        """The fork server whose environment is ``spec``'s (else the first, whose
+        ``why_not`` then names the difference)."""
+        fixed = fixed_env(spec.env)
+        return next((fs for fs in self.forkservers if fs.env == fixed), self.forkserver)
+
+    MAX_FORKSERVERS = 3  # native and XSched's shim environment need two
+
     def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str) -> None:
-        """Start the fork server (``worker.zygote``) in the background, once, with
-        ``spec``'s environment and the ``models``' libraries imported, if it is enabled
-        and ``spec`` is the built-in worker under xwatch's interpreter."""
-        if self.forkserver is not None or not models or not ForkServer.enabled():
+        """Start a fork server (``worker.zygote``) in the background with ``spec``'s
+        environment and the ``models``' libraries imported, once per environment, if it
+        is enabled and ``spec`` is the built-in worker under xwatch's interpreter."""
+        if not models or not ForkServer.enabled() or \
+                len(self.forkservers) >= self.MAX_FORKSERVERS:
             return
+        fixed = fixed_env(spec.env)
+        if any(fs.env == fixed for fs in self.forkservers):
+            return
+        if self.forkservers:  # forkserver.log, forkserver-2.log, ...
+            root, ext = os.path.splitext(log_path)
+            log_path = f"{root}-{len(self.forkservers) + 1}{ext}"
         fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path)
         if fs.why_not(spec.argv, spec.env) is None:
             fs.start()
-            self.forkserver = fs
+            self.forkservers.append(fs)
 
     def kill_now(self) -> None:
         for mp in self.procs.values():
             mp.kill_now()
-        if self.forkserver is not None:
-            self.forkserver.close()
+        for fs in self.forkservers:
+            fs.close()
         kill_strays()
 
     @property

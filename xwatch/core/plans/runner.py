@@ -42,7 +42,7 @@ from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation
 from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label, split_name
 from xwatch.errors import ModeError
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 __all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
 WATCH_S = 0.5
@@ -76,6 +76,7 @@ class Runner:
         self._lock = asyncio.Lock()
         self._watchdog: asyncio.Task[None] | None = None
         self._failing: asyncio.Task[None] | None = None
+        self._xsched_warm: asyncio.Task[None] | None = None  # XSched's fork server's start
 
     @property
     def xsched(self) -> ModeBackend | None:
@@ -168,8 +169,11 @@ class Runner:
             phase = self.session.new_phase(mode, only, prefix, copy_modes)
             self.phase = phase
             bases = self._clean_bases(phase, modes)
-            self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
+            if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
+                self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
             mode_env = await self._enter(phase, modes)
+            if XSCHED in modes:  # its own fork server, if the first phase did not start it
+                self._warm_mode_server(phase, bases[XSCHED], mode_env)
             phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
             if not self._entered:
                 phase.stages["mode"] = phase.stages["daemon"]  # native: nothing to settle
@@ -203,14 +207,49 @@ class Runner:
 
     def _warm_forkserver(self, phase: Phase, base: dict[str, str]) -> None:
         """Start the fork server beside this phase's mode (its imports overlap the MPS
-        daemon and the preflights), for the built-in workers of this and later phases."""
+        daemon and the preflights), for the built-in workers of this and later phases;
+        and, with an XSched install, XSched's own (``_warm_xsched``)."""
         models = [w.model for w in self.scenario.workloads if w.model is not None]
         first = next((w for w in self.scenario.workloads
                       if w.model is not None and w.name in phase.runs), None)
-        if first is not None:
-            self.supervisor.warm_forkserver(
-                build_launch(first, base_env=base, gate=self.scenario.start_together),
-                models, os.path.join(self.session.scratch_dir, "forkserver.log"))
+        if first is None:
+            return
+        log = os.path.join(self.session.scratch_dir, "forkserver.log")
+        self.supervisor.warm_forkserver(
+            build_launch(first, base_env=base, gate=self.scenario.start_together), models, log)
+        xs = self.backends.get(XSCHED)
+        if xs is not None and hasattr(xs, "fork_env") and self._xsched_warm is None:
+            self._xsched_warm = asyncio.create_task(self._warm_xsched(xs, first, models, log))
+
+    def _warm_mode_server(self, phase: Phase, base: dict[str, str],
+                          mode_env: dict[str, dict[str, str]]) -> None:
+        """XSched's fork server with the environment its workloads get (``zygote``)."""
+        first = next((w for w in self.scenario.workloads
+                      if w.model is not None and w.name in phase.runs
+                      and phase.mode_of(w.name) == XSCHED), None)
+        if first is not None and "LD_PRELOAD" not in (mode_env.get(first.name) or {}):
+            self.supervisor.warm_forkserver(  # (HIP's shim is preloaded: exec'd)
+                build_launch(first, mode_env.get(first.name), base_env=base,
+                             gate=self.scenario.start_together),
+                [w.model for w in self.scenario.workloads if w.model is not None],
+                os.path.join(self.session.scratch_dir, "forkserver.log"))
+
+    async def _warm_xsched(self, backend: ModeBackend, first: Workload, models: list[str],
+                           log: str) -> None:
+        """Start the fork server of XSched phases (issue 58 goal 4): the environment its
+        workloads get (the shim's library folder and ``XSCHED_*``, read after the fork:
+        ``zygote``), started beside the first phase so that XSched's first phase forks
+        its copies too. Nothing is started where the backend cannot say it beforehand."""
+        with contextlib.suppress(Exception):
+            env = await backend.fork_env(first)  # type: ignore[attr-defined]
+            if env is None:
+                return
+            private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
+            os.makedirs(private, exist_ok=True)
+            base = isolation.clean_env(os.environ, XSCHED, self._install_libs(), private).env
+            base.pop(isolation.SELF_CLEANED_ENV, None)
+            self.supervisor.warm_forkserver(build_launch(
+                first, env, base_env=base, gate=self.scenario.start_together), models, log)
 
     async def _watch(self, phase: Phase) -> None:
         """Stalls, the isolation proof and backend health, until the phase ends."""
@@ -401,6 +440,8 @@ class Runner:
             await asyncio.sleep(0.1)
 
     def kill_now(self) -> None:
+        if self._xsched_warm is not None:
+            self._xsched_warm.cancel()
         self.supervisor.kill_now()
         for backend in self._entered:
             backend.kill_now()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import subprocess
 import threading
@@ -40,8 +39,6 @@ from xwatch.core.xsched.compat import (
     running_policy_note,
 )
 from xwatch.core.xsched.engagement import (
-    EXIT_CRASH,
-    FAILING_VERDICTS,
     SCHED_LINE,
     QueueStats,
     XserverLog,
@@ -51,12 +48,12 @@ from xwatch.core.xsched.engagement import (
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.meta import InstallMeta, read_meta
-from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, poll_thread, queue_row, strangers
+from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, Stalls, poll_thread, queue_row, strangers
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
-from xwatch.core.xsched.preflight import plan_probes, preflight_failure, run_probes, verdict_line
+from xwatch.core.xsched.preflight import preflight
 from xwatch.errors import XschedError
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
@@ -97,6 +94,7 @@ class XschedController:
         self._answers: AnswerCache | None = None  # the poll thread's (hits: benchmarks)
         self._table_t = 0.0  # when the per-queue table was last rebuilt
         self._box = Strangers()  # processes not of this session on its xserver, per phase
+        self._stalls = Stalls()  # /xqueues outages after a process left (per phase)
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -110,7 +108,7 @@ class XschedController:
             self._note(note, "warning")
         envs = {w.name: xsched_env(w, self.install, plats[w.name]) for w in scen.workloads}
         self.phase = phase
-        self._failure, self._box = None, Strangers()
+        self._failure, self._box, self._stalls = None, Strangers(), Stalls()
         self.pace.reset()
         phase.xsched = M.Xsched(
             root=str(self.install.root), source=self.install.source,
@@ -139,31 +137,17 @@ class XschedController:
         self._poller = asyncio.create_task(self._poll_loop(phase))
         return envs
 
+    async def fork_env(self, w: Workload) -> dict[str, str] | None:
+        """``w``'s XSched environment before a phase (``zygote``); None on HIP: exec'd."""
+        plat = await asyncio.to_thread(workload_platform, w, self.scenario)
+        return xsched_env(w, self.install, plat) if plat == "cuda" else None
+
     async def _preflight(self, phase: Phase, plats: dict[str, str],
                          envs: dict[str, dict[str, str]]) -> None:
         """Smoke-test the shim while the real workloads load (see ``preflight``)."""
-        scen = phase.own(self.scenario, XSCHED)
-        scen = dataclasses.replace(scen, workloads=tuple(
-            w for w in scen.workloads if w.name in phase.runs))
-        probes = plan_probes(scen, self.install, plats, envs)
-        if not probes:
-            phase.preflight = M.Preflight(verdicts=[], note="no built-in model workload "
-                                          "to probe (command workloads are judged by their "
-                                          "engagement evidence)")
-            return
         assert self.client is not None
-        self._note(f"preflight: {len(probes)} probe(s) under the shim ...")
-        t0 = time.monotonic()
-        verdicts = await run_probes(probes, self.install, self.client)
-        reason = preflight_failure(verdicts, scen)
-        phase.preflight = M.Preflight(verdicts=list(verdicts),
-                                      seconds=round(time.monotonic() - t0, 2),
-                                      failure=reason)
-        for v in verdicts:
-            self._note(f"preflight {verdict_line(v)}", "error" if reason and v.status in
-                       FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")
-        if reason:
-            raise XschedError(reason, title="XSched preflight failed")
+        await preflight(phase, phase.own(self.scenario, XSCHED), self.install, self.client, plats,
+                        envs, self._note)
 
     async def settle(self, phase: Phase) -> None:
         """Wait for the preflight, which runs beside the workloads' start (the start gate
@@ -376,15 +360,17 @@ class XschedController:
             if isinstance(p.res, XschedError):  # stopped answering: say so once per outage
                 if fails.count == 0:
                     fails.first = p.t
-                    self._note(f"/xqueues poll failed: {p.res}", "warning")
+                    self._note(self._stalls.began(p.t, p.runs, p.res), "warning")
                 fails.count += 1
-                if fails.count >= self.UNREACHABLE_POLLS and \
-                        p.t - fails.first >= self.UNREACHABLE_S:
+                limit = self._stalls.limit(self.UNREACHABLE_S, p.rc is None and
+                                           self.hung_or_gone() == "hung")
+                if fails.count >= self.UNREACHABLE_POLLS and p.t - fails.first >= limit:
                     who = (f"xserver (pid {self.proc.pid}) is hung: alive, but its"
                            if p.rc is None and self.proc is not None else "xserver's")
                     self._fail(f"{who} HTTP API has not answered for "
                                f"{p.t - fails.first:.1f} s ({fails.count} polls), "
-                               f"{p.t - phase.t_start:.1f} s into phase {phase.name}")
+                               f"{p.t - phase.t_start:.1f} s into phase {phase.name}"
+                               f"{self._stalls.after()}")
             elif isinstance(p.res, Exception):  # a malformed answer is recorded, not fatal
                 self._note(f"/xqueues answer not understood: {p.res!r}", "warning")
             else:
@@ -393,6 +379,10 @@ class XschedController:
                 except Exception as e:
                     self._note(f"/xqueues answer not understood: {e!r}", "warning")
                 fails.count = 0
+                if line := self._stalls.answered(p.res, p.t):  # named once it is over
+                    self._note(line, "warning")
+                    phase.annotations.append(M.Annotation(t=round(p.t - phase.t_start, 3),
+                                                          text=line, kind="stall"))
         self.pace.failing = fails.count > 0
         self._refresh_engagement(phase)
 

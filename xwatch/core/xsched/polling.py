@@ -261,3 +261,79 @@ def strangers(box: Strangers, answer: Answer, t: float, phase: Phase,
     phase.annotations.append(M.Annotation(t=box.record.t, kind="shared",
                                           text=f"xserver shared: {box.record.who()}"))
     return box.line("xserver", joined)
+
+
+PF_EXITING = 0x4  # /proc/PID/stat flags: the process is tearing down
+
+
+def leaving(pid: int, proc: str = "/proc") -> bool:
+    """Whether process ``pid`` has left or is leaving: gone, a zombie, or exiting
+    (``PF_EXITING``: its threads are gone while the kernel closes its files, a GPU
+    context among them, which can take seconds)."""
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as f:
+            rest = f.read().rsplit(b")", 1)[1].split()
+        return rest[0] in (b"Z", b"X") or bool(int(rest[6]) & PF_EXITING)
+    except (OSError, IndexError, ValueError):
+        return True
+
+
+class Stalls:
+    """``/xqueues`` outages of an xserver that lives, and the processes that were
+    leaving when one began (issue 58 goal 5: after a neighbour's copies left, the
+    H200s' xserver did not answer for 8.1 s). XSched 1.2 sends every process an
+    operation after every scheduling round, and answers ``/xqueues`` on the scheduler's
+    own thread (``sched/src/scheduler/local.cpp``, ``service/server/src/server.cpp``);
+    a process that left without saying so keeps its XQueues listed until xserver's
+    pidfd sees it gone, its message queue undrained. An outage that began while such a
+    process was listed may last ``LIMIT_S`` before xserver is called hung; when it ends
+    it is named: "xserver stalled 8.1 s after pid 1234 (high's copy, 144 XQueues)
+    left"."""
+
+    LIMIT_S = 30.0
+
+    def __init__(self) -> None:
+        self.listed: dict[int, int] = {}  # pid -> its XQueues, in the last answer
+        self.since: float | None = None  # the outage's start (monotonic)
+        self.left: dict[int, int] = {}  # those listed that were leaving when it began
+        self.names: dict[int, str] = {}
+
+    def answered(self, answer: Answer, t: float) -> str | None:
+        """A poll answered: the stall's line if one just ended."""
+        self.listed = {pid: len(rows) for pid, rows in answer.rows.items()}
+        if self.since is None:
+            return None
+        line = self.line(t) if self.left else None
+        self.since, self.left = None, {}
+        return line
+
+    def began(self, t: float, runs: list[tuple[str, tuple[int, ...], str, int]],
+              err: Exception) -> str:
+        """The first failed poll of an outage: which listed processes were leaving;
+        the line to log."""
+        self.since = t
+        self.left = {pid: n for pid, n in self.listed.items() if leaving(pid)}
+        self.names = {pid: name for name, pids, _, _ in runs for pid in pids}
+        left = f"; {self.who()} left just before it" if self.left else ""
+        return f"/xqueues poll failed: {err}{left}"
+
+    def limit(self, usual_s: float, alive: bool) -> float:
+        """How long this outage may last before xserver is called hung (``alive``:
+        its process still runs)."""
+        return self.LIMIT_S if self.left and alive else usual_s
+
+    def after(self) -> str:
+        """For the failure's text: who left before the outage, if anyone."""
+        return f", since {self.who()} left" if self.left else ""
+
+    def who(self) -> str:
+        parts = []
+        for pid, n in sorted(self.left.items()):
+            name = self.names.get(pid)
+            whose = f"{name}'s copy" if name else "not this session's"
+            parts.append(f"pid {pid} ({whose}, {n} XQueue{'s' if n != 1 else ''})")
+        return ", ".join(parts)
+
+    def line(self, t: float) -> str:
+        assert self.since is not None
+        return f"xserver stalled {t - self.since:.1f} s after {self.who()} left"

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +40,10 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
+from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.xsched.client import XserverClient
-from xwatch.core.xsched.engagement import FAILING_VERDICTS, probe_verdict
+from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
@@ -325,3 +327,29 @@ def _where(v: Verdict) -> str:
 
 def clear_cache() -> None:
     _CACHE.clear()
+
+
+async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
+                    client: XserverClient, plats: dict[str, str],
+                    envs: dict[str, dict[str, str]], note: Callable[..., None]) -> None:
+    """The phase's preflight: probe its built-in workloads (``plan_probes``), record
+    the verdicts in ``phase.preflight``, log each with ``note``, raise the failure."""
+    scen = dataclasses.replace(scenario, workloads=tuple(
+        w for w in scenario.workloads if w.name in phase.runs))
+    probes = plan_probes(scen, install, plats, envs)
+    if not probes:
+        phase.preflight = M.Preflight(verdicts=[], note="no built-in model workload "
+                                      "to probe (command workloads are judged by their "
+                                      "engagement evidence)")
+        return
+    note(f"preflight: {len(probes)} probe(s) under the shim ...")
+    t0 = time.monotonic()
+    verdicts = await run_probes(probes, install, client)
+    reason = preflight_failure(verdicts, scen)
+    phase.preflight = M.Preflight(verdicts=list(verdicts),
+                                  seconds=round(time.monotonic() - t0, 2), failure=reason)
+    for v in verdicts:
+        note(f"preflight {verdict_line(v)}", "error" if reason and v.status in
+             FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")
+    if reason:
+        raise XschedError(reason, title="XSched preflight failed")

@@ -18,11 +18,24 @@ the worker's first GPU call comes after that; its hello reports what the runtime
 (``gpu_init_env``). Anything else that differs is a reason to exec, named in the
 launch's ``start`` ("exec (its environment differs from the fork server's in ...)").
 
-XSched's shim is exec'd, never forked: on CUDA it is found through ``LD_LIBRARY_PATH``
-(its ``libcuda.so.1``) by the dynamic loader, and ``import torch`` in the server has
-already loaded the real driver; on HIP it is ``LD_PRELOAD``; a server with the shim
-loaded cannot fork either (its static constructor starts a thread and the link to
-xserver, which a fork does not carry). Other interpreters and command workloads are
+XSched's CUDA copies fork from a server of their own (issue 58 goal 4), started with
+the phase's shim environment less the ``XSCHED_*`` settings read after the fork. The
+shim is the ``libcuda.so.1`` of the install's ``lib/`` on ``LD_LIBRARY_PATH`` (read by
+the dynamic loader once, at the server's start: it must equal the server's), and
+``import torch`` loads it (cuBLASLt's initializer opens ``libcuda.so.1``). With
+``XSCHED_SCHEDULER`` and ``XSCHED_POLICY`` unset, XSched 1.2's ``SchedAgent`` static
+constructor (``preempt/src/sched/agent.cpp``) takes the app-managed scheduler: no
+thread, no channel, nothing sent to xserver, and ``GetProcessId`` is not cached ("for
+forked processes", ``utils/include/xsched/utils/common.h``). Each child then calls
+``XHintSetScheduler`` (XSched's own API) for the scheduler its ``XSCHED_SCHEDULER``
+names, before its first GPU call: the global scheduler opens the client channel keyed
+by the child's pid and registers it with xserver (``sched/src/scheduler/global.cpp``),
+as an exec'd copy's would at load. Each XQueue reads ``XSCHED_AUTO_XQUEUE_*`` when it
+is created (``XQueueManager::AutoCreate``), the suspend flags and CUDA options are read
+at first use: all after the fork, so they may differ per copy (``LAZY_PREFIXES``,
+``LAZY_XSCHED``). A server whose imports loaded XSched otherwise (``XSCHED_POLICY``, no
+``XHintSetScheduler``, no ``types.h`` numbering) does not fork (``xsched_switch``). On
+HIP the shim is ``LD_PRELOAD``: exec'd. Other interpreters and command workloads are
 exec'd too. The server refuses to fork at all (and everything is started as before)
 if its imports left it unsafe to fork: a second thread, or the CUDA driver already
 initialized (``fork_hazard``).
@@ -55,6 +68,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
@@ -73,6 +87,14 @@ WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", 
 #: the server never did), so a forked worker may differ from the server in them and in
 #: nothing else
 LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
+#: XSched 1.2's settings read after the fork (see the module): the scheduler (switched
+#: to in the child), each XQueue's (at its creation), the others at first use
+LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
+LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
+#: XSCHED_SCHEDULER's names and the members of XSched's XSchedulerType they name
+XSCHED_SCHEDULERS = {"APP": "kSchedulerAppManaged", "LCL": "kSchedulerLocal",
+                     "GLB": "kSchedulerGlobal"}
+XSCHED_AGENT_LIB = "libpreempt.so"  # exports XHintSetScheduler (include/xsched/hint.h)
 MAX_MSG = 1 << 20
 try:
     _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -80,9 +102,14 @@ except (OSError, AttributeError):  # pragma: no cover
     _PRCTL = None
 
 
+def is_lazy(name: str) -> bool:
+    """Whether variable ``name`` is read after the fork (may differ from the server's)."""
+    return name in LAZY_ENV or name in LAZY_XSCHED or name.startswith(LAZY_PREFIXES)
+
+
 def fixed_env(env: Mapping[str, str]) -> dict[str, str]:
     """The part of an environment that must equal the server's for a fork."""
-    return {k: v for k, v in env.items() if k not in LAZY_ENV}
+    return {k: v for k, v in env.items() if not is_lazy(k)}
 
 
 def env_differences(server: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
@@ -100,8 +127,9 @@ def fork_hazard() -> str | None:
     initialized (a CUDA context never survives a fork). A CUDA build of torch loads
     ``libcuda`` at import without initializing it: that is asked of the driver itself
     (``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED before ``cuInit``, and
-    initializes nothing). A ROCm build is judged by torch's own flag alone (HIP has no
-    such question; not run on an AMD GPU). Native thread pools that the imports start
+    initializes nothing). XSched loaded by the imports is judged by ``xsched_switch``.
+    A ROCm build is judged by torch's own flag alone (HIP has no such question; not run
+    on an AMD GPU). Native thread pools that the imports start
     (numpy's OpenBLAS, one per core) are fork-aware: they shut down before a fork
     (``pthread_atfork``) and start again in the child when used, which is what
     PyTorch's own forked DataLoader workers rely on."""
@@ -139,12 +167,91 @@ def native_threads() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
 
+def xsched_mapped() -> str | None:
+    """The path of XSched's scheduling agent this process has mapped, else None."""
+    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if os.path.basename(path) == XSCHED_AGENT_LIB:
+                return path
+    return None
+
+
+def scheduler_numbers(lib: str) -> dict[str, int]:
+    """XSCHED_SCHEDULER's names -> the install's ``XSchedulerType`` numbers (types.h)."""
+    import re
+
+    text = (Path(lib).parent.parent / "include" / "xsched" / "types.h").read_text()
+    return {name: int(m.group(1)) for name, member in XSCHED_SCHEDULERS.items()
+            if (m := re.search(rf"\b{member}\s*=\s*(\d+)", text))}
+
+
+def set_scheduler(lib: str, number: int) -> int:
+    """``XHintSetScheduler(number, kPolicyUnknown)`` of the mapped ``lib``: 0 if done."""
+    fn = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler
+    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return int(fn(number, 0))
+
+
+def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
+    """After the imports: ((agent path, scheduler numbers), None) when XSched was loaded
+    with the app-managed scheduler (``XSCHED_SCHEDULER``, ``XSCHED_POLICY`` unset), so
+    each child can switch to its own; (None, why not) when XSched is loaded otherwise;
+    (None, None) without XSched."""
+    lib = xsched_mapped()
+    if lib is None:
+        return None, None
+    own = sorted(k for k in ("XSCHED_SCHEDULER", "XSCHED_POLICY") if os.environ.get(k))
+    if own:
+        return None, (f"XSched was loaded during the imports with {', '.join(own)} set: "
+                      "its scheduler would be the server's, not each child's")
+    try:
+        numbers = scheduler_numbers(lib)
+        ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler  # noqa: B018
+    except (OSError, AttributeError) as e:
+        return None, f"XSched was loaded during the imports, and cannot be switched: {e}"
+    if not {"APP", "GLB"} <= numbers.keys():
+        return None, (f"XSched was loaded during the imports; its types.h beside {lib} does "
+                      "not number the schedulers")
+    return (lib, numbers), None
+
+
+def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
+    """In the child, before its first GPU call: the scheduler its XSCHED_SCHEDULER names."""
+    lib, numbers = xs
+    want = os.environ.get("XSCHED_SCHEDULER")
+    if not want:
+        return
+    if want not in numbers:
+        raise SystemExit(f"XSCHED_SCHEDULER={want}: not one of {', '.join(numbers)}")
+    rc = set_scheduler(lib, numbers[want])
+    if rc != 0:
+        raise SystemExit(f"XHintSetScheduler({want} = {numbers[want]}) failed: XResult {rc}")
+
+
+#: "1": a worker under XSched's global scheduler says it leaves before ``os._exit``
+LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
+
+
+def leave_xsched() -> None:
+    """``XWATCH_XSCHED_LEAVE=1``: tell xserver this process leaves, as XSched's exit
+    does (app-managed again: ``ProcessDestroyEvent``, channel removed) and ``os._exit``
+    skips (issue 58 goal 5; off until a GPU run shows it removes a stall safely)."""
+    if os.environ.get(LEAVE_ENV) != "1" or not os.environ.get("XSCHED_SCHEDULER"):
+        return
+    lib = xsched_mapped()
+    if lib is not None:
+        with contextlib.suppress(Exception):
+            set_scheduler(lib, scheduler_numbers(lib)["APP"])
+
+
 def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         sock.send(json.dumps(msg).encode())
 
 
-def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int]) -> None:
+def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
+           xs: tuple[str, dict[str, int]] | None = None) -> None:
     """In the forked child: become the worker process, run it, exit (never returns)."""
     rc = 1
     try:
@@ -176,6 +283,8 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int]) -
         os.environ.update(env)
         if req.get("cwd"):
             os.chdir(req["cwd"])
+        if xs is not None:
+            _switch_scheduler(xs)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
@@ -228,7 +337,9 @@ def serve(sock_fd: int, models: list[str]) -> int:
         _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": f"imports failed: {e!r}"})
         return 1
     hazard = fork_hazard()
-    _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": hazard,
+    xs, why = xsched_switch()
+    hazard = hazard or why
+    _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": hazard, "xsched": xs is not None,
                  "seconds": round(time.monotonic() - t0, 3), "threads": native_threads()})
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -269,7 +380,7 @@ def serve(sock_fd: int, models: list[str]) -> int:
                 continue
             pid = os.fork()
             if pid == 0:
-                _child(req, fds, me, [sock.fileno(), wake_r, wake_w])
+                _child(req, fds, me, [sock.fileno(), wake_r, wake_w], xs)
             for fd in fds:
                 os.close(fd)
             children.add(pid)
