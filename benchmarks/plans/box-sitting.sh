@@ -3,7 +3,7 @@
 # params: XS (the XSched install, required), PARTS (default "llamabuild serving llama shot start join split race"; llamabuild: llama.cpp's build in the background, which llama waits for; llama alone reuses an earlier build), S (seconds a phase where a part takes it, default 10)
 # Each part's folder has the part's own commands.txt, progress.txt and leftovers.txt;
 # R/progress.txt says which part runs. A part that fails does not stop the others.
-XS=${XS:?"XS=the XSched install"}; XS=$(cd "$XS" && pwd)
+XS=${XS:?"XS=the XSched install"}; [ -d "$XS" ] && XS=$(cd "$XS" && pwd)
 PARTS=${PARTS:-"llamabuild serving llama shot start join split race"}; S=${S:-10}
 D="bash benchmarks/device.sh"
 part() { local name=$1; shift; say "part $name: $*"; echo "\$ $D $*" >> "$R/commands.txt"

@@ -15,7 +15,7 @@ else
   run exec.txt env XWATCH_FORK_SERVER=0 $PS --gpus "$GPUS" --export "$R/exec" --json "$R/exec.json" -- --xsched "$XS" --telemetry nvml
   OUTSNAP="$R/exec/snapshot.json"
 fi
-[ -n "${DRY:-}" ] && exit 0
+[ -n "${DRY:-}" ] && return 0  # (sourced by device.sh: its end is still written)
 python3 - "$OUTSNAP" > "$R/forks.txt" 2>&1 <<'EOF'
 import json, re, sys
 doc = json.load(open(sys.argv[1]))

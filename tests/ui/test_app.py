@@ -380,8 +380,9 @@ async def test_shift_a_races_over_the_gpus_that_gpus_names(tmp_path: Path) -> No
                        for p in first), [sorted(p.runs) for p in first]
             assert all(p.candidate and "@GPU0" in p.candidate and "@GPU1" in p.candidate
                        for p in first)
-            for c in adv.candidates:
-                assert len(c.gpus) == c.runs and set(c.gpus) == {0, 1}, c
+            for c in adv.candidates:  # each on both GPUs, in its runs (alone: both at once)
+                runs = c.run_gpus if isinstance(c.run_gpus, list) else [[g] for g in c.gpus]
+                assert len(c.gpus) == c.runs and {g for r in runs for g in r} == {0, 1}, c
             assert len(phases) < sum(c.runs for c in adv.candidates)
             await app.action_quit()
     finally:
