@@ -26,19 +26,18 @@ import asyncio
 import json
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from xwatch.core.plans.headless import EXIT_FAILED, EXIT_GATE, EXIT_OK, Step, run_plan
 
 from benchmarks.neighbours_aa import PLANTED, _judge
 from xwatch.core.analysis.stats.copies import combine, role
 from xwatch.core.analysis.stats.runs import RATE, run_value
 from xwatch.core.engine.live.session import Session
 from xwatch.core.plans.box import split_gpus
+from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.options import Options
 from xwatch.errors import XwatchError
 from xwatch.scenario import load_scenario, parse_gpus
 
@@ -87,9 +86,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     step = Step("native")
 
-    def schedule(session: Session) -> Iterator[tuple[int, Step]]:
-        for r in range(a.rounds):
-            yield r + 1, step
+    rounds = [(r + 1, step) for r in range(a.rounds)]
 
     def finish(session: Session) -> int | None:
         pairs = arm_pairs(session, metrics, gpus)
@@ -121,9 +118,9 @@ def main(argv: list[str]) -> int:
                  and not k.endswith(RATE)]
         return EXIT_GATE if bad or blind else EXIT_OK
 
-    ns = argparse.Namespace(export=str(out / "session"), telemetry=a.telemetry, repeat=1)
-    return asyncio.run(run_plan(scen, ns, [step], schedule=schedule, finish=finish,
-                                floors=False, tolerant=True))
+    opts = Options(export=str(out / "session"), telemetry=a.telemetry, repeat=1)
+    return asyncio.run(Driver(scen, opts).run(Plan([step], rounds=rounds, finish=finish,
+                                                   floors=False, tolerant=True)))
 
 
 if __name__ == "__main__":
