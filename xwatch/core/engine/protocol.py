@@ -33,7 +33,9 @@ ERROR = "error"
 BYE = "bye"
 TRACE = "trace"
 WARM = "warm"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM})
+#: a server workload's load generator: the server's own metrics so far (``serve.scrape``)
+SERVER = "server"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, SERVER})
 
 #: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
 #: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its

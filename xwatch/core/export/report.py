@@ -20,6 +20,7 @@ from msgspec import UNSET, UnsetType
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import baseline, by_priority, label, shared_lines
 from xwatch.core.analysis.saturation import saturation
+from xwatch.core.analysis.server_view import server_line
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
@@ -223,6 +224,11 @@ def build_report(snap: SessionSnapshot) -> Report:
                if (w := p.workload(wspec.name)) is not None and (msg := saturation(w))]
         if sat:
             sec.paragraphs.append("Saturated: " + "; ".join(sat) + ".")
+        own = [f"{label(p)}: {line}" for p in snap.phases
+               if (w := p.workload(wspec.name)) is not None and (line := server_line(
+                   w.server, m.phase if (m := w.metrics.get("ttft_ms")) else None))]
+        if own:  # the server's own metrics beside the client's (analysis.server_view)
+            sec.paragraphs.append("Server-side: " + "; ".join(own) + ".")
         if few:  # issue 41: a percentile from too few requests says so
             sec.paragraphs.append("Too few requests: " + "; ".join(few) + ".")
         secs.append(sec)

@@ -20,6 +20,7 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
+from xwatch.core.engine.serve.scrape import from_event
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -137,6 +138,7 @@ class WorkloadRun:
         #: a server's requests end out of order: the numbers below ``max_seq`` not counted
         self.holes: set[int] = set()
         self.error_causes: dict[str, int] = {}  # failed requests by their cause
+        self.server: M.ServerView | None = None  # a server's own metrics (its last view)
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
         self.stalls: list[M.Stall] = []
@@ -332,6 +334,9 @@ class WorkloadRun:
         elif kind == "bye":  # the worker's clean end: what follows is the process's exit
             t = e.get("t")
             self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
+        elif kind == "server":  # a server's own metrics, summed over the phase so far
+            if self.phase.t_stop is None or e.get("t", now) <= self.phase.t_stop:
+                self.server = from_event(e) or self.server
         elif kind == "trace":
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
@@ -558,6 +563,7 @@ class WorkloadRun:
                                 else None),
             series=tuple(rec.series()), cdf=tuple(rec.cdf(m=moments)),
             exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
+            server=self.server,
             stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,

@@ -44,7 +44,7 @@ from xwatch.core.engine.protocol import (
     EventWriter,
     open_workload_pipe,
 )
-from xwatch.core.engine.serve import openai
+from xwatch.core.engine.serve import openai, scrape
 from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.serve.prompts import Ask, Asks, load_sharegpt
 from xwatch.core.engine.worker import LATE_THRESHOLD_S, REPORTED_ENV_PREFIXES
@@ -520,6 +520,8 @@ class Generator:
             self.w.emit(self.hello())
             await self.wait_ready()
             warm_ms = await self.warm_up()
+            scraper = scrape.Scraper(self.base)  # the server's own metrics (scrape.py)
+            await scrape.first_scrape(scraper, self.w.emit)
             watcher = asyncio.create_task(self.watch_server())
             waited = None
             if os.environ.get(GATE_ENV) == "1":
@@ -532,7 +534,9 @@ class Generator:
                              "warmup_ms": round(warm_ms, 3), "stages": dict(self.stages),
                              **({} if waited is None else {"gate_wait_ms": waited})})
                 cpu0 = time.process_time()
+                scraping = asyncio.create_task(scrape.follow(scraper, self.w.emit))
                 await self.drive(t0)
+                scraping.cancel()
                 self.cpu_s = time.process_time() - cpu0
             if self.fatal is not None:
                 raise self.fatal
