@@ -194,7 +194,7 @@ class Scraper:
                 self.note = f"GET {self.path}: HTTP {e.code}"
             self.failed += 1
             return
-        except (OSError, ValueError) as e:
+        except Exception as e:  # a refused, cut or malformed answer: never the workload's end
             if self.first is None:
                 self.note = f"GET {self.path}: {type(e).__name__}: {e}"[:200]
             self.failed += 1
