@@ -169,7 +169,7 @@ def gguf(size: str, root: Path | None = None) -> Path:
     out = folder / GGUF_NAME
     if out.is_file():
         return out
-    src = _llama_cpp()
+    src = _llama_cpp()  # (checked first by ``main``: before the model is made)
     tmp = folder / f".{GGUF_NAME}.{os.getpid()}"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(src), str(src / "gguf-py"), *filter(None, [os.environ.get("PYTHONPATH")])]))
@@ -205,6 +205,10 @@ def main(argv: list[str]) -> int:
               f"{', '.join(SIZES)}", file=sys.stderr)
         return 2
     if argv[0] in ("gguf", "llama"):
+        if argv[0] == "llama" and not os.environ.get(LLAMA_SERVER_ENV):
+            _llama_server()
+        if argv[1] in SIZES and not (model_dir(argv[1]) / GGUF_NAME).is_file():
+            _llama_cpp()
         model = gguf(argv[1])
         if argv[0] == "gguf":
             print(model)
