@@ -40,7 +40,7 @@ case ",$STEPS," in *,build,*)
   run llama-ldd.txt bash -c "ldd '$XWATCH_LLAMA_SERVER' | grep -Ei 'cuda|cublas|ggml|llama'";; esac
 case ",$STEPS," in *,model,*)
   # the model and its GGUF, once (their making apart from the phases)
-  run model.log timeout 240 python3 -m xwatch.core.engine.serve.localmodel gguf small
+  run model.log timeout 240 python3 -m xwatch.core.engine.servers.localmodel gguf small
   say "model: $(tail -2 "$R/model.log" | head -1)";; esac
 if [ "${SMOKE:-0}" = 1 ]; then
   run smoke.log timeout 150 $X run "$SCEN" --headless --duration 10 --device cuda:0 \

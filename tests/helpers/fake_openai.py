@@ -21,6 +21,14 @@ usage chunk and ``[DONE]`` come T ms after the last token, the finish chunk with
 ``--reasoning-key reasoning_content`` as older servers), ``--tools`` (every token is a
 ``tool_calls`` delta), ``--empty-finish`` (the finish chunk carries ``content: ""``, as
 vLLM's server sends it, ``--token-ms`` after the last token).
+``--metrics vllm|llama.cpp``: ``GET /metrics`` answers Prometheus
+text under that server's names (``engine.servers.scrape.ENGINES``): requests running and
+waiting (for ``--serial``'s turn) and token counters; vLLM's TTFT histogram observes
+exactly ``--first-ms`` for each request, so its percentiles are known; without the
+option ``/metrics`` answers 404, as a server without metrics does.
+``--close-after-stream``: a connection serves one streamed answer, as llama-server's
+did: a request sent on a kept-alive one after that is cut before any answer (the
+connection closed).
 """
 
 from __future__ import annotations
@@ -58,8 +66,51 @@ def chunk(api: str, text: str | None, finish: str | None = None,
     return b"data: " + json.dumps(obj).encode() + b"\n\n"
 
 
+#: vLLM's TTFT buckets (seconds), as its ``loggers.py`` has them
+VLLM_TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0,
+                     2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+
+
+class Metrics:
+    """The fake's own metrics, in Prometheus' text format (prometheus_client)."""
+
+    def __init__(self, engine: str) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.engine = engine
+        self.reg = CollectorRegistry()
+        p = "vllm:" if engine == "vllm" else "llamacpp:"
+        lab = ["model_name"] if engine == "vllm" else []
+        running = "num_requests_running" if engine == "vllm" else "requests_processing"
+        waiting = "num_requests_waiting" if engine == "vllm" else "requests_deferred"
+        self.running = Gauge(p + running, "running", registry=self.reg, labelnames=lab)
+        self.waiting = Gauge(p + waiting, "waiting", registry=self.reg, labelnames=lab)
+        gen = "generation_tokens" if engine == "vllm" else "tokens_predicted"
+        self.prompt = Counter(p + "prompt_tokens", "prompt", registry=self.reg, labelnames=lab)
+        self.gen = Counter(p + gen, "generated", registry=self.reg, labelnames=lab)
+        self.ttft = Histogram(p + "time_to_first_token_seconds", "ttft", registry=self.reg,
+                              buckets=VLLM_TTFT_BUCKETS, labelnames=lab) if engine == "vllm" else None
+
+    def _m(self, metric: object) -> object:
+        return metric.labels(model_name="fake") if self.engine == "vllm" else metric  # type: ignore[attr-defined]
+
+    def add(self, what: str, n: float) -> None:
+        m = self._m(getattr(self, what))
+        (m.inc if n >= 0 else m.dec)(abs(n))  # type: ignore[attr-defined]
+
+    def first_token(self, seconds: float) -> None:
+        if self.ttft is not None:
+            self._m(self.ttft).observe(seconds)  # type: ignore[attr-defined]
+
+    def text(self) -> str:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.reg).decode()
+
+
 def make_app(a: argparse.Namespace) -> web.Application:
     served = {"n": 0}
+    metrics = Metrics(a.metrics) if a.metrics else None
     fault = a.fault or ""
     one_at_a_time = asyncio.Lock()
 
@@ -68,7 +119,12 @@ def make_app(a: argparse.Namespace) -> web.Application:
             return web.Response(status=503, text="loading")
         return web.Response(text="ok")
 
+    streamed: set[object] = set()  # --close-after-stream: connections that served one
+
     async def complete(req: web.Request) -> web.StreamResponse:
+        if a.close_after_stream and req.transport in streamed:
+            req.transport.close()  # type: ignore[union-attr]  # closed after the last answer
+            return web.Response(status=500)
         api = "chat" if req.path.endswith("chat/completions") else "completions"
         if fault == "not-openai":
             return web.Response(text="<html><body>Welcome</body></html>",
@@ -102,21 +158,40 @@ def make_app(a: argparse.Namespace) -> web.Application:
             await resp.write(b"data: [DONE]\n\n")
             await resp.write_eof()
             return resp
-        if a.serial:
-            async with one_at_a_time:
-                return await generate(req, resp, api, n)
-        return await generate(req, resp, api, n)
+        if metrics is not None:
+            metrics.add("prompt", 4)
+            metrics.add("waiting", 1)
+        try:
+            if a.serial:
+                async with one_at_a_time:
+                    return await generate(req, resp, api, n)
+            return await generate(req, resp, api, n)
+        finally:
+            if metrics is not None:
+                metrics.add("running", -1)
+
+    async def metrics_text(_: web.Request) -> web.Response:
+        if metrics is None:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(text=metrics.text(), content_type="text/plain")
 
     async def generate(req: web.Request, resp: web.StreamResponse, api: str,
                        n: int) -> web.StreamResponse:
         cut = fault.startswith("cut-after=") and served["n"] > int(fault.split("=")[1])
+        if metrics is not None:
+            metrics.add("waiting", -1)
+            metrics.add("running", 1)
         await asyncio.sleep(a.first_ms / 1e3)
         for i in range(n):
             if i:
                 await asyncio.sleep(a.token_ms / 1e3)
+            elif metrics is not None:
+                metrics.first_token(a.first_ms / 1e3)
             key = "tool_calls" if a.tools else (a.reasoning_key if i < a.reasoning
                                                  else "content")
             await resp.write(chunk(api, f"t{i} ", key=key))
+            if metrics is not None:
+                metrics.add("gen", 1)
             if cut and i == 1:
                 assert req.transport is not None
                 req.transport.close()  # the connection breaks mid-stream
@@ -131,10 +206,13 @@ def make_app(a: argparse.Namespace) -> web.Application:
         if not a.no_done:
             await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
+        if a.close_after_stream:
+            streamed.add(req.transport)
         return resp
 
     app = web.Application()
     app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics_text)
     app.router.add_post("/v1/chat/completions", complete)
     app.router.add_post("/v1/completions", complete)
     return app
@@ -154,6 +232,8 @@ def main() -> None:
     p.add_argument("--reasoning-key", default="reasoning")
     p.add_argument("--tools", action="store_true")
     p.add_argument("--empty-finish", action="store_true")
+    p.add_argument("--metrics", choices=("vllm", "llama.cpp"), default="")
+    p.add_argument("--close-after-stream", action="store_true")
     p.add_argument("--ready-after-s", type=float, default=0.0)
     a = p.parse_args()
     time.sleep(a.ready_after_s)  # loading the model

@@ -76,6 +76,18 @@ def test_tool_call_chunks_are_output() -> None:
         assert e["chunks"] == N
 
 
+def test_a_server_that_closes_after_each_stream_answers_every_request() -> None:
+    """llama-server closed the connection after each streamed answer: a request sent on
+    the kept-alive one failed before any text. The generator opens one per request, so
+    the warm-up and two measured requests in a row all succeed."""
+    port = free_port()
+    r = run_loadgen(config(port, "--close-after-stream", "--first-ms", "5", "--token-ms",
+                           "1", rate=20.0, requests=2, new_tokens=4))
+    assert r.rc == 0, r.stderr
+    assert [e.get("ok") is not False for e in r.requests] == [True, True], r.requests
+    assert gone(port)
+
+
 def test_failures_are_counted_exactly() -> None:
     """Every 5th POST answers HTTP 500 (the warm-up is the first): of the 6 measured
     requests (POSTs 2-7), POST 5 fails."""

@@ -199,3 +199,18 @@ def test_the_local_model_never_generates_a_token_without_text(tmp_path: Path) ->
     pieces = {i for i in range(len(tok)) if not (t := tok.decode([i])) or "\ufffd" in t}
     assert len(pieces) >= 100  # the 0x80-0xff byte pieces at least
     assert set(gen["suppress_tokens"]) == pieces | set(range(len(SPECIAL)))
+
+
+def test_llama_without_llama_cpp_names_the_variable(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """``localmodel gguf|llama`` without llama.cpp: the variable is named before any
+    model is made (the server workload's failure quotes the line)."""
+    from xwatch.core.engine.servers import localmodel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(localmodel.LLAMA_CPP_ENV, raising=False)
+    monkeypatch.delenv(localmodel.LLAMA_SERVER_ENV, raising=False)
+    for verb in ("gguf", "llama"):
+        with pytest.raises(SystemExit, match=f"set {localmodel.LLAMA_CPP_ENV} to llama.cpp"):
+            localmodel.main([verb, "tiny"])
+    assert not any(tmp_path.rglob("config.json"))

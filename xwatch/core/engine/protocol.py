@@ -36,7 +36,10 @@ WARM = "warm"
 #: a server's load generator asked to drain (SIGUSR1): ``sent`` requests in all, then
 #: ``done`` once none is in flight
 DRAIN = "drain"
-KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, DRAIN})
+#: a server workload's load generator: the server's own metrics so far (``servers.scrape``)
+SERVER = "server"
+KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, DRAIN,
+                         SERVER})
 
 #: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
 #: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its

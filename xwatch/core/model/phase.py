@@ -28,6 +28,50 @@ from xwatch.core.model.base import (
 from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
 
 
+# ------------------------------------------------------------------ a server's own view
+class ServerLatency(Doc, frozen=True, kw_only=True):
+    """A server's latency histogram over the phase (its buckets' increase from the
+    phase's first scrape to its last): requests counted, mean, and P50/P99 interpolated
+    within a bucket as Prometheus' ``histogram_quantile`` does (ms)."""
+
+    metric: str
+    count: int = 0
+    mean_ms: Num = None
+    p50_ms: Num = None
+    p99_ms: Num = None
+
+
+class ServerGauge(Doc, frozen=True, kw_only=True):
+    """A server's gauge sampled at each scrape of the phase (the first one apart)."""
+
+    metric: str
+    samples: int = 0
+    mean: Num = None
+    max: Num = None
+
+
+class ServerView(Doc, frozen=True, kw_only=True):
+    """What an inference server exported about itself during the phase (Prometheus
+    text at ``path``, scraped by the load generator; ``engine.servers.scrape``).
+    ``exported`` false: the server has no such metrics, and ``note`` says its answer.
+    ``ttft`` and ``queue_time`` are the server's own histograms (vLLM, SGLang; llama.cpp
+    exports none); ``waiting`` is the engine's queue, ``running`` its batch."""
+
+    engine: str | None = None  # vllm, sglang, llama.cpp
+    path: str = "/metrics"
+    exported: bool = False
+    note: str = ""
+    scrapes: int = 0
+    failed_scrapes: int = 0
+    span_s: Num = None  # seconds from the measurement's start to the last scrape
+    ttft: ServerLatency | None = None
+    queue_time: ServerLatency | None = None
+    waiting: ServerGauge | None = None
+    running: ServerGauge | None = None
+    prompt_tokens_per_s: Num = None
+    generation_tokens_per_s: Num = None
+
+
 # A workload's statistics in memory too: ``engine.snapshot.WorkloadSnapshot`` is this
 # struct with what only a live snapshot has beside it, so a statistic is a field here,
 # once (the docstring below is the schema's description: it stays as the file's).
@@ -70,6 +114,9 @@ class Workload(Doc, frozen=True, kw_only=True):
     #: the failed requests (``errors``) by cause, as the workload named it (a server's
     #: load generator: ``HTTP 503``, ``stream cut short``, ``empty stream``, ...)
     error_causes: dict[str, int] = {}
+    #: an inference server's own metrics over the phase (null: not a server workload,
+    #: or its load generator sent none)
+    server: ServerView | None = None
     log_tail: Sequence[str] = ()  # derived: the last stderr lines, then stdout's
     stderr_tail: Sequence[str] = ()
     stdout_tail: Sequence[str] = ()

@@ -13,6 +13,7 @@ from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_t
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.phases import is_box, shared_lines
 from xwatch.core.analysis.saturation import saturation
+from xwatch.core.analysis.server_view import server_line
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
@@ -157,6 +158,9 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
                          + "; a failed or unfinished request is a miss")
         if (sat := saturation(w)) is not None:
             extra.append(f"  ! {w.name}: {sat}")
+        if (own := server_line(w.server, ttft.phase if (ttft := w.metrics.get("ttft_ms"))
+                               else None)) is not None:
+            extra.append(f"  {w.name}: {own}")
         for st in w.stalls:
             until = f"{st.until:.1f} s" if st.until is not None else "the end"
             extra.append(f"  {w.name}: stalled from {st.since:.1f} s to {until}: {st.why}")

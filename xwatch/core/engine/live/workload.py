@@ -21,6 +21,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.live.goodput import SloCounter
+from xwatch.core.engine.servers.scrape import from_event
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -140,6 +141,7 @@ class WorkloadRun:
         #: a server's requests end out of order: the numbers below ``max_seq`` not counted
         self.holes: set[int] = set()
         self.error_causes: dict[str, int] = {}  # failed requests by their cause
+        self.server: M.ServerView | None = None  # a server's own metrics (its last view)
         self.last_progress: float | None = None  # last counted request (or ready)
         self.stalled_since: float | None = None
         self.stalls: list[M.Stall] = []
@@ -339,6 +341,9 @@ class WorkloadRun:
             self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
         elif kind == "drain" and type(e.get("sent")) is int:
             self.drain = (e["sent"], e.get("done") is True)
+        elif kind == "server":  # a server's own metrics, summed over the phase so far
+            if self.phase.t_stop is None or e.get("t", now) <= self.phase.t_stop:
+                self.server = from_event(e) or self.server
         elif kind == "trace":
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
@@ -575,24 +580,21 @@ class WorkloadRun:
             slo_goodput=None if self.slo_good is None else self.slo_good.snapshot(
                 count, rec.errors, unf, measured),
             exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
-            stderr_tail=tuple(self.stderr),
+            server=self.server, stderr_tail=tuple(self.stderr),
             stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
                 if self.unfinished_m else None, in_percentiles=in_pct,
                 note=self.unfinished_note, drained=bool(self.drain and self.drain[1])),
-            unfinished_note=self.unfinished_note,
-            after_end=self.after_end,
+            unfinished_note=self.unfinished_note, after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),
-            stalls=tuple(self.stalls),
-            slowest=self._slowest_rows(),
+            stalls=tuple(self.stalls), slowest=self._slowest_rows(),
             gpu=spec.gpu, latency_buckets_ms=buckets, latency_sum_ms=latency_sum,
             latency_hist=M.Hist(relative_width=RELATIVE_WIDTH, buckets=list(moments.hist.items()),
                                 integral=moments.integral),
             pipe_closed_at=self.pipe_closed_at, metrics=named, phase_count=moments.n,
-            window_count=wn,
-            stages=self.stages_since_start(),
+            window_count=wn, stages=self.stages_since_start(),
         )
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
-from xwatch.core.engine.protocol import BYE, DRAIN, ERROR, HELLO, READY, WARM
+from xwatch.core import model as M
+from xwatch.core.engine.protocol import BYE, DRAIN, ERROR, HELLO, READY, SERVER, WARM
 
 
 class Request(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -95,7 +96,19 @@ class Drain(msgspec.Struct, kw_only=True, tag_field="type", tag=DRAIN):
     done: bool
 
 
-Event = Request | Hello | Warm | Ready | Error | Bye | Drain
+class Server(M.ServerView, frozen=True, kw_only=True, tag_field="type", tag=SERVER):
+    """The server's own metrics summed over the phase so far (``servers.scrape``), at
+    ``t``: the snapshot's ``ServerView``, flat, with its time."""
+
+    t: float
+
+
+def server(view: M.ServerView, t: float) -> Server:
+    """A view as its event."""
+    return Server(t=round(t, 6), **msgspec.structs.asdict(view))
+
+
+Event = Request | Hello | Warm | Ready | Error | Bye | Drain | Server
 
 _encode = msgspec.json.Encoder().encode
 

@@ -29,6 +29,7 @@ import time
 
 import aiohttp
 
+from xwatch.core import model as M
 from xwatch.core.engine.protocol import (
     GATE_ENV,
     PROTOCOL_VERSION,
@@ -41,6 +42,7 @@ from xwatch.core.engine.serve.config import ServeConfig
 from xwatch.core.engine.serve.events import Hello
 from xwatch.core.engine.serve.prompts import Asks, load_sharegpt
 from xwatch.core.engine.serve.server import Fatal, Server, Stopped
+from xwatch.core.engine.servers import scrape
 from xwatch.core.engine.worker import REPORTED_ENV_PREFIXES
 
 
@@ -138,6 +140,10 @@ class Generator:
     def emit(self, ev: events.Event) -> None:
         self.w.emit_line(events.line(ev))
 
+    def server_view(self, view: M.ServerView, t: float) -> None:
+        """The server's own metrics so far, as the ``server`` event."""
+        self.emit(events.server(view, t))
+
     async def run(self) -> int:
         cfg, client, server = self.cfg, self.client, self.server
         loop = asyncio.get_running_loop()
@@ -155,8 +161,11 @@ class Generator:
             dataset = load_sharegpt(cfg.dataset, cfg.new_tokens) if cfg.dataset else None
             client.asks = Asks(cfg.prompt_len, cfg.new_tokens, cfg.range_ratio, cfg.seed,
                                dataset)
+            # one connection per request (``force_close``): llama-server closes it after
+            # each streamed answer, and a request sent on a kept-alive one that the server
+            # had closed failed before any text (docs/serving.md, deviations from vLLM)
             client.session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, force_close=False),
+                connector=aiohttp.TCPConnector(limit=0, force_close=True),
                 timeout=aiohttp.ClientTimeout(total=6 * 3600))
             await server.start_server()
             self.mark("server")
@@ -164,6 +173,8 @@ class Generator:
             await server.wait_ready(client.session, client.stop_event)
             self.mark("ready")
             warm_ms = await self.warm_up()
+            scraper = scrape.Scraper(self.base)  # the server's own metrics (servers.scrape)
+            await scrape.first_scrape(scraper, self.server_view)
             watcher = asyncio.create_task(self.watch_server())
             waited = None
             if os.environ.get(GATE_ENV) == "1":
@@ -175,7 +186,9 @@ class Generator:
                 self.emit(events.Ready(t0=t0, warmup=cfg.warmup, warmup_ms=round(warm_ms, 3),
                                        stages=dict(self.stages), gate_wait_ms=waited))
                 cpu0 = time.process_time()
+                scraping = asyncio.create_task(scrape.follow(scraper, self.server_view))
                 await client.drive(t0)
+                scraping.cancel()
                 self.cpu_s = time.process_time() - cpu0
             if client.fatal is not None:
                 raise client.fatal

@@ -8,10 +8,17 @@ makes (or finds) the model, then execs ``transformers serve`` on it with
 ``HF_HUB_OFFLINE=1``: the server workload's process is the server itself.
 ``... path SIZE`` prints the folder. transformers and tokenizers are imported only here
 (the server's side), never by xwatch or its load generator.
+
+llama.cpp (``docs/serving.md``): ``... gguf SIZE`` converts the model to GGUF with
+llama.cpp's own ``convert_hf_to_gguf.py`` (the source folder in ``XWATCH_LLAMA_CPP``),
+cached beside it, and prints its path; ``... llama SIZE [llama-server options]`` makes
+both, then execs ``llama-server -m MODEL.gguf`` (the binary in ``XWATCH_LLAMA_SERVER``,
+else ``XWATCH_LLAMA_CPP/build/bin/llama-server``), the suppressed ids as its logit biases.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -118,11 +125,101 @@ def make(size: str, root: Path | None = None) -> Path:
     return final
 
 
+LLAMA_CPP_ENV = "XWATCH_LLAMA_CPP"  # llama.cpp's source folder (its converter)
+LLAMA_SERVER_ENV = "XWATCH_LLAMA_SERVER"  # the llama-server binary
+GGUF_NAME = "model-f16.gguf"
+#: llama.cpp's converter, run as it is with two of its methods replaced. It names a BPE
+#: tokenizer's pre-tokenizer by a hash of the ids a known model's vocabulary gives a test
+#: text; a vocabulary trained here matches none, so the converter refuses it. This one
+#: splits with GPT-2's regex (``ByteLevel`` with its regex), which llama.cpp calls
+#: ``gpt-2``. And a Llama's tokenizer is tried as SentencePiece first, importing
+#: ``sentencepiece`` before it looks for ``tokenizer.model``: without that package (and
+#: without the file, as here) the converter now goes on to the BPE vocabulary, as it
+#: does with the package.
+_CONVERT = """
+import runpy, sys
+script = sys.argv[1]
+sys.argv = [script, *sys.argv[2:]]
+import conversion.base as base
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
+_sentencepiece = base.TextModel._create_vocab_sentencepiece
+def _create_vocab_sentencepiece(self):
+    if not (self.dir_model / "tokenizer.model").is_file():
+        raise FileNotFoundError(self.dir_model / "tokenizer.model")
+    return _sentencepiece(self)
+base.TextModel._create_vocab_sentencepiece = _create_vocab_sentencepiece
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def _llama_cpp() -> Path:
+    src = os.environ.get(LLAMA_CPP_ENV)
+    if not src or not (Path(src) / "convert_hf_to_gguf.py").is_file():
+        raise SystemExit(f"xwatch localmodel: set {LLAMA_CPP_ENV} to llama.cpp's source "
+                         f"folder (it holds convert_hf_to_gguf.py; now: {src!r})")
+    return Path(src)
+
+
+def gguf(size: str, root: Path | None = None) -> Path:
+    """The model as GGUF (f16), converted once by llama.cpp's ``convert_hf_to_gguf.py``
+    and kept in the model's folder (written beside, then renamed)."""
+    import subprocess
+
+    folder = make(size, root)
+    out = folder / GGUF_NAME
+    if out.is_file():
+        return out
+    src = _llama_cpp()  # (checked first by ``main``: before the model is made)
+    tmp = folder / f".{GGUF_NAME}.{os.getpid()}"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(src), str(src / "gguf-py"), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    try:
+        subprocess.run([sys.executable, "-c", _CONVERT, str(src / "convert_hf_to_gguf.py"),
+                        str(folder), "--outfile", str(tmp), "--outtype", "f16"],
+                       env=env, check=True, stdout=sys.stderr)
+        os.replace(tmp, out)
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"xwatch localmodel: llama.cpp's converter failed (exit status "
+                         f"{e.returncode}; its output is above)") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return out
+
+
+def _llama_server() -> str:
+    got = os.environ.get(LLAMA_SERVER_ENV)
+    if got:
+        return got
+    built = _llama_cpp() / "build" / "bin" / "llama-server"
+    if built.is_file():
+        return str(built)
+    raise SystemExit(f"xwatch localmodel: set {LLAMA_SERVER_ENV} to the llama-server binary "
+                     f"(not found at {built})")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) < 2 or argv[0] not in ("serve", "path"):
-        print("usage: python -m xwatch.core.engine.servers.localmodel serve|path SIZE "
-              f"[transformers serve options]; sizes: {', '.join(SIZES)}", file=sys.stderr)
+    if len(argv) < 2 or argv[0] not in ("serve", "path", "gguf", "llama"):
+        print("usage: python -m xwatch.core.engine.servers.localmodel serve|path|gguf|llama "
+              "SIZE [transformers serve or llama-server options]; sizes: "
+              f"{', '.join(SIZES)}", file=sys.stderr)
         return 2
+    if argv[0] in ("gguf", "llama"):
+        if argv[0] == "llama" and not os.environ.get(LLAMA_SERVER_ENV):
+            _llama_server()
+        if argv[1] in SIZES and not (model_dir(argv[1]) / GGUF_NAME).is_file():
+            _llama_cpp()
+        model = gguf(argv[1])
+        if argv[0] == "gguf":
+            print(model)
+            return 0
+        binary = _llama_server()
+        # the ids the generation config suppresses (EOS, the pieces without text), as
+        # llama-server's own logit biases: every answer makes its max_tokens of text
+        gen = json.loads((model.parent / "generation_config.json").read_text())
+        bias = [a for i in gen.get("suppress_tokens") or () for a in ("-l", f"{i}-inf")]
+        sys.stdout.flush()
+        os.execv(binary, [binary, "-m", str(model), *bias, *argv[2:]])
     path = make(argv[1])
     if argv[0] == "path":
         print(path)

@@ -1,6 +1,6 @@
 """The report's numbers per workload: each workload's table across the phases (state,
 requests, rates, latency percentiles, errors, unfinished requests, stalls, named
-metrics, goodput), the trade-off between the high-priority tail and the low-priority
+metrics, goodput, a server's own metrics), the trade-off between the high-priority tail and the low-priority
 throughput, and the objective's verdict per phase."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from xwatch.core.analysis.phases import baseline, by_priority, label
 from xwatch.core.analysis.saturation import saturation
+from xwatch.core.analysis.server_view import server_line
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import needed, too_few
@@ -57,7 +58,7 @@ def _copies_pct(p: PhaseSnapshot, name: str, key: str) -> float:
 def workload_sections(snap: SessionSnapshot) -> list[Section]:
     """One section per workload of the scenario: its rows across the phases, the last
     phase's change against the baseline, and notes on unfinished, saturated and
-    too-few requests."""
+    too-few requests, and the server's own metrics (``Server-side``)."""
     scen = snap.scenario
     out: list[Section] = []
     base = baseline(snap)
@@ -142,6 +143,11 @@ def workload_sections(snap: SessionSnapshot) -> list[Section]:
                if (w := p.workload(wspec.name)) is not None and (msg := saturation(w))]
         if sat:
             sec.paragraphs.append("Saturated: " + "; ".join(sat) + ".")
+        own = [f"{label(p)}: {line}" for p in snap.phases
+               if (w := p.workload(wspec.name)) is not None and (line := server_line(
+                   w.server, m.phase if (m := w.metrics.get("ttft_ms")) else None))]
+        if own:  # the server's own metrics beside the client's (analysis.server_view)
+            sec.paragraphs.append("Server-side: " + "; ".join(own) + ".")
         if few:  # issue 41: a percentile from too few requests says so
             sec.paragraphs.append("Too few requests: " + "; ".join(few) + ".")
         out.append(sec)
