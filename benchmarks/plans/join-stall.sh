@@ -1,19 +1,30 @@
 # measures: XSched when processes come and go (issue 58 goal 5): part A, session 1 on DEV0 for DUR1 s, session 2 joins its xserver on DEV1 for DUR2 s and its copies exit; part B, one session whose LOW leaves mid-phase (intensive with LOW `requests = 40`). Throughout, a prober polls GET /xqueues every 0.2 s with a 30 s timeout (poll.csv: t, latency, XQueues, pids) and stalls.txt lists every poll over 0.5 s with the pids that had just left; checks.txt says whether session 1 survived (exit 0, its xserver never called hung), its HIGH's per-second P50 before/while/after the joiner, and any "xserver stalled N s after pid X left" xwatch named
 # takes: about 4 min
-# params: XS (the XSched install, required), DEV0 (default cuda:0), DEV1 (default cuda:1), DUR1 (default 60), DUR2 (default 15), PORT (xserver's, default 50000), LEAVE (1: every worker tells xserver it leaves before it exits, XWATCH_XSCHED_LEAVE=1; run it as a second call into another OUT to compare)
+# params: XS (the XSched install, required), DEV0 (default cuda:0), DEV1 (default cuda:1), DUR1 (default 60), DUR2 (default 15), PORT (xserver's, default 50000), PARTS (default "A B"; C: one session whose LOW is killed with SIGKILL 20 s into a 40 s phase, the process with the most GPU memory: no polite leave is possible), LEAVE (1: every worker tells xserver it leaves before it exits, XWATCH_XSCHED_LEAVE=1; run it as a second call into another OUT to compare)
 XS=${XS:?XS=the XSched install}; DEV0=${DEV0:-cuda:0}; DEV1=${DEV1:-cuda:1}
 [ "${LEAVE:-0}" = 1 ] && export XWATCH_XSCHED_LEAVE=1
-DUR1=${DUR1:-60}; DUR2=${DUR2:-15}; PORT=${PORT:-50000}
+DUR1=${DUR1:-60}; DUR2=${DUR2:-15}; PORT=${PORT:-50000}; PARTS=${PARTS:-A B}
 check() { echo "$1 $2" >> "$R/checks.txt"; }
 probe() {  # probe OUT.csv: /xqueues latency until the file $R/stop-probe exists
   python3 - "$1" "$PORT" "$R/stop-probe" <<'EOF' &
 import json, os, sys, time, urllib.request
 out, port, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 t0 = time.monotonic()
+def xserver_port(default):
+    """the port of the xserver running now (its last argument), else the default"""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"xserver") and len(argv) >= 3 and argv[-2].isdigit():
+            return argv[-2].decode()
+    return default
 with open(out, "w") as f:
     f.write("t,latency_s,xqueues,pids,error\n")
     while not os.path.exists(stop):
         t = time.monotonic()
+        port = xserver_port(port)
         try:
             d = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/xqueues", timeout=30))
             qs = d.get("xqueues") or []
@@ -68,6 +79,7 @@ if t is not None and rows:
 EOF
 }
 rm -f "$R/stop-probe"
+if [[ " $PARTS " == *" A "* ]]; then
 say "A: session 1 on $DEV0 (${DUR1} s), a joiner on $DEV1 (${DUR2} s)"
 t1=$SECONDS
 bg A-1.log timeout $((DUR1 + 120)) $X run intensive --headless --mode xsched --xsched "$XS" --device "$DEV0" --duration "$DUR1" --export "$R/A-1"
@@ -82,6 +94,8 @@ run A-2.log timeout 150 $X run intensive --headless --mode xsched --xsched "$XS"
   judge "$R/A-1/snapshot.json" >> "$R/checks.txt"
   stalls "$R/A-poll.csv" > "$R/A-stalls.txt"; echo "INFO A /xqueues: $(tail -1 "$R/A-stalls.txt")" >> "$R/checks.txt"; }
 sleep 3
+fi
+if [[ " $PARTS " == *" B "* ]]; then
 say "B: one session, LOW leaves after 40 requests"
 sed 's/^warmup = 3$/warmup = 3\nrequests = 40/' xwatch/scenarios/intensive.toml > "$R/low-leaves.toml"
 [ -z "${DRY:-}" ] && probe "$R/B-poll.csv"
@@ -91,4 +105,23 @@ run B.log timeout 200 $X run "$R/low-leaves.toml" --headless --mode xsched --xsc
   check "$([ "$rc" = 0 ] && echo PASS || echo FAIL)" "B: the session whose LOW left ended exit $rc"
   judge "$R/B/snapshot.json" >> "$R/checks.txt"
   stalls "$R/B-poll.csv" > "$R/B-stalls.txt"; echo "INFO B /xqueues: $(tail -1 "$R/B-stalls.txt")" >> "$R/checks.txt"; }
+fi
+if [[ " $PARTS " == *" C "* ]]; then
+say "C: one session, LOW killed with SIGKILL mid-phase"
+[ -z "${DRY:-}" ] && probe "$R/C-poll.csv"
+bg C.log timeout 200 $X run intensive --headless --mode xsched --xsched "$XS" --device "$DEV0" --duration 40 --export "$R/C"
+SC=${BG:-}
+pause 30
+if [ -z "${DRY:-}" ]; then
+  victim=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null \
+    | sort -t, -k2 -n -r | head -1 | cut -d, -f1 | tr -d ' ')
+  echo "killed pid ${victim:-none} (most GPU memory) at $(date +%T.%N)" >> "$R/C-kill.txt"
+  [ -n "$victim" ] && kill -KILL "$victim"
+  wait "$SC"; rc=$?; echo "exit $rc" >> "$R/C.log"
+  touch "$R/stop-probe"; wait "$PROBE"; rm -f "$R/stop-probe"
+  check INFO "C: the session whose LOW was killed ended exit $rc"
+  judge "$R/C/snapshot.json" >> "$R/checks.txt"
+  stalls "$R/C-poll.csv" > "$R/C-stalls.txt"; echo "INFO C /xqueues: $(tail -1 "$R/C-stalls.txt")" >> "$R/checks.txt"
+fi
+fi
 say "done: $(grep -c PASS "$R/checks.txt" 2>/dev/null) PASS, $(grep -c FAIL "$R/checks.txt" 2>/dev/null) FAIL"

@@ -1,7 +1,7 @@
 # measures: every GPU busy in every race phase (issue 58 goal 1): box (advise SCEN --gpus ALL, each phase's candidates spread over every GPU, native beside MPS and XSched in split phases) against one (the same race on cuda:0 alone), each with the same short budget; summary.txt has each race's rounds, runs, phases, runs per minute and every phase's GPUs, and the ratio box/one (target >= 3 on 4 GPUs)
 # takes: about 2 x (BUDGET + 1.5) min: 4 min at the defaults
-# params: XS (the XSched install: XSched candidates too, as in the issue), SCEN (default benchmarks/scenarios/llm-graphed-itl.toml), D (seconds a run, default 10), BUDGET (minutes each race, default 1), STEPS (default "box one"), TEL (default nvml); dry runs on fake GPUs: GPUS_N, TEL=off and SCEN a small scenario with an [slo] and workloads high and low (SETS then names their keys)
-XS=${XS:-}; STEPS=${STEPS:-box one}; TEL=${TEL:-nvml}; D=${D:-10}; BUDGET=${BUDGET:-1}
+# params: XS (the XSched install: XSched candidates too, as in the issue), SCEN (default benchmarks/scenarios/llm-graphed-itl.toml), D (seconds a run, default 10), BUDGET (minutes each race, default 1), BUDGET_ONE (minutes of the one-GPU race, default BUDGET: its runs a minute need no decision), STEPS (default "box one"), TEL (default nvml); dry runs on fake GPUs: GPUS_N, TEL=off and SCEN a small scenario with an [slo] and workloads high and low (SETS then names their keys)
+XS=${XS:-}; STEPS=${STEPS:-box one}; TEL=${TEL:-nvml}; D=${D:-10}; BUDGET=${BUDGET:-1}; BUDGET_ONE=${BUDGET_ONE:-$BUDGET}
 SCEN=${SCEN:-benchmarks/scenarios/llm-graphed-itl.toml}; LOW=${LOW:-trainer}
 NG=${GPUS_N:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
 ALL=$(seq -s, 0 $(( (NG > 0 ? NG : 1) - 1 )))
@@ -17,8 +17,8 @@ for step in $STEPS; do
     box) run box.log timeout -k 20 $LIM $X advise "$SCEN" --gpus "$ALL" --modes "$MODES" \
            "${SETS[@]}" ${XS:+--xsched "$XS"} --duration "$D" --budget "$BUDGET" \
            --telemetry "$TEL" --export "$R/box" ;;
-    one) run one.log timeout -k 20 $LIM $X advise "$SCEN" --device cuda:0 --modes "$MODES" \
-           "${SETS[@]}" ${XS:+--xsched "$XS"} --duration "$D" --budget "$BUDGET" \
+    one) run one.log timeout -k 20 $((BUDGET_ONE * 60 + 120)) $X advise "$SCEN" --device cuda:0 \
+           --modes "$MODES" "${SETS[@]}" ${XS:+--xsched "$XS"} --duration "$D" --budget "$BUDGET_ONE" \
            --telemetry "$TEL" --export "$R/one" ;;
     *) echo "unknown step $step" >> "$R/commands.txt" ;;
   esac
