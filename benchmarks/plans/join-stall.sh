@@ -1,8 +1,8 @@
 # measures: XSched when processes come and go (issue 58 goal 5): part A, session 1 on DEV0 for DUR1 s, session 2 joins its xserver on DEV1 for DUR2 s and its copies exit; part B, one session whose LOW leaves mid-phase (intensive with LOW `requests = 40`). Throughout, a prober polls GET /xqueues every 0.2 s with a 30 s timeout (poll.csv: t, latency, XQueues, pids) and stalls.txt lists every poll over 0.5 s with the pids that had just left; checks.txt says whether session 1 survived (exit 0, its xserver never called hung), its HIGH's per-second P50 before/while/after the joiner, and any "xserver stalled N s after pid X left" xwatch named
 # takes: about 4 min
-# params: XS (the XSched install, required), DEV0 (default cuda:0), DEV1 (default cuda:1), DUR1 (default 60), DUR2 (default 15), PORT (xserver's, default 50000), PARTS (default "A B"; C: one session whose LOW is killed with SIGKILL 20 s into a 40 s phase, the process with the most GPU memory: no polite leave is possible), LEAVE (1: every worker tells xserver it leaves before it exits, XWATCH_XSCHED_LEAVE=1; run it as a second call into another OUT to compare)
+# params: XS (the XSched install, required), DEV0 (default cuda:0), DEV1 (default cuda:1), DUR1 (default 60), DUR2 (default 15), PORT (xserver's, default 50000), PARTS (default "A B"; C: one session whose LOW is killed with SIGKILL 20 s into a 40 s phase, the process with the most GPU memory: no polite leave is possible), LEAVE (0: every worker ends without telling xserver it leaves, XWATCH_XSCHED_LEAVE=0, the old exit, which stalled xserver; default: xwatch's own, which leaves first)
 XS=${XS:?XS=the XSched install}; DEV0=${DEV0:-cuda:0}; DEV1=${DEV1:-cuda:1}
-[ "${LEAVE:-0}" = 1 ] && export XWATCH_XSCHED_LEAVE=1
+[ -n "${LEAVE:-}" ] && export XWATCH_XSCHED_LEAVE=$LEAVE
 DUR1=${DUR1:-60}; DUR2=${DUR2:-15}; PORT=${PORT:-50000}; PARTS=${PARTS:-A B}
 check() { echo "$1 $2" >> "$R/checks.txt"; }
 probe() {  # probe OUT.csv: /xqueues latency until the file $R/stop-probe exists

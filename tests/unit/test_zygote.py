@@ -201,10 +201,11 @@ def test_xsched_loaded_at_import_forks_only_with_the_app_managed_scheduler(tmp_p
     assert "does not number the schedulers" in _switch(env, agent)
 
 
-@pytest.mark.parametrize("leave", ["1", "0"])
-def test_a_worker_says_it_leaves_xsched_only_when_asked(tmp_path, leave: str) -> None:  # type: ignore[no-untyped-def]
-    """``XWATCH_XSCHED_LEAVE=1``: before ``os._exit`` the worker leaves the global
-    scheduler (XSched's exit path: xserver drops its XQueues at once); else nothing."""
+@pytest.mark.parametrize("leave", ["", "1", "0"])
+def test_a_worker_leaves_xsched_unless_told_not_to(tmp_path, leave: str) -> None:  # type: ignore[no-untyped-def]
+    """Before ``os._exit`` a worker under the global scheduler leaves it (XSched's exit
+    path: xserver drops its XQueues at once), by default; ``XWATCH_XSCHED_LEAVE=0``:
+    nothing (the old exit, which stalled xserver)."""
     import json
 
     from tests.helpers.fake_xsched import have_cc, make_install
@@ -215,11 +216,11 @@ def test_a_worker_says_it_leaves_xsched_only_when_asked(tmp_path, leave: str) ->
     prog = ("import os\nfrom xwatch.core.engine.worker.zygote import leave_xsched\n"
             "leave_xsched()\nprint(os.getpid())")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd(), "XSCHED_SCHEDULER": "GLB",
-           "XSCHED_AUTO_XQUEUE": "ON", "XWATCH_XSCHED_LEAVE": leave,
+           "XSCHED_AUTO_XQUEUE": "ON", **({"XWATCH_XSCHED_LEAVE": leave} if leave else {}),
            "LD_PRELOAD": str(inst / "lib" / "libpreempt.so")}
     pid = int(subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                              check=True, timeout=60, env=env).stdout)
     calls = inst / "run" / "calls.jsonl"
     left = [json.loads(x) for x in calls.read_text().splitlines()] if calls.exists() else []
-    assert (left == [{"call": "leave", "pid": pid}]) == (leave == "1"), left
+    assert (left == [{"call": "leave", "pid": pid}]) == (leave != "0"), left
     assert (inst / "run" / f"{pid}.json").exists() == (leave == "0")

@@ -14,6 +14,7 @@ import os
 import subprocess
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -25,6 +26,7 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.engine.worker.zygote import LEAVE_MARK
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
@@ -72,6 +74,7 @@ class XschedController:
                  poll_s: float | None = None, start_timeout_s: float = 15.0,
                  preflight: bool = True, settled_s: float | None = None) -> None:
         self.install = install
+        self._left: weakref.WeakSet[WorkloadRun] = weakref.WeakSet()  # said they leave
         self.preflight = preflight
         self.scenario = scenario
         self.poll_s = poll_s if poll_s is not None else scenario.xsched.poll_ms / 1000.0
@@ -284,8 +287,12 @@ class XschedController:
 
     # -- evidence
     def _watch_line(self, run: WorkloadRun, stream: str, line: str) -> None:
+        """The shim's "using ... scheduler" line; the one after the worker's leave mark
+        (its exit: app-managed again) says nothing of how it was scheduled."""
+        if LEAVE_MARK in line:
+            self._left.add(run)
         m = SCHED_LINE.search(line)
-        if not m:
+        if not m or run in self._left:
             return
         what = m.group(1)
         sched = "global" if what.startswith("global") else \

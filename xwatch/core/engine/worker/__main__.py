@@ -25,5 +25,5 @@ finally:
             _stream.flush()
 from xwatch.core.engine.worker.zygote import leave_xsched  # noqa: E402
 
-leave_xsched()  # XWATCH_XSCHED_LEAVE=1 only
+leave_xsched()  # under XSched's global scheduler: tell xserver first
 os._exit(rc)

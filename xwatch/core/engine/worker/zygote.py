@@ -229,19 +229,29 @@ def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
         raise SystemExit(f"XHintSetScheduler({want} = {numbers[want]}) failed: XResult {rc}")
 
 
-#: "1": a worker under XSched's global scheduler says it leaves before ``os._exit``
+#: "0": a worker under XSched's global scheduler ends with ``os._exit`` without leaving
 LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
+#: the worker's stderr line before it leaves: the shim's "using app-managed scheduler"
+#: that follows says it left, not that it was never scheduled (``xsched/controller.py``)
+LEAVE_MARK = "xwatch: leaving XSched's global scheduler before exit"
 
 
 def leave_xsched() -> None:
-    """``XWATCH_XSCHED_LEAVE=1``: tell xserver this process leaves, as XSched's exit
-    does (app-managed again: ``ProcessDestroyEvent``, channel removed) and ``os._exit``
-    skips (issue 58 goal 5; off until a GPU run shows it removes a stall safely)."""
-    if os.environ.get(LEAVE_ENV) != "1" or not os.environ.get("XSCHED_SCHEDULER"):
+    """Tell xserver this process leaves, as XSched's own exit does (app-managed again:
+    ``ProcessDestroyEvent`` sent, the process's channel removed) and ``os._exit`` skips.
+
+    Without it xserver kept scheduling the gone process's ~144 XQueues: its scheduler
+    thread blocked on the undrained queue or, once the queue was removed, failed its
+    assertion (``server.cpp:200``) and stopped scheduling, so a LOW that finished
+    mid-phase or a joiner's exit stalled the xserver for 30 s and failed the phase. On
+    4x H100 (docs/results/h100x4-2026-11-27b.md) leaving first removed both stalls.
+    ``XWATCH_XSCHED_LEAVE=0`` restores the old exit (to reproduce the stall)."""
+    if os.environ.get(LEAVE_ENV) == "0" or not os.environ.get("XSCHED_SCHEDULER"):
         return
     lib = xsched_mapped()
     if lib is not None:
         with contextlib.suppress(Exception):
+            print(LEAVE_MARK, file=sys.stderr, flush=True)
             set_scheduler(lib, scheduler_numbers(lib)["APP"])
 
 
