@@ -26,7 +26,7 @@ import threading
 import time
 import tty
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -325,6 +325,12 @@ async def _pty_reader(master: int) -> asyncio.StreamReader:
     return reader
 
 
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 class ManagedProcess:
     """One workload process and the tasks that read its pipes."""
 
@@ -357,13 +363,25 @@ class ManagedProcess:
             stdout = slave
         run.stage("spawn")
         fs = self.forkserver
-        why = fs.why_not(self.spec.argv, env) if fs is not None else None
+        why = None
+        if fs is not None:  # a server still importing is waited for (``zygote``)
+            pipes = (r, w, *((master, stdout) if master is not None else ()))
+            try:
+                why = fs.why_not(self.spec.argv, env) if master is not None else \
+                    await fs.ready_for(self.spec.argv, env)
+            except BaseException:  # cancelled while it waited (a delayed start)
+                _close(pipes)
+                raise
+            if run.stop_requested:  # stopped while it waited: nothing is started
+                _close(pipes)
+                run.state = STOPPED
+                self.done.set()
+                return
         if fs is not None and why is None and master is None:
             forked = await fs.spawn(env, self.spec.cwd, w)
             if forked is not None:
                 os.close(w)
-                run.launch = msgspec.structs.replace(
-                    run.launch, start=f"fork (fork server pid {fs.proc.pid if fs.proc else '?'})")
+                run.launch = msgspec.structs.replace(run.launch, start=fs.label)
                 self.proc = forked
                 await self._started(r, capacity, None)
                 return
@@ -565,8 +583,34 @@ class Supervisor:
     def server_for(self, spec: LaunchSpec) -> ForkServer | None:
         """The fork server whose environment is ``spec``'s (else the first, whose
         ``why_not`` then names the difference)."""
-        fixed = fixed_env(spec.env)
+        return self.server_for_env(spec.env)
+
+    def server_for_env(self, env: Mapping[str, str]) -> ForkServer | None:
+        fixed = fixed_env(env)
         return next((fs for fs in self.forkservers if fs.env == fixed), self.forkserver)
+
+    async def fork_module(self, python: str, module: str, args: tuple[str, ...],
+                          env: Mapping[str, str]) -> tuple[ForkedProcess | None, str]:
+        """Fork ``python -u -m module args`` with ``env`` (the XSched preflight's probe)
+        from the fork server a workload with ``env`` forks from, as that workload would
+        be (waiting for the server's imports the same way): (the process, its
+        ``launch.start``: "fork (fork server pid N)"), or (None, "exec (why not)"): then
+        the caller starts it by exec. Its event pipe is ``/dev/null``; it is in its own
+        session and process group, and dies with the server, the server with xwatch."""
+        fs = self.server_for_env(env)
+        if fs is None:
+            return None, "exec"
+        why = await fs.ready_for((python, "-u", "-m", module), env, module)
+        if why is None:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                proc = await fs.spawn(env, None, null, module, args)
+            finally:
+                os.close(null)
+            if proc is not None:
+                return proc, fs.label
+            why = fs.failure
+        return None, f"exec ({why})" if why else "exec"
 
     MAX_FORKSERVERS = 3  # native and XSched's shim environment need two
 

@@ -43,10 +43,18 @@ initialized (``fork_hazard``).
 Two sides in one module:
 - the server process, ``python -m xwatch.core.engine.worker.zygote MODEL ...``
   (``serve``): imports, says ``ready``, then forks on request and reports each
-  child's exit; a fork request carries the child's module, environment, working
-  folder and its stdout, stderr and event pipe (``SCM_RIGHTS``);
+  child's exit; a fork request carries the child's module (the worker, or the XSched
+  preflight's probe, ``FORKABLE``) and its arguments, environment, working folder and
+  its stdout, stderr and event pipe (``SCM_RIGHTS``);
 - xwatch's side (``ForkServer``, asyncio): starts it, forks through it, and gives
   each child as a ``ForkedProcess`` that the supervisor treats like a subprocess.
+
+A launch that finds its server still importing waits for it (``ForkServer.ready_for``):
+the server was started no later than the launch and imports what an exec'd worker would,
+so the fork comes no later than an exec'd worker's imports would end, and without
+several interpreters importing at once (8 exec'd copies beside the server made a 4-GPU
+first phase 14 s). The wait is bounded (``IMPORT_WAIT_S`` after the server's start);
+past it, and whenever the server cannot fork, the launch is exec'd and says why.
 
 ``XWATCH_FORK_SERVER=0`` turns it off (every worker is started by exec, as before).
 Messages are JSON datagrams on a ``SOCK_SEQPACKET`` socket pair. A forked worker keeps
@@ -80,6 +88,13 @@ FORKED_ENV = "XWATCH_FORKED_FROM"
 #: "0": no fork server, every worker is exec'd
 ENABLE_ENV = "XWATCH_FORK_SERVER"
 WORKER_MODULE = "xwatch.core.engine.worker"
+#: the XSched preflight's probe (``xsched.preflight``): forked like the workers it speaks for
+SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
+#: the modules a fork request may name
+FORKABLE = (WORKER_MODULE, SMOKE_MODULE)
+#: a launch waits for a server still importing until it has imported for this long
+IMPORT_WAIT_S = 60.0
+IMPORTING = "the fork server is still importing"
 #: xwatch's settings and pipes for the worker: read by the worker itself, after the imports
 WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER",
                         FORKED_ENV})
@@ -193,6 +208,22 @@ def set_scheduler(lib: str, number: int) -> int:
     return int(fn(number, 0))
 
 
+def switchable(lib_dir: str | os.PathLike[str]) -> str | None:
+    """Why a fork server under the XSched install whose ``lib/`` is ``lib_dir`` could not
+    switch its children's scheduler (``xsched_switch`` would say so after its imports),
+    else None: read from the files, without loading XSched into xwatch."""
+    lib = Path(lib_dir) / XSCHED_AGENT_LIB
+    try:
+        numbers = scheduler_numbers(str(lib))
+        with open(lib, "rb") as f:
+            exported = b"XHintSetScheduler" in f.read()
+    except OSError as e:
+        return f"cannot read the install: {e}"
+    if not {"APP", "GLB"} <= numbers.keys():
+        return f"its types.h beside {lib} does not number the schedulers"
+    return None if exported else f"{lib} has no XHintSetScheduler"
+
+
 def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
     """After the imports: ((agent path, scheduler numbers), None) when XSched was loaded
     with the app-managed scheduler (``XSCHED_SCHEDULER``, ``XSCHED_POLICY`` unset), so
@@ -290,7 +321,9 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
         import runpy
 
-        sys.argv = [req["module"]]
+        if req["module"] not in FORKABLE:
+            raise SystemExit(f"not a module the fork server forks: {req['module']}")
+        sys.argv = [req["module"], *[str(a) for a in req.get("argv") or ()]]
         try:
             runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
             rc = 0
@@ -422,9 +455,9 @@ class ForkedProcess:
 
 class ForkServer:
     """xwatch's side of the fork server (see the module). ``start`` launches it in the
-    background; ``why_not(argv, env)`` says whether a launch can be forked;
-    ``spawn`` forks one (None: start it by exec instead, ``failure`` says why). Until
-    the server has imported, workers are started by exec (never later than before)."""
+    background; ``ready_for(argv, env)`` says whether a launch can be forked, once the
+    server's imports are done (bounded: see the module); ``spawn`` forks one (None:
+    start it by exec instead, ``failure`` says why)."""
 
     def __init__(self, models: list[str], env: Mapping[str, str], log_path: str) -> None:
         self.models = models
@@ -435,6 +468,7 @@ class ForkServer:
         self.failure: str | None = None  # why it cannot fork (then exec is used)
         self.ready_s: float | None = None  # its imports' time
         self._ready: asyncio.Future[None] | None = None
+        self._started = 0.0  # monotonic, when ``start`` ran
         self._ids = 0
         self._forks: dict[int, asyncio.Future[int]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
@@ -445,19 +479,47 @@ class ForkServer:
     def enabled() -> bool:
         return os.environ.get(ENABLE_ENV, "1") != "0"
 
-    def why_not(self, argv: tuple[str, ...], env: Mapping[str, str]) -> str | None:
+    @property
+    def label(self) -> str:
+        """How a launch forked by this server started (``launch.start``)."""
+        return f"fork (fork server pid {self.proc.pid if self.proc else '?'})"
+
+    @property
+    def importing(self) -> bool:
+        return self._ready is not None and not self._ready.done()
+
+    def why_not(self, argv: tuple[str, ...], env: Mapping[str, str],
+                module: str = WORKER_MODULE) -> str | None:
+        """Why ``argv`` with ``env`` cannot be forked now, else None (``IMPORTING``
+        while the server imports: ``ready_for`` waits for it)."""
         if self.failure is not None:
             return self.failure
-        if self._ready is not None and not self._ready.done():
-            return "the fork server is still importing"
-        if tuple(argv[1:]) != ("-u", "-m", WORKER_MODULE) or argv[0] != sys.executable:
-            return "not the built-in worker under xwatch's interpreter"
+        if tuple(argv[1:]) != ("-u", "-m", module) or argv[0] != sys.executable:
+            return ("not the built-in worker under xwatch's interpreter" if module ==
+                    WORKER_MODULE else f"not {module} under xwatch's interpreter")
         diff = env_differences(self.env, env)
         if diff:
             more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
             return (f"its environment differs from the fork server's in "
                     f"{', '.join(diff[:4])}{more}")
+        if self.importing:
+            return IMPORTING
         return None
+
+    async def ready_for(self, argv: tuple[str, ...], env: Mapping[str, str],
+                        module: str = WORKER_MODULE) -> str | None:
+        """``why_not``, after waiting for the server's imports if they are all that
+        keeps the launch from being forked (see the module), at most until
+        ``IMPORT_WAIT_S`` after the server's start."""
+        why = self.why_not(argv, env, module)
+        if why != IMPORTING or self._ready is None:
+            return why
+        left = self._started + IMPORT_WAIT_S - time.monotonic()
+        if left > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._ready), left)
+        why = self.why_not(argv, env, module)
+        return f"{IMPORTING} after {IMPORT_WAIT_S:g} s" if why == IMPORTING else why
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -479,6 +541,7 @@ class ForkServer:
             theirs.close()
         self.sock = mine
         mine.setblocking(False)
+        self._started = time.monotonic()
         self._ready = loop.create_future()
         loop.add_reader(mine.fileno(), self._on_readable)
 
@@ -538,12 +601,14 @@ class ForkServer:
                                   "workers forked from it died with it")
                 f.set_result(-int(signal.SIGKILL))
 
-    async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int
+    async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int,
+                    module: str = WORKER_MODULE, argv: tuple[str, ...] = ()
                     ) -> ForkedProcess | None:
-        """Fork the built-in worker with ``env`` (its event pipe's write end
-        ``event_w``); None if the server cannot (``failure`` says why)."""
+        """Fork ``module`` (the built-in worker; the preflight's probe with its
+        ``argv``) with ``env`` (its event pipe's write end ``event_w``); None if the
+        server cannot (``failure`` says why)."""
         if self._ready is None or not self._ready.done():
-            return None  # still importing: started by exec now (as fast as before)
+            return None  # still importing (``ready_for`` waits for it first)
         if self.failure is not None or self.sock is None:
             return None
         loop = asyncio.get_running_loop()
@@ -553,7 +618,7 @@ class ForkServer:
         fid = self._ids
         fut: asyncio.Future[int] = loop.create_future()
         self._forks[fid] = fut
-        req = {"op": "fork", "id": fid, "module": WORKER_MODULE, "cwd": cwd,
+        req = {"op": "fork", "id": fid, "module": module, "argv": list(argv), "cwd": cwd,
                "env": {k: v for k, v in env.items() if k != EVENT_FD_ENV}}
         try:
             socket.send_fds(self.sock, [json.dumps(req).encode()], [out_w, err_w, event_w])
