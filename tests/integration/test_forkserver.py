@@ -1,8 +1,9 @@
-"""The fork server with real torch workers on the CPU (issue 41 goal 1): the first
-phase starts its workers by exec while the server imports; later phases fork them
-(no imports paid), they measure like the others, and nothing outlives xwatch, not
-even after a SIGKILL. On several GPUs (issue 51 goal 5) every copy is forked, each
-seeing its own GPU's variables where its GPU runtime would read them."""
+"""The fork server with real torch workers on the CPU (issue 41 goal 1): every phase
+forks its workers, the first too, which waits for the server's imports instead of
+exec'ing interpreters beside it (issue 58 goal 4); later phases pay no imports, they
+measure like the others, and nothing outlives xwatch, not even after a SIGKILL. On
+several GPUs (issue 51 goal 5) every copy is forked, each seeing its own GPU's variables
+where its GPU runtime would read them."""
 
 from __future__ import annotations
 
@@ -36,13 +37,14 @@ def _noise(tmp_path: Path, repeat: int, env: dict[str, str] | None = None,
     return json.loads((out / "snapshot.json").read_text())
 
 
-def test_later_phases_fork_their_workers_which_measure_like_the_first(tmp_path: Path) -> None:
+def test_every_phase_forks_its_workers_the_first_after_the_imports(tmp_path: Path) -> None:
     doc = _noise(tmp_path, 3)
-    p1, *later = doc["phases"]
-    assert p1["workloads"]["high"]["launch"]["start"].startswith("exec (the fork server is "
-                                                                 "still importing")
+    p1 = doc["phases"][0]
+    for w in p1["workloads"].values():  # it waited for the server, it did not exec
+        assert re.fullmatch(r"fork \(fork server pid \d+\)", w["launch"]["start"]), w["launch"]
+        assert w["stages"]["imports"] - w["stages"]["python"] < 0.5, w["stages"]
     servers = set()
-    for p in later:
+    for p in doc["phases"]:
         for name, w in p["workloads"].items():
             m = re.fullmatch(r"fork \(fork server pid (\d+)\)", w["launch"]["start"])
             assert m, (p["name"], name, w["launch"])
@@ -87,8 +89,9 @@ def test_copies_on_two_gpus_are_forked_each_seeing_its_own_gpu(tmp_path: Path) -
             assert start == ("exec (its environment differs from the fork server's in "
                              "OMP_NUM_THREADS)"), (name, start)
     assert len(servers) == 1
-    for name, w in first["workloads"].items():  # the server was still importing
-        assert w["launch"]["start"].startswith("exec"), (name, w["launch"])
+    for name, w in first["workloads"].items():  # forked once the server had imported
+        want = "fork" if name.startswith("high") else "exec (its environment differs"
+        assert w["launch"]["start"].startswith(want), (name, w["launch"])
         assert w["hello"]["gpu_init_env"]["CUDA_VISIBLE_DEVICES"] == name.split("@")[1]
     pids = [w["hello"]["pid"] for p in doc["phases"] for w in p["workloads"].values()]
     assert wait_gone([*servers, *pids], 5) == []
@@ -172,4 +175,68 @@ def test_xsched_copies_fork_from_a_server_under_the_shim_each_registering_itself
         assert reg["scheduler"] == "GLB"
         assert reg["priority"] == ("1" if name == "high" else "0")  # its own environment
     assert len(servers) == 1 and not servers & native
-    assert not (inst / "run" / f"{servers.pop()}.json").exists()  # never registered
+    server = servers.pop()
+    assert not (inst / "run" / f"{server}.json").exists()  # never registered
+    # the first XSched phase's preflight (the second's is cached): each probe forked from
+    # that same server (no fresh interpreter's imports under the shim for the start gate
+    # to wait for), a process of its own that registered its own pid with xserver
+    probes = _forked_probes(xs[0], inst, server)
+    assert probes and all(v["status"] == "engaged" for v in probes), probes
+    assert wait_gone([int(server), *(v["pid"] for v in probes)], 5) == []
+
+
+def _forked_probes(phase: dict, inst: Path, server: str) -> list[dict]:
+    """The phase's preflight verdicts, each checked: forked from fork server ``server``,
+    its own pid (not the server's) registered with xserver under the global scheduler
+    (the fake shim's record of ``XHintSetScheduler``), listed with XQueues of its own,
+    and ended through XSched's exit path (``zygote.NORMAL_EXIT``)."""
+    from tests.helpers.fake_xsched import calls
+
+    exited = {c["pid"] for c in calls(inst) if c["call"] == "exit"}
+    verdicts = phase["preflight"]["verdicts"]
+    for v in verdicts:
+        # it left xserver as an exec'd probe did, through XSched's exit (a forked worker
+        # ends by os._exit: it never does)
+        assert v["pid"] in exited, (v, exited)
+        assert v["start"] == f"fork (fork server pid {server})", v
+        assert isinstance(v["pid"], int) and str(v["pid"]) != server, v
+        reg = json.loads((inst / "run" / f"{v['pid']}.json").read_text())
+        assert reg["scheduler"] == "GLB" and reg["pid"] == v["pid"], reg
+        assert v["queues_max"] >= 1 and v["scheduler"] == "global", v
+    return verdicts
+
+
+def test_a_first_xsched_phase_forks_its_probes_and_copies_from_one_server(
+        tmp_path: Path) -> None:
+    """The session's first phase is XSched's (no earlier phase warmed its server): the
+    server is started before xserver, and the preflight's probes and the copies wait
+    for its imports and fork from it, instead of exec'ing interpreters under the shim
+    beside it (issue 58 goal 4); when the run ends, none of them is left."""
+    import socket
+
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        import pytest
+
+        pytest.skip("needs a C compiler for the fake shim")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), softlink=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    f = tmp_path / "s.toml"
+    f.write_text(tiny_models("xcold", 1.0, top=f"[xsched]\nport = {port}"))
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--mode", "xsched", "--xsched", str(inst),
+                   "--telemetry", "off", "--export", str(out), timeout=300,
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (phase,) = json.loads((out / "snapshot.json").read_text())["phases"]
+    starts = {w["launch"]["start"] for w in phase["workloads"].values()}
+    assert len(starts) == 1, starts
+    m = re.fullmatch(r"fork \(fork server pid (\d+)\)", starts.pop())
+    assert m
+    probes = _forked_probes(phase, inst, m.group(1))
+    assert probes and all(v["status"] == "engaged" for v in probes), probes
+    pids = [w["hello"]["pid"] for w in phase["workloads"].values()]
+    assert wait_gone([int(m.group(1)), *pids, *(v["pid"] for v in probes)], 5) == []

@@ -92,6 +92,14 @@ WORKER_MODULE = "xwatch.core.engine.worker"
 SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 #: the modules a fork request may name
 FORKABLE = (WORKER_MODULE, SMOKE_MODULE)
+#: those whose child ends through the C library's ``exit`` once the module returned, as
+#: an exec'd process's normal exit does (the others: ``os._exit``, as the worker itself
+#: does): the probe's XSched (``SchedAgent``'s destructor) then tells xserver it leaves
+#: (``ProcessDestroyEvent``) before its channel goes, as the exec'd probe's did. A
+#: process that vanishes while xserver still lists its XQueues can stall xserver
+#: (docs/results/h100x4-2026-11-27.md, part B): the preflight must not add one beside
+#: every first XSched phase's loading copies.
+NORMAL_EXIT = frozenset({SMOKE_MODULE})
 #: a launch waits for a server still importing until it has imported for this long
 IMPORT_WAIT_S = 60.0
 IMPORTING = "the fork server is still importing"
@@ -285,6 +293,7 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
            xs: tuple[str, dict[str, int]] | None = None) -> None:
     """In the forked child: become the worker process, run it, exit (never returns)."""
     rc = 1
+    normal_exit = req.get("module") in NORMAL_EXIT
     try:
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
@@ -341,6 +350,11 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        if normal_exit:  # atexit handlers and static destructors run (``NORMAL_EXIT``)
+            with contextlib.suppress(Exception):
+                _exit = ctypes.CDLL(None).exit
+                _exit.argtypes = [ctypes.c_int]
+                _exit(rc)
         os._exit(rc)
 
 
