@@ -170,8 +170,10 @@ class Runner:
             phase = self.session.new_phase(mode, only, prefix, copy_modes)
             self.phase = phase
             bases = self._clean_bases(phase, modes)
-            if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
-                self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
+            # XSched's workloads fork from a server of their own; the native one is
+            # started beside an XSched first phase too, for the phases after it (x back)
+            self._warm_forkserver(phase, bases.get(NATIVE) or (
+                self._base(NATIVE) if modes == (XSCHED,) else bases[modes[0]]))
             if XSCHED in modes:  # its own fork server before xserver (they overlap), and
                 # the preflight's probes started as its workloads (``preflight``)
                 await self._warm_mode_server(phase, bases[XSCHED])
@@ -260,12 +262,18 @@ class Runner:
             env = await backend.fork_env(first)  # type: ignore[attr-defined]
             if env is None:
                 return
-            private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
-            os.makedirs(private, exist_ok=True)
-            base = isolation.clean_env(os.environ, XSCHED, self._install_libs(), private).env
-            base.pop(isolation.SELF_CLEANED_ENV, None)
             self.supervisor.warm_forkserver(build_launch(
-                first, env, base_env=base, gate=self.scenario.start_together), models, log)
+                first, env, base_env=self._base(XSCHED), gate=self.scenario.start_together),
+                models, log)
+
+    def _base(self, mode: str) -> dict[str, str]:
+        """``mode``'s starting environment before one of its phases (``_clean_bases``,
+        unrecorded): what a fork server for its later phases starts from."""
+        private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
+        os.makedirs(private, exist_ok=True)
+        base = isolation.clean_env(os.environ, mode, self._install_libs(), private).env
+        base.pop(isolation.SELF_CLEANED_ENV, None)
+        return base
 
     async def _watch(self, phase: Phase) -> None:
         """Stalls, the isolation proof and backend health, until the phase ends."""
