@@ -25,9 +25,9 @@ median and range over phases of each step:
   (the mode's daemon and preflight, the teardown, the gap to the next phase).
 
 Per mode it also says how every copy started (``launch.start``: forked from the fork
-server, or exec'd and why) and, in the phases after each run's first (the first waits
-for the fork server's imports, or was exec'd beside them before issue 58), whether every
-copy was forked; with ``--gpus``
+server, or exec'd and why) and, in the phases after each run's first (the first is
+exec'd while the fork server imports; an XSched first phase waits for them), whether
+every copy was forked; with ``--gpus``
 (a copy of every workload per GPU, ``NAME@GPU``), whether each copy ran on the GPU it
 was pinned to: the PCI address its worker reported against the telemetry's address of
 that GPU index (both in PCI bus order); and the goal line: phase start -> first
@@ -358,7 +358,8 @@ def run_xwatch(scenario: str, modes: str, repeat: int, duration: float, export: 
                ) -> tuple[int, list[Path]]:
     """``xwatch compare`` into ``export``; with one mode (compare needs two), ``xwatch run
     --headless --mode M`` ``repeat`` times into ``export/run-K`` (each its own run: its
-    one phase waits for the fork server's imports: a cold start). The worst exit status and the
+    one phase is a cold start: exec'd while the fork server imports, or, under XSched,
+    waiting for them). The worst exit status and the
     folders written."""
     common = ["--duration", str(duration), *(["--device", device] if device else []),
               *(["--gpus", gpus] if gpus else []), *extra]

@@ -175,7 +175,7 @@ def test_a_loaded_but_uninitialized_cuda_driver_is_no_hazard(tmp_path) -> None: 
 
 
 def _switch(env: dict[str, str], preload: str) -> str:
-    prog = ("from xwatch.core.engine.worker.zygote import xsched_switch\n"
+    prog = ("from xwatch.core.engine.worker.xsched_fork import xsched_switch\n"
             "xs, why = xsched_switch()\nprint(why if why else 'ok' if xs else 'none')")
     return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                           check=True, timeout=60, env={**env, "LD_PRELOAD": preload}
@@ -212,7 +212,7 @@ def test_a_worker_says_it_leaves_xsched_only_when_asked(tmp_path, leave: str) ->
     if not have_cc():
         pytest.skip("no C compiler")
     inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
-    prog = ("import os\nfrom xwatch.core.engine.worker.zygote import leave_xsched\n"
+    prog = ("import os\nfrom xwatch.core.engine.worker.xsched_fork import leave_xsched\n"
             "leave_xsched()\nprint(os.getpid())")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd(), "XSCHED_SCHEDULER": "GLB",
            "XSCHED_AUTO_XQUEUE": "ON", "XWATCH_XSCHED_LEAVE": leave,
@@ -227,7 +227,7 @@ def test_a_worker_says_it_leaves_xsched_only_when_asked(tmp_path, leave: str) ->
 
 
 def test_a_launch_waits_for_an_importing_server_then_forks_or_says_why(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """``ready_for``: a launch that only the server's imports keep from being forked
+    """``ready_for``: a launch that only XSched's server's imports keep from being forked
     waits for them (issue 58 goal 4: no interpreter exec'd beside the server), at most
     until ``IMPORT_WAIT_S`` after the server's start; a launch that could never be forked
     by it does not wait."""
@@ -238,7 +238,10 @@ def test_a_launch_waits_for_an_importing_server_then_forks_or_says_why(monkeypat
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
-        fs = ForkServer(["resnet18"], BASE, "/dev/null")
+        native = ForkServer(["resnet18"], BASE, "/dev/null")  # its launches never wait
+        native._ready, native._started = loop.create_future(), time.monotonic()
+        assert await native.ready_for(ARGV, BASE) == zygote.IMPORTING
+        fs = ForkServer(["resnet18"], BASE, "/dev/null", wait=True)  # XSched's
         fs._ready, fs._started = loop.create_future(), time.monotonic()
         assert fs.why_not(ARGV, BASE) == zygote.IMPORTING
         t0 = time.monotonic()  # another interpreter's launch: no wait
@@ -257,7 +260,7 @@ def test_a_launch_waits_for_an_importing_server_then_forks_or_says_why(monkeypat
         assert fs.why_not(smoke, BASE) is not None
         # a server importing for longer than IMPORT_WAIT_S: exec'd, and said
         monkeypatch.setattr(zygote, "IMPORT_WAIT_S", 0.3)
-        slow = ForkServer(["resnet18"], BASE, "/dev/null")
+        slow = ForkServer(["resnet18"], BASE, "/dev/null", wait=True)
         slow._ready, slow._started = loop.create_future(), time.monotonic()
         assert await slow.ready_for(ARGV, BASE) == f"{zygote.IMPORTING} after 0.3 s"
 
@@ -265,14 +268,17 @@ def test_a_launch_waits_for_an_importing_server_then_forks_or_says_why(monkeypat
 
 
 def test_a_probe_without_a_fork_server_is_exec_d() -> None:
-    """``Supervisor.fork_module`` with no fork server (``XWATCH_FORK_SERVER=0``): the
-    preflight execs its probe, as before."""
+    """No fork server (``XWATCH_FORK_SERVER=0``): the preflight execs its probe, as
+    before."""
     import asyncio
 
     from xwatch.core.engine.supervisor import Supervisor
     from xwatch.core.engine.worker.zygote import SMOKE_MODULE
+    from xwatch.core.xsched.preflight import fork_from
 
-    got = asyncio.run(Supervisor().fork_module(sys.executable, SMOKE_MODULE, ("cpu",), BASE))
+    fs = Supervisor().server_for(BASE)
+    assert fs is None
+    got = asyncio.run(fork_from(fs, sys.executable, SMOKE_MODULE, ("cpu",), BASE))
     assert got == (None, "exec")
 
 
@@ -282,7 +288,7 @@ def test_an_install_whose_scheduler_cannot_be_switched_gets_no_xsched_fork_serve
     ``XHintSetScheduler`` and its numbered ``XSchedulerType``; else XSched's copies are
     exec'd, with no server started (and waited for) only to say it cannot fork."""
     from tests.helpers.fake_xsched import have_cc, make_install
-    from xwatch.core.engine.worker.zygote import switchable
+    from xwatch.core.engine.worker.xsched_fork import switchable
 
     if not have_cc():
         pytest.skip("no C compiler")

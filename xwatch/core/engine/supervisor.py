@@ -34,7 +34,7 @@ import msgspec
 from xwatch.core.engine.launch import LaunchSpec
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
+from xwatch.core.engine.protocol import EVENT_FD_ENV, PIPE_BYTES, LineParser, grow_pipe, next_window
 from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
 from xwatch.core.engine.strays import kill_strays
 from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer, fixed_env
@@ -85,22 +85,6 @@ def _kill_leftovers() -> None:
 
 #: how often a running workload's return code is looked at, besides ``Process.wait``
 EXIT_POLL_S = 2.0
-PIPE_BYTES = 1 << 20  # event pipes are grown to this (Linux's default cap for a user)
-
-
-def grow_pipe(fd: int, size: int = PIPE_BYTES) -> int:
-    """Make the pipe behind ``fd`` hold ``size`` bytes where the OS lets us; its
-    capacity afterwards (64 KiB, Linux's default, when it cannot be read)."""
-    try:
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # refused: e.g. over the user's quota
-        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-    except (ImportError, AttributeError, OSError):  # not Linux
-        return 1 << 16
-
-
 class _Ticket:
     """A flush booked on the grid; ``cancel`` as an ``asyncio.TimerHandle``."""
 
@@ -300,13 +284,6 @@ class _EventPipe(asyncio.Protocol):
                                   "phase while still running: no further request can be seen")
 
 
-def next_window(nbytes: int, elapsed_s: float, capacity: int, lo: float, hi: float) -> float:
-    """The next read pause: the time the pipe takes, at the rate just seen (``nbytes``
-    over ``elapsed_s``), to fill an eighth of its ``capacity``; within [lo, hi]."""
-    rate = nbytes / max(elapsed_s, 1e-3)
-    return min(hi, max(lo, capacity / 8 / rate)) if rate > 0 else hi
-
-
 class _PtyReaderProtocol(asyncio.StreamReaderProtocol):
     """A pty master reports the end of the child's output as EIO: make it EOF, so
     that the lines still buffered are read rather than lost."""
@@ -323,12 +300,6 @@ async def _pty_reader(master: int) -> asyncio.StreamReader:
     await loop.connect_read_pipe(lambda: _PtyReaderProtocol(reader, loop=loop),
                                  os.fdopen(master, "rb", 0))
     return reader
-
-
-def _close(fds: tuple[int, ...]) -> None:
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 class ManagedProcess:
@@ -351,6 +322,14 @@ class ManagedProcess:
         run = self.run
         run.state = STARTING
         run.launch = self.spec.as_record()
+        run.stage("spawn")
+        fs = self.forkserver
+        if fs is not None and self.spec.stdout != "pty":  # XSched's server, importing,
+            await fs.ready_for(self.spec.argv, self.spec.env)  # is waited for (``zygote``)
+            if run.stop_requested:  # stopped meanwhile: nothing is started
+                run.state = STOPPED
+                self.done.set()
+                return
         r, w = os.pipe()
         capacity = grow_pipe(r)
         env = dict(self.spec.env)
@@ -361,22 +340,7 @@ class ManagedProcess:
             master, slave = os.openpty()
             tty.setraw(slave)  # no echo, no "\n" -> "\r\n"
             stdout = slave
-        run.stage("spawn")
-        fs = self.forkserver
-        why = None
-        if fs is not None:  # a server still importing is waited for (``zygote``)
-            pipes = (r, w, *((master, stdout) if master is not None else ()))
-            try:
-                why = fs.why_not(self.spec.argv, env) if master is not None else \
-                    await fs.ready_for(self.spec.argv, env)
-            except BaseException:  # cancelled while it waited (a delayed start)
-                _close(pipes)
-                raise
-            if run.stop_requested:  # stopped while it waited: nothing is started
-                _close(pipes)
-                run.state = STOPPED
-                self.done.set()
-                return
+        why = fs.why_not(self.spec.argv, env) if fs is not None else None
         if fs is not None and why is None and master is None:
             forked = await fs.spawn(env, self.spec.cwd, w)
             if forked is not None:
@@ -538,7 +502,7 @@ class Supervisor:
         self.procs = {}
         self._starters = []
         for spec in specs:
-            mp = ManagedProcess(phase.runs[spec.name], spec, self.server_for(spec))
+            mp = ManagedProcess(phase.runs[spec.name], spec, self.server_for(spec.env))
             self.procs[spec.name] = mp
             if spec.delay_s > 0:
                 self._starters.append(asyncio.create_task(self._delayed(mp)))
@@ -580,44 +544,20 @@ class Supervisor:
         """The first fork server started (None: none)."""
         return self.forkservers[0] if self.forkservers else None
 
-    def server_for(self, spec: LaunchSpec) -> ForkServer | None:
-        """The fork server whose environment is ``spec``'s (else the first, whose
+    def server_for(self, env: Mapping[str, str]) -> ForkServer | None:
+        """The fork server whose environment is ``env``'s (else the first, whose
         ``why_not`` then names the difference)."""
-        return self.server_for_env(spec.env)
-
-    def server_for_env(self, env: Mapping[str, str]) -> ForkServer | None:
         fixed = fixed_env(env)
         return next((fs for fs in self.forkservers if fs.env == fixed), self.forkserver)
 
-    async def fork_module(self, python: str, module: str, args: tuple[str, ...],
-                          env: Mapping[str, str]) -> tuple[ForkedProcess | None, str]:
-        """Fork ``python -u -m module args`` with ``env`` (the XSched preflight's probe)
-        from the fork server a workload with ``env`` forks from, as that workload would
-        be (waiting for the server's imports the same way): (the process, its
-        ``launch.start``: "fork (fork server pid N)"), or (None, "exec (why not)"): then
-        the caller starts it by exec. Its event pipe is ``/dev/null``; it is in its own
-        session and process group, and dies with the server, the server with xwatch."""
-        fs = self.server_for_env(env)
-        if fs is None:
-            return None, "exec"
-        why = await fs.ready_for((python, "-u", "-m", module), env, module)
-        if why is None:
-            null = os.open(os.devnull, os.O_WRONLY)
-            try:
-                proc = await fs.spawn(env, None, null, module, args)
-            finally:
-                os.close(null)
-            if proc is not None:
-                return proc, fs.label
-            why = fs.failure
-        return None, f"exec ({why})" if why else "exec"
-
     MAX_FORKSERVERS = 3  # native and XSched's shim environment need two
 
-    def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str) -> None:
+    def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str,
+                        wait: bool = False) -> None:
         """Start a fork server (``worker.zygote``) in the background with ``spec``'s
         environment and the ``models``' libraries imported, once per environment, if it
-        is enabled and ``spec`` is the built-in worker under xwatch's interpreter."""
+        is enabled and ``spec`` is the built-in worker under xwatch's interpreter;
+        ``wait``: launches wait for its imports rather than exec (XSched's)."""
         if not models or not ForkServer.enabled() or \
                 len(self.forkservers) >= self.MAX_FORKSERVERS:
             return
@@ -627,7 +567,7 @@ class Supervisor:
         if self.forkservers:  # forkserver.log, forkserver-2.log, ...
             root, ext = os.path.splitext(log_path)
             log_path = f"{root}-{len(self.forkservers) + 1}{ext}"
-        fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path)
+        fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path, wait)
         if fs.why_not(spec.argv, spec.env) is None:
             fs.start()
             self.forkservers.append(fs)

@@ -41,7 +41,7 @@ from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation
 from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label, split_name
-from xwatch.core.xsched.preflight import Launcher
+from xwatch.core.xsched.preflight import Launcher, fork_from
 from xwatch.errors import ModeError
 from xwatch.scenario import Scenario, Workload
 
@@ -170,10 +170,8 @@ class Runner:
             phase = self.session.new_phase(mode, only, prefix, copy_modes)
             self.phase = phase
             bases = self._clean_bases(phase, modes)
-            # XSched's workloads fork from a server of their own; the native one is
-            # started beside an XSched first phase too, for the phases after it (x back)
-            self._warm_forkserver(phase, bases.get(NATIVE) or (
-                self._base(NATIVE) if modes == (XSCHED,) else bases[modes[0]]))
+            if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
+                self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
             if XSCHED in modes:  # its own fork server before xserver (they overlap), and
                 # the preflight's probes started as its workloads (``preflight``)
                 await self._warm_mode_server(phase, bases[XSCHED])
@@ -234,7 +232,9 @@ class Runner:
         backend = self.backends.get(XSCHED)
         if backend is None or not hasattr(backend, "launcher"):
             return
-        backend.launcher = Launcher(base, self.supervisor.fork_module)  # type: ignore[attr-defined]
+        sup = self.supervisor
+        backend.launcher = Launcher(  # type: ignore[attr-defined]
+            base, lambda py, mod, args, env: fork_from(sup.server_for(env), py, mod, args, env))
         pending = self._xsched_warm  # started beside an earlier phase: its env is known
         if pending is not None and not pending.done():
             with contextlib.suppress(Exception):
@@ -250,7 +250,7 @@ class Runner:
                 self.supervisor.warm_forkserver(
                     build_launch(first, env, base_env=base, gate=self.scenario.start_together),
                     [w.model for w in self.scenario.workloads if w.model is not None],
-                    os.path.join(self.session.scratch_dir, "forkserver.log"))
+                    os.path.join(self.session.scratch_dir, "forkserver.log"), wait=True)
 
     async def _warm_xsched(self, backend: ModeBackend, first: Workload, models: list[str],
                            log: str) -> None:
@@ -264,7 +264,7 @@ class Runner:
                 return
             self.supervisor.warm_forkserver(build_launch(
                 first, env, base_env=self._base(XSCHED), gate=self.scenario.start_together),
-                models, log)
+                models, log, wait=True)
 
     def _base(self, mode: str) -> dict[str, str]:
         """``mode``'s starting environment before one of its phases (``_clean_bases``,

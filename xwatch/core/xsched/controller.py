@@ -25,7 +25,7 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
-from xwatch.core.engine.worker.zygote import switchable
+from xwatch.core.engine.worker.xsched_fork import switchable
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim

@@ -54,7 +54,7 @@ from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.supervisor import child_setup
-from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess
+from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkServer
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
@@ -99,9 +99,32 @@ Verdict = M.Verdict
 
 #: forks a probe as a workload with its environment would be: (python, module, its
 #: arguments, environment) -> (the process, "fork (fork server pid N)"), or (None,
-#: "exec (why not)"): then it is exec'd (``Supervisor.fork_module``)
+#: "exec (why not)"): then it is exec'd (``fork_from``)
 Forker = Callable[[str, str, tuple[str, ...], Mapping[str, str]],
                   Awaitable[tuple[ForkedProcess | None, str]]]
+
+
+async def fork_from(fs: ForkServer | None, python: str, module: str, args: tuple[str, ...],
+                    env: Mapping[str, str]) -> tuple[ForkedProcess | None, str]:
+    """A ``Forker`` over fork server ``fs`` (the one a workload with ``env`` forks from,
+    ``Supervisor.server_for``): ``python -u -m module args`` with ``env`` forked as that
+    workload would be (waiting for the server's imports the same way): (the process, its
+    ``launch.start``: "fork (fork server pid N)"), or (None, "exec (why not)"): then the
+    caller execs it. Its event pipe is ``/dev/null``; it is in its own session and
+    process group, and dies with the server, the server with xwatch."""
+    if fs is None:
+        return None, "exec"
+    why = await fs.ready_for((python, "-u", "-m", module), env, module)
+    if why is None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            proc = await fs.spawn(env, None, null, module, args)
+        finally:
+            os.close(null)
+        if proc is not None:
+            return proc, fs.label
+        why = fs.failure
+    return None, f"exec ({why})" if why else "exec"
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,15 @@ Two sides in one module:
 - xwatch's side (``ForkServer``, asyncio): starts it, forks through it, and gives
   each child as a ``ForkedProcess`` that the supervisor treats like a subprocess.
 
-A launch that finds its server still importing waits for it (``ForkServer.ready_for``):
-the server was started no later than the launch and imports what an exec'd worker would,
-so the fork comes no later than an exec'd worker's imports would end, and without
-several interpreters importing at once (8 exec'd copies beside the server made a 4-GPU
-first phase 14 s). The wait is bounded (``IMPORT_WAIT_S`` after the server's start);
-past it, and whenever the server cannot fork, the launch is exec'd and says why.
+A launch that finds XSched's server still importing waits for it (``ForkServer.wait``,
+``ready_for``): the server was started no later than the launch and imports what an
+exec'd copy would under the shim, so the fork comes no later than an exec'd copy's
+imports would end, without several interpreters importing at once. The wait is bounded
+(``IMPORT_WAIT_S`` after the server's start); past it, and whenever the server cannot
+fork, the launch is exec'd and says why. The native server's launches do not wait: a
+run's first phase is exec'd beside its imports, as before (waiting would fork MPS's
+first-phase copies too, which the fake MPS daemon of the tests cannot see as clients: it
+reads each process's environment at exec from ``/proc``).
 
 ``XWATCH_FORK_SERVER=0`` turns it off (every worker is started by exec, as before).
 Messages are JSON datagrams on a ``SOCK_SEQPACKET`` socket pair. A forked worker keeps
@@ -76,11 +79,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV, GPU_INIT_ENV
+from xwatch.core.engine.worker.xsched_fork import switch_scheduler, xsched_switch
 
 SOCKET_ENV = "XWATCH_ZYGOTE_FD"
 #: set in a forked worker's environment: the fork server's pid
@@ -114,10 +117,6 @@ LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
 #: to in the child), each XQueue's (at its creation), the others at first use
 LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
 LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
-#: XSCHED_SCHEDULER's names and the members of XSched's XSchedulerType they name
-XSCHED_SCHEDULERS = {"APP": "kSchedulerAppManaged", "LCL": "kSchedulerLocal",
-                     "GLB": "kSchedulerGlobal"}
-XSCHED_AGENT_LIB = "libpreempt.so"  # exports XHintSetScheduler (include/xsched/hint.h)
 MAX_MSG = 1 << 20
 try:
     _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -190,100 +189,6 @@ def native_threads() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
 
-def xsched_mapped() -> str | None:
-    """The path of XSched's scheduling agent this process has mapped, else None."""
-    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1]
-            if os.path.basename(path) == XSCHED_AGENT_LIB:
-                return path
-    return None
-
-
-def scheduler_numbers(lib: str) -> dict[str, int]:
-    """XSCHED_SCHEDULER's names -> the install's ``XSchedulerType`` numbers (types.h)."""
-    import re
-
-    text = (Path(lib).parent.parent / "include" / "xsched" / "types.h").read_text()
-    return {name: int(m.group(1)) for name, member in XSCHED_SCHEDULERS.items()
-            if (m := re.search(rf"\b{member}\s*=\s*(\d+)", text))}
-
-
-def set_scheduler(lib: str, number: int) -> int:
-    """``XHintSetScheduler(number, kPolicyUnknown)`` of the mapped ``lib``: 0 if done."""
-    fn = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler
-    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return int(fn(number, 0))
-
-
-def switchable(lib_dir: str | os.PathLike[str]) -> str | None:
-    """Why a fork server under the XSched install whose ``lib/`` is ``lib_dir`` could not
-    switch its children's scheduler (``xsched_switch`` would say so after its imports),
-    else None: read from the files, without loading XSched into xwatch."""
-    lib = Path(lib_dir) / XSCHED_AGENT_LIB
-    try:
-        numbers = scheduler_numbers(str(lib))
-        with open(lib, "rb") as f:
-            exported = b"XHintSetScheduler" in f.read()
-    except OSError as e:
-        return f"cannot read the install: {e}"
-    if not {"APP", "GLB"} <= numbers.keys():
-        return f"its types.h beside {lib} does not number the schedulers"
-    return None if exported else f"{lib} has no XHintSetScheduler"
-
-
-def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
-    """After the imports: ((agent path, scheduler numbers), None) when XSched was loaded
-    with the app-managed scheduler (``XSCHED_SCHEDULER``, ``XSCHED_POLICY`` unset), so
-    each child can switch to its own; (None, why not) when XSched is loaded otherwise;
-    (None, None) without XSched."""
-    lib = xsched_mapped()
-    if lib is None:
-        return None, None
-    own = sorted(k for k in ("XSCHED_SCHEDULER", "XSCHED_POLICY") if os.environ.get(k))
-    if own:
-        return None, (f"XSched was loaded during the imports with {', '.join(own)} set: "
-                      "its scheduler would be the server's, not each child's")
-    try:
-        numbers = scheduler_numbers(lib)
-        ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler  # noqa: B018
-    except (OSError, AttributeError) as e:
-        return None, f"XSched was loaded during the imports, and cannot be switched: {e}"
-    if not {"APP", "GLB"} <= numbers.keys():
-        return None, (f"XSched was loaded during the imports; its types.h beside {lib} does "
-                      "not number the schedulers")
-    return (lib, numbers), None
-
-
-def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
-    """In the child, before its first GPU call: the scheduler its XSCHED_SCHEDULER names."""
-    lib, numbers = xs
-    want = os.environ.get("XSCHED_SCHEDULER")
-    if not want:
-        return
-    if want not in numbers:
-        raise SystemExit(f"XSCHED_SCHEDULER={want}: not one of {', '.join(numbers)}")
-    rc = set_scheduler(lib, numbers[want])
-    if rc != 0:
-        raise SystemExit(f"XHintSetScheduler({want} = {numbers[want]}) failed: XResult {rc}")
-
-
-#: "1": a worker under XSched's global scheduler says it leaves before ``os._exit``
-LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
-
-
-def leave_xsched() -> None:
-    """``XWATCH_XSCHED_LEAVE=1``: tell xserver this process leaves, as XSched's exit
-    does (app-managed again: ``ProcessDestroyEvent``, channel removed) and ``os._exit``
-    skips (issue 58 goal 5; off until a GPU run shows it removes a stall safely)."""
-    if os.environ.get(LEAVE_ENV) != "1" or not os.environ.get("XSCHED_SCHEDULER"):
-        return
-    lib = xsched_mapped()
-    if lib is not None:
-        with contextlib.suppress(Exception):
-            set_scheduler(lib, scheduler_numbers(lib)["APP"])
-
-
 def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         sock.send(json.dumps(msg).encode())
@@ -324,7 +229,7 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
         if req.get("cwd"):
             os.chdir(req["cwd"])
         if xs is not None:
-            _switch_scheduler(xs)
+            switch_scheduler(xs)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
@@ -473,8 +378,11 @@ class ForkServer:
     server's imports are done (bounded: see the module); ``spawn`` forks one (None:
     start it by exec instead, ``failure`` says why)."""
 
-    def __init__(self, models: list[str], env: Mapping[str, str], log_path: str) -> None:
+    def __init__(self, models: list[str], env: Mapping[str, str], log_path: str,
+                 wait: bool = False) -> None:
         self.models = models
+        #: launches wait for its imports (``ready_for``; XSched's server: see the module)
+        self.wait = wait
         self.env = fixed_env(env)
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -526,7 +434,7 @@ class ForkServer:
         keeps the launch from being forked (see the module), at most until
         ``IMPORT_WAIT_S`` after the server's start."""
         why = self.why_not(argv, env, module)
-        if why != IMPORTING or self._ready is None:
+        if why != IMPORTING or self._ready is None or not self.wait:
             return why
         left = self._started + IMPORT_WAIT_S - time.monotonic()
         if left > 0:
