@@ -14,6 +14,16 @@ Prints each switch and, per switch kind, the median and range of: the key to the
 old phase gone (teardown: workloads stopped, the mode's daemon left), the new
 phase's start to its first measured second, and the whole key to first measured
 second. ``--json FILE`` writes every switch.
+
+The goal line (issue 58 goal 4): every ``x`` (a switch into or out of XSched) at most
+8 s from the key to the new phase's first measured second, the first ``x`` into XSched
+named on its own (it pays the xserver's start and the preflight; the later ones find
+the preflight's verdicts cached). Each switch into XSched also says what its start
+waited for: the preflight's seconds, the start gate, how its copies and probes started
+(forked from XSched's fork server, or exec'd and why).
+
+    python benchmarks/restart.py intensive --modes native,xsched --xsched ROOT --device cuda:0
+    python benchmarks/restart.py SCEN --modes native,xsched --xsched FAKE --device cpu  # dry run
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import sys
 import time
 from typing import Any
 
+from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.modes.base import MPS, XSCHED
 from xwatch.core.plans.runner import Runner
@@ -44,6 +55,55 @@ async def _measuring(runner: Runner, timeout: float = 600.0) -> float:
                                f"{p.error}")
         await asyncio.sleep(0.02)
     raise RuntimeError("no measured second within the timeout")
+
+
+#: key -> first measured second, seconds, per key (issue 58 goal 4: ``x``)
+GOALS = {XSCHED: 8.0}
+KEYS = {XSCHED: "x", MPS: "m"}
+
+
+def key_of(old: str, new: str) -> str | None:
+    """The dashboard key that switches ``old`` -> ``new`` (``x``/``m``: that mode on or
+    back to native), None for a restart (``r``) or no such key."""
+    if old == new:
+        return None
+    return KEYS.get(new if new in KEYS else old)
+
+
+def started(p: Phase) -> dict[str, Any]:
+    """What the new phase's start waited for: its preflight, its start gate (the last
+    copy warm -> released), how its copies and its probes started."""
+    pre = p.preflight
+    starts = [r.launch.start if isinstance(r.launch.start, str) else "?" for r in p.runs.values()]
+    gates = [r.stages["released"] - r.stages["warm"] for r in p.runs.values()
+             if "released" in r.stages and "warm" in r.stages]
+    probes = [v.start if isinstance(v.start, str) else "?" for v in (pre.verdicts if pre else [])
+              if not v.cached]
+    return {"preflight_s": pre.seconds if pre is not None and isinstance(pre.seconds, float)
+            else None, "gate_s": max(gates) if gates else None,
+            "copies_forked": sum(x.startswith("fork") for x in starts), "copies": len(starts),
+            "exec": sorted({x for x in starts if not x.startswith("fork")}), "probes": probes}
+
+
+def goal_lines(switches: list[dict[str, Any]]) -> list[str]:
+    """Per key with a goal: every switch by that key against it, the first into the mode
+    named on its own."""
+    out = []
+    for mode, goal in GOALS.items():
+        mine = [s for s in switches if key_of(s["from"], s["to"]) == KEYS[mode]]
+        if not mine:
+            continue
+        v = [s["key_to_measured"] for s in mine]
+        ok = sum(x <= goal for x in v)
+        first = next((s for s in mine if s["to"] == mode), None)
+        line = (f"goal: {KEYS[mode]} (into and out of {mode}), key -> first measured second "
+                f"<= {goal:g} s: {ok} of {len(mine)} within the goal, median "
+                f"{statistics.median(v):.2f} s ({min(v):.2f}-{max(v):.2f})")
+        if first is not None:
+            line += (f"; the first into {mode}: {first['key_to_measured']:.2f} s"
+                     f" ({'within' if first['key_to_measured'] <= goal else 'OVER'} the goal)")
+        out.append(line)
+    return out
 
 
 async def main(argv: list[str] | None = None) -> int:
@@ -81,16 +141,30 @@ async def main(argv: list[str] | None = None) -> int:
             assert old is not None
             new_mode = modes[(i + 1) % len(modes)]
             t_key = time.monotonic()
+            servers: list[dict[str, Any]] = [
+                {"start": fs.label, "importing": fs.importing, "import_s": fs.ready_s,
+                 "failure": fs.failure} for fs in runner.supervisor.forkservers]
             await runner.start_phase(new_mode)  # what the key does: stop, then start
             p = runner.phase
             assert p is not None and old.t_end is not None
             t_first = await _measuring(runner)
             rec = {"from": old.mode, "to": new_mode, "key_to_old_gone": old.t_end - t_key,
-                   "start_to_measured": t_first - p.t_start, "key_to_measured": t_first - t_key}
+                   "start_to_measured": t_first - p.t_start, "key_to_measured": t_first - t_key,
+                   **started(p), "forkservers_at_key": servers}
             switches.append(rec)
+            how = ""
+            if new_mode == XSCHED:
+                pre = rec["preflight_s"]
+                how = (f" (preflight {f'{pre:.2f} s' if pre is not None else 'cached'}, "
+                       f"start gate {rec['gate_s'] or 0:.2f} s, {rec['copies_forked']} of "
+                       f"{rec['copies']} copies forked"
+                       + "".join(f"; {x}" for x in rec["exec"])
+                       + "".join(f"; probe: {x}" for x in dict.fromkeys(rec["probes"]))
+                       + "".join(f"; at the key, the server of {x['start']} was still "
+                                 "importing" for x in servers if x["importing"]) + ")")
             print(f"{old.mode} -> {new_mode}: teardown {rec['key_to_old_gone']:.2f} s, "
                   f"start {rec['start_to_measured']:.2f} s, key to first measured second "
-                  f"{rec['key_to_measured']:.2f} s", flush=True)
+                  f"{rec['key_to_measured']:.2f} s{how}", flush=True)
     finally:
         await runner.stop_phase()
         session.close()
@@ -102,6 +176,8 @@ async def main(argv: list[str] | None = None) -> int:
             v = [s[k] for s in mine]
             parts.append(f"{k} {statistics.median(v):.2f} s [{min(v):.2f}, {max(v):.2f}]")
         print(f"{f} -> {t} (n={len(mine)}): " + "; ".join(parts))
+    for line in goal_lines(switches):
+        print(line)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump(switches, fh, indent=1)

@@ -22,6 +22,9 @@
   ``toggle`` (default: alternately ready), ``never`` (idle), ``always``, ``gone`` (one
   XQueue logged created, its priority set and destroyed at once, then none listed: as
   the real xserver logged a server's whose work bypassed the shim).
+  A registered process that exits normally (``exit``, not ``_exit`` nor a signal)
+  appends ``{"call": "exit", "pid": N}``, as XSched's ``SchedAgent`` destructor tells
+  xserver it leaves.
   ``FAKE_SHIM_CRASH=1`` makes the shim log XSched's ``[ERRO ...] cuda error 1`` line
   and die by SIGSEGV, as upstream XSched did with PyTorch on driver 580.
 None of this is XSched code.
@@ -106,6 +109,18 @@ int XHintSetScheduler(int scheduler, int policy) {
         }
     } else return 1;
     return 0;
+}
+
+/* XSched's SchedAgent destructor, at a normal exit (exit(), never _exit() nor a signal):
+   a registered process tells xserver it leaves (ProcessDestroyEvent) */
+__attribute__((destructor)) static void fake_shim_fini(void) {
+    char reg[4400], name[64], calls[4400];
+    snprintf(name, sizeof name, "%d.json", (int)getpid());
+    run_file(reg, sizeof reg, name);
+    if (access(reg, F_OK) != 0) return;
+    run_file(calls, sizeof calls, "calls.jsonl");
+    FILE *c = fopen(calls, "a");
+    if (c) { fprintf(c, "{\"call\": \"exit\", \"pid\": %d}\n", (int)getpid()); fclose(c); }
 }
 
 static void fake_register(const char *sched) {

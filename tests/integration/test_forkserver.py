@@ -2,7 +2,9 @@
 phase starts its workers by exec while the server imports; later phases fork them
 (no imports paid), they measure like the others, and nothing outlives xwatch, not
 even after a SIGKILL. On several GPUs (issue 51 goal 5) every copy is forked, each
-seeing its own GPU's variables where its GPU runtime would read them."""
+seeing its own GPU's variables where its GPU runtime would read them. XSched's copies
+and its preflight's probes fork from a server of their own, waiting for its imports
+(issue 58 goal 4)."""
 
 from __future__ import annotations
 
@@ -175,3 +177,66 @@ def test_xsched_copies_fork_from_a_server_under_the_shim_each_registering_itself
     assert len(servers) == 1 and not servers & native
     server = servers.pop()
     assert not any((inst / "run" / f"{server}{x}").exists() for x in (".json", ".json.left"))
+    # the first XSched phase's preflight (the second's is cached): each probe forked from
+    # that same server (no fresh interpreter's imports under the shim for the start gate
+    # to wait for), a process of its own that registered its own pid with xserver
+    probes = _forked_probes(xs[0], inst, server)
+    assert probes and all(v["status"] == "engaged" for v in probes), probes
+    assert wait_gone([int(server), *(v["pid"] for v in probes)], 5) == []
+
+
+def _forked_probes(phase: dict, inst: Path, server: str) -> list[dict]:
+    """The phase's preflight verdicts, each checked: forked from fork server ``server``,
+    its own pid (not the server's) registered with xserver under the global scheduler
+    (the fake shim's record of ``XHintSetScheduler``), listed with XQueues of its own,
+    and ended through XSched's exit path (``zygote.NORMAL_EXIT``)."""
+    from tests.helpers.fake_xsched import calls
+
+    exited = {c["pid"] for c in calls(inst) if c["call"] == "exit"}
+    verdicts = phase["preflight"]["verdicts"]
+    for v in verdicts:
+        # it left xserver as an exec'd probe did, through XSched's exit (a forked worker
+        # ends by os._exit: it never does)
+        assert v["pid"] in exited, (v, exited)
+        assert v["start"] == f"fork (fork server pid {server})", v
+        assert isinstance(v["pid"], int) and str(v["pid"]) != server, v
+        reg = json.loads((inst / "run" / f"{v['pid']}.json").read_text())
+        assert reg["scheduler"] == "GLB" and reg["pid"] == v["pid"], reg
+        assert v["queues_max"] >= 1 and v["scheduler"] == "global", v
+    return verdicts
+
+
+def test_a_first_xsched_phase_forks_its_probes_and_copies_from_one_server(
+        tmp_path: Path) -> None:
+    """The session's first phase is XSched's (no earlier phase warmed its server): the
+    server is started before xserver, and the preflight's probes and the copies wait
+    for its imports and fork from it, instead of exec'ing interpreters under the shim
+    beside it (issue 58 goal 4); when the run ends, none of them is left."""
+    import socket
+
+    from tests.helpers.fake_xsched import have_cc, make_install
+
+    if not have_cc():
+        import pytest
+
+        pytest.skip("needs a C compiler for the fake shim")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), softlink=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    f = tmp_path / "s.toml"
+    f.write_text(tiny_models("xcold", 1.0, top=f"[xsched]\nport = {port}"))
+    out = tmp_path / "out"
+    r = run_xwatch("run", str(f), "--headless", "--mode", "xsched", "--xsched", str(inst),
+                   "--telemetry", "off", "--export", str(out), timeout=300,
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (phase,) = json.loads((out / "snapshot.json").read_text())["phases"]
+    starts = {w["launch"]["start"] for w in phase["workloads"].values()}
+    assert len(starts) == 1, starts
+    m = re.fullmatch(r"fork \(fork server pid (\d+)\)", starts.pop())
+    assert m
+    probes = _forked_probes(phase, inst, m.group(1))
+    assert probes and all(v["status"] == "engaged" for v in probes), probes
+    pids = [w["hello"]["pid"] for w in phase["workloads"].values()]
+    assert wait_gone([int(m.group(1)), *pids, *(v["pid"] for v in probes)], 5) == []

@@ -175,7 +175,7 @@ def test_a_loaded_but_uninitialized_cuda_driver_is_no_hazard(tmp_path) -> None: 
 
 
 def _switch(env: dict[str, str], preload: str) -> str:
-    prog = ("from xwatch.core.engine.worker.zygote import xsched_switch\n"
+    prog = ("from xwatch.core.engine.worker.xsched_fork import xsched_switch\n"
             "xs, why = xsched_switch()\nprint(why if why else 'ok' if xs else 'none')")
     return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                           check=True, timeout=60, env={**env, "LD_PRELOAD": preload}
@@ -213,7 +213,7 @@ def test_a_worker_leaves_xsched_unless_told_not_to(tmp_path, leave: str) -> None
     if not have_cc():
         pytest.skip("no C compiler")
     inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
-    prog = ("import os\nfrom xwatch.core.engine.worker.zygote import leave_xsched\n"
+    prog = ("import os\nfrom xwatch.core.engine.worker.xsched_fork import leave_xsched\n"
             "leave_xsched()\nprint(os.getpid())")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd(), "XSCHED_SCHEDULER": "GLB",
            "XSCHED_AUTO_XQUEUE": "ON", **({"XWATCH_XSCHED_LEAVE": leave} if leave else {}),
@@ -221,6 +221,83 @@ def test_a_worker_leaves_xsched_unless_told_not_to(tmp_path, leave: str) -> None
     pid = int(subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                              check=True, timeout=60, env=env).stdout)
     calls = inst / "run" / "calls.jsonl"
-    left = [json.loads(x) for x in calls.read_text().splitlines()] if calls.exists() else []
-    assert (left == [{"call": "leave", "pid": pid}]) == (leave != "0"), left
+    got = [json.loads(x) for x in calls.read_text().splitlines()] if calls.exists() else []
+    left = [c for c in got if c["call"] == "leave"]  # ("exit": the fake's normal exit)
+    assert (left == [{"call": "leave", "pid": pid}]) == (leave != "0"), got
     assert (inst / "run" / f"{pid}.json").exists() == (leave == "0")
+
+
+def test_a_launch_waits_for_an_importing_server_then_forks_or_says_why(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``ready_for``: a launch that only XSched's server's imports keep from being forked
+    waits for them (issue 58 goal 4: no interpreter exec'd beside the server), at most
+    until ``IMPORT_WAIT_S`` after the server's start; a launch that could never be forked
+    by it does not wait."""
+    import asyncio
+    import time
+
+    from xwatch.core.engine.worker import zygote
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        native = ForkServer(["resnet18"], BASE, "/dev/null")  # its launches never wait
+        native._ready, native._started = loop.create_future(), time.monotonic()
+        assert await native.ready_for(ARGV, BASE) == zygote.IMPORTING
+        fs = ForkServer(["resnet18"], BASE, "/dev/null", wait=True)  # XSched's
+        fs._ready, fs._started = loop.create_future(), time.monotonic()
+        assert fs.why_not(ARGV, BASE) == zygote.IMPORTING
+        t0 = time.monotonic()  # another interpreter's launch: no wait
+        assert fs.why_not(("/other/python", *ARGV[1:]), BASE) is not None
+        assert "OMP_NUM_THREADS" in (await fs.ready_for(ARGV, {**BASE, "OMP_NUM_THREADS": "1"})
+                                     or "")
+        assert time.monotonic() - t0 < 0.5
+        waiter = asyncio.ensure_future(fs.ready_for(ARGV, BASE))
+        await asyncio.sleep(0.2)
+        assert not waiter.done()  # waiting for the imports
+        fs._ready.set_result(None)
+        assert await waiter is None  # then forked
+        # the smoke probe is judged as its own module
+        smoke = (sys.executable, "-u", "-m", zygote.SMOKE_MODULE)
+        assert fs.why_not(smoke, BASE, zygote.SMOKE_MODULE) is None
+        assert fs.why_not(smoke, BASE) is not None
+        # a server importing for longer than IMPORT_WAIT_S: exec'd, and said
+        monkeypatch.setattr(zygote, "IMPORT_WAIT_S", 0.3)
+        slow = ForkServer(["resnet18"], BASE, "/dev/null", wait=True)
+        slow._ready, slow._started = loop.create_future(), time.monotonic()
+        assert await slow.ready_for(ARGV, BASE) == f"{zygote.IMPORTING} after 0.3 s"
+
+    asyncio.run(go())
+
+
+def test_a_probe_without_a_fork_server_is_exec_d() -> None:
+    """No fork server (``XWATCH_FORK_SERVER=0``): the preflight execs its probe, as
+    before."""
+    import asyncio
+
+    from xwatch.core.engine.supervisor import Supervisor
+    from xwatch.core.engine.worker.zygote import SMOKE_MODULE
+    from xwatch.core.xsched.preflight import fork_from
+
+    fs = Supervisor().server_for(BASE)
+    assert fs is None
+    got = asyncio.run(fork_from(fs, sys.executable, SMOKE_MODULE, ("cpu",), BASE))
+    assert got == (None, "exec")
+
+
+def test_an_install_whose_scheduler_cannot_be_switched_gets_no_xsched_fork_server(
+        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``switchable``, read from the install's files without loading XSched: 1.2's
+    ``XHintSetScheduler`` and its numbered ``XSchedulerType``; else XSched's copies are
+    exec'd, with no server started (and waited for) only to say it cannot fork."""
+    from tests.helpers.fake_xsched import have_cc, make_install
+    from xwatch.core.engine.worker.xsched_fork import switchable
+
+    if not have_cc():
+        pytest.skip("no C compiler")
+    inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
+    assert switchable(inst / "lib") is None
+    agent = inst / "lib" / "libpreempt.so"
+    agent.write_bytes(agent.read_bytes().replace(b"XHintSetScheduler", b"XHintSetSchedulex"))
+    assert "has no XHintSetScheduler" in (switchable(inst / "lib") or "")
+    (inst / "include" / "xsched" / "types.h").write_text("typedef int XPolicyType;\n")
+    assert "does not number the schedulers" in (switchable(inst / "lib") or "")
+    assert "cannot read" in (switchable(tmp_path / "nowhere") or "")

@@ -10,6 +10,7 @@ the user points at) and the incremental parser used by the supervisor.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -294,3 +295,27 @@ def open_workload_pipe(who: str) -> EventWriter | None:
         print(f"xwatch {who}: {EVENT_FD_ENV} is not set (start me through xwatch)",
               file=sys.stderr)
     return writer
+
+
+# ------------------------------------------------------------------ the event pipe
+PIPE_BYTES = 1 << 20  # event pipes are grown to this (Linux's default cap for a user)
+
+
+def grow_pipe(fd: int, size: int = PIPE_BYTES) -> int:
+    """Make the pipe behind ``fd`` hold ``size`` bytes where the OS lets us; its
+    capacity afterwards (64 KiB, Linux's default, when it cannot be read)."""
+    try:
+        import fcntl
+
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # refused: e.g. over the user's quota
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except (ImportError, AttributeError, OSError):  # not Linux
+        return 1 << 16
+
+
+def next_window(nbytes: int, elapsed_s: float, capacity: int, lo: float, hi: float) -> float:
+    """The next read pause: the time the pipe takes, at the rate just seen (``nbytes``
+    over ``elapsed_s``), to fill an eighth of its ``capacity``; within [lo, hi]."""
+    rate = nbytes / max(elapsed_s, 1e-3)
+    return min(hi, max(lo, capacity / 8 / rate)) if rate > 0 else hi

@@ -26,7 +26,7 @@ import threading
 import time
 import tty
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -34,7 +34,7 @@ import msgspec
 from xwatch.core.engine.launch import LaunchSpec
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.protocol import EVENT_FD_ENV, LineParser
+from xwatch.core.engine.protocol import EVENT_FD_ENV, PIPE_BYTES, LineParser, grow_pipe, next_window
 from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
 from xwatch.core.engine.strays import kill_strays
 from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer, fixed_env
@@ -85,22 +85,6 @@ def _kill_leftovers() -> None:
 
 #: how often a running workload's return code is looked at, besides ``Process.wait``
 EXIT_POLL_S = 2.0
-PIPE_BYTES = 1 << 20  # event pipes are grown to this (Linux's default cap for a user)
-
-
-def grow_pipe(fd: int, size: int = PIPE_BYTES) -> int:
-    """Make the pipe behind ``fd`` hold ``size`` bytes where the OS lets us; its
-    capacity afterwards (64 KiB, Linux's default, when it cannot be read)."""
-    try:
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, size)  # refused: e.g. over the user's quota
-        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-    except (ImportError, AttributeError, OSError):  # not Linux
-        return 1 << 16
-
-
 class _Ticket:
     """A flush booked on the grid; ``cancel`` as an ``asyncio.TimerHandle``."""
 
@@ -300,13 +284,6 @@ class _EventPipe(asyncio.Protocol):
                                   "phase while still running: no further request can be seen")
 
 
-def next_window(nbytes: int, elapsed_s: float, capacity: int, lo: float, hi: float) -> float:
-    """The next read pause: the time the pipe takes, at the rate just seen (``nbytes``
-    over ``elapsed_s``), to fill an eighth of its ``capacity``; within [lo, hi]."""
-    rate = nbytes / max(elapsed_s, 1e-3)
-    return min(hi, max(lo, capacity / 8 / rate)) if rate > 0 else hi
-
-
 class _PtyReaderProtocol(asyncio.StreamReaderProtocol):
     """A pty master reports the end of the child's output as EIO: make it EOF, so
     that the lines still buffered are read rather than lost."""
@@ -345,6 +322,14 @@ class ManagedProcess:
         run = self.run
         run.state = STARTING
         run.launch = self.spec.as_record()
+        run.stage("spawn")
+        fs = self.forkserver
+        if fs is not None and self.spec.stdout != "pty":  # XSched's server, importing,
+            await fs.ready_for(self.spec.argv, self.spec.env)  # is waited for (``zygote``)
+            if run.stop_requested:  # stopped meanwhile: nothing is started
+                run.state = STOPPED
+                self.done.set()
+                return
         r, w = os.pipe()
         capacity = grow_pipe(r)
         env = dict(self.spec.env)
@@ -355,15 +340,12 @@ class ManagedProcess:
             master, slave = os.openpty()
             tty.setraw(slave)  # no echo, no "\n" -> "\r\n"
             stdout = slave
-        run.stage("spawn")
-        fs = self.forkserver
         why = fs.why_not(self.spec.argv, env) if fs is not None else None
         if fs is not None and why is None and master is None:
             forked = await fs.spawn(env, self.spec.cwd, w)
             if forked is not None:
                 os.close(w)
-                run.launch = msgspec.structs.replace(
-                    run.launch, start=f"fork (fork server pid {fs.proc.pid if fs.proc else '?'})")
+                run.launch = msgspec.structs.replace(run.launch, start=fs.label)
                 self.proc = forked
                 await self._started(r, capacity, None)
                 return
@@ -520,7 +502,7 @@ class Supervisor:
         self.procs = {}
         self._starters = []
         for spec in specs:
-            mp = ManagedProcess(phase.runs[spec.name], spec, self.server_for(spec))
+            mp = ManagedProcess(phase.runs[spec.name], spec, self.server_for(spec.env))
             self.procs[spec.name] = mp
             if spec.delay_s > 0:
                 self._starters.append(asyncio.create_task(self._delayed(mp)))
@@ -562,18 +544,20 @@ class Supervisor:
         """The first fork server started (None: none)."""
         return self.forkservers[0] if self.forkservers else None
 
-    def server_for(self, spec: LaunchSpec) -> ForkServer | None:
-        """The fork server whose environment is ``spec``'s (else the first, whose
+    def server_for(self, env: Mapping[str, str]) -> ForkServer | None:
+        """The fork server whose environment is ``env``'s (else the first, whose
         ``why_not`` then names the difference)."""
-        fixed = fixed_env(spec.env)
+        fixed = fixed_env(env)
         return next((fs for fs in self.forkservers if fs.env == fixed), self.forkserver)
 
     MAX_FORKSERVERS = 3  # native and XSched's shim environment need two
 
-    def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str) -> None:
+    def warm_forkserver(self, spec: LaunchSpec, models: list[str], log_path: str,
+                        wait: bool = False) -> None:
         """Start a fork server (``worker.zygote``) in the background with ``spec``'s
         environment and the ``models``' libraries imported, once per environment, if it
-        is enabled and ``spec`` is the built-in worker under xwatch's interpreter."""
+        is enabled and ``spec`` is the built-in worker under xwatch's interpreter;
+        ``wait``: launches wait for its imports rather than exec (XSched's)."""
         if not models or not ForkServer.enabled() or \
                 len(self.forkservers) >= self.MAX_FORKSERVERS:
             return
@@ -583,7 +567,7 @@ class Supervisor:
         if self.forkservers:  # forkserver.log, forkserver-2.log, ...
             root, ext = os.path.splitext(log_path)
             log_path = f"{root}-{len(self.forkservers) + 1}{ext}"
-        fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path)
+        fs = ForkServer(list(dict.fromkeys(models)), spec.env, log_path, wait)
         if fs.why_not(spec.argv, spec.env) is None:
             fs.start()
             self.forkservers.append(fs)

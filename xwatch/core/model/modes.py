@@ -192,6 +192,10 @@ class Verdict(Doc, frozen=True, kw_only=True):
     poll_errors: int | UnsetType = UNSET
     poll_error: str | UnsetType = UNSET
     finished: bool | UnsetType = UNSET
+    #: how the probe was started, as a workload's ``launch.start``: "fork (fork server
+    #: pid N)", "exec" or "exec (why it was not forked)" (absent in older snapshots)
+    start: str | UnsetType = UNSET
+    pid: int | UnsetType | None = UNSET
 
 
 class Preflight(Doc, frozen=True, kw_only=True):

@@ -41,6 +41,7 @@ from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
 from xwatch.core.modes import isolation
 from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label, split_name
+from xwatch.core.xsched.preflight import Launcher, fork_from
 from xwatch.errors import ModeError
 from xwatch.scenario import Scenario, Workload
 
@@ -171,9 +172,10 @@ class Runner:
             bases = self._clean_bases(phase, modes)
             if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
                 self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
+            if XSCHED in modes:  # its own fork server before xserver (they overlap), and
+                # the preflight's probes started as its workloads (``preflight``)
+                await self._warm_mode_server(phase, bases[XSCHED])
             mode_env = await self._enter(phase, modes)
-            if XSCHED in modes:  # its own fork server, if the first phase did not start it
-                self._warm_mode_server(phase, bases[XSCHED], mode_env)
             phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
             if not self._entered:
                 phase.stages["mode"] = phase.stages["daemon"]  # native: nothing to settle
@@ -221,18 +223,34 @@ class Runner:
         if xs is not None and hasattr(xs, "fork_env") and self._xsched_warm is None:
             self._xsched_warm = asyncio.create_task(self._warm_xsched(xs, first, models, log))
 
-    def _warm_mode_server(self, phase: Phase, base: dict[str, str],
-                          mode_env: dict[str, dict[str, str]]) -> None:
-        """XSched's fork server with the environment its workloads get (``zygote``)."""
+    async def _warm_mode_server(self, phase: Phase, base: dict[str, str]) -> None:
+        """Before an XSched phase enters its mode: XSched's fork server with the
+        environment its workloads get (``zygote``), if no earlier phase started it (it
+        needs no xserver: its imports overlap the xserver's start), and the backend's
+        ``launcher``: the preflight forks its probes from that server, from ``base``,
+        as the workloads are (``preflight``; issue 58 goal 4)."""
+        backend = self.backends.get(XSCHED)
+        if backend is None or not hasattr(backend, "launcher"):
+            return
+        sup = self.supervisor
+        backend.launcher = Launcher(  # type: ignore[attr-defined]
+            base, lambda py, mod, args, env: fork_from(sup.server_for(env), py, mod, args, env))
+        pending = self._xsched_warm  # started beside an earlier phase: its env is known
+        if pending is not None and not pending.done():
+            with contextlib.suppress(Exception):
+                await pending
         first = next((w for w in self.scenario.workloads
                       if w.model is not None and w.name in phase.runs
                       and phase.mode_of(w.name) == XSCHED), None)
-        if first is not None and "LD_PRELOAD" not in (mode_env.get(first.name) or {}):
-            self.supervisor.warm_forkserver(  # (HIP's shim is preloaded: exec'd)
-                build_launch(first, mode_env.get(first.name), base_env=base,
-                             gate=self.scenario.start_together),
-                [w.model for w in self.scenario.workloads if w.model is not None],
-                os.path.join(self.session.scratch_dir, "forkserver.log"))
+        if first is None:
+            return
+        with contextlib.suppress(Exception):
+            env = await backend.fork_env(first)  # type: ignore[attr-defined]
+            if env is not None:  # (None: HIP's preloaded shim, an old install: exec'd)
+                self.supervisor.warm_forkserver(
+                    build_launch(first, env, base_env=base, gate=self.scenario.start_together),
+                    [w.model for w in self.scenario.workloads if w.model is not None],
+                    os.path.join(self.session.scratch_dir, "forkserver.log"), wait=True)
 
     async def _warm_xsched(self, backend: ModeBackend, first: Workload, models: list[str],
                            log: str) -> None:
@@ -244,12 +262,18 @@ class Runner:
             env = await backend.fork_env(first)  # type: ignore[attr-defined]
             if env is None:
                 return
-            private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
-            os.makedirs(private, exist_ok=True)
-            base = isolation.clean_env(os.environ, XSCHED, self._install_libs(), private).env
-            base.pop(isolation.SELF_CLEANED_ENV, None)
             self.supervisor.warm_forkserver(build_launch(
-                first, env, base_env=base, gate=self.scenario.start_together), models, log)
+                first, env, base_env=self._base(XSCHED), gate=self.scenario.start_together),
+                models, log, wait=True)
+
+    def _base(self, mode: str) -> dict[str, str]:
+        """``mode``'s starting environment before one of its phases (``_clean_bases``,
+        unrecorded): what a fork server for its later phases starts from."""
+        private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
+        os.makedirs(private, exist_ok=True)
+        base = isolation.clean_env(os.environ, mode, self._install_libs(), private).env
+        base.pop(isolation.SELF_CLEANED_ENV, None)
+        return base
 
     async def _watch(self, phase: Phase) -> None:
         """Stalls, the isolation proof and backend health, until the phase ends."""

@@ -26,7 +26,7 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
-from xwatch.core.engine.worker.zygote import LEAVE_MARK
+from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK, switchable
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
@@ -53,7 +53,7 @@ from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, Stalls, poll_thread, queue_row, strangers
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
-from xwatch.core.xsched.preflight import preflight
+from xwatch.core.xsched.preflight import Launcher, preflight
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
@@ -98,6 +98,8 @@ class XschedController:
         self._table_t = 0.0  # when the per-queue table was last rebuilt
         self._box = Strangers()  # processes not of this session on its xserver, per phase
         self._stalls = Stalls()  # /xqueues outages after a process left (per phase)
+        #: how the preflight starts its probes: as the phase's workloads (the runner's)
+        self.launcher: Launcher | None = None
 
     # -- mode backend protocol
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
@@ -141,16 +143,21 @@ class XschedController:
         return envs
 
     async def fork_env(self, w: Workload) -> dict[str, str] | None:
-        """``w``'s XSched environment before a phase (``zygote``); None on HIP: exec'd."""
+        """``w``'s XSched environment before a phase (``zygote``); None where its copies
+        are exec'd: on HIP (its shim is preloaded), or with an install whose scheduler a
+        forked child cannot switch to (no ``XHintSetScheduler``, no numbered
+        ``XSchedulerType``: a server started for it would only say so after its imports)."""
         plat = await asyncio.to_thread(workload_platform, w, self.scenario)
-        return xsched_env(w, self.install, plat) if plat == "cuda" else None
+        if plat != "cuda" or switchable(self.install.lib) is not None:
+            return None
+        return xsched_env(w, self.install, plat)
 
     async def _preflight(self, phase: Phase, plats: dict[str, str],
                          envs: dict[str, dict[str, str]]) -> None:
         """Smoke-test the shim while the real workloads load (see ``preflight``)."""
         assert self.client is not None
         await preflight(phase, phase.own(self.scenario, XSCHED), self.install, self.client, plats,
-                        envs, self._note)
+                        envs, self._note, self.launcher)
 
     async def settle(self, phase: Phase) -> None:
         """Wait for the preflight, which runs beside the workloads' start (the start gate
@@ -287,12 +294,9 @@ class XschedController:
 
     # -- evidence
     def _watch_line(self, run: WorkloadRun, stream: str, line: str) -> None:
-        """The shim's "using ... scheduler" line; the one after the worker's leave mark
-        (its exit: app-managed again) says nothing of how it was scheduled."""
-        if LEAVE_MARK in line:
+        if LEAVE_MARK in line:  # the shim's lines after it are its exit (app-managed)
             self._left.add(run)
-        m = SCHED_LINE.search(line)
-        if not m or run in self._left:
+        if not (m := SCHED_LINE.search(line)) or run in self._left:
             return
         what = m.group(1)
         sched = "global" if what.startswith("global") else \

@@ -68,14 +68,33 @@ def find_install(cli_root: str | None, scen: Scenario | None) -> XschedInstall |
 _PLATFORM_CACHE: dict[str, str] = {}
 
 
+#: which build that interpreter's torch is, read from its ``torch/version.py`` without
+#: importing torch (an import under the shim's cost, seconds, before an XSched phase's
+#: xserver could start: issue 58 goal 4); torch imported only if that file says nothing
+_PLATFORM_SCRIPT = """
+import importlib.util, os, re
+spec = importlib.util.find_spec("torch")
+m = None
+try:
+    with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
+        m = re.search(r"^hip\\s*(?::[^=\\n]*)?=\\s*(\\S.*)$", f.read(), re.M)
+except (AttributeError, TypeError, OSError):
+    pass
+if m is not None:
+    print("cuda" if m.group(1).strip() == "None" else "hip")
+else:
+    import torch
+    print("hip" if getattr(torch.version, "hip", None) else "cuda")
+"""
+
+
 def detect_platform(python: str) -> str:
     """'hip' when that interpreter's torch is a ROCm build, else 'cuda'."""
     if python in _PLATFORM_CACHE:
         return _PLATFORM_CACHE[python]
     try:
-        out = subprocess.run(
-            [python, "-c", "import torch; print('hip' if getattr(torch.version, 'hip', None) "
-             "else 'cuda')"], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([python, "-c", _PLATFORM_SCRIPT], capture_output=True, text=True,
+                             timeout=120)
         plat = out.stdout.strip().splitlines()[-1] if out.returncode == 0 and out.stdout.strip() \
             else "cuda"
     except (OSError, subprocess.TimeoutExpired):

@@ -20,6 +20,18 @@ the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled
 on the kind of stream a workload uses fails the phase at once with that reason.
 Verdicts are cached for the process's lifetime per install (and shim file),
 interpreter, platform, device, stream and XSched environment.
+
+Each probe starts the way its workloads do (issue 58 goal 4): with the environment the
+phase's workloads start from (``Launcher.base_env``) and, where they fork from XSched's
+fork server, forked from it too (``Launcher.fork``): a fresh process of its own pid and
+process group, already under the shim with torch imported, which switches to the global
+scheduler itself after the fork and registers its own XQueues with xserver, as each
+forked copy does. So the preflight no longer pays a fresh interpreter's imports under
+the shim (7.96 s of a 4-GPU phase's 8.1 s start, the copies held at the start gate for
+4.5 s of it). Where the workloads are exec'd (no fork server, ``XWATCH_FORK_SERVER=0``,
+an install whose scheduler cannot be switched after a fork, HIP's preloaded shim, an
+environment that differs), so is the probe. Each verdict says how its probe started
+(``start``) and its pid.
 """
 
 from __future__ import annotations
@@ -32,9 +44,9 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -42,13 +54,13 @@ from xwatch.core import model as M
 from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.supervisor import child_setup
+from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkServer
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
-SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 SMOKE_SECONDS = 2.0
 PROBE_TIMEOUT_S = 120.0
 CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still take
@@ -85,12 +97,72 @@ class Probe:
 #: One probe's verdict: the snapshot's own type (``Preflight.verdicts``), built here.
 Verdict = M.Verdict
 
+#: forks a probe as a workload with its environment would be: (python, module, its
+#: arguments, environment) -> (the process, "fork (fork server pid N)"), or (None,
+#: "exec (why not)"): then it is exec'd (``fork_from``)
+Forker = Callable[[str, str, tuple[str, ...], Mapping[str, str]],
+                  Awaitable[tuple[ForkedProcess | None, str]]]
+
+
+async def fork_from(fs: ForkServer | None, python: str, module: str, args: tuple[str, ...],
+                    env: Mapping[str, str]) -> tuple[ForkedProcess | None, str]:
+    """A ``Forker`` over fork server ``fs`` (the one a workload with ``env`` forks from,
+    ``Supervisor.server_for``): ``python -u -m module args`` with ``env`` forked as that
+    workload would be (waiting for the server's imports the same way): (the process, its
+    ``launch.start``: "fork (fork server pid N)"), or (None, "exec (why not)"): then the
+    caller execs it. Its event pipe is ``/dev/null``; it is in its own session and
+    process group, and dies with the server, the server with xwatch."""
+    if fs is None:
+        return None, "exec"
+    why = await fs.ready_for((python, "-u", "-m", module), env, module)
+    if why is None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            proc = await fs.spawn(env, None, null, module, args)
+        finally:
+            os.close(null)
+        if proc is not None:
+            return proc, fs.label
+        why = fs.failure
+    return None, f"exec ({why})" if why else "exec"
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How the preflight starts its probes as the phase starts its workloads (see the
+    module): from ``base_env`` (None: xwatch's own environment) and through ``fork``
+    (None: every probe exec'd)."""
+
+    base_env: Mapping[str, str] | None = None
+    fork: Forker | None = None
+
+
+class _Proc(Protocol):
+    """What a probe is read through: an ``asyncio.subprocess.Process`` or a
+    ``ForkedProcess``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
 
 def verdict_line(v: Verdict) -> str:
     """Where the probe ran, for which workloads, and what it showed, in one line."""
     where = f"on {v.device}" if v.stream == "n/a" else f"{_where(v)} on {v.device}"
     cached = " (cached)" if v.cached else ""
-    return f"{where} for {', '.join(v.workloads)}: {v.status}{cached} - {v.detail}"
+    how = f" [{v.start}{f', pid {v.pid}' if isinstance(v.pid, int) else ''}]" \
+        if isinstance(v.start, str) and not v.cached else ""
+    return f"{where} for {', '.join(v.workloads)}: {v.status}{cached} - {v.detail}{how}"
 
 
 def _device_of(w: Workload) -> str:
@@ -103,9 +175,11 @@ def uses_graphs(w: Workload) -> bool:
 
 
 def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, str],
-                envs: Mapping[str, Mapping[str, str]], graphs: bool = False) -> list[Probe]:
+                envs: Mapping[str, Mapping[str, str]], graphs: bool = False,
+                base_env: Mapping[str, str] | None = None) -> list[Probe]:
     """The distinct probes the scenario's built-in workloads need (``graphs``: a graph
-    probe for every GPU workload, not only those that capture graphs; doctor's)."""
+    probe for every GPU workload, not only those that capture graphs; doctor's), each
+    with its workload's environment built on ``base_env`` (None: xwatch's own)."""
     probes: dict[tuple[Any, ...], Probe] = {}
     for w in scen.workloads:
         if w.model is None:
@@ -113,7 +187,7 @@ def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, 
         streams: tuple[str, ...] = ("n/a",) if w.device == "cpu" else \
             ("created", "default", "graph") if graphs or uses_graphs(w) else \
             ("created", "default")
-        spec = build_launch(w, envs.get(w.name))
+        spec = build_launch(w, envs.get(w.name), base_env=base_env)
         # the workload's own environment counts: priorities, levels and extra variables
         # can each make the shim behave differently
         # (but not which GPU a --gpus copy is pinned to: the copies on the first GPU
@@ -131,8 +205,9 @@ def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, 
 
 async def run_probes(probes: list[Probe], install: XschedInstall, client: XserverClient,
                      seconds: float = SMOKE_SECONDS, timeout_s: float = PROBE_TIMEOUT_S,
-                     use_cache: bool = True) -> list[Verdict]:
-    """Run the probes (in parallel) while polling xserver for their XQueues."""
+                     use_cache: bool = True, fork: Forker | None = None) -> list[Verdict]:
+    """Run the probes (in parallel) while polling xserver for their XQueues; each
+    forked through ``fork`` where it can be (see the module), else exec'd."""
     out: list[Verdict | None] = [None] * len(probes)
     todo: list[tuple[int, Probe]] = []
     for i, p in enumerate(probes):
@@ -142,7 +217,7 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
         else:
             todo.append((i, p))
     if todo:
-        results = await _run(todo, client, seconds, timeout_s)
+        results = await _run(todo, client, seconds, timeout_s, fork)
         for (i, p), v in zip(todo, results):
             out[i] = v
             _CACHE[p.key(install)] = v
@@ -160,22 +235,41 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
     return result
 
 
-async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: float,
-               timeout_s: float) -> list[Verdict]:
-    procs: list[asyncio.subprocess.Process | None] = []
-    errors: list[str] = []
-    t0 = time.monotonic()
-    for _, p in todo:
-        argv = [p.python, "-u", "-m", SMOKE_MODULE, p.device, p.stream, f"{seconds:g}"]
+async def _start(p: Probe, seconds: float, fork: Forker | None) -> tuple[_Proc | None, str, str]:
+    """Start probe ``p``: (the process, how it started, why it could not: "")."""
+    args = (p.device, p.stream, f"{seconds:g}")
+    how = "exec"
+    if fork is not None:
         try:
-            procs.append(await asyncio.create_subprocess_exec(
-                *argv, env=dict(p.env), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                start_new_session=True, preexec_fn=child_setup()))
-            errors.append("")
+            forked, how = await fork(p.python, SMOKE_MODULE, args, p.env)
         except OSError as e:
-            procs.append(None)
-            errors.append(f"cannot start {p.python}: {e.strerror or e}")
+            forked, how = None, f"exec (the fork failed: {e})"
+        if forked is not None:
+            return forked, how, ""
+    try:
+        return await asyncio.create_subprocess_exec(
+            p.python, "-u", "-m", SMOKE_MODULE, *args, env=dict(p.env),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            preexec_fn=child_setup()), how, ""
+    except OSError as e:
+        return None, how, f"cannot start {p.python}: {e.strerror or e}"
+
+
+async def _communicate(proc: _Proc) -> tuple[bytes, bytes]:
+    """Its stdout and stderr to their end, and its exit."""
+    assert proc.stdout is not None and proc.stderr is not None
+    so, se, _ = await asyncio.gather(proc.stdout.read(), proc.stderr.read(), proc.wait())
+    return so, se
+
+
+async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: float,
+               timeout_s: float, fork: Forker | None = None) -> list[Verdict]:
+    t0 = time.monotonic()
+    started = await asyncio.gather(*(_start(p, seconds, fork) for _, p in todo))
+    procs = [proc for proc, _, _ in started]
+    starts = [how for _, how, _ in started]
+    errors = [err for _, _, err in started]
     pids = {proc.pid: k for k, proc in enumerate(procs) if proc is not None}
     seen = [{"max": 0, "ready": 0, "polls": 0} for _ in procs]
     failed: dict[str, Any] = {"n": 0, "last": ""}
@@ -204,8 +298,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
 
     crashed = asyncio.Event()
 
-    async def collect(proc: asyncio.subprocess.Process) -> tuple[int | None, str, str, bool]:
-        comm = asyncio.ensure_future(proc.communicate())
+    async def collect(proc: _Proc) -> tuple[int | None, str, str, bool]:
+        comm = asyncio.ensure_future(_communicate(proc))
         end = time.monotonic() + timeout_s
         while not comm.done():
             left = end - time.monotonic()
@@ -244,7 +338,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                     os.killpg(proc.pid, 9)
     elapsed = time.monotonic() - t0
     verdicts = []
-    for k, ((_, p), (rc, so, se, timed_out)) in enumerate(zip(todo, results)):
+    for k, ((_, p), (rc, so, se, timed_out), proc) in enumerate(zip(todo, results, procs)):
         lines = [ln for ln in se.splitlines() if ln.strip()]
         info: dict[str, Any] = {}
         finished = False  # the smoke's "done" line: its work ended, synchronized
@@ -272,7 +366,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             median_ms=info.get("median_ms"), seconds=round(elapsed, 2),
             torch=info.get("torch"), device_name=info.get("device_name"),
             stderr_tail=list(deque(lines, maxlen=12)),
-            poll_errors=failed["n"], poll_error=failed["last"][:300], finished=finished))
+            poll_errors=failed["n"], poll_error=failed["last"][:300], finished=finished,
+            start=starts[k], pid=proc.pid if proc is not None else None))
     return verdicts
 
 
@@ -331,12 +426,16 @@ def clear_cache() -> None:
 
 async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                     client: XserverClient, plats: dict[str, str],
-                    envs: dict[str, dict[str, str]], note: Callable[..., None]) -> None:
-    """The phase's preflight: probe its built-in workloads (``plan_probes``), record
-    the verdicts in ``phase.preflight``, log each with ``note``, raise the failure."""
+                    envs: dict[str, dict[str, str]], note: Callable[..., None],
+                    launcher: Launcher | None = None) -> None:
+    """The phase's preflight: probe its built-in workloads (``plan_probes``), each
+    started as its workloads are (``launcher``; None: exec'd from xwatch's own
+    environment), record the verdicts in ``phase.preflight``, log each with ``note``,
+    raise the failure."""
+    launcher = launcher or Launcher()
     scen = dataclasses.replace(scenario, workloads=tuple(
         w for w in scenario.workloads if w.name in phase.runs))
-    probes = plan_probes(scen, install, plats, envs)
+    probes = plan_probes(scen, install, plats, envs, base_env=launcher.base_env)
     if not probes:
         phase.preflight = M.Preflight(verdicts=[], note="no built-in model workload "
                                       "to probe (command workloads are judged by their "
@@ -344,7 +443,7 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
         return
     note(f"preflight: {len(probes)} probe(s) under the shim ...")
     t0 = time.monotonic()
-    verdicts = await run_probes(probes, install, client)
+    verdicts = await run_probes(probes, install, client, fork=launcher.fork)
     reason = preflight_failure(verdicts, scen)
     phase.preflight = M.Preflight(verdicts=list(verdicts),
                                   seconds=round(time.monotonic() - t0, 2), failure=reason)

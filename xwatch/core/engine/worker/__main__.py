@@ -23,7 +23,7 @@ finally:
     for _stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             _stream.flush()
-from xwatch.core.engine.worker.zygote import leave_xsched  # noqa: E402
+from xwatch.core.engine.worker.xsched_fork import leave_xsched  # noqa: E402
 
 leave_xsched()  # under XSched's global scheduler: tell xserver first
 os._exit(rc)

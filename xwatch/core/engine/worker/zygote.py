@@ -43,10 +43,21 @@ initialized (``fork_hazard``).
 Two sides in one module:
 - the server process, ``python -m xwatch.core.engine.worker.zygote MODEL ...``
   (``serve``): imports, says ``ready``, then forks on request and reports each
-  child's exit; a fork request carries the child's module, environment, working
-  folder and its stdout, stderr and event pipe (``SCM_RIGHTS``);
+  child's exit; a fork request carries the child's module (the worker, or the XSched
+  preflight's probe, ``FORKABLE``) and its arguments, environment, working folder and
+  its stdout, stderr and event pipe (``SCM_RIGHTS``);
 - xwatch's side (``ForkServer``, asyncio): starts it, forks through it, and gives
   each child as a ``ForkedProcess`` that the supervisor treats like a subprocess.
+
+A launch that finds XSched's server still importing waits for it (``ForkServer.wait``,
+``ready_for``): the server was started no later than the launch and imports what an
+exec'd copy would under the shim, so the fork comes no later than an exec'd copy's
+imports would end, without several interpreters importing at once. The wait is bounded
+(``IMPORT_WAIT_S`` after the server's start); past it, and whenever the server cannot
+fork, the launch is exec'd and says why. The native server's launches do not wait: a
+run's first phase is exec'd beside its imports, as before (waiting would fork MPS's
+first-phase copies too, which the fake MPS daemon of the tests cannot see as clients: it
+reads each process's environment at exec from ``/proc``).
 
 ``XWATCH_FORK_SERVER=0`` turns it off (every worker is started by exec, as before).
 Messages are JSON datagrams on a ``SOCK_SEQPACKET`` socket pair. A forked worker keeps
@@ -68,11 +79,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV, GPU_INIT_ENV
+from xwatch.core.engine.worker.xsched_fork import switch_scheduler, xsched_switch
 
 SOCKET_ENV = "XWATCH_ZYGOTE_FD"
 #: set in a forked worker's environment: the fork server's pid
@@ -80,6 +91,21 @@ FORKED_ENV = "XWATCH_FORKED_FROM"
 #: "0": no fork server, every worker is exec'd
 ENABLE_ENV = "XWATCH_FORK_SERVER"
 WORKER_MODULE = "xwatch.core.engine.worker"
+#: the XSched preflight's probe (``xsched.preflight``): forked like the workers it speaks for
+SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
+#: the modules a fork request may name
+FORKABLE = (WORKER_MODULE, SMOKE_MODULE)
+#: those whose child ends through the C library's ``exit`` once the module returned, as
+#: an exec'd process's normal exit does (the others: ``os._exit``, as the worker itself
+#: does): the probe's XSched (``SchedAgent``'s destructor) then tells xserver it leaves
+#: (``ProcessDestroyEvent``) before its channel goes, as the exec'd probe's did. A
+#: process that vanishes while xserver still lists its XQueues can stall xserver
+#: (docs/results/h100x4-2026-11-27.md, part B): the preflight must not add one beside
+#: every first XSched phase's loading copies.
+NORMAL_EXIT = frozenset({SMOKE_MODULE})
+#: a launch waits for a server still importing until it has imported for this long
+IMPORT_WAIT_S = 60.0
+IMPORTING = "the fork server is still importing"
 #: xwatch's settings and pipes for the worker: read by the worker itself, after the imports
 WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER",
                         FORKED_ENV})
@@ -91,10 +117,6 @@ LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
 #: to in the child), each XQueue's (at its creation), the others at first use
 LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
 LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
-#: XSCHED_SCHEDULER's names and the members of XSched's XSchedulerType they name
-XSCHED_SCHEDULERS = {"APP": "kSchedulerAppManaged", "LCL": "kSchedulerLocal",
-                     "GLB": "kSchedulerGlobal"}
-XSCHED_AGENT_LIB = "libpreempt.so"  # exports XHintSetScheduler (include/xsched/hint.h)
 MAX_MSG = 1 << 20
 try:
     _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -167,94 +189,6 @@ def native_threads() -> int:
     return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
 
 
-def xsched_mapped() -> str | None:
-    """The path of XSched's scheduling agent this process has mapped, else None."""
-    with contextlib.suppress(OSError), open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1]
-            if os.path.basename(path) == XSCHED_AGENT_LIB:
-                return path
-    return None
-
-
-def scheduler_numbers(lib: str) -> dict[str, int]:
-    """XSCHED_SCHEDULER's names -> the install's ``XSchedulerType`` numbers (types.h)."""
-    import re
-
-    text = (Path(lib).parent.parent / "include" / "xsched" / "types.h").read_text()
-    return {name: int(m.group(1)) for name, member in XSCHED_SCHEDULERS.items()
-            if (m := re.search(rf"\b{member}\s*=\s*(\d+)", text))}
-
-
-def set_scheduler(lib: str, number: int) -> int:
-    """``XHintSetScheduler(number, kPolicyUnknown)`` of the mapped ``lib``: 0 if done."""
-    fn = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler
-    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return int(fn(number, 0))
-
-
-def xsched_switch() -> tuple[tuple[str, dict[str, int]] | None, str | None]:
-    """After the imports: ((agent path, scheduler numbers), None) when XSched was loaded
-    with the app-managed scheduler (``XSCHED_SCHEDULER``, ``XSCHED_POLICY`` unset), so
-    each child can switch to its own; (None, why not) when XSched is loaded otherwise;
-    (None, None) without XSched."""
-    lib = xsched_mapped()
-    if lib is None:
-        return None, None
-    own = sorted(k for k in ("XSCHED_SCHEDULER", "XSCHED_POLICY") if os.environ.get(k))
-    if own:
-        return None, (f"XSched was loaded during the imports with {', '.join(own)} set: "
-                      "its scheduler would be the server's, not each child's")
-    try:
-        numbers = scheduler_numbers(lib)
-        ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_LAZY).XHintSetScheduler  # noqa: B018
-    except (OSError, AttributeError) as e:
-        return None, f"XSched was loaded during the imports, and cannot be switched: {e}"
-    if not {"APP", "GLB"} <= numbers.keys():
-        return None, (f"XSched was loaded during the imports; its types.h beside {lib} does "
-                      "not number the schedulers")
-    return (lib, numbers), None
-
-
-def _switch_scheduler(xs: tuple[str, dict[str, int]]) -> None:
-    """In the child, before its first GPU call: the scheduler its XSCHED_SCHEDULER names."""
-    lib, numbers = xs
-    want = os.environ.get("XSCHED_SCHEDULER")
-    if not want:
-        return
-    if want not in numbers:
-        raise SystemExit(f"XSCHED_SCHEDULER={want}: not one of {', '.join(numbers)}")
-    rc = set_scheduler(lib, numbers[want])
-    if rc != 0:
-        raise SystemExit(f"XHintSetScheduler({want} = {numbers[want]}) failed: XResult {rc}")
-
-
-#: "0": a worker under XSched's global scheduler ends with ``os._exit`` without leaving
-LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
-#: the worker's stderr line before it leaves: the shim's "using app-managed scheduler"
-#: that follows says it left, not that it was never scheduled (``xsched/controller.py``)
-LEAVE_MARK = "xwatch: leaving XSched's global scheduler before exit"
-
-
-def leave_xsched() -> None:
-    """Tell xserver this process leaves, as XSched's own exit does (app-managed again:
-    ``ProcessDestroyEvent`` sent, the process's channel removed) and ``os._exit`` skips.
-
-    Without it xserver kept scheduling the gone process's ~144 XQueues: its scheduler
-    thread blocked on the undrained queue or, once the queue was removed, failed its
-    assertion (``server.cpp:200``) and stopped scheduling, so a LOW that finished
-    mid-phase or a joiner's exit stalled the xserver for 30 s and failed the phase. On
-    4x H100 (docs/results/h100x4-2026-11-27b.md) leaving first removed both stalls.
-    ``XWATCH_XSCHED_LEAVE=0`` restores the old exit (to reproduce the stall)."""
-    if os.environ.get(LEAVE_ENV) == "0" or not os.environ.get("XSCHED_SCHEDULER"):
-        return
-    lib = xsched_mapped()
-    if lib is not None:
-        with contextlib.suppress(Exception):
-            print(LEAVE_MARK, file=sys.stderr, flush=True)
-            set_scheduler(lib, scheduler_numbers(lib)["APP"])
-
-
 def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         sock.send(json.dumps(msg).encode())
@@ -264,6 +198,7 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
            xs: tuple[str, dict[str, int]] | None = None) -> None:
     """In the forked child: become the worker process, run it, exit (never returns)."""
     rc = 1
+    normal_exit = req.get("module") in NORMAL_EXIT
     try:
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
@@ -294,13 +229,15 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
         if req.get("cwd"):
             os.chdir(req["cwd"])
         if xs is not None:
-            _switch_scheduler(xs)
+            switch_scheduler(xs)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
         import runpy
 
-        sys.argv = [req["module"]]
+        if req["module"] not in FORKABLE:
+            raise SystemExit(f"not a module the fork server forks: {req['module']}")
+        sys.argv = [req["module"], *[str(a) for a in req.get("argv") or ()]]
         try:
             runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
             rc = 0
@@ -318,6 +255,11 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
+        if normal_exit:  # atexit handlers and static destructors run (``NORMAL_EXIT``)
+            with contextlib.suppress(Exception):
+                _exit = ctypes.CDLL(None).exit
+                _exit.argtypes = [ctypes.c_int]
+                _exit(rc)
         os._exit(rc)
 
 
@@ -432,12 +374,15 @@ class ForkedProcess:
 
 class ForkServer:
     """xwatch's side of the fork server (see the module). ``start`` launches it in the
-    background; ``why_not(argv, env)`` says whether a launch can be forked;
-    ``spawn`` forks one (None: start it by exec instead, ``failure`` says why). Until
-    the server has imported, workers are started by exec (never later than before)."""
+    background; ``ready_for(argv, env)`` says whether a launch can be forked, once the
+    server's imports are done (bounded: see the module); ``spawn`` forks one (None:
+    start it by exec instead, ``failure`` says why)."""
 
-    def __init__(self, models: list[str], env: Mapping[str, str], log_path: str) -> None:
+    def __init__(self, models: list[str], env: Mapping[str, str], log_path: str,
+                 wait: bool = False) -> None:
         self.models = models
+        #: launches wait for its imports (``ready_for``; XSched's server: see the module)
+        self.wait = wait
         self.env = fixed_env(env)
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
@@ -445,6 +390,7 @@ class ForkServer:
         self.failure: str | None = None  # why it cannot fork (then exec is used)
         self.ready_s: float | None = None  # its imports' time
         self._ready: asyncio.Future[None] | None = None
+        self._started = 0.0  # monotonic, when ``start`` ran
         self._ids = 0
         self._forks: dict[int, asyncio.Future[int]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
@@ -455,19 +401,47 @@ class ForkServer:
     def enabled() -> bool:
         return os.environ.get(ENABLE_ENV, "1") != "0"
 
-    def why_not(self, argv: tuple[str, ...], env: Mapping[str, str]) -> str | None:
+    @property
+    def label(self) -> str:
+        """How a launch forked by this server started (``launch.start``)."""
+        return f"fork (fork server pid {self.proc.pid if self.proc else '?'})"
+
+    @property
+    def importing(self) -> bool:
+        return self._ready is not None and not self._ready.done()
+
+    def why_not(self, argv: tuple[str, ...], env: Mapping[str, str],
+                module: str = WORKER_MODULE) -> str | None:
+        """Why ``argv`` with ``env`` cannot be forked now, else None (``IMPORTING``
+        while the server imports: ``ready_for`` waits for it)."""
         if self.failure is not None:
             return self.failure
-        if self._ready is not None and not self._ready.done():
-            return "the fork server is still importing"
-        if tuple(argv[1:]) != ("-u", "-m", WORKER_MODULE) or argv[0] != sys.executable:
-            return "not the built-in worker under xwatch's interpreter"
+        if tuple(argv[1:]) != ("-u", "-m", module) or argv[0] != sys.executable:
+            return ("not the built-in worker under xwatch's interpreter" if module ==
+                    WORKER_MODULE else f"not {module} under xwatch's interpreter")
         diff = env_differences(self.env, env)
         if diff:
             more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
             return (f"its environment differs from the fork server's in "
                     f"{', '.join(diff[:4])}{more}")
+        if self.importing:
+            return IMPORTING
         return None
+
+    async def ready_for(self, argv: tuple[str, ...], env: Mapping[str, str],
+                        module: str = WORKER_MODULE) -> str | None:
+        """``why_not``, after waiting for the server's imports if they are all that
+        keeps the launch from being forked (see the module), at most until
+        ``IMPORT_WAIT_S`` after the server's start."""
+        why = self.why_not(argv, env, module)
+        if why != IMPORTING or self._ready is None or not self.wait:
+            return why
+        left = self._started + IMPORT_WAIT_S - time.monotonic()
+        if left > 0:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._ready), left)
+        why = self.why_not(argv, env, module)
+        return f"{IMPORTING} after {IMPORT_WAIT_S:g} s" if why == IMPORTING else why
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -489,6 +463,7 @@ class ForkServer:
             theirs.close()
         self.sock = mine
         mine.setblocking(False)
+        self._started = time.monotonic()
         self._ready = loop.create_future()
         loop.add_reader(mine.fileno(), self._on_readable)
 
@@ -548,12 +523,14 @@ class ForkServer:
                                   "workers forked from it died with it")
                 f.set_result(-int(signal.SIGKILL))
 
-    async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int
+    async def spawn(self, env: Mapping[str, str], cwd: str | None, event_w: int,
+                    module: str = WORKER_MODULE, argv: tuple[str, ...] = ()
                     ) -> ForkedProcess | None:
-        """Fork the built-in worker with ``env`` (its event pipe's write end
-        ``event_w``); None if the server cannot (``failure`` says why)."""
+        """Fork ``module`` (the built-in worker; the preflight's probe with its
+        ``argv``) with ``env`` (its event pipe's write end ``event_w``); None if the
+        server cannot (``failure`` says why)."""
         if self._ready is None or not self._ready.done():
-            return None  # still importing: started by exec now (as fast as before)
+            return None  # still importing (``ready_for`` waits for it first)
         if self.failure is not None or self.sock is None:
             return None
         loop = asyncio.get_running_loop()
@@ -563,7 +540,7 @@ class ForkServer:
         fid = self._ids
         fut: asyncio.Future[int] = loop.create_future()
         self._forks[fid] = fut
-        req = {"op": "fork", "id": fid, "module": WORKER_MODULE, "cwd": cwd,
+        req = {"op": "fork", "id": fid, "module": module, "argv": list(argv), "cwd": cwd,
                "env": {k: v for k, v in env.items() if k != EVENT_FD_ENV}}
         try:
             socket.send_fds(self.sock, [json.dumps(req).encode()], [out_w, err_w, event_w])
