@@ -34,6 +34,7 @@ from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
 
 if TYPE_CHECKING:
+    from xwatch.core.analysis.stats.noise import Floor
     from xwatch.core.telemetry import TelemetrySampler
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE = 0, 1, 3
@@ -248,7 +249,7 @@ class Driver:
                                          o.telemetry_proc_interval)
         return self.telemetry
 
-    def load_floors(self, modes: Sequence[str]) -> dict[str, Any]:
+    def load_floors(self, modes: Sequence[str]) -> dict[str, Floor]:
         """This machine's recorded noise floors for the scenario in ``modes``, carried by
         the session (one-run answers are judged against them)."""
         from xwatch.core.export.floors import lookup, this_machine
