@@ -1,8 +1,9 @@
 """The dashboard's session controller: what the keys do to the live session, through
 the plan driver it holds (``plans.driver``: the session, runner, telemetry, noise
-floors and the kept session). It starts the session, runs what the keys ask (a phase
-watched to its planned end, ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's
-four phases ``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
+floors and the kept session). It starts the session, runs what the keys ask, each
+phase one ``Driver.step`` (started, watched to its end by the runner as headless
+phases are: ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's four phases
+``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
 controls XSched and MPS live (``k``) and quits (``q``, ctrl+c, SIGTERM/SIGHUP: every
 workload stopped, telemetry stopped, the session kept). It tells the app what to show
 by notifications and by messages (``PlanSaid``, ``ShowTab``), as harlequin's workers
@@ -32,7 +33,7 @@ from xwatch.core.modes.base import label as mode_label
 from xwatch.core.plans.calibrate import calibrate_steps
 from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
-from xwatch.core.plans.runner import OWN_ENDINGS, Ending, Runner
+from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
 from xwatch.errors import XwatchError
 from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
 
@@ -79,7 +80,10 @@ class DashboardObserver:
     def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None,
                     ending: Ending) -> None:
         """Its own end (planned, every workload exited): what the keys do next; stopped
-        or replaced, and failed: why it failed."""
+        or replaced, and failed: why it failed (a mode that would not start was told
+        by ``refused``)."""
+        if ending == REFUSED:
+            return
         if ending in OWN_ENDINGS:
             self.app.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
                             "on/off, r = rerun, s = snapshot", title="Phase complete",

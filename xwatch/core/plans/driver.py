@@ -29,7 +29,7 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, MetricsSink, Options
-from xwatch.core.plans.runner import REPLACED, Ending, Runner
+from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
 
@@ -372,7 +372,7 @@ class Driver:
             if failed is None or failed.mode != step.mode:
                 return None
             _label(failed, step, rnd)
-            phase, ending = failed, "stopped"
+            phase, ending = failed, REFUSED
         self.phases.append(phase)
         tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
             else None

@@ -1,14 +1,16 @@
 """Phase control shared by the headless CLI and the dashboard.
 
 The runner owns the order of things for one phase: prepare the mode (XSched:
-start xserver, build its environment), start the workloads, decide when the
-phase has reached its planned end, stop everything, and tear the mode down.
-It never prints and never touches the UI; callers read ``session.snapshot()``.
+start xserver, build its environment), start the workloads, watch the phase to its
+end (``watch``, the one phase-end loop of the headless plans and the dashboard:
+its planned end, every workload exited, none ready in time, a stop, a new phase),
+stop everything, and tear the mode down. It never prints and never touches the UI;
+callers read ``session.snapshot()``.
 
 A phase runs in one mode, or split (``compare --layout split``): each copy in its own
 mode (``copy_modes``), on GPUs of its own. Each mode's copies then start from that
 mode's scrubbed environment plus its backend's variables, each backend (one xserver,
-one MPS daemon: ``modes.box`` says why no more) serves only its own copies (MPS's
+one MPS daemon: ``modes.neighbours`` says why no more) serves only its own copies (MPS's
 daemon sees only their GPUs), and each copy's isolation is proven against its own
 mode: a native copy maps no shim and is no MPS client, an XSched copy is engaged, an
 MPS copy is a client.
@@ -48,13 +50,15 @@ from xwatch.scenario import Scenario, Workload
 __all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
 #: why a phase's watch ended (``Runner.watch``): it stopped the phase itself at its
 #: planned end, once every workload exited, or when none became ready in time; or the
-#: phase was stopped (``stop``, the watchdog failing it, a quit), or replaced by another
-Ending = Literal["planned", "exited", "no-start", "stopped", "replaced"]
+#: phase was stopped (``stop``, the watchdog failing it, a quit), or replaced by another;
+#: ``refused``: its mode would not start, it was never watched (``Driver.step``)
+Ending = Literal["planned", "exited", "no-start", "stopped", "replaced", "refused"]
 PLANNED: Ending = "planned"
 EXITED: Ending = "exited"
 NO_START: Ending = "no-start"
 STOPPED: Ending = "stopped"
 REPLACED: Ending = "replaced"
+REFUSED: Ending = "refused"
 #: the watch itself ended the phase (its own end, not a stop or a new phase)
 OWN_ENDINGS: tuple[Ending, ...] = (PLANNED, EXITED, NO_START)
 WATCH_S = 0.5
@@ -342,9 +346,10 @@ class Runner:
         return self.supervisor.all_exited()
 
     async def stop_phase(self, planned_end: bool = False, phase: Phase | None = None) -> None:
-        """Stop the current phase (only if it is still ``phase``, when given)."""
+        """Stop the current phase (when ``phase`` is given: only if it is still the
+        current one and no one stopped it meanwhile)."""
         async with self._lock:
-            if phase is not None and phase is not self.phase:
+            if phase is not None and (phase is not self.phase or phase.t_end is not None):
                 return
             await self._stop_locked(planned_end)
 
