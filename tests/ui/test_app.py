@@ -532,22 +532,24 @@ async def test_shift_m_switches_every_widget_to_a_named_metric(tmp_path: Path) -
 
 
 async def test_a_phase_ends_at_its_planned_end_and_its_watch_wakes_seldom(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The phase's watch wakes at the planned end itself (within a quarter second, as
     the old 4 Hz poll), and while measuring at most about once a second (it woke 4
     times a second: a tenth of the dashboard's CPU outside the charts)."""
     import time
 
+    from xwatch.core.plans.runner import Runner
+
     app = make_app(load_scenario(str(live_scenario(tmp_path, duration=4))), telemetry="off")
     wakes: list[float] = []
-    pause = app.ctl._phase_pause
+    pause = Runner._pause  # the one phase watch (``Runner.watch``), the dashboard's too
 
-    async def counted(phase: Any, duration: float, exits: Any) -> Any:
+    async def counted(self: Runner, phase: Any, duration: float, *rest: Any) -> Any:
         if phase.t_measure is not None:
             wakes.append(time.monotonic())
-        return await pause(phase, duration, exits)
+        return await pause(self, phase, duration, *rest)
 
-    app.ctl._phase_pause = counted  # type: ignore[method-assign]
+    monkeypatch.setattr(Runner, "_pause", counted)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(lambda: app.session is not None and bool(app.session.phases)
                        and app.session.phases[0].t_end is not None, pilot)

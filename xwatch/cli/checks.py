@@ -9,30 +9,37 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
+from xwatch.cli.parser import until_stopped
 from xwatch.core.modes.base import MODES, MPS, XSCHED
 from xwatch.errors import UsageError
 from xwatch.scenario import (
+    Scenario,
     load_scenario,
     parse_gpus,
 )
 
+if TYPE_CHECKING:
+    from xwatch.core.mps.controller import MpsController
+    from xwatch.core.xsched.controller import XschedController
 
-def scenario_of(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    args.until_stopped = args.duration == 0 and args.command == "run"
-    if args.duration is not None and args.duration <= 0 and not args.until_stopped:
+
+def scenario_of(args: argparse.Namespace) -> Scenario:
+    """The scenario a command that runs one (``_add_run_args``) asked for, with its
+    overrides."""
+    forever = until_stopped(args)
+    if args.duration is not None and args.duration <= 0 and not forever:
         hint = " (0, until stopped, is for `xwatch run`)" if args.duration == 0 else ""
         raise UsageError(f"--duration must be > 0 (got {args.duration:g}){hint}")
-    scen = load_scenario(args.scenario).with_server(
-        getattr(args, "server", None), getattr(args, "served_model", None))
-    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
-    duration = None if args.until_stopped else args.duration
+    scen = load_scenario(args.scenario).with_server(args.server, args.served_model)
+    gpus = parse_gpus(args.gpus) if args.gpus is not None else None
+    duration = None if forever else args.duration
     scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
-    if getattr(args, "join_xserver", None):
+    if args.join_xserver:
         scen = dataclasses.replace(scen, xsched=dataclasses.replace(
             scen.xsched, join=args.join_xserver))
-    if getattr(args, "join_mps", False):
+    if args.join_mps:
         scen = dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
     return scen
 
@@ -55,14 +62,14 @@ def modes_of(args: argparse.Namespace) -> list[str]:
     if cmd == "calibrate":
         return ["native", args.mode]
     if cmd == "sweep":
-        sets = " ".join(getattr(args, "set", []) or [])
+        sets = " ".join(args.set)
         return ["native", MPS if ".mps." in sets else XSCHED]
     if cmd == "noise":
         if args.repeat < 2:
             raise UsageError(f"noise needs --repeat 2 or more (got {args.repeat}): the "
                              "floor is the variance between runs")
         return [args.mode]
-    return [getattr(args, "mode", "native")]
+    return [args.mode]
 
 
 def check_export(directory: str | None) -> None:
@@ -88,7 +95,7 @@ def check_export(directory: str | None) -> None:
                          "nothing was started", title="Export folder unusable")
 
 
-def check_devices(scen: Any) -> None:
+def check_devices(scen: Scenario) -> None:
     """GPUs asked for (``--gpus``, ``cuda:N``) must exist; refused before anything
     starts. Where the count cannot be read, the workloads find out themselves."""
     from xwatch.core.telemetry.devices import gpu_count
@@ -113,7 +120,7 @@ def check_devices(scen: Any) -> None:
                          f"(0-{n - 1}; {how})", title="No such GPU")
 
 
-def check_ports(scen: Any) -> None:
+def check_ports(scen: Scenario) -> None:
     """A server's fixed port that something already listens on is refused now, naming
     who holds it, before any mode or workload starts (``port = "auto"`` takes a free
     one at the server's start)."""
@@ -141,7 +148,7 @@ def check_telemetry(choice: str) -> None:
         backend.close()
 
 
-def check_box(xs: Any, scen: Any) -> None:
+def check_box(xs: XschedController, scen: Scenario) -> None:
     """Another session's xserver on this machine: refused now, before anything starts
     (or, joining it, its answer and policy checked)."""
     from xwatch.core.xsched.compat import check_join
@@ -154,19 +161,19 @@ def check_box(xs: Any, scen: Any) -> None:
             print(f"xwatch: WARNING: {change}", file=sys.stderr)
 
 
-def platforms_of(scen: Any) -> set[str]:
+def platforms_of(scen: Scenario) -> set[str]:
     from xwatch.core.xsched.install import workload_platform
     return {workload_platform(w, scen) for w in scen.workloads}
 
 
-def mps_backend_of(args: argparse.Namespace, scen, explicit: bool):  # type: ignore[no-untyped-def]
+def mps_backend_of(args: argparse.Namespace, scen: Scenario,
+                   explicit: bool) -> tuple[MpsController | None, str | None]:
     """(backend, why not): asked for explicitly, what stops MPS is an error (exit 2)."""
     from xwatch.core.mps.controller import backend_from_args
-    return backend_from_args(scen, preflight=not getattr(args, "no_preflight", False),
-                             explicit=explicit)
+    return backend_from_args(scen, preflight=not args.no_preflight, explicit=explicit)
 
 
-def xsched_backend_of(args: argparse.Namespace, scen):  # type: ignore[no-untyped-def]
+def xsched_backend_of(args: argparse.Namespace, scen: Scenario) -> XschedController | None:
+    """The XSched backend (``--xsched``, else XSCHED_HOME, else the scenario's root)."""
     from xwatch.core.xsched.controller import backend_from_args
-    return backend_from_args(getattr(args, "xsched", None), scen,
-                             preflight=not getattr(args, "no_preflight", False))
+    return backend_from_args(args.xsched, scen, preflight=not args.no_preflight)

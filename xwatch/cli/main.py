@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xwatch.cli.checks import (
     check_box,
@@ -36,7 +37,11 @@ from xwatch.scenario import (
 )
 
 if TYPE_CHECKING:
+    from xwatch.core.export.prometheus import MetricsServer
+    from xwatch.core.mps.controller import MpsController
     from xwatch.core.plans.driver import Driver
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.scenario import Scenario
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -96,9 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
-def _metrics(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _metrics(args: argparse.Namespace) -> MetricsServer | None:
     """Bind the metrics endpoint before anything starts (a bad port loses nothing)."""
-    if getattr(args, "metrics_port", None) is None:
+    if args.metrics_port is None:
         return None
     from xwatch.core.export.prometheus import MetricsServer
 
@@ -143,8 +148,9 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if cmd == "advise":
         return _advise(args, scen)
     modes = modes_of(args)
-    if getattr(args, "repeat", 1) < 1:
-        raise UsageError(f"--repeat must be >= 1 (got {args.repeat})")
+    opts = options_of(args)
+    if opts.repeat < 1:
+        raise UsageError(f"--repeat must be >= 1 (got {opts.repeat})")
     xs = xsched_backend_of(args, scen)
     if XSCHED in modes and xs is None:
         raise UsageError(f"{cmd} with XSched needs an XSched install: --xsched ROOT or "
@@ -153,19 +159,20 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         xs.install.check(platforms_of(scen))
         check_box(xs, scen)
     mps = mps_backend_of(args, scen, explicit=MPS in modes)
-    check_telemetry(getattr(args, "telemetry", "auto"))
-    check_export(getattr(args, "export", None))
+    check_telemetry(opts.telemetry)
+    check_export(opts.export)
     check_devices(scen)
     check_ports(scen)
     metrics = _metrics(args)
     try:
-        return _run(cmd, args, options_of(args, metrics), scen, xs, mps, modes)
+        return _run(cmd, args, dataclasses.replace(opts, metrics=metrics), scen, xs, mps,
+                    modes)
     finally:
         if metrics is not None:
             metrics.stop()
 
 
-def _advise(args: argparse.Namespace, scen: Any) -> int:
+def _advise(args: argparse.Namespace, scen: Scenario) -> int:
     """``xwatch advise``: the mechanisms this box can run (asked for by name, one that
     cannot is an error), checked before anything starts."""
     from xwatch.core.plans.advise import objective, plan_candidates, run_advise, usable_modes
@@ -199,7 +206,7 @@ def _advise(args: argparse.Namespace, scen: Any) -> int:
             metrics.stop()
 
 
-def _check_split(scen: Any, modes: list[str]) -> None:
+def _check_split(scen: Scenario, modes: list[str]) -> None:
     """``compare --layout split`` needs two modes or more and a GPU for each."""
     gpus = list(scen.gpus)
     if len(modes) < 2 or len(gpus) < len(modes):
@@ -210,7 +217,9 @@ def _check_split(scen: Any, modes: list[str]) -> None:
             "GPUs as modes, or --layout replicate", title="Split layout cannot be honoured")
 
 
-def _run(cmd: str, args: argparse.Namespace, opts: Options, scen, xs, mps, modes) -> int:  # type: ignore[no-untyped-def]
+def _run(cmd: str, args: argparse.Namespace, opts: Options, scen: Scenario,
+         xs: XschedController | None, mps: tuple[MpsController | None, str | None],
+         modes: list[str]) -> int:
     mps_backend, mps_why = mps
     backends = Backends(xs, mps_backend, mps_why)
     if cmd == "compare" and opts.layout == "split":

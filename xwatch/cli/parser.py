@@ -19,16 +19,23 @@ DEFAULTS = Options()
 RENAMED = {"set": "sets", "budget": "budget_min"}
 
 
+def until_stopped(args: argparse.Namespace) -> bool:
+    """``run --duration 0``: every phase runs until stopped."""
+    return bool(args.command == "run" and args.duration == 0)
+
+
 def options_of(args: argparse.Namespace, metrics: MetricsSink | None = None) -> Options:
     """The command's ``Options``: every parsed argument that names a field (``--set``
     is ``sets``, ``--budget`` ``budget_min``; the dashboard's ``--keep``/``--no-keep``
-    and ``--keep-max-gb`` make ``keep`` and ``keep_max_bytes``); a field the command
-    has no argument for keeps its default."""
+    and ``--keep-max-gb`` make ``keep`` and ``keep_max_bytes``; ``run --duration 0``
+    makes ``until_stopped``); a field the command has no argument for keeps its
+    default."""
     names = {f.name for f in fields(Options)}
     kw = {RENAMED.get(k, k): v for k, v in vars(args).items()
           if RENAMED.get(k, k) in names and k not in ("keep", "mode", "metrics")}
     if "sets" in kw:
         kw["sets"] = tuple(kw["sets"] or ())
+    kw["until_stopped"] = until_stopped(args)
     if args.command == "run":  # the dashboard's (``calibrate --mode`` is the plan's)
         kw["mode"] = args.mode
         kw["keep"] = 0 if args.no_keep else max(1, args.keep)

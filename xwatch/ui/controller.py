@@ -1,8 +1,9 @@
 """The dashboard's session controller: what the keys do to the live session, through
 the plan driver it holds (``plans.driver``: the session, runner, telemetry, noise
-floors and the kept session). It starts the session, runs what the keys ask (a phase
-watched to its planned end, ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's
-four phases ``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
+floors and the kept session). It starts the session, runs what the keys ask, each
+phase one ``Driver.step`` (started, watched to its end by the runner as headless
+phases are: ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's four phases
+``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
 controls XSched and MPS live (``k``) and quits (``q``, ctrl+c, SIGTERM/SIGHUP: every
 workload stopped, telemetry stopped, the session kept). It tells the app what to show
 by notifications and by messages (``PlanSaid``, ``ShowTab``), as harlequin's workers
@@ -15,7 +16,6 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
@@ -31,14 +31,11 @@ from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED
 from xwatch.core.modes.base import label as mode_label
 from xwatch.core.plans.calibrate import calibrate_steps
-from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped, label_phase
+from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
-from xwatch.core.plans.runner import Runner
+from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
 from xwatch.errors import XwatchError
 from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
-
-PHASE_LOADING_S = 0.25  # a loading phase's watch looks this often (see _phase_pause)
-PHASE_WATCH_S = 1.0  # a measuring phase's watch: at most this long between looks
 
 
 class PlanSaid(Message):
@@ -59,8 +56,10 @@ class ShowTab(Message):
 
 class DashboardObserver:
     """The driver's observer in the dashboard: what the plan says is posted to the app
-    as a message; ticks and final tables are not needed (the app redraws from its own
-    1 Hz tick)."""
+    as a message, a phase's end and a mode that would not start are notifications;
+    no ticks (the app redraws from its own 1 Hz tick)."""
+
+    ticks = False
 
     def __init__(self, app: App[int]) -> None:
         self.app = app
@@ -74,8 +73,24 @@ class DashboardObserver:
     def tick(self, phase: PhaseSnapshot) -> None:
         pass
 
-    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
-        pass
+    def refused(self, err: XwatchError) -> None:
+        self.app.notify(str(err), title=err.title, severity="error", timeout=12,
+                        markup=False)
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None,
+                    ending: Ending) -> None:
+        """Its own end (planned, every workload exited): what the keys do next; stopped
+        or replaced, and failed: why it failed (a mode that would not start was told
+        by ``refused``)."""
+        if ending == REFUSED:
+            return
+        if ending in OWN_ENDINGS:
+            self.app.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
+                            "on/off, r = rerun, s = snapshot", title="Phase complete",
+                            timeout=10)
+        elif phase.status == "failed" and phase.error:
+            self.app.notify(str(phase.error), title=f"Phase {phase.name} failed",
+                            severity="error", timeout=15, markup=False)
 
 
 class SessionController:
@@ -176,62 +191,13 @@ class SessionController:
         self.spawn(self._run_phase(mode))
 
     async def _run_phase(self, mode: str) -> None:
-        assert self.runner is not None
+        """One phase in ``mode``, through the driver to its end (``Driver.step``)."""
+        assert self.driver is not None
         try:
-            phase = await self.runner.start_phase(mode)
-        except XwatchError as e:
-            self.app.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
-            return
-        except Exception as e:
+            await self.driver.step(Step(mode))
+        except Exception as e:  # a mode that would not start is the observer's
             self.app.notify(f"{type(e).__name__}: {e}", title="Phase failed to start",
                             severity="error", timeout=12)
-            return
-        await self._watch_phase(phase)
-
-    async def _watch_phase(self, phase: Phase, duration_s: float | None = None) -> None:
-        assert self.runner is not None
-        duration = self.phase_s if duration_s is None else duration_s
-        planned = False
-        exits: asyncio.Future[None] | None = None  # every workload exited (stopped too)
-        try:
-            while self.runner.phase is phase and phase.t_end is None:
-                exits = await self._phase_pause(phase, duration, exits)
-                if self.runner.all_exited():
-                    break
-                if self.runner.planned_end_reached(duration):
-                    planned = phase.t_measure is not None
-                    break
-        finally:
-            if exits is not None and not exits.cancel() and not exits.cancelled():
-                exits.exception()  # retrieved: never logged as "never retrieved"
-        if phase.t_end is not None and phase.status == "failed" and phase.error:
-            self.app.notify(str(phase.error), title=f"Phase {phase.name} failed",
-                            severity="error", timeout=15, markup=False)
-        if self.runner.phase is phase and phase.t_end is None:
-            await self.runner.stop_phase(planned_end=planned, phase=phase)
-            self.app.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
-                            "on/off, r = rerun, s = snapshot", title="Phase complete",
-                            timeout=10)
-
-    async def _phase_pause(self, phase: Phase, duration: float,
-                           exits: asyncio.Future[None] | None) -> asyncio.Future[None] | None:
-        """Until the phase's watch must look again: a quarter second while it loads
-        (its workloads' "ready" may come at any time, and the start-up time limit
-        counts); once measuring, until the planned end exactly, the last workload's
-        exit (a stop, a failure, a new phase: all of them stop the workloads), or
-        ``PHASE_WATCH_S`` at most. Polling at 4 Hz cost more than the 1 Hz tick."""
-        assert self.runner is not None
-        if phase.t_measure is None:
-            await asyncio.sleep(PHASE_LOADING_S)
-            return exits
-        if exits is None:
-            exits = asyncio.ensure_future(self.runner.supervisor.wait_all())
-        if exits.done():  # every process ended, their states not all final yet
-            await asyncio.sleep(PHASE_LOADING_S)
-            return exits
-        left = phase.t_measure + duration - time.monotonic()
-        await asyncio.wait((exits,), timeout=max(0.0, min(left, PHASE_WATCH_S)))
-        return exits
 
     def switch(self, mode: str) -> None:
         """``x``/``m``: ``mode`` on, or back to native."""
@@ -278,20 +244,10 @@ class SessionController:
         self.spawn(self._calibrate(steps))
 
     async def _calibrate(self, steps: list[Step]) -> None:
-        assert self.runner is not None and self.driver is not None
+        assert self.driver is not None
         for step in steps:
-            try:
-                phase = await self.runner.start_phase(step.mode, step.only, step.role)
-            except XwatchError as e:
-                failed = self.runner.phase
-                if failed is not None:
-                    failed.calibrate = step.role
-                self.app.notify(str(e), title=e.title, severity="error", timeout=10,
-                                markup=False)
-                continue
-            phase.calibrate = step.role
-            await self._watch_phase(phase, self.driver.scen.duration_s)
-            if self.runner.phase is not phase:  # the user started something else
+            if await self.driver.step(step, duration_s=self.driver.scen.duration_s) \
+                    is STOPPED:  # the user started something else
                 return
         self.app.post_message(ShowTab("compare"))
 
@@ -317,16 +273,9 @@ class SessionController:
         self.spawn(self._repeat_ab([a, b] * rounds))
 
     async def _repeat_ab(self, modes: list[str]) -> None:
-        assert self.runner is not None
+        assert self.driver is not None
         for mode in modes:
-            try:
-                phase = await self.runner.start_phase(mode)
-            except XwatchError as e:
-                self.app.notify(str(e), title=e.title, severity="error", timeout=10,
-                                markup=False)
-                continue
-            await self._watch_phase(phase)
-            if self.runner.phase is not phase:  # the user started something else
+            if await self.driver.step(Step(mode)) is STOPPED:  # the user started another
                 return
         self.app.post_message(ShowTab("compare"))
 
@@ -357,33 +306,16 @@ class SessionController:
         self.spawn(self._advise(rc))
 
     async def _advise(self, rc: Race) -> None:
-        assert self.runner is not None and self.driver is not None
-        runner, session = self.runner, self.session
-        assert session is not None
-        saved = dict(runner.backends)  # each candidate brings its own backend
+        assert self.driver is not None and self.session is not None
+        driver, session = self.driver, self.session
 
         async def run(rnd: int, step: Step) -> Phase | Stopped | None:
-            if step.backend is not None:  # on --gpus: candidates spread over the GPUs
-                runner.backends[step.mode] = step.backend
-            try:
-                phase = await runner.start_phase(step.mode, step.only)
-            except XwatchError as e:
-                self.app.notify(str(e), title=e.title, severity="error", timeout=8,
-                                markup=False)
-                return None
-            label_phase(phase, step, rnd)
-            await self._watch_phase(phase)
-            if runner.phase is not phase:  # the user started something else
-                return STOPPED
-            return phase
+            return await driver.step(step, rnd)
 
-        try:
-            finished = await self.driver.race(rc, run, live=True)
-            session.advice = rc.advice()
-            if finished:
-                self.app.post_message(ShowTab("compare"))
-        finally:
-            runner.backends.update(saved)
+        finished = await driver.race(rc, run, live=True)
+        session.advice = rc.advice()
+        if finished:
+            self.app.post_message(ShowTab("compare"))
 
     # ------------------------------------------------------------ the session
     async def export(self) -> None:

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from xwatch.core import model as M
-from xwatch.core.analysis.stats.noise import Floor, floor_key, machine_of, scenario_digest
+from xwatch.core.analysis.stats.noise import (
+    Floor,
+    MachineKey,
+    floor_key,
+    machine_of,
+    scenario_digest,
+)
 
 
 def root() -> Path:
@@ -24,7 +30,7 @@ def root() -> Path:
     return Path(base) / "xwatch" / "noise"
 
 
-def this_machine(telemetry_info: M.TelemetryInfo | None) -> dict[str, Any]:
+def this_machine(telemetry_info: M.TelemetryInfo | None) -> MachineKey:
     return machine_of(socket.gethostname(), telemetry_info)
 
 

@@ -19,7 +19,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -120,11 +120,23 @@ def prune(base: Path, keep_n: int = KEEP_DEFAULT, max_bytes: int = MAX_BYTES_DEF
 
 
 @dataclass(frozen=True)
+class SessionSummary:
+    """What a kept session's snapshot says of its phases (``error``: it could not be
+    read)."""
+
+    phases: list[str] = field(default_factory=list)  # "NAME STATUS" each
+    modes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    failed: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Entry:
     path: Path
     state: str  # kept | running | interrupted
-    meta: dict[str, Any]
-    summary: dict[str, Any]
+    meta: dict[str, Any]  # its meta.json, as read
+    summary: SessionSummary
 
 
 def listing(base: Path | None = None) -> list[Entry]:
@@ -138,18 +150,18 @@ def listing(base: Path | None = None) -> list[Entry]:
         meta = read_meta(d)
         if d.name.endswith(LIVE):
             state = "running" if pid_alive(int(meta.get("pid") or 0)) else "interrupted"
-            out.append(Entry(d, state, meta, {}))
+            out.append(Entry(d, state, meta, SessionSummary()))
             continue
-        summary: dict[str, Any] = {}
         try:
             doc = json.loads((d / "snapshot.json").read_text())
             phases = doc.get("phases") or []
-            summary = {"phases": [f"{p.get('name')} {p.get('status')}" for p in phases],
-                       "modes": sorted({str(p.get("mode")) for p in phases}),
-                       "seconds": sum(float(p.get("duration_s") or 0) for p in phases),
-                       "failed": sum(1 for p in phases if p.get("status") == "failed")}
+            summary = SessionSummary(
+                phases=[f"{p.get('name')} {p.get('status')}" for p in phases],
+                modes=sorted({str(p.get("mode")) for p in phases}),
+                seconds=sum(float(p.get("duration_s") or 0) for p in phases),
+                failed=sum(1 for p in phases if p.get("status") == "failed"))
         except (OSError, ValueError):
-            summary = {"error": "snapshot.json missing or unreadable"}
+            summary = SessionSummary(error="snapshot.json missing or unreadable")
         out.append(Entry(d, "kept", meta, summary))
     return out
 
@@ -163,11 +175,11 @@ def describe(i: int, e: Entry) -> str:
             f"INTERRUPTED (xwatch was killed): `xwatch sessions --recover {i}`"
         return f"{i:>3}  {start}  {scen:<12} phases {phases}  {what}  {e.path}"
     s = e.summary
-    if "error" in s:
-        return f"{i:>3}  {start}  {scen:<12} {s['error']}  {e.path}"
-    verdict = "ok" if not s["failed"] else f"{s['failed']} phase(s) failed"
-    return (f"{i:>3}  {start}  {scen:<12} {len(s['phases'])} phase(s) "
-            f"({'/'.join(s['modes'])}), {s['seconds']:.0f} s measured, {verdict}  {e.path}")
+    if s.error is not None:
+        return f"{i:>3}  {start}  {scen:<12} {s.error}  {e.path}"
+    verdict = "ok" if not s.failed else f"{s.failed} phase(s) failed"
+    return (f"{i:>3}  {start}  {scen:<12} {len(s.phases)} phase(s) "
+            f"({'/'.join(s.modes)}), {s.seconds:.0f} s measured, {verdict}  {e.path}")
 
 
 def resolve(ref: str, base: Path | None = None) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import TYPE_CHECKING
 
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
@@ -18,6 +19,10 @@ from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percen
 from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
+from xwatch.errors import XwatchError
+
+if TYPE_CHECKING:
+    from xwatch.core.plans.runner import Ending
 
 
 def ms(v: float | None) -> str:
@@ -315,6 +320,8 @@ class Console:
     """The headless front end: the driver's observer that prints (``plans.driver``).
     The plan's story and the tables on stdout, problems on stderr."""
 
+    ticks = True  # a progress line a second
+
     def say(self, text: str) -> None:
         print(text, flush=True)
 
@@ -324,7 +331,14 @@ class Console:
     def tick(self, phase: PhaseSnapshot) -> None:
         self.say(progress_line(phase))
 
-    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
+    def refused(self, err: XwatchError) -> None:
+        self.warn(f"xwatch: {err.title}: {err}")
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None,
+                    ending: Ending) -> None:
+        """The final table of a phase that measured something (or did not fail)."""
+        if phase.t_measure is None and phase.status == "failed":
+            return
         self.say(final_table(phase, telemetry))
         for line in interval_lines(phase):
             self.say(line)

@@ -29,11 +29,12 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, MetricsSink, Options
-from xwatch.core.plans.runner import Runner
+from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
 
 if TYPE_CHECKING:
+    from xwatch.core.analysis.stats.noise import Floor
     from xwatch.core.telemetry import TelemetrySampler
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE = 0, 1, 3
@@ -49,11 +50,19 @@ class Observer(Protocol):
     def warn(self, text: str) -> None:
         """A problem: a failed phase, a gate tripped (headless: stderr)."""
 
+    #: whether ``tick`` is wanted (a snapshot a second costs the dashboard, which has
+    #: its own refresh)
+    ticks: bool
+
     def tick(self, phase: PhaseSnapshot) -> None:
         """The running phase, about once a second."""
 
-    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None) -> None:
-        """A phase that measured something ended: its final numbers."""
+    def refused(self, err: XwatchError) -> None:
+        """A step's phase could not start (its mode would not start): the plan goes on."""
+
+    def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None,
+                    ending: Ending) -> None:
+        """A step's phase ended, and why (``runner.Ending``): its final numbers."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +249,7 @@ class Driver:
                                          o.telemetry_proc_interval)
         return self.telemetry
 
-    def load_floors(self, modes: Sequence[str]) -> dict[str, Any]:
+    def load_floors(self, modes: Sequence[str]) -> dict[str, Floor]:
         """This machine's recorded noise floors for the scenario in ``modes``, carried by
         the session (one-run answers are judged against them)."""
         from xwatch.core.export.floors import lookup, this_machine
@@ -306,10 +315,10 @@ class Driver:
                     f"telemetry {telemetry.backend_name}")
 
             async def run_step(rnd: int, step: Step) -> Phase | Stopped | None:
-                if self.stop.is_set():
-                    return STOPPED
-                self._ran += 1
-                return await self._headless_step(rnd, step, repeat, phase_s)
+                if not self.stop.is_set() and (step.label or repeat > 1):
+                    out.say(f"--- {step.mode}: {step.label or step.mode}"
+                            + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
+                return await self.step(step, rnd, phase_s, trace_s=opts.trace)
 
             if plan.race is not None:
                 await self.race(plan.race, run_step)
@@ -329,39 +338,61 @@ class Driver:
                 loop.remove_signal_handler(s)
         return self._conclude(plan, session, repeat)
 
-    async def _headless_step(self, rnd: int, step: Step, repeat: int, phase_s: float) -> Phase | None:
-        """One step run to its planned end; its final numbers told."""
+    # ------------------------------------------------------------ one step
+    async def step(self, step: Step, rnd: int | None = None, duration_s: float | None = None,
+                   trace_s: float | None = None) -> Phase | Stopped | None:
+        """Run one step, the headless plans' and the dashboard's alike: its backends in
+        place, its phase started and watched by the runner to its end (``duration_s``,
+        else the options' phase length), the observer told. ``rnd``: the plan's round,
+        the phase labelled as a run of its step (None: the dashboard's own phases, only
+        a calibrate role noted); ``trace_s``: a kernel capture mid-phase. The phase (a
+        mode that would not start: its failed phase, else None); ``STOPPED`` when the
+        plan must end here (a signal before it started, or the phase was replaced by
+        another: the dashboard's user started something else)."""
         assert self.runner is not None and self.session is not None
+        if self.stop.is_set():
+            return STOPPED
+        self._ran += 1
+        runner, out = self.runner, self.observer
         if step.backend is not None:
-            self.runner.backends[step.mode] = step.backend
+            runner.backends[step.mode] = step.backend
         for m, b in (step.backends or {}).items():
             if b is not None:
-                self.runner.backends[m] = b
-        if step.label or repeat > 1:
-            self.observer.say(f"--- {step.mode}: {step.label or step.mode}"
-                              + (f" (repeat {rnd} of {repeat})" if repeat > 1 else ""))
-        phase = await self._run_step(phase_s, step)
-        if phase is None:
-            return None
-        label_phase(phase, step, rnd)
+                runner.backends[m] = b
+        duration = self.opts.phase_s(self.scen) if duration_s is None else duration_s
+        try:
+            phase = await runner.start_phase(step.mode, step.only, step.role,
+                                             step.copy_modes)
+            _label(phase, step, rnd)
+            ending = await runner.watch(phase, duration, stop=self.stop,
+                                        on_tick=self._ticker(duration, trace_s))
+        except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
+            out.refused(e)
+            failed = self.session.current
+            if failed is None or failed.mode != step.mode:
+                return None
+            _label(failed, step, rnd)
+            phase, ending = failed, REFUSED
         self.phases.append(phase)
-        if phase.t_measure is not None or phase.status != "failed":
-            snap = phase.snapshot(time.monotonic())
-            tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
-                else None
-            self.observer.phase_ended(snap, tel)
-        return phase
+        tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
+            else None
+        out.phase_ended(phase.snapshot(time.monotonic()), tel, ending)
+        return STOPPED if ending == REPLACED else phase
 
-    async def _run_step(self, phase_s: float, step: Step) -> Phase | None:
-        assert self.runner is not None and self.session is not None
-        runner, out, trace_s = self.runner, self.observer, self.opts.trace
-        # a kernel capture in the middle of the measured time (agent mode: after 5 s)
+    def _ticker(self, phase_s: float, trace_s: float | None) -> Callable[[Phase], None] | None:
+        """What the runner calls about once a second: the observer's tick, and a kernel
+        capture asked for in the middle of the measured time (agent mode: after 5 s)."""
+        runner, out = self.runner, self.observer
+        assert runner is not None
+        if not out.ticks and not trace_s:
+            return None
         at = 5.0 if phase_s == math.inf else max(1.0, (phase_s - (trace_s or 0.0)) / 2)
         asked = False
 
         def tick(p: Phase) -> None:
             nonlocal asked
-            out.tick(p.snapshot(time.monotonic()))
+            if out.ticks:
+                out.tick(p.snapshot(time.monotonic()))
             if trace_s and not asked and p.t_measure is not None \
                     and time.monotonic() - p.t_measure >= at:
                 asked = True
@@ -369,19 +400,7 @@ class Driver:
                 out.say(f"kernel capture {cap.id}: {cap.seconds:g} s of "
                         f"{', '.join(cap.workloads)}" if cap else
                         "kernel capture: no workload offers one (built-in workloads only)")
-
-        try:
-            return await runner.run_phase(step.mode, phase_s, stop=self.stop, on_tick=tick,
-                                          only=step.only, prefix=step.role,
-                                          copy_modes=step.copy_modes)
-        except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
-            out.warn(f"xwatch: {e.title}: {e}")
-            failed = self.session.current
-            if failed is not None and failed.mode == step.mode:
-                if step.role:
-                    failed.calibrate = step.role
-                return failed
-            return None
+        return tick
 
     # ------------------------------------------------------------ an advise race
     async def race(self, rc: Race, run: RunStep, live: bool = False) -> bool:
@@ -389,20 +408,24 @@ class Driver:
         a phase), each finished phase recorded as a run of the candidates it placed;
         ``live``: the session's advice kept up to date after every phase. False when
         ``run`` stopped the race."""
-        session = self.session
-        assert session is not None
-        while order := rc.round():
-            for placed, step in order:
-                before = len(session.phases)
-                if await run(rc.rounds, step) is STOPPED:
-                    return False
-                rc.record(placed, session.phases[-1].snapshot(time.monotonic())
-                          if len(session.phases) > before else None)
-                if live:
-                    session.advice = rc.advice(final=False)
-            if not rc.after_round():
-                break
-        return True
+        session, runner = self.session, self.runner
+        assert session is not None and runner is not None
+        saved = dict(runner.backends)  # each candidate brings its own backend
+        try:
+            while order := rc.round():
+                for placed, step in order:
+                    before = len(session.phases)
+                    if await run(rc.rounds, step) is STOPPED:
+                        return False
+                    rc.record(placed, session.phases[-1].snapshot(time.monotonic())
+                              if len(session.phases) > before else None)
+                    if live:
+                        session.advice = rc.advice(final=False)
+                if not rc.after_round():
+                    break
+            return True
+        finally:
+            runner.backends.update(saved)
 
     # ------------------------------------------------------------ the end
     def _conclude(self, plan: Plan, session: Session, repeat: int) -> int:
@@ -502,6 +525,15 @@ class Driver:
         except Exception as e:  # a report problem never loses the snapshot
             self.observer.warn(f"xwatch: report not written: {e}")
             return False
+
+
+def _label(phase: Phase, step: Step, rnd: int | None) -> None:
+    """A plan's phase as a run of its step (``label_phase``); the dashboard's own
+    phases (no round) only note a calibrate role."""
+    if rnd is not None:
+        label_phase(phase, step, rnd)
+    elif step.role:
+        phase.calibrate = step.role
 
 
 def label_phase(phase: Phase, step: Step, rnd: int) -> None:

@@ -1,14 +1,16 @@
 """Phase control shared by the headless CLI and the dashboard.
 
 The runner owns the order of things for one phase: prepare the mode (XSched:
-start xserver, build its environment), start the workloads, decide when the
-phase has reached its planned end, stop everything, and tear the mode down.
-It never prints and never touches the UI; callers read ``session.snapshot()``.
+start xserver, build its environment), start the workloads, watch the phase to its
+end (``watch``, the one phase-end loop of the headless plans and the dashboard:
+its planned end, every workload exited, none ready in time, a stop, a new phase),
+stop everything, and tear the mode down. It never prints and never touches the UI;
+callers read ``session.snapshot()``.
 
 A phase runs in one mode, or split (``compare --layout split``): each copy in its own
 mode (``copy_modes``), on GPUs of its own. Each mode's copies then start from that
 mode's scrubbed environment plus its backend's variables, each backend (one xserver,
-one MPS daemon: ``modes.box`` says why no more) serves only its own copies (MPS's
+one MPS daemon: ``modes.neighbours`` says why no more) serves only its own copies (MPS's
 daemon sees only their GPUs), and each copy's isolation is proven against its own
 mode: a native copy maps no shim and is no MPS client, an XSched copy is engaged, an
 MPS copy is a client.
@@ -26,7 +28,8 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from msgspec.structs import replace
 
@@ -46,7 +49,21 @@ from xwatch.errors import ModeError
 from xwatch.scenario import Scenario, Workload
 
 __all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
+#: why a phase's watch ended (``Runner.watch``): it stopped the phase itself at its
+#: planned end, once every workload exited, or when none became ready in time; or the
+#: phase was stopped (``stop``, the watchdog failing it, a quit), or replaced by another;
+#: ``refused``: its mode would not start, it was never watched (``Driver.step``)
+Ending = Literal["planned", "exited", "no-start", "stopped", "replaced", "refused"]
+PLANNED: Ending = "planned"
+EXITED: Ending = "exited"
+NO_START: Ending = "no-start"
+STOPPED: Ending = "stopped"
+REPLACED: Ending = "replaced"
+REFUSED: Ending = "refused"
+#: the watch itself ended the phase (its own end, not a stop or a new phase)
+OWN_ENDINGS: tuple[Ending, ...] = (PLANNED, EXITED, NO_START)
 WATCH_S = 0.5
+LOADING_S = 0.25  # a loading phase's watch looks this often (``Runner._pause``)
 #: a watchdog tick this much later than planned means xwatch itself did not run
 PAUSE_S = 1.0
 
@@ -353,9 +370,10 @@ class Runner:
         return self.supervisor.all_exited()
 
     async def stop_phase(self, planned_end: bool = False, phase: Phase | None = None) -> None:
-        """Stop the current phase (only if it is still ``phase``, when given)."""
+        """Stop the current phase (when ``phase`` is given: only if it is still the
+        current one and no one stopped it meanwhile)."""
         async with self._lock:
-            if phase is not None and phase is not self.phase:
+            if phase is not None and (phase is not self.phase or phase.t_end is not None):
                 return
             await self._stop_locked(planned_end)
 
@@ -391,47 +409,61 @@ class Runner:
                 self.session.log("xwatch", "warning", f"{name}: {msg}")
 
     async def run_phase(self, mode: str, duration_s: float, tick_s: float = 1.0,
-                        on_tick: object = None, stop: asyncio.Event | None = None,
+                        on_tick: Callable[[Phase], None] | None = None,
+                        stop: asyncio.Event | None = None,
                         only: tuple[str, ...] | None = None, prefix: str | None = None,
                         copy_modes: Mapping[str, str] | None = None) -> Phase:
-        """Run one phase to its planned end (or until every workload exited,
-        or ``stop`` is set). ``on_tick(phase)`` is called every ``tick_s``;
-        ``copy_modes``: a split phase (``start_phase``)."""
+        """Start one phase (``start_phase``) and ``watch`` it to its end."""
         phase = await self.start_phase(mode, only, prefix, copy_modes)
+        await self.watch(phase, duration_s, tick_s, on_tick, stop)
+        return phase
+
+    async def watch(self, phase: Phase, duration_s: float, tick_s: float = 1.0,
+                    on_tick: Callable[[Phase], None] | None = None,
+                    stop: asyncio.Event | None = None) -> Ending:
+        """Watch a started phase to its end, and stop it: its planned end (server
+        workloads drained first), every workload exited, no workload ready within
+        ``startup_timeout_s``, or ``stop`` set; a phase stopped by someone else (the
+        watchdog failing it, a quit) or replaced by a new phase ends the watch too.
+        ``on_tick(phase)`` about every ``tick_s``, and once more at the end. Returns
+        why it ended (``Ending``). The one phase-end loop of the headless plans and the
+        dashboard alike."""
         stop = stop or asyncio.Event()
         planned = False
+        ending: Ending = STOPPED
         ticked = time.monotonic()
+        exits: asyncio.Future[None] | None = None  # every workload exited (stopped too)
         try:
-            while True:
-                # until the first workload is ready, look often: its "ready" may reach
-                # us up to a read pause (1 s) after it was sent, and the planned end
-                # counts from when it was sent; then wake exactly at the planned end
-                wait = min(tick_s, 0.25)
-                if phase.t_measure is not None:
-                    left = phase.t_measure + duration_s - time.monotonic()
-                    wait = max(0.0, min(tick_s, left))
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=wait)
+            while self.phase is phase and phase.t_end is None:
+                exits = await self._pause(phase, duration_s, tick_s, stop, exits)
                 now = time.monotonic()
-                if callable(on_tick) and (now - ticked >= tick_s - 0.05 or phase.t_stop
-                                          is not None or self.planned_end_reached(duration_s)):
+                exited = self.all_exited()
+                end = self.planned_end_reached(duration_s, now)
+                if on_tick is not None and (now - ticked >= tick_s - 0.05 or exited or end
+                                            or phase.t_stop is not None):
                     ticked = now
                     on_tick(phase)
-                if stop.is_set() or phase.t_stop is not None:
+                if stop.is_set() or phase.t_stop is not None or self.phase is not phase:
                     break
-                if self.all_exited():
+                if exited:
+                    ending = EXITED
                     break
-                if self.planned_end_reached(duration_s):
+                if end:
                     planned = phase.t_measure is not None
                     if planned:
+                        ending = PLANNED
                         await self._drain(phase, stop)
-                    if not planned:
+                    else:
+                        ending = NO_START
                         self.session.log("xwatch", "error",
                                          f"no workload became ready within "
                                          f"{self.startup_timeout_s:.0f} s")
                     break
         finally:
-            await self.stop_phase(planned_end=planned)
+            if exits is not None and not exits.cancel() and not exits.cancelled():
+                exits.exception()  # retrieved: never logged as "never retrieved"
+            if self.phase is phase and phase.t_end is None:
+                await self.stop_phase(planned_end=planned, phase=phase)
             if stop.is_set() and not planned and phase.status == "done" \
                     and duration_s < float("inf"):
                 # stopped (a signal) before its planned end: not a run of its setting
@@ -440,7 +472,31 @@ class Runner:
                     f"stopped after {phase.elapsed_s(time.monotonic()):.1f} of "
                     f"{duration_s:g} s" if phase.t_measure is not None else
                     "stopped before any workload was ready")
-        return phase
+        return REPLACED if self.phase is not phase else ending
+
+    async def _pause(self, phase: Phase, duration_s: float, tick_s: float,
+                     stop: asyncio.Event,
+                     exits: asyncio.Future[None] | None) -> asyncio.Future[None] | None:
+        """Until the watch must look again: a quarter second while the phase loads (its
+        workloads' "ready" may reach us up to a read pause after it was sent, and the
+        start-up time limit counts); once measuring, until the planned end exactly, the
+        last workload's exit (a stop, a failure, a new phase: all of them stop the
+        workloads), ``stop``, or ``tick_s`` at most (polling at 4 Hz cost the dashboard
+        more than its 1 Hz tick). ``exits``: the wait for every exit, made once."""
+        waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(stop.wait())]
+        timeout = min(tick_s, LOADING_S)
+        if phase.t_measure is not None:
+            if exits is None:
+                exits = asyncio.ensure_future(self.supervisor.wait_all())
+            if not exits.done():  # else every process ended, their states not all final
+                waits.append(exits)
+                left = phase.t_measure + duration_s - time.monotonic()
+                timeout = max(0.0, min(left, tick_s))
+        try:
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waits[0].cancel()
+        return exits
 
     async def _drain(self, p: Phase, stop: asyncio.Event) -> None:
         """Server workloads with ``drain_s``: at the planned end their load generators

@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -38,8 +39,10 @@ class XQueueRow(msgspec.Struct, frozen=True, gc=False):
     ready: bool = False
     suspended: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
-        return msgspec.structs.asdict(self)
+    def settings(self) -> dict[str, int | None]:
+        """Its level, threshold and batch size (``validate_config``'s ``current``)."""
+        return {"level": self.level, "threshold": self.threshold,
+                "batch_size": self.batch_size}
 
 
 class _XQueuesAnswer(msgspec.Struct, gc=False):
@@ -283,8 +286,9 @@ class XserverClient:
 
 
 def validate_config(level: int | None, threshold: int | None, batch_size: int | None,
-                    current: dict[str, Any] | None = None) -> None:
-    """Refuse values xserver would refuse, before sending (batch < threshold)."""
+                    current: Mapping[str, int | None] | None = None) -> None:
+    """Refuse values xserver would refuse, before sending (batch < threshold);
+    ``current``: the queue's values now (``XQueueRow.settings``)."""
     cur = current or {}
     lv = level if level is not None else cur.get("level")
     th = threshold if threshold is not None else cur.get("threshold")

@@ -574,7 +574,7 @@ class XschedController:
         st = self._stats.get(name)
         if not st or not st.handles:
             raise XschedError(f"{name} has no XQueue yet: nothing to configure")
-        current = st.latest[0].as_dict() if st.latest else None
+        current = st.latest[0].settings() if st.latest else None
         validate_config(level, threshold, batch_size, current)
         for h in st.handles:
             await asyncio.to_thread(self.client.config, h, level, threshold, batch_size)

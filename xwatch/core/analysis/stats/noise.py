@@ -16,7 +16,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -50,7 +50,16 @@ def scenario_digest(scenario_dict: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def machine_of(host: str, telemetry_info: M.TelemetryInfo | None) -> dict[str, Any]:
+class MachineKey(TypedDict):
+    """The machine a floor belongs to, as its key and its file record it (``M.Machine``
+    once in a snapshot)."""
+
+    host: str
+    gpus: list[str]
+    driver: str | None
+
+
+def machine_of(host: str, telemetry_info: M.TelemetryInfo | None) -> MachineKey:
     """The machine a floor belongs to: host, the devices' names, the driver."""
     info = telemetry_info or M.TelemetryInfo()
     names = sorted(d.name for d in info.devices)

@@ -85,7 +85,7 @@ class Candidate:
 
     label: str
     mode: str
-    settings: dict[str, Any]  # {"low.threshold": 2} (the sweep's names)
+    settings: dict[str, M.SettingValue]  # {"low.threshold": 2} (the sweep's names)
     slo_values: list[float] = field(default_factory=list)
     prices: list[float] = field(default_factory=list)
     status: str = SURVIVING
