@@ -26,10 +26,8 @@ import os
 import sys
 from pathlib import Path
 
-#: ``-S``: the tool needs no site-packages, and without them Python starts in a third
-#: of the time; xwatch runs the client once per command (several per MPS phase)
-SCRIPT = r'''#!PYTHON -S
-import os, socket, sys
+SCRIPT = r'''#!PYTHON
+import os, signal, socket, subprocess, sys, time
 
 PIPE = os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "/tmp/nvidia-mps")
 LOG = os.environ.get("CUDA_MPS_LOG_DIRECTORY", "/var/log/nvidia-mps")
@@ -58,8 +56,6 @@ def clients():
 
 
 def daemon():
-    import signal, subprocess
-
     os.makedirs(PIPE, exist_ok=True)
     os.makedirs(LOG, exist_ok=True)
     log = open(os.path.join(LOG, "control.log"), "a", buffering=1)
