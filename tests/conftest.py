@@ -1,13 +1,16 @@
-"""Shared fixtures: run xwatch as a real subprocess, write scenario files."""
+"""Shared fixtures: run xwatch as a real subprocess, write scenario files; under
+pytest-xdist (``-n``, pyproject's addopts), tests marked ``alone`` run with no other
+test beside them."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,40 @@ PY = sys.executable
 # in tests (each test that looks at them sets its own folder).
 _STATE = Path(tempfile.mkdtemp(prefix="xwatch-test-state-"))
 os.environ["XDG_STATE_HOME"] = str(_STATE)
+
+
+def _run_lock_dir() -> Path | None:
+    """The folder of this run's locks, shared by its xdist workers; None without xdist."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    d = Path(tempfile.gettempdir()) / f"xwatch-tests-{run}"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
+                            ) -> Generator[None, object, None]:
+    """Between xdist workers: every test holds the run's CPU lock shared, an ``alone``
+    test holds it alone (a test whose time limits assume the CPUs to itself). Everyone
+    passes a turnstile first, so a waiting ``alone`` test is not starved by the tests
+    the other worker keeps starting. Taken before pytest-timeout's clock starts."""
+    d = _run_lock_dir()
+    if d is None:
+        yield
+        return
+    alone = item.get_closest_marker("alone") is not None
+    with open(d / "turnstile", "a") as gate, open(d / "cpu", "a") as cpu:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(cpu, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(cpu, fcntl.LOCK_UN)
 
 
 @pytest.fixture

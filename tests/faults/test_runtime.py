@@ -35,6 +35,17 @@ def marked(owner: int) -> list[int]:
     return out
 
 
+def wait_marked(owner: int, n: int, timeout: float = 60) -> list[int]:
+    """``marked(owner)`` once it lists ``n`` processes (or at ``timeout``: what it lists
+    then), instead of a fixed sleep that a loaded box outlasts."""
+    end = time.monotonic() + timeout
+    while True:
+        found = marked(owner)
+        if len(found) >= n or time.monotonic() > end:
+            return found
+        time.sleep(0.1)
+
+
 # ------------------------------------------------------------ disk full
 def test_disk_full_at_export_saves_the_snapshot_elsewhere_and_exits_non_zero(
         tmp_path: Path) -> None:
@@ -129,7 +140,8 @@ def test_xwatch_stopped_for_10_s_does_not_blame_the_workloads(tmp_path: Path) ->
     p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=16)),
                           "--headless", "--telemetry", "off", "--export", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    time.sleep(4)
+    assert len(wait_marked(p.pid, 2)) >= 2  # the phase runs: both workloads started
+    time.sleep(1.5)  # and measure
     p.send_signal(signal.SIGSTOP)
     time.sleep(10)
     p.send_signal(signal.SIGCONT)
@@ -155,8 +167,7 @@ def test_a_workload_that_daemonizes_leaves_nothing_behind(tmp_path: Path) -> Non
     p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=3, lo=DAEMONIZING)),
                           "--headless", "--telemetry", "off"], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    time.sleep(2.5)
-    during = marked(p.pid)
+    during = wait_marked(p.pid, 3)
     text, _ = p.communicate(timeout=60)
     assert p.returncode == 0, text
     assert len(during) >= 3  # high, low and the daemon that left the group
@@ -167,8 +178,8 @@ def test_stray_of_a_killed_xwatch_is_swept_by_the_next_one(tmp_path: Path) -> No
     p = subprocess.Popen([PY, "-m", "xwatch", "run", str(two(tmp_path, duration=30, lo=DAEMONIZING)),
                           "--headless", "--telemetry", "off"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, cwd=ROOT)
-    time.sleep(3)
-    during = marked(p.pid)
+    during = wait_marked(p.pid, 3)  # high, low and the daemon that left the group
+    assert len(during) >= 3, during
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     time.sleep(1)

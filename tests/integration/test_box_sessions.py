@@ -36,6 +36,9 @@ from xwatch.core.xsched.meta import channel_key as install_key
 from xwatch.errors import XschedError
 
 FAKE_NVML = str(DATA / "fake_nvml")
+#: each test races a second session against the first's planned end (6-9 s): under xdist
+#: no other test takes the CPUs meanwhile
+pytestmark = pytest.mark.alone
 
 
 def xscen(folder: Path, duration: float, policy: str = "HPF") -> Path:

@@ -59,6 +59,7 @@ def install(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the other probe has CRASH_GRACE_S (10 s) to import torch and end
 def test_preflight_catches_a_crashing_shim_before_workloads_load(tmp_path: Path,
                                                                  install: Path) -> None:
     f = model_scen(tmp_path, 'FAKE_SHIM_CRASH = "1"')

@@ -41,6 +41,7 @@ def test_metrics_follow_vllms_definitions_against_a_known_server() -> None:
     assert r.of("bye")[0]["output_tokens"] == 72 and r.of("ready")
 
 
+@pytest.mark.alone  # its 3 s from the generator's start must hold over 20 requests
 def test_a_stop_ends_the_generator_and_the_server_cleanly() -> None:
     port = free_port()
     r = run_loadgen(config(port, rate=20.0), stop_after_s=3.0)

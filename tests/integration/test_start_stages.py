@@ -57,7 +57,9 @@ def test_every_stage_of_a_start_is_recorded_in_order(tmp_path: Path) -> None:
 
 def test_without_the_gate_no_gate_stages(tmp_path: Path) -> None:
     f = tmp_path / "s.toml"
-    f.write_text(tiny_models("stages", 1, top="start_together = false",
+    # 3 s: LOW (not held for HIGH) loads and ends its 3 requests well before the planned
+    # end, however slow its load beside HIGH's (at 1 s a loaded box stopped it first)
+    f.write_text(tiny_models("stages", 3, top="start_together = false",
                              low=LOW + "\nrequests = 3"))
     out = tmp_path / "out"
     r = run_xwatch("run", str(f), "--headless", "--telemetry", "off", "--export", str(out),
