@@ -26,7 +26,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
-from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
+from xwatch.core.analysis.metric_view import LATENCY, default_metric, metric_names, metric_view
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.modes.base import MPS, XSCHED, ModeBackend
@@ -92,7 +92,9 @@ class XwatchApp(App[int]):
         #: planned measured seconds of a phase (inf: until stopped, ``--duration 0``)
         self.phase_s = self.options.phase_s(self.scenario)
         self.paused = False
-        self.metric = LATENCY  # the per-request metric the widgets show (M)
+        #: the per-request metric the widgets show (M): first the SLO's, when that is a
+        #: named metric (a server's TTFT), else the latency
+        self.metric = default_metric(self.scenario)
         self.snap: SessionSnapshot | None = replay
         self._tick = 0
         self._log_seq = 0
@@ -171,10 +173,13 @@ class XwatchApp(App[int]):
     # ------------------------------------------------------------ view
     def action_next_metric(self) -> None:
         """``M``: the next per-request metric (latency_ms, then each named metric the
-        workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab."""
+        workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab;
+        from the SLO's metric, where the dashboard starts, to the rest."""
         if self.snap is None:
             return
         names = metric_names(self.snap)
+        if self.metric not in names:  # the SLO's metric, before any request reported it
+            names.append(self.metric)
         if len(names) == 1:
             self.notify("the workloads report only latency_ms (a request event may carry "
                         "more, e.g. ttft_ms and tpot_ms)", title="One metric", timeout=6)

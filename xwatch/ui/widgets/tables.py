@@ -10,6 +10,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
+from xwatch.core.analysis.metric_view import label
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
@@ -52,6 +53,8 @@ class WorkloadTable(ScrollLinePanel):
     COLUMNS = ("workload", "state", "prio", "what", "P50", "P95", "P99", "max",
                "P99 ph", "max ph", "req/s", "target", "smp/s", "n", "late", "err")
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
+    #: the columns of the window's percentiles: under ``M`` headed by the metric's label
+    LABELLED = frozenset({"P50", "P95", "P99", "max"})
     FIT_ROWS = 13  # rows that fit when the style gives no max-height in cells
     NARROW = 110  # columns: below, the 'what' column is left out
 
@@ -112,8 +115,12 @@ class WorkloadTable(ScrollLinePanel):
         heads = {g.gpu: _group_line(g, live, folded and g.gpu != gpu, g.gpu == gpu)
                  for g in groups}
         tail = _all_line(groups, live, snap.window_s, folded) if groups else None
-        key = (tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
-                               for c in row)) for n, row in self._rows.items()),
+        # M: the window's percentiles are a named metric's, labelled ("TTFT P50")
+        named = label(snap.metric) if snap.metric else None
+        heads_row = self.COLUMNS if named is None else tuple(
+            f"{named} {c}" if c in self.LABELLED else c for c in self.COLUMNS)
+        key = (heads_row, tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
+                                          for c in row)) for n, row in self._rows.items()),
                tuple((g, t.plain) for g, t in heads.items()), tail and tail.plain, folded,
                gpu, 0 < self.size.width < self.NARROW)
         focus_changed = gpu != self._focus
@@ -122,7 +129,7 @@ class WorkloadTable(ScrollLinePanel):
         if key == self._key:
             return  # nothing changed: no repaint
         header, even, group = self._bands()
-        lines: list[Text | list[Segment]] = [self._line_of(self.COLUMNS, header)]
+        lines: list[Text | list[Segment]] = [self._line_of(heads_row, header, head=True)]
         focus_at = 0
         if not groups:
             for i, row in enumerate(self._rows.values()):
@@ -166,9 +173,11 @@ class WorkloadTable(ScrollLinePanel):
         mh = self.styles.max_height
         return int(mh.value) if mh is not None and mh.is_cells else self.FIT_ROWS
 
-    def _line_of(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
+    def _line_of(self, cells: tuple[Cell, ...], base: Style | None,
+                 head: bool = False) -> list[Segment]:
         """One row: every cell padded by a space each side and cut to its width; under
-        110 columns without the ``what`` column (the numbers matter more)."""
+        110 columns without the ``what`` column (the numbers matter more). ``head``: the
+        header, whose cells may take their right-hand space ("TTFT P50" over 7 cells)."""
         out: list[Segment] = []
         narrow = 0 < self.size.width < self.NARROW
         for i, (c, w) in enumerate(zip(cells, self.WIDTHS)):
@@ -179,7 +188,8 @@ class WorkloadTable(ScrollLinePanel):
                 else None
             if base is not None:
                 style = base + style if style is not None else base
-            out.append(Segment(" " + text[:w].ljust(w) + " ", style))
+            out.append(Segment(" " + text[:w + 1].ljust(w + 1) if head else
+                               " " + text[:w].ljust(w) + " ", style))
         return out
 
 
