@@ -11,6 +11,7 @@ from tests.helpers.slo_snapshot import slo_snapshot
 from tests.ui.test_app import wait_for
 from xwatch.ui.app import XwatchApp, make_app
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart
+from xwatch.ui.widgets.status import StatusLine
 from xwatch.ui.widgets.tables import WorkloadTable
 
 
@@ -35,6 +36,8 @@ async def test_the_slo_metric_first_labelled_and_m_cycles_through_the_rest() -> 
         table = app.query_one(WorkloadTable)
         await wait_for(lambda: "TTFT P50" in table.plain, pilot)
         assert app.metric == "ttft_ms"
+        status = app.query_one(StatusLine)
+        await wait_for(lambda: "metric ttft_ms (the SLO's)" in status.plain, pilot)
         head = table.plain.splitlines()[0]
         assert "TTFT P50" in head and "TTFT P95" in head and "TTFT P99" in head
         # chat's TTFT (60-180 ms), not its whole request (~1.2 s); the trainer has none
@@ -51,6 +54,7 @@ async def test_the_slo_metric_first_labelled_and_m_cycles_through_the_rest() -> 
             seen[app.metric] = (table.plain.splitlines()[0], _p50(app, "chat"),
                                 *_slo_drawn(app))
         assert list(seen) == ["latency_ms", "itl_ms", "tpot_ms", "ttft_ms"]
+        assert "metric ttft_ms (the SLO's)" in status.plain
         head, p50, line, cdf, title = seen["latency_ms"]
         assert " P50 " in head and "TTFT" not in head and float(p50) > 1000  # the 1.2 s
         assert not line and not cdf and "≤200ms" not in title  # TTFT's SLO: not here

@@ -26,7 +26,13 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, RichLog, TabbedContent, TabPane
 
-from xwatch.core.analysis.metric_view import LATENCY, default_metric, metric_names, metric_view
+from xwatch.core.analysis.metric_view import (
+    LATENCY,
+    default_metric,
+    judges,
+    metric_names,
+    metric_view,
+)
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.modes.base import MPS, XSCHED, ModeBackend
@@ -245,7 +251,8 @@ class XwatchApp(App[int]):
         tab = self.query_one(TabbedContent).active or "live"  # "" before the first layout
         self._safe("status", lambda: self.query_one(StatusLine).show(
             snap, self.phase_s, self.replay_source, self.paused,
-            metric=None if self.metric == LATENCY else self.metric))
+            metric=None if self.metric == LATENCY else self.metric + (
+                " (the SLO's)" if judges(self.scenario, self.metric) else "")))
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         if tab == "live" and (force_table or force_charts):
             self._safe("table", lambda: self.query_one(WorkloadTable).show(
