@@ -11,5 +11,5 @@ def test_the_summary_counts_warnings_and_skips_apart_from_passes() -> None:
                                              Check("WARN", "telemetry", ""),
                                              Check("SKIP", "xsched install", "")]
     assert summary(rs) == "5 passed, 2 warned, 1 skipped, 0 failed"
-    assert summary(rs + [Check("FAIL", "torch", "")]) == "5 passed, 2 warned, 1 skipped, 1 failed"
+    assert summary([*rs, Check("FAIL", "torch", "")]) == "5 passed, 2 warned, 1 skipped, 1 failed"
     assert summary([]) == "0 passed, 0 warned, 0 skipped, 0 failed"
