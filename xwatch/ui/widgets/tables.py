@@ -54,6 +54,11 @@ class WorkloadTable(ScrollLinePanel):
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
     FIT_ROWS = 13  # rows that fit when the style gives no max-height in cells
     NARROW = 110  # columns: below, the 'what' column is left out
+    #: columns: below, only these columns, at these widths, one space apart (80x24 over
+    #: SSH keeps the rates and counts: req/s, target, smp/s, n)
+    TIGHT = 100
+    TIGHT_COLUMNS = {"workload": 10, "state": 8, "P50": 7, "P99": 7, "P99 ph": 7,
+                     "req/s": 6, "target": 6, "smp/s": 7, "n": 6, "err": 4}
 
     COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row",
                          "workload-table--group"}
@@ -115,7 +120,7 @@ class WorkloadTable(ScrollLinePanel):
         key = (tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
                                for c in row)) for n, row in self._rows.items()),
                tuple((g, t.plain) for g, t in heads.items()), tail and tail.plain, folded,
-               gpu, 0 < self.size.width < self.NARROW)
+               gpu, 0 < self.size.width < self.NARROW, 0 < self.size.width < self.TIGHT)
         focus_changed = gpu != self._focus
         self._focus, self.folded = gpu, folded
         self.group_lines = {g: t.plain for g, t in heads.items()}
@@ -168,18 +173,24 @@ class WorkloadTable(ScrollLinePanel):
 
     def _line_of(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
         """One row: every cell padded by a space each side and cut to its width; under
-        110 columns without the ``what`` column (the numbers matter more)."""
+        110 columns without the ``what`` column (the numbers matter more); under 100,
+        only ``TIGHT_COLUMNS``, a space before each."""
         out: list[Segment] = []
         narrow = 0 < self.size.width < self.NARROW
+        tight = 0 < self.size.width < self.TIGHT
         for i, (c, w) in enumerate(zip(cells, self.WIDTHS)):
             if narrow and i == 3:
                 continue
+            if tight:
+                w = self.TIGHT_COLUMNS.get(self.COLUMNS[i], 0)
+                if not w:
+                    continue
             text = c.plain if isinstance(c, Text) else c
             style = self.app.console.get_style(c.style) if isinstance(c, Text) and c.style \
                 else None
             if base is not None:
                 style = base + style if style is not None else base
-            out.append(Segment(" " + text[:w].ljust(w) + " ", style))
+            out.append(Segment(" " + text[:w].ljust(w) + ("" if tight else " "), style))
         return out
 
 
