@@ -58,8 +58,9 @@ def main() -> int:
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(args.batch, 3, args.size, args.size, generator=gen).to(dev)
         y = torch.randint(0, 10, (args.batch,), generator=gen).to(dev)
-        print(f"training on {dev}, batch {args.batch}, "
-              f"{'created' if stream is not None else 'default'} stream", flush=True)
+        where = "" if dev.type == "cpu" else \
+            f", {'created' if stream is not None else 'default'} stream"
+        print(f"training on {dev}, batch {args.batch}{where}", flush=True)
         step = 0
         while not stop:
             start = time.monotonic()

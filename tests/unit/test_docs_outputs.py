@@ -19,10 +19,10 @@ A file the commands need is a fenced block preceded by ``<!-- file: NAME -->``, 
 into the folder the commands run in (which links the repository's top-level entries).
 
 Comparing: every run of digits (with its decimals and thousands commas) becomes ``N``,
-runs of spaces one space, runs of box lines one; a block line ``...`` stands for any
-lines, ``...`` inside a line for any text. The commands run as a plain install would:
-without the optional amdsmi and nvidia-ml-py modules, no XSched install named, a fixed
-terminal width. One run serves every block that shows the same command.
+runs of spaces one space, runs of box lines one, a ``host`` label any host; a block
+line ``...`` stands for any lines, ``...`` inside a line for any text. The commands run
+as a plain install would: without the optional amdsmi and nvidia-ml-py modules, no
+XSched install named, a fixed terminal width. One run serves every block that shows the same command.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ ALL = [b for p in _pages() for b in blocks(p)]
 
 def mask(line: str) -> str:
     line = re.sub(r"[─━]+", "─", line)
+    line = re.sub(r'host="[^"]*"', 'host="H"', line)  # the machine's name
     line = re.sub(r"\d[\d,]*(?:\.\d+)?", "N", line)
     return " ".join(line.split())
 
@@ -189,7 +190,8 @@ def test_every_output_block_says_where_it_comes_from() -> None:
 
 
 def _evidence(b: Block) -> str:
-    first = next(ln for ln in b.text.splitlines() if ln.strip() and ln.strip() != "...")
+    first = next(ln for ln in b.text.splitlines()
+                 if re.search(r"[A-Za-z]", ln) and ln.strip() != "...")
     return first.split("...")[0].strip().strip("│").strip()
 
 
