@@ -32,6 +32,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=64, help="image side in pixels")
     ap.add_argument("--default-stream", action="store_true",
                     help="stay on PyTorch's default stream (XSched cannot schedule it)")
+    ap.add_argument("--requests", type=int, default=0, help="stop after this many (0: never)")
     args = ap.parse_args()
     torch.set_num_threads(1)  # one core: leave the others to the program beside it
 
@@ -86,10 +87,12 @@ def main() -> int:
             model(x)
             sync()
             end = time.monotonic()
-            send({"latency_ms": (end - due) * 1e3, "service_ms": (end - start) * 1e3,
-                  "sched_delay_ms": max(0.0, start - due) * 1e3,
+            send({"latency_ms": round((end - due) * 1e3, 3),
+                  "service_ms": round((end - start) * 1e3, 3),
+                  "sched_delay_ms": round(max(0.0, start - due) * 1e3, 3),
                   "late": start - due > 1e-3, "seq": seq, "t": end})
             seq += 1
+            stop = stop or seq == args.requests
     send({"type": "bye", "count": seq, "t": time.monotonic()})
     return 0
 

@@ -27,6 +27,7 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=64, help="image side in pixels")
     ap.add_argument("--default-stream", action="store_true",
                     help="stay on PyTorch's default stream (XSched cannot schedule it)")
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many (0: never)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     stop = False
@@ -73,6 +74,7 @@ def main() -> int:
             label = f"warm-up {step + 1}" if step < 3 else f"step {step - 2}"
             print(f"{label}: {ms:.2f} ms", flush=True)
             step += 1
+            stop = stop or (args.steps > 0 and step - 3 == args.steps)
     return 0
 
 

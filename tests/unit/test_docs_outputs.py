@@ -18,8 +18,10 @@ before it (docs/development.md, "Outputs in the manual"):
 A file the commands need is a fenced block preceded by ``<!-- file: NAME -->``, written
 into the folder the commands run in (which links the repository's top-level entries).
 
-Comparing: every run of digits (with its decimals and thousands commas) becomes ``N``,
-runs of spaces one space, runs of box lines one, a ``host`` label any host; a block
+Comparing: every run of digits (with its decimals and thousands commas), and an
+interval's ``open`` side, becomes ``N``,
+runs of spaces one space, runs of box lines one, a ``host`` label any host, a progress
+line's ``late=N`` and ``err=N`` (printed only when not 0) nothing; a block
 line ``...`` stands for any lines, ``...`` inside a line for any text. The commands run
 as a plain install would: without the optional amdsmi and nvidia-ml-py modules, no
 XSched install named, a fixed terminal width. One run serves every block that shows the same command.
@@ -108,7 +110,8 @@ ALL = [b for p in _pages() for b in blocks(p)]
 def mask(line: str) -> str:
     line = re.sub(r"[─━]+", "─", line)
     line = re.sub(r'host="[^"]*"', 'host="H"', line)  # the machine's name
-    line = re.sub(r"\d[\d,]*(?:\.\d+)?", "N", line)
+    line = re.sub(r" (late|err)=\d+", "", line)  # progress fields shown only when not 0
+    line = re.sub(r"\d[\d,]*(?:\.\d+)?|\bopen\b", "N", line)
     return " ".join(line.split())
 
 
@@ -127,6 +130,15 @@ def matches(shown: str, printed: str) -> bool:
     """Whether ``shown`` (a block, with its ``...``) is in ``printed``, numbers masked."""
     text = "".join(mask(ln) + "\n" for ln in printed.splitlines())
     return _pattern(shown).search(text) is not None
+
+
+def first_mismatch(shown: str, printed: str) -> str:
+    """The first line of ``shown`` from which on it is no longer in ``printed``."""
+    lines = shown.splitlines()
+    for k in range(1, len(lines) + 1):
+        if not matches("\n".join(lines[:k]), printed):
+            return lines[k - 1]
+    return ""
 
 
 @functools.cache
@@ -178,7 +190,8 @@ def printed(b: Block) -> str:
 def _check_runs(b: Block) -> None:
     got = printed(b)
     assert matches(b.text, got), (
-        f"docs/{b.id}: the block is not what `{b.arg}` prints (numbers masked).\n"
+        f"docs/{b.id}: the block is not what `{b.arg}` prints (numbers masked), from "
+        f"{first_mismatch(b.text, got)!r} on.\n"
         f"--- shown\n{b.text}\n--- printed\n{got}")
 
 
