@@ -143,9 +143,12 @@ def first_mismatch(shown: str, printed: str) -> str:
 
 @functools.cache
 def _workdir(files: tuple[tuple[str, str], ...]) -> Path:
+    import atexit
+    import shutil
     import tempfile
 
     d = Path(tempfile.mkdtemp(prefix="xwatch-docs-"))
+    atexit.register(shutil.rmtree, d, True)
     for entry in ROOT.iterdir():
         if entry.name != ".git":
             (d / entry.name).symlink_to(entry)
