@@ -2,7 +2,6 @@
 # takes: about 6 min at S=15 N=2
 # params: XS (the XSched install, required), S (seconds a phase, default 15), N (repeats, default 2)
 XS=${XS:?XS=the XSched install}; S=${S:-15}; N=${N:-2}
-export PATH="$(dirname "$(command -v python3)"):$PATH"   # the scenarios' `python`
 run versions.txt python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
 for sc in own own-default-stream; do
   say "compare $sc"

@@ -256,3 +256,12 @@ def test_masking_and_ellipses_compare_what_they_should() -> None:
     assert not matches("telemetry: skipped amdsmi: library missing: ...", printed)
     assert not matches("workload state count\nlow stopped 70", printed)
     assert not matches("high running n=22 p50=104.2ms late=3", printed)
+
+
+def test_the_own_program_howto_shows_the_shipped_scenario() -> None:
+    page = (DOCS / "howto" / "own-program.md").read_text()
+    shown = re.search(r"```toml\n(.*?)```", page, re.S)
+    assert shown is not None
+    shipped = "".join(ln for ln in (ROOT / "examples/own/own.toml").read_text()
+                      .splitlines(keepends=True) if not ln.startswith("#"))
+    assert shown.group(1) == shipped
