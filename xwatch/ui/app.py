@@ -24,7 +24,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, RichLog, TabbedContent, TabPane
+from textual.widgets import RichLog, TabbedContent, TabPane
 
 from xwatch.core.analysis.metric_view import (
     LATENCY,
@@ -43,6 +43,8 @@ from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController,
 from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
+from xwatch.ui.widgets.footer import NARROW as FOOTER_NARROW
+from xwatch.ui.widgets.footer import KeysFooter
 from xwatch.ui.widgets.panels import (
     AnswerPanel,
     CalibrationPanel,
@@ -142,7 +144,7 @@ class XwatchApp(App[int]):
                 yield XschedPanel()
             with TabPane("Logs", id="logs"):
                 yield RichLog(highlight=False, markup=False, wrap=True, max_lines=5000)
-        yield Footer()
+        yield KeysFooter()
 
     async def on_mount(self) -> None:
         if self.replay is not None:
@@ -175,6 +177,8 @@ class XwatchApp(App[int]):
         self.screen.set_class(self.size.height < 30, "compact")
         # from 50 rows the table may grow (four GPUs' copies fit unfolded at 200x60)
         self.screen.set_class(self.size.height >= 50, "tall")
+        # below 100 columns the footer keeps ? Help and q Quit (the spare keys go)
+        self.screen.set_class(self.size.width < FOOTER_NARROW, "narrow")
 
     # ------------------------------------------------------------ view
     def action_next_metric(self) -> None:

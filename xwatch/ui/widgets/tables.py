@@ -57,6 +57,11 @@ class WorkloadTable(ScrollLinePanel):
     LABELLED = frozenset({"P50", "P95", "P99", "max"})
     FIT_ROWS = 13  # rows that fit when the style gives no max-height in cells
     NARROW = 110  # columns: below, the 'what' column is left out
+    #: columns: below, only these columns, at these widths, one space apart (80x24 over
+    #: SSH keeps the rates and counts: req/s, target, smp/s, n)
+    TIGHT = 100
+    TIGHT_COLUMNS = {"workload": 10, "state": 8, "P50": 7, "P99": 7, "P99 ph": 7,
+                     "req/s": 6, "target": 6, "smp/s": 7, "n": 6, "err": 4}
 
     COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row",
                          "workload-table--group"}
@@ -122,7 +127,7 @@ class WorkloadTable(ScrollLinePanel):
         key = (heads_row, tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
                                           for c in row)) for n, row in self._rows.items()),
                tuple((g, t.plain) for g, t in heads.items()), tail and tail.plain, folded,
-               gpu, 0 < self.size.width < self.NARROW)
+               gpu, 0 < self.size.width < self.NARROW, 0 < self.size.width < self.TIGHT)
         focus_changed = gpu != self._focus
         self._focus, self.folded = gpu, folded
         self.group_lines = {g: t.plain for g, t in heads.items()}
@@ -176,20 +181,27 @@ class WorkloadTable(ScrollLinePanel):
     def _line_of(self, cells: tuple[Cell, ...], base: Style | None,
                  head: bool = False) -> list[Segment]:
         """One row: every cell padded by a space each side and cut to its width; under
-        110 columns without the ``what`` column (the numbers matter more). ``head``: the
-        header, whose cells may take their right-hand space ("TTFT P50" over 7 cells)."""
+        110 columns without the ``what`` column (the numbers matter more); under 100,
+        only ``TIGHT_COLUMNS``, a space before each. ``head``: the header, whose cells may
+        take their right-hand space ("TTFT P50" over 7 cells) where there is one."""
         out: list[Segment] = []
         narrow = 0 < self.size.width < self.NARROW
+        tight = 0 < self.size.width < self.TIGHT
         for i, (c, w) in enumerate(zip(cells, self.WIDTHS)):
             if narrow and i == 3:
                 continue
+            if tight:
+                w = self.TIGHT_COLUMNS.get(self.COLUMNS[i], 0)
+                if not w:
+                    continue
             text = c.plain if isinstance(c, Text) else c
             style = self.app.console.get_style(c.style) if isinstance(c, Text) and c.style \
                 else None
             if base is not None:
                 style = base + style if style is not None else base
-            out.append(Segment(" " + text[:w + 1].ljust(w + 1) if head else
-                               " " + text[:w].ljust(w) + " ", style))
+            pad = 0 if tight else 1
+            out.append(Segment(" " + text[:w + pad].ljust(w + pad) if head else
+                               " " + text[:w].ljust(w) + " " * pad, style))
         return out
 
 
