@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from msgspec import UNSET
 
 from xwatch.core import model as M
+from xwatch.core.analysis.participation import Participation, participation
 from xwatch.core.analysis.phases import baseline, by_priority, per_setting, side_by_side
 from xwatch.core.analysis.stats.copies import (
     GpuFinding,
@@ -162,6 +163,9 @@ class Change:
     #: the fewest GPUs whose copies made one run's value (1: not replicated);
     #: ``analysis.stats.copies``: each run's value is the mean over its copies
     gpus: int = 1
+    #: why there is no verdict at all: the step's mechanism took no part
+    #: (``analysis.participation``, its ``no_verdict``); "": it took part
+    no_part: str = ""
 
     def behind(self) -> str:
         """``"3 runs x 2 GPUs"``: what stands behind the number (per side)."""
@@ -177,7 +181,7 @@ class Change:
     @property
     def way(self) -> int:
         """+1 / -1 beyond noise, 0 within it (or not judged)."""
-        return 0 if self.basis == UNMEASURED else direction(self.diff)
+        return 0 if self.basis == UNMEASURED or self.no_part else direction(self.diff)
 
     @property
     def relative(self) -> float:
@@ -193,6 +197,8 @@ class Change:
         return "slower" if self.way > 0 else "faster"
 
     def words(self) -> str:
+        if self.no_part:
+            return self.no_part
         if self.basis == UNMEASURED:
             return "no verdict: one run each, run-to-run noise unmeasured"
         if self.way == 0 and (self.diff.lo is None or self.diff.hi is None):
@@ -217,7 +223,7 @@ class Change:
         """How many runs would narrow a wide interval to +-10% of the baseline, and
         whether longer runs would do instead."""
         base = abs(self.base.est) if self.base.est == self.base.est else math.nan
-        if self.basis != RUNS or self.noise is None or not base > 0:
+        if self.basis != RUNS or self.noise is None or not base > 0 or self.no_part:
             return None
         half = TARGET * base
         if self.diff.width / 2 <= half:
@@ -362,6 +368,13 @@ class StepAnswer:
     base_step: str
     repeats: int
     changes: tuple[Change, ...]
+    #: who took part in the step's mechanism (``analysis.participation``)
+    part: Participation = Participation("native")
+
+    @property
+    def took_part(self) -> bool:
+        """The step's mechanism took part (native: always): its changes are judged."""
+        return self.part.took_part
 
     @property
     def gpus(self) -> int:
@@ -376,7 +389,11 @@ class StepAnswer:
                 (", paired)" if self.repeats > 1 else ")")
         else:
             rep = f" ({self.repeats} runs each, paired)" if self.repeats > 1 else " (one run each)"
-        return f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: " + \
+        head = f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: "
+        if not self.took_part:  # no effect verdict, only who did not take part and why
+            return head + self.part.no_verdict()
+        scope = self.part.line()
+        return head + (f"{scope}. " if scope else "") + \
             ("; ".join(parts) if parts else "nothing to compare")
 
 
@@ -443,13 +460,15 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
         ps, base = groups[key], groups[bkey]
         # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
         fl = {} if ps and ps[0].calibrate == "alone" else floors
+        part = participation(ps, snap.scenario)
+        why = part.no_verdict()
         ch: list[Change] = []
         for name, m in answered(hi, lows, slo_wl, slo_m):
             c = change(name, m, base, ps, fl)
             if c is not None:
-                ch.append(c)
+                ch.append(replace(c, no_part=why) if why else c)
         if ch:  # nothing comparable (failed phases, or a snapshot without histograms)
-            out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch)))
+            out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch), part))
     return out
 
 
@@ -479,6 +498,10 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
     def r(v: float | None) -> float | None:
         return None if v is None or v != v else round(v, 6)
 
+    def absent(a: StepAnswer) -> list[M.NoPart]:
+        return [M.NoPart(workload=n.workload, verdict=n.verdict, reason=n.reason,
+                         runs=n.runs, of=n.of) for n in a.part.absent]
+
     return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
                      metric=c.metric, unit=c.unit, estimate=r(c.diff.est),
                      lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
@@ -486,7 +509,9 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
                      floor=c.floor if c.floor else UNSET,
                      few_requests=c.few if c.few else UNSET,
                      pooled=c.pooled if c.few else UNSET,
-                     gpus=c.gpus if c.gpus > 1 else UNSET)
+                     gpus=c.gpus if c.gpus > 1 else UNSET,
+                     took_part=a.took_part, no_part=absent(a),
+                     scope=a.part.line() if a.took_part and a.part.line() else UNSET)
             for a in answer(snap) for c in a.changes]
 
 
@@ -511,8 +536,16 @@ def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
 
 
 def unjudged(snap: SessionSnapshot) -> list[str]:
-    """Steps whose changes got no verdict (one run each, no floor)."""
-    return [a.step for a in answer(snap) if any(c.basis == UNMEASURED for c in a.changes)]
+    """Why steps could not be judged, a line each (``step: why``): the step's mechanism
+    took no part (``analysis.participation``), or its changes got no verdict (one run
+    each, no floor)."""
+    out = []
+    for a in answer(snap):
+        if not a.took_part:
+            out.append(f"{step_label(a.step)}: not judged: {a.part.no_verdict()}")
+        elif any(c.basis == UNMEASURED for c in a.changes):
+            out.append(f"{step_label(a.step)}: not judged (one run each, no noise floor)")
+    return out
 
 
 METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's estimate, runs "
