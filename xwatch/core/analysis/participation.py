@@ -204,7 +204,7 @@ def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = N
             took.append(name)
             continue
         # the decided no-part verdict first (it says more than "undecided")
-        p, m, v = min(bad, key=lambda b: (b[2] in UNDECIDED or b[2] == "unrecorded"))
+        p, _m, v = min(bad, key=lambda b: (b[2] in UNDECIDED or b[2] == "unrecorded"))
         assert v is not None
         absent.append(NoPart(name, v, _reason(v, name, p, scenario), len(bad), len(seen)))
     return Participation(mode, tuple(took), tuple(absent), recorded)

@@ -62,6 +62,8 @@ from xwatch.core.analysis.stats.runs import (
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.modes.base import label as mode_label
 
+#: a step whose mechanism needs no proof (the default of a ``StepAnswer``)
+NATIVE: Final = Participation("native")
 #: how a change's interval was made
 RUNS: Final = "runs"
 FLOOR: Final = "floor"
@@ -369,7 +371,7 @@ class StepAnswer:
     repeats: int
     changes: tuple[Change, ...]
     #: who took part in the step's mechanism (``analysis.participation``)
-    part: Participation = Participation("native")
+    part: Participation = NATIVE
 
     @property
     def took_part(self) -> bool:
