@@ -28,7 +28,7 @@ def _wl(rng: random.Random, name: str, prio: int, shift: float = 0.0) -> Workloa
     for _ in range(300):
         m.add(5.0 * math.exp(rng.gauss(0.0, 0.2)) + shift)
     w = workload_snapshot(name, prio, m.summary(), 300, 100.0 if prio == 0 else 0.0)
-    return msgspec.structs.replace(w, latency_hist=latency_hist(m))  # type: ignore[type-var]
+    return msgspec.structs.replace(w, latency_hist=latency_hist(m))  # type: ignore[type-var,return-value]
 
 
 def _xsched(statuses: dict[str, str], version: str = "1.2.0") -> M.Xsched:
@@ -50,7 +50,7 @@ def _phase(i: int, mode: str, rng: random.Random, repeat: int, shift: float = 0.
 
 def _session(mode: str, runs: int = 3, shift: float = 3.0, **kw: object) -> SessionSnapshot:
     rng = random.Random(5)
-    phases = []
+    phases: list[PhaseSnapshot] = []
     for r in range(1, runs + 1):
         phases.append(_phase(len(phases), "native", rng, r))
         phases.append(_phase(len(phases), mode, rng, r, shift, **kw))
