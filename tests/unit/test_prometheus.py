@@ -98,3 +98,22 @@ def test_every_metric_is_documented() -> None:
     names = {f.name for f in families(load_snapshot(FIXTURE), "h")}
     missing = sorted(n for n in names if n not in doc)
     assert not missing, f"docs/metrics.md does not describe {missing}"
+
+
+def test_a_step_that_took_no_part_is_a_zero_and_names_its_workloads() -> None:
+    import msgspec
+
+    snap = load_snapshot(FIXTURE)
+    m = _scrape(snap)  # both workloads engaged under XSched
+    assert _one(m["xwatch_step_took_part"], step="xsched", mode="xsched") == 1
+    assert not m.get("xwatch_step_no_part")
+    p = snap.phases[1]
+    assert p.xsched is not None
+    xs = msgspec.structs.replace(p.xsched, workloads={
+        n: msgspec.structs.replace(w, status="no-xqueue") for n, w in p.xsched.workloads.items()})
+    out = msgspec.structs.replace(snap, phases=(snap.phases[0],
+                                                msgspec.structs.replace(p, xsched=xs)))
+    m = _scrape(out)
+    assert _one(m["xwatch_step_took_part"], step="xsched", mode="xsched") == 0
+    assert {s.labels["workload"] for s in m["xwatch_step_no_part"]} == {"high", "low"}
+    assert {s.labels["verdict"] for s in m["xwatch_step_no_part"]} == {"no-xqueue"}
