@@ -711,3 +711,36 @@ def test_advice_chosen_among_several_that_meet_says_the_cheapest_by_estimate() -
     assert "(the cheapest by estimate of the 2 settings that meet the SLO with confidence: " \
            "the budget ended before their prices were told apart)" in s, s
     assert "may meet it for less" not in s
+
+
+def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo() -> None:
+    """Issue 64: an XSched candidate in whose run XSched scheduled none of its copies is
+    dropped as ``dropped-no-part``, naming them and why; one copy on another GPU taking
+    part does not save it; an undecided run is not counted."""
+    from tests.unit.test_runs import _rate_run, _run
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+
+    rng = random.Random(2)
+    obj = Objective("high", "P50", 100.0)
+
+    def phase(st0: str, st1: str) -> PhaseSnapshot:
+        ws = []
+        for g in (0, 1):
+            ws += [msgspec.structs.replace(_run(rng, 400, 1.0, 0.0), name=f"high@{g}"),
+                   _rate_run(rng, 200, 1.0, name=f"low@{g}")]
+        st = {"high@0": st0, "low@0": st0, "high@1": st1, "low@1": st1}
+        xs = M.Xsched(root="/x", workloads={n: M.XschedWorkload(status=s)
+                                             for n, s in st.items()})
+        return PhaseSnapshot(0, "xsched-1", "xsched", "done", "", None, 10.0, True,
+                             tuple(ws), xsched=xs)
+
+    a, b = Candidate("a", XSCHED, {}), Candidate("b", XSCHED, {})
+    p = phase("no-xqueue", "engaged")
+    race.record_run(a, p, obj, ["low"], 0)
+    race.record_run(b, p, obj, ["low"], 1)
+    assert a.status == race.DROPPED_NO_PART and a.runs == 0
+    assert a.reason.startswith("XSched took no part: high@0 had no XQueue"), a.reason
+    assert b.status == race.SURVIVING and b.runs == 1
+    c = Candidate("c", XSCHED, {})
+    race.record_run(c, phase("pending", "pending"), obj, ["low"], 0)
+    assert c.status == race.SURVIVING and c.runs == 0 and "not counted" in c.reason

@@ -20,7 +20,7 @@ record in the phase) says so instead of guessing (``recorded``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from xwatch.core.analysis.stats.copies import role
@@ -176,17 +176,20 @@ def _reason(verdict: str, name: str, p: PhaseSnapshot, scenario: Scenario | None
     return REASONS.get(verdict, verdict)
 
 
-def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = None
-                  ) -> Participation:
+def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = None,
+                  only: Collection[str] | None = None) -> Participation:
     """Who took part in the mechanism of one step (its runs ``phases``): every workload
     that counted requests in a usable run (all runs where none is usable), by its
-    recorded verdict. ``scenario`` lets a reason name the default stream."""
+    recorded verdict. ``scenario`` lets a reason name the default stream; ``only``: these
+    workloads (copies) alone (a candidate's in a phase that ran several side by side)."""
     runs = [p for p in phases if usable(p)] or list(phases)
     if not runs:
         return Participation("native")
     mode = runs[0].mode
     names = list(dict.fromkeys(w.name for p in runs for w in p.workloads if w.count)) \
         or list(dict.fromkeys(w.name for p in runs for w in p.workloads))
+    if only is not None:
+        names = [n for n in names if n in only]
     took: list[str] = []
     absent: list[NoPart] = []
     recorded = True

@@ -17,6 +17,9 @@ with confidence. After each round:
 - a candidate whose price interval lies below the best SLO-meeting candidate's
   price interval is dropped (``dropped-dominated``);
 - a candidate whose run failed is ``failed``;
+- a candidate whose mode took no part in a run (``analysis.participation``: XSched
+  scheduled none of its workloads, none was a client of MPS) is dropped as
+  ``dropped-no-part``, never as missing the SLO: its runs measured no mechanism;
 - the race ends when a candidate meets the SLO with confidence (its upper bound
   under the objective) and its price beats every other survivor's with confidence,
   or when it is the last survivor meeting the SLO.
@@ -44,6 +47,7 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core import model as M
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
@@ -52,6 +56,7 @@ from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
+DROPPED_NO_PART = "dropped-no-part"
 UNDECIDED, FAILED, SURVIVING = "undecided", "failed", "surviving"
 MIN_RUNS = 2  # no decision on fewer runs (no interval)
 NO_INTERVAL = Interval(math.nan, None, None)
@@ -142,6 +147,16 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not neighbour and not usable(p):
         return  # stopped before its end: not a run
+    mine = None if on is None else {w.name for w in p.workloads
+                                    if w.name.endswith(tuple(f"@{g}" for g in on))}
+    part = participation([p], None, mine)
+    if not part.took_part:  # undecided: not a run of the mode (yet); no part: dropped
+        why = part.no_verdict().removeprefix("no verdict: ")
+        if any(a.undecided for a in part.absent):
+            c.reason = f"run {p.name} not counted: {why}"
+        else:
+            c.status, c.reason = DROPPED_NO_PART, why
+        return
     v = run_copies(ws, obj.metric, pool_short=True).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
