@@ -237,7 +237,8 @@ class CompareTable(DataTable[str]):
     interval of the difference: one run against one run, the interval is the recorded
     noise floor's ("~": within it) or only the runs' own ("?": run-to-run noise
     unmeasured, no verdict; "no part": the phase's XSched or MPS scheduled none of its
-    workloads, no verdict either, the Answer above says who and why); ``*``: fewer requests than the percentile needs, so it is
+    workloads, no verdict either, the Answer above says who and why); ``*``: fewer
+    requests than the percentile needs, so it is
     their maximum (a difference over runs then pools them); computed once
     per finished phase, not every refresh). The table is updated cell by cell, so the
     cursor and the scroll position stay where the user put them."""
