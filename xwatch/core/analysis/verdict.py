@@ -544,7 +544,8 @@ def unjudged(snap: SessionSnapshot) -> list[str]:
     out = []
     for a in answer(snap):
         if not a.took_part:
-            out.append(f"{step_label(a.step)}: not judged: {a.part.no_verdict()}")
+            out.append(f"{step_label(a.step)}: not judged: "
+                       + a.part.no_verdict().removeprefix("no verdict: "))
         elif any(c.basis == UNMEASURED for c in a.changes):
             out.append(f"{step_label(a.step)}: not judged (one run each, no noise floor)")
     return out
