@@ -249,8 +249,8 @@ def _one_run_within(xs: Copies, ys: Copies, metric: str,
     narrower than the difference's ``resolution``; of copies' means: from their
     standard errors)."""
     d = vy.est - vx.est
-    if metric != RATE and len(xs) == 1 and len(ys) == 1:
-        iv = diff_interval(hist_of(xs[0]), hist_of(ys[0]), percentile_of(metric))
+    if metric != RATE and len(xs) == 1 and len(ys) == 1:  # a named metric: its own values
+        iv = diff_interval(_hist(xs[0], metric), _hist(ys[0], metric), percentile_of(metric))
         if iv.lo is None or iv.hi is None:
             return Interval(d, iv.lo, iv.hi)
         return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
@@ -384,7 +384,9 @@ class StepAnswer:
         return min((c.gpus for c in self.changes), default=1)
 
     def sentence(self) -> str:
-        parts = [f"{c.workload} {c.metric} {c.text()}" for c in self.changes]
+        tokens = any(":" in c.metric for c in self.changes)
+        parts = [f"{c.workload} {metric_words(c.metric, tokens)} {c.text()}"
+                 for c in self.changes]
         g = self.gpus
         if g > 1:
             rep = f" ({width_words(self.repeats, g)} each" + \
@@ -411,17 +413,41 @@ def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
     return (hi.name if hi is not None else None), "P99"
 
 
+#: the per-token metrics a server's answer shows, in vLLM's order (its benchmark
+#: prints TTFT, then TPOT), each at these percentiles, before the whole request
+TOKEN_METRICS = ("ttft_ms", "tpot_ms")
+TOKEN_PERCENTILES = ("P50", "P99")
+TOKEN_WORDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
+
+
+def metric_words(metric: str, tokens: bool = False) -> str:
+    """A compared number as the answer's sentence names it: ``TTFT P99`` for
+    ``ttft_ms:P99``; the whole request's ``P99`` is ``request P99`` beside per-token
+    metrics (``tokens``)."""
+    name, _, pq = metric.rpartition(":")
+    if name:
+        return f"{TOKEN_WORDS.get(name, name)} {pq}"
+    return f"request {metric}" if tokens and metric != RATE else metric
+
+
 def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
              slo_wl: str | None, slo_m: str) -> list[tuple[str, str]]:
     """(workload, metric) of every number the answer compares: HIGH's P50, P99 (and
     the SLO's percentile), each LOW's samples/s; copies on several GPUs once, by the
-    scenario's name (``analysis.stats.copies``: every copy counts)."""
+    scenario's name (``analysis.stats.copies``: every copy counts). A HIGH that reports
+    TTFT or TPOT (a server, an LLM decoder) leads with its SLO metric where the SLO is
+    on a named one, then TTFT and TPOT at P50 and P99 (vLLM's order), then the whole
+    request."""
     out: list[tuple[str, str]] = []
     if hi is not None:
-        metrics = ["P50", "P99"]
-        if slo_wl is not None and role(slo_wl) == role(hi.name) and slo_m not in metrics:
+        mine = slo_wl is not None and role(slo_wl) == role(hi.name)
+        tokens = [f"{m}:{q}" for m in TOKEN_METRICS if (hm := hi.metrics.get(m)) is not None
+                  and hm.count for q in TOKEN_PERCENTILES]
+        metrics = ([slo_m] if tokens and mine and ":" in slo_m else []) + tokens
+        metrics += ["P50", "P99"]
+        if mine and slo_m not in metrics:
             metrics.append(slo_m)
-        out += [(hi.name, m) for m in metrics]
+        out += [(hi.name, m) for m in dict.fromkeys(metrics)]
     seen = set()
     for lw in lows:
         if role(lw.name) not in seen:
