@@ -250,7 +250,8 @@ def _one_run_within(xs: Copies, ys: Copies, metric: str,
     standard errors)."""
     d = vy.est - vx.est
     if metric != RATE and len(xs) == 1 and len(ys) == 1:  # a named metric: its own values
-        iv = diff_interval(_hist(xs[0], metric), _hist(ys[0], metric), percentile_of(metric))
+        own = (lambda w: _hist(w, metric)) if ":" in metric else hist_of
+        iv = diff_interval(own(xs[0]), own(ys[0]), percentile_of(metric))
         if iv.lo is None or iv.hi is None:
             return Interval(d, iv.lo, iv.hi)
         return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
