@@ -26,7 +26,15 @@ from msgspec import UNSET
 
 from xwatch.core import model as M
 from xwatch.core.analysis.participation import Participation, participation
-from xwatch.core.analysis.phases import baseline, by_priority, per_setting, side_by_side
+from xwatch.core.analysis.phases import (
+    answered,
+    baseline,
+    by_priority,
+    metric_words,
+    per_setting,
+    side_by_side,
+    slo_metric,
+)
 from xwatch.core.analysis.stats.copies import (
     GpuFinding,
     copies_of,
@@ -400,61 +408,6 @@ class StepAnswer:
         scope = self.part.line()
         return head + (f"{scope}. " if scope else "") + \
             ("; ".join(parts) if parts else "nothing to compare")
-
-
-def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
-    """(the SLO workload, its metric): the scenario's ``[slo]`` ("P99", or a named
-    metric's "tpot_ms:P99"), else HIGH's P99."""
-    slo = snap.scenario.slo
-    if slo is not None:
-        pq = f"P{slo.percentile:g}"
-        return slo.workload, f"{slo.named}:{pq}" if slo.named else pq
-    p = baseline(snap)
-    hi = by_priority(p)[0] if p is not None else None
-    return (hi.name if hi is not None else None), "P99"
-
-
-#: the per-token metrics a server's answer shows, in vLLM's order (its benchmark
-#: prints TTFT, then TPOT), each at these percentiles, before the whole request
-TOKEN_METRICS = ("ttft_ms", "tpot_ms")
-TOKEN_PERCENTILES = ("P50", "P99")
-TOKEN_WORDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
-
-
-def metric_words(metric: str, tokens: bool = False) -> str:
-    """A compared number as the answer's sentence names it: ``TTFT P99`` for
-    ``ttft_ms:P99``; the whole request's ``P99`` is ``request P99`` beside per-token
-    metrics (``tokens``)."""
-    name, _, pq = metric.rpartition(":")
-    if name:
-        return f"{TOKEN_WORDS.get(name, name)} {pq}"
-    return f"request {metric}" if tokens and metric != RATE else metric
-
-
-def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
-             slo_wl: str | None, slo_m: str) -> list[tuple[str, str]]:
-    """(workload, metric) of every number the answer compares: HIGH's P50, P99 (and
-    the SLO's percentile), each LOW's samples/s; copies on several GPUs once, by the
-    scenario's name (``analysis.stats.copies``: every copy counts). A HIGH that reports
-    TTFT or TPOT (a server, an LLM decoder) leads with its SLO metric where the SLO is
-    on a named one, then TTFT and TPOT at P50 and P99 (vLLM's order), then the whole
-    request."""
-    out: list[tuple[str, str]] = []
-    if hi is not None:
-        mine = slo_wl is not None and role(slo_wl) == role(hi.name)
-        tokens = [f"{m}:{q}" for m in TOKEN_METRICS if (hm := hi.metrics.get(m)) is not None
-                  and hm.count for q in TOKEN_PERCENTILES]
-        metrics = ([slo_m] if tokens and mine and ":" in slo_m else []) + tokens
-        metrics += ["P50", "P99"]
-        if mine and slo_m not in metrics:
-            metrics.append(slo_m)
-        out += [(hi.name, m) for m in dict.fromkeys(metrics)]
-    seen = set()
-    for lw in lows:
-        if role(lw.name) not in seen:
-            seen.add(role(lw.name))
-            out.append((lw.name, RATE))
-    return out
 
 
 def findings(snap: SessionSnapshot) -> list[GpuFinding]:
