@@ -163,6 +163,19 @@ def test_a_workload_out_in_one_run_of_several_is_out() -> None:
         "train had no XQueue (the shim never saw its GPU work) in 1 of 2 runs"
 
 
+def test_a_run_whose_evidence_came_late_takes_the_other_runs_word() -> None:
+    rng = random.Random(4)
+    ok = _mps({"infer": "in-mps", "train": "in-mps"})
+    late = _mps({"infer": "unverified", "train": "unverified"})
+    ps = [_phase(0, "mps", rng, 1, mps=ok), _phase(1, "mps", rng, 2, mps=late)]
+    assert participation(ps, SCEN).whole
+    out = _mps({"infer": "in-mps", "train": "not-in-mps"})
+    ps.append(_phase(2, "mps", rng, 3, mps=out))
+    part = participation(ps, SCEN)
+    assert part.took == ("infer",) and part.absent[0].text() == \
+        "train not a client of the MPS daemon (CUDA ran it outside MPS) in 1 of 3 runs"
+
+
 def test_a_split_phase_copy_in_native_takes_part() -> None:
     rng = random.Random(3)
     p = _phase(0, "xsched", rng, 1, xsched=_xsched({"infer": "engaged"}),

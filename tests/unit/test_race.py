@@ -716,7 +716,9 @@ def test_advice_chosen_among_several_that_meet_says_the_cheapest_by_estimate() -
 def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo() -> None:
     """Issue 64: an XSched candidate in whose run XSched scheduled none of its copies is
     dropped as ``dropped-no-part``, naming them and why; one copy on another GPU taking
-    part does not save it; an undecided run is not counted."""
+    part does not save it; a run whose every verdict is undecided (its evidence came too
+    late: on a busy machine a 1 s phase's workloads exited before MPS's client list was
+    read) counts as it ran."""
     from tests.unit.test_runs import _rate_run, _run
     from xwatch.core.engine.snapshot import PhaseSnapshot
 
@@ -743,4 +745,4 @@ def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo(
     assert b.status == race.SURVIVING and b.runs == 1
     c = Candidate("c", XSCHED, {})
     race.record_run(c, phase("pending", "pending"), obj, ["low"], 0)
-    assert c.status == race.SURVIVING and c.runs == 0 and "not counted" in c.reason
+    assert c.status == race.SURVIVING and c.runs == 1

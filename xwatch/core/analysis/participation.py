@@ -14,9 +14,12 @@ called "within noise"). Pure, from the evidence a snapshot already carries.
 
 The verdict words are the recorded ones, the same the report's evidence tables and the
 dashboard show; only proven participation counts: an undecided workload gets no effect
-verdict either. A step of several runs: a workload took part only if it did in every
-usable run. A snapshot from before a mode recorded its evidence (no ``xsched`` / ``mps``
-record in the phase) says so instead of guessing (``recorded``)."""
+verdict either. A step of several runs: a workload took part when it was proven to in
+some run and decided out in none (a run whose evidence came too late, e.g. a process
+that exited before MPS's client list was read, takes the other runs' word); one
+decided out in any run did not take part ("in 1 of 3 runs"). A snapshot from before a
+mode recorded its evidence (no ``xsched`` / ``mps`` record in the phase) says so instead
+of guessing (``recorded``)."""
 
 from __future__ import annotations
 
@@ -68,7 +71,7 @@ class NoPart:
 
     @property
     def undecided(self) -> bool:
-        return self.verdict in UNDECIDED or self.verdict == "unrecorded"
+        return _open(self.verdict)
 
     def text(self) -> str:
         """``train had no XQueue (the shim never saw its GPU work)`` (``in 1 of 2 runs``)."""
@@ -137,6 +140,11 @@ class Participation:
         return self.no_verdict() or self.scope() or self.unrecorded()
 
 
+def _open(verdict: str | None) -> bool:
+    """An undecided verdict (no proof either way)."""
+    return verdict in UNDECIDED or verdict == "unrecorded"
+
+
 def mode_of(p: PhaseSnapshot, name: str) -> str:
     """The mode a workload ran under in ``p`` (a split phase's copy its own)."""
     return (p.copy_modes or {}).get(name, p.mode)
@@ -203,11 +211,12 @@ def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = N
             continue
         bad = [(p, m, v) for p, m, v in verdicts
                if v is not None and v != "native" and v not in TOOK_PART.get(m, ())]
-        if not bad:
+        out = [b for b in bad if not _open(b[2])]  # decided: it did not take part
+        if not out and len(bad) < len(verdicts):  # proven in a run, in none decided out
             took.append(name)
             continue
-        # the decided no-part verdict first (it says more than "undecided")
-        p, _m, v = min(bad, key=lambda b: (b[2] in UNDECIDED or b[2] == "unrecorded"))
+        p, _m, v = (out or bad)[0]  # the decided verdict first (it says more)
         assert v is not None
-        absent.append(NoPart(name, v, _reason(v, name, p, scenario), len(bad), len(seen)))
+        absent.append(NoPart(name, v, _reason(v, name, p, scenario), len(out or bad),
+                             len(seen)))
     return Participation(mode, tuple(took), tuple(absent), recorded)

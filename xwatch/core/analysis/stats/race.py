@@ -150,12 +150,10 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     mine = None if on is None else {w.name for w in p.workloads
                                     if w.name.endswith(tuple(f"@{g}" for g in on))}
     part = participation([p], None, mine)
-    if not part.took_part:  # undecided: not a run of the mode (yet); no part: dropped
-        why = part.no_verdict().removeprefix("no verdict: ")
-        if any(a.undecided for a in part.absent):
-            c.reason = f"run {p.name} not counted: {why}"
-        else:
-            c.status, c.reason = DROPPED_NO_PART, why
+    if not part.took_part and not all(a.undecided for a in part.absent):
+        # a workload decided out and none proven in: the run measured no mechanism (a run
+        # whose evidence came too late, every verdict undecided, counts as it ran)
+        c.status, c.reason = DROPPED_NO_PART, part.no_verdict().removeprefix("no verdict: ")
         return
     v = run_copies(ws, obj.metric, pool_short=True).value
     c.slo_values.append(v.est)
