@@ -493,7 +493,7 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
                      pooled=c.pooled if c.few else UNSET,
                      gpus=c.gpus if c.gpus > 1 else UNSET,
                      took_part=a.took_part, no_part=absent(a),
-                     scope=a.part.line() if a.took_part and a.part.line() else UNSET)
+                     scope=a.part.scope() or UNSET)
             for a in answer(snap) for c in a.changes]
 
 
