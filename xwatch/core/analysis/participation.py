@@ -111,11 +111,11 @@ class Participation:
                 f"{label} was not proven to take part")
         return f"no verdict: {head}: " + ", ".join(a.text() for a in self.absent)
 
-    def scope(self) -> str:
+    def scope(self, what: str = "the change measures") -> str:
         """What a comparison measures when only some workloads took part: ``only train
         was scheduled by XSched: the change measures XSched's effect on train alone;
         infer ran unscheduled beside it (infer not scheduled (...))`` ("" when every
-        workload, or none, took part)."""
+        workload, or none, took part); ``what``: the words before "{label}'s effect"."""
         if self.whole or not self.took_part or not self.recorded or not self.took:
             return ""
         label = mode_label(self.mode)
@@ -123,7 +123,7 @@ class Participation:
         names = " and ".join(self.took)
         rest = ", ".join(dict.fromkeys(a.workload for a in self.absent))
         verb = "ran" if not all(a.undecided for a in self.absent) else "may have run"
-        return (f"only {names} {was}: the change measures {label}'s effect on {names} "
+        return (f"only {names} {was}: {what} {label}'s effect on {names} "
                 f"alone; {rest} {verb} {beside} beside it ("
                 + ", ".join(a.text() for a in self.absent) + ")")
 

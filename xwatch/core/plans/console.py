@@ -137,7 +137,8 @@ def part_lines(p: PhaseSnapshot) -> list[str]:
     if not part.took_part:
         return [part.no_verdict().removeprefix("no verdict: ") + f": these numbers measure "
                 f"no {mode_label(part.mode)} effect"]
-    return [part.line()] if part.line() else []
+    line = part.scope("these numbers measure") or part.unrecorded()
+    return [line] if line else []
 
 
 def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
