@@ -188,3 +188,26 @@ def test_a_snapshot_without_the_evidence_says_so_and_keeps_its_verdicts() -> Non
     (a,) = answer(snap)
     assert a.took_part and "XSched's part not recorded" in a.sentence()
     assert gate(snap, "slower")
+
+
+def test_a_sweep_setting_that_took_no_part_is_on_no_frontier() -> None:
+    from pathlib import Path
+
+    from xwatch.core.export.sections.answers import frontier_rows
+    from xwatch.core.export.snapshot import load_snapshot
+
+    root = Path(__file__).resolve().parents[2]
+    snap = load_snapshot(root / "docs" / "results" / "h100-2026-11-22" / "sweep")
+    rows, _ = frontier_rows(snap)
+    assert rows[1][-1] == "yes"  # xsched-1, threshold 1: on the frontier as recorded
+    p = snap.phases[1]
+    assert p.xsched is not None
+    xs = msgspec.structs.replace(p.xsched, workloads={
+        n: msgspec.structs.replace(w, status="no-xqueue") for n, w in p.xsched.workloads.items()})
+    out = msgspec.structs.replace(snap, phases=(snap.phases[0],
+                                                msgspec.structs.replace(p, xsched=xs),
+                                                *snap.phases[2:]))
+    rows, note = frontier_rows(out)
+    assert rows[1][-1] == "no (its mode took no part)"
+    assert "no verdict: XSched took no part: high had no XQueue" in rows[1][6]
+    assert "low.threshold=1, low.batch_size=1: no verdict: XSched took no part" in note
