@@ -49,8 +49,8 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_xsched_took_no_part_no_verdict_exit_3_records_and_report(tmp_path: Path) -> None:
-    install = make_install(tmp_path / "xsched")
+def _user(tmp_path: Path) -> Path:
+    """The two programs and their scenario under XSched's CUDA platform."""
     (tmp_path / "infer.py").write_text(INFER)
     (tmp_path / "train.py").write_text(TRAIN)
     f = tmp_path / "user.toml"
@@ -70,6 +70,12 @@ def test_xsched_took_no_part_no_verdict_exit_3_records_and_report(tmp_path: Path
         command = ["{PY}", "{tmp_path}/train.py"]
         regex = 'took (?P<latency_ms>[0-9.]+) ms, (?P<samples>[0-9]+) samples'
     """))
+    return f
+
+
+def test_xsched_took_no_part_no_verdict_exit_3_records_and_report(tmp_path: Path) -> None:
+    install = make_install(tmp_path / "xsched")
+    f = _user(tmp_path)
     out = tmp_path / "o"
     r = run_xwatch("compare", str(f), "--xsched", str(install), "--modes", "native,xsched",
                    "--repeat", "2", "--fail-if", "slower", "--export", str(out),
@@ -100,3 +106,14 @@ def test_xsched_took_no_part_no_verdict_exit_3_records_and_report(tmp_path: Path
     at = next(i for i, ln in enumerate(report) if "XSched took no part" in ln)
     assert at < 20, report[:25]
     assert "within noise" not in report[at]
+
+
+def test_noise_records_no_floor_of_a_mode_that_took_no_part(tmp_path: Path) -> None:
+    install = make_install(tmp_path / "xsched")
+    r = run_xwatch("noise", str(_user(tmp_path)), "--mode", "xsched", "--xsched",
+                   str(install), "--repeat", "2", "--telemetry", "off", timeout=120,
+                   env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "xwatch: noise: no verdict: XSched took no part: infer shim not loaded" in r.stdout
+    assert "a floor of these runs is not XSched's: nothing recorded" in r.stdout
+    assert not list((tmp_path / "state").rglob("xsched-*.json"))
