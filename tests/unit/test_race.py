@@ -746,3 +746,10 @@ def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo(
     c = Candidate("c", XSCHED, {})
     race.record_run(c, phase("pending", "pending"), obj, ["low"], 0)
     assert c.status == race.SURVIVING and c.runs == 1
+    # the sentence when every candidate is out names those that took no part
+    b.status = race.DROPPED_SLO
+    adv = M.Advice(slo=M.Slo(workload="high", metric="P50", percentile=50.0, latency_ms=100.0),
+                   candidates=race.as_records([a, b], None), runs=1, seconds=1.0,
+                   budget_s=60.0, seed=0)
+    assert race.sentence(adv).startswith(
+        "No setting meets high P50 < 100 ms: every one was dropped or failed (a: took no part)")

@@ -475,7 +475,9 @@ def sentence(advice: M.Advice) -> str:
             f"[{_num(c.slo_metric.lo, '{:.2f}')}, {_num(c.slo_metric.hi, '{:.2f}')}]")
         live = [x for x in advice.candidates if x.status == UNDECIDED]
         if not live:
-            return f"No setting meets {want}: every one was dropped or failed{tail}."
+            out = [x.label for x in advice.candidates if x.status == DROPPED_NO_PART]
+            part = f" ({', '.join(out)}: took no part)" if out else ""
+            return f"No setting meets {want}: every one was dropped or failed{part}{tail}."
         few = min(x.runs for x in live) < MIN_RUNS
         rounds = 1 if advice.rounds is UNSET else advice.rounds  # older records: none
         why = (f" (the budget ended after {rounds} round(s); a decision "
