@@ -116,6 +116,32 @@ async def test_at_80x24_the_footer_keeps_help_and_quit_and_the_table_its_rates()
         assert all(k.display for k in app.screen.query(FooterKey))
 
 
+async def test_compare_tab_names_a_mode_that_took_no_part() -> None:
+    """Issue 64: a replayed session whose XSched phase scheduled neither workload: the
+    Compare table's change says "no part" (no "~" within-noise mark), the Answer above
+    it gives no verdict and names them."""
+    # native, then XSched with neither workload's queues: one run each, histograms kept
+    import msgspec
+
+    from tests.unit.test_participation import _session, _xsched
+    from xwatch.ui.widgets.panels import AnswerPanel
+
+    snap = _session("xsched", runs=1, xsched=_xsched({"infer": "no-xqueue",
+                                                       "train": "no-xqueue"}))
+    snap = msgspec.structs.replace(snap, phases=tuple(  # finished phases
+        msgspec.structs.replace(p, ended_at="2026-11-29T08:00:00+00:00") for p in snap.phases))
+    app = make_app(replay=snap, replay_source="synthetic")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.query_one(CompareTable)
+        deltas = [r[-1] for r in table._rows if r[1] in ("P50 ms", "P99 ms")]
+        assert deltas and all(d.endswith(" no part") for d in deltas), deltas
+        panel = app.query_one(AnswerPanel)
+        assert "no verdict: XSched took no part: infer had no XQueue" in panel.plain
+        assert "within noise" not in panel.plain.split("Intervals:")[0]
+
+
 async def test_replay_keys() -> None:
     app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
     notes = record_notes(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -332,3 +333,33 @@ def test_the_preflight_names_a_crash_before_what_may_follow_from_it(tmp_path) ->
     # default stream's not at all (nobody uses it)
     assert why.count("Also: created stream not-scheduled.") == 1
     assert "default stream" not in why
+
+
+def test_calibrate_says_no_verdict_where_xsched_took_no_part() -> None:
+    """Issue 64: a calibration whose XSched runs scheduled nothing gives no verdict on
+    XSched and says who and why; only LOW scheduled: it says what that measures."""
+    nox = {"workloads": {"high": {"status": "no-xqueue"}, "low": {"status": "no-xqueue"}}}
+    alone_x = {"workloads": {"high": {"status": "shim-not-loaded"}}}
+
+    def snap(tog: Mapping[str, object], alone: Mapping[str, object]) -> SessionSnapshot:
+        return SessionSnapshot(SCEN, (
+            _phase(0, "native", "alone", [4.0] * 100, None),
+            _phase(1, "xsched", "alone", [4.1] * 100, None, extra={"xsched": dict(alone)}),
+            _phase(2, "native", "together", [9.0] * 100, 100.0),
+            _phase(3, "xsched", "together", [5.0] * 100, 90.0, extra={"xsched": dict(tog)})),
+            (), 0.0, 10.0)
+
+    cal = calibrate(snap(nox, alone_x))
+    assert cal is not None
+    assert cal.verdict.startswith("No verdict: together, XSched took no part: high had no "
+                                  "XQueue"), cal.verdict
+    assert "alone, XSched took no part: high shim not loaded" in cal.verdict
+    assert "lowers" not in cal.verdict and "recovering" not in cal.verdict
+    low_only = {"workloads": {"high": {"status": "no-xqueue"}, "low": {"status": "engaged"}}}
+    engaged = {"workloads": {"high": {"status": "engaged"}}}
+    cal = calibrate(snap(low_only, engaged))
+    assert cal is not None
+    assert cal.verdict.startswith(
+        "Only low was scheduled by XSched: the change measures XSched's effect on low "
+        "alone; high ran unscheduled beside it"), cal.verdict
+    assert "lowers high's median" in cal.verdict

@@ -127,3 +127,22 @@ def test_a_workloads_gpu_label_is_the_same_from_its_first_scrape() -> None:
                                                  **lab)} == {""}
     assert {s.labels["gpu"] for s in with_labels(
         at("starting", {"device": "cuda:1"})["xwatch_requests_total"], **lab)} == {"1"}
+
+
+def test_a_step_that_took_no_part_is_a_zero_and_names_its_workloads() -> None:
+    import msgspec
+
+    snap = load_snapshot(FIXTURE)
+    m = _scrape(snap)  # both workloads engaged under XSched
+    assert _one(m["xwatch_step_took_part"], step="xsched", mode="xsched") == 1
+    assert not m.get("xwatch_step_no_part")
+    p = snap.phases[1]
+    assert p.xsched is not None
+    xs = msgspec.structs.replace(p.xsched, workloads={
+        n: msgspec.structs.replace(w, status="no-xqueue") for n, w in p.xsched.workloads.items()})
+    out = msgspec.structs.replace(snap, phases=(snap.phases[0],
+                                                msgspec.structs.replace(p, xsched=xs)))
+    m = _scrape(out)
+    assert _one(m["xwatch_step_took_part"], step="xsched", mode="xsched") == 0
+    assert {s.labels["workload"] for s in m["xwatch_step_no_part"]} == {"high", "low"}
+    assert {s.labels["verdict"] for s in m["xwatch_step_no_part"]} == {"no-xqueue"}

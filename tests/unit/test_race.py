@@ -733,3 +733,45 @@ def test_an_older_record_without_rounds_per_candidate_says_the_races_rounds() ->
                       "6,261]/s; mps low pri=1 sm=75%: P99 4.79 [?, ?] ms, 5,426 [5,342, "
                       "5,512]/s): about 2 more rounds to tell."), s
     assert "cannot tell" not in s
+
+
+def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo() -> None:
+    """Issue 64: an XSched candidate in whose run XSched scheduled none of its copies is
+    dropped as ``dropped-no-part``, naming them and why; one copy on another GPU taking
+    part does not save it; a run whose every verdict is undecided (its evidence came too
+    late: on a busy machine a 1 s phase's workloads exited before MPS's client list was
+    read) counts as it ran."""
+    from tests.unit.test_runs import _rate_run, _run
+    from xwatch.core.engine.snapshot import PhaseSnapshot
+
+    rng = random.Random(2)
+    obj = Objective("high", "P50", 100.0)
+
+    def phase(st0: str, st1: str) -> PhaseSnapshot:
+        ws = []
+        for g in (0, 1):
+            ws += [msgspec.structs.replace(_run(rng, 400, 1.0, 0.0), name=f"high@{g}"),
+                   _rate_run(rng, 200, 1.0, name=f"low@{g}")]
+        st = {"high@0": st0, "low@0": st0, "high@1": st1, "low@1": st1}
+        xs = M.Xsched(root="/x", workloads={n: M.XschedWorkload(status=s)
+                                             for n, s in st.items()})
+        return PhaseSnapshot(0, "xsched-1", "xsched", "done", "", None, 10.0, True,
+                             tuple(ws), xsched=xs)
+
+    a, b = Candidate("a", XSCHED, {}), Candidate("b", XSCHED, {})
+    p = phase("no-xqueue", "engaged")
+    race.record_run(a, p, obj, ["low"], 0)
+    race.record_run(b, p, obj, ["low"], 1)
+    assert a.status == race.DROPPED_NO_PART and a.runs == 0
+    assert a.reason.startswith("XSched took no part: high@0 had no XQueue"), a.reason
+    assert b.status == race.SURVIVING and b.runs == 1
+    c = Candidate("c", XSCHED, {})
+    race.record_run(c, phase("pending", "pending"), obj, ["low"], 0)
+    assert c.status == race.SURVIVING and c.runs == 1
+    # the sentence when every candidate is out names those that took no part
+    b.status = race.DROPPED_SLO
+    adv = M.Advice(slo=M.Slo(workload="high", metric="P50", percentile=50.0, latency_ms=100.0),
+                   candidates=race.as_records([a, b], None), runs=1, seconds=1.0,
+                   budget_s=60.0, seed=0)
+    assert race.sentence(adv).startswith(
+        "No setting meets high P50 < 100 ms: every one was dropped or failed (a: took no part)")

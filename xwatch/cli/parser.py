@@ -215,5 +215,6 @@ def _add_gate(p: argparse.ArgumentParser) -> None:
                    help="exit 3 when the answer says so beyond noise: slower (the SLO "
                         "workload's SLO percentile, else HIGH's P99, is worse) or "
                         "lower-throughput (a LOW's samples/s is lower); also when a step "
-                        "that ran got no verdict. One run per step and no noise floor is "
-                        "refused before anything starts (exit 2, 'Gate cannot be judged')")
+                        "that ran got no verdict (its XSched or MPS took no part: none of its "
+                        "workloads was scheduled by it). One run per step and no noise floor "
+                        "is refused before anything starts (exit 2, 'Gate cannot be judged')")

@@ -14,10 +14,11 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from xwatch.core.analysis.participation import Participation, participation
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
 from xwatch.core.analysis.stats.noise import floors_in
 from xwatch.core.analysis.stats.runs import RunValue
-from xwatch.core.analysis.verdict import UNMEASURED, Change, latency_change
+from xwatch.core.analysis.verdict import NATIVE, UNMEASURED, Change, latency_change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.modes.base import label as mode_label
@@ -65,6 +66,10 @@ class Calibration:
     #: mode - alone native), with 95% intervals pooled over repeats
     recovered_p99: Change | None = None
     overhead_p99: Change | None = None
+    #: who took part in the mode's mechanism, in the together and the alone runs
+    #: (``analysis.participation``): a role in which it took no part gets no verdict
+    together_part: Participation = NATIVE
+    alone_part: Participation = NATIVE
 
     @property
     def low_price_pct(self) -> float:
@@ -136,7 +141,8 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
     # no floor for HIGH alone: it was recorded for the whole scenario
     over = latency_change(high, 99.0, _all(snap, "alone", "native"), _all(snap, "alone", mode))
     cal = Calibration(high, rows, low_sps("native"), low_sps(mode), missing, "", mode,
-                      rec, over)
+                      rec, over, participation(_all(snap, "together", mode), snap.scenario),
+                      participation(_all(snap, "alone", mode), snap.scenario))
     return dataclasses.replace(cal, verdict=verdict(cal))
 
 
@@ -155,9 +161,17 @@ def verdict(c: Calibration) -> str:
     if c.missing:
         return ("Incomplete calibration: " + ", ".join(c.missing) + " did not give "
                 f"{c.workload} latencies, so the parts cannot all be separated.")
+    name = mode_label(c.mode)
+    absent = [f"{where}, {part.no_verdict().removeprefix('no verdict: ')}"
+              for where, part in (("together", c.together_part), ("alone", c.alone_part))
+              if not part.took_part]
+    if absent:  # no effect of a mechanism that took no part
+        return ("No verdict: " + "; ".join(absent) + f". The calibration measured no {name} "
+                "effect there: its numbers are runs without it.")
+    scope = c.together_part.scope()
+    scope = f"{scope[0].upper()}{scope[1:]}. " if scope else ""
     p50 = next(r for r in c.rows if r.pct == "P50")
     p99 = next(r for r in c.rows if r.pct == "P99")
-    name = mode_label(c.mode)
     median = "lowers" if p50.recovered >= 0 else "raises"
     tail_verb = "lowers" if p99.recovered >= 0 else "raises"
     joint = "and" if (p50.recovered >= 0) == (p99.recovered >= 0) else "but"
@@ -192,4 +206,4 @@ def verdict(c: Calibration) -> str:
                  f"{_ms(p99.contention)} that contention added")
     price = "" if math.isnan(c.low_price_pct) else \
         f". Low-priority throughput changes by {c.low_price_pct:+.1f}%"
-    return ", ".join(parts) + tail + cause + price + "."
+    return scope + ", ".join(parts) + tail + cause + price + "."

@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from msgspec import UNSET
 
 from xwatch.core import model as M
-from xwatch.core.analysis.phases import baseline, by_priority, per_setting, side_by_side
+from xwatch.core.analysis.participation import Participation, participation
+from xwatch.core.analysis.phases import (
+    answered,
+    baseline,
+    by_priority,
+    metric_words,
+    per_setting,
+    side_by_side,
+    slo_metric,
+)
 from xwatch.core.analysis.stats.copies import (
     GpuFinding,
     copies_of,
@@ -61,6 +70,8 @@ from xwatch.core.analysis.stats.runs import (
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.modes.base import label as mode_label
 
+#: a step whose mechanism needs no proof (the default of a ``StepAnswer``)
+NATIVE: Final = Participation("native")
 #: how a change's interval was made
 RUNS: Final = "runs"
 FLOOR: Final = "floor"
@@ -162,6 +173,9 @@ class Change:
     #: the fewest GPUs whose copies made one run's value (1: not replicated);
     #: ``analysis.stats.copies``: each run's value is the mean over its copies
     gpus: int = 1
+    #: why there is no verdict at all: the step's mechanism took no part
+    #: (``analysis.participation``, its ``no_verdict``); "": it took part
+    no_part: str = ""
 
     def behind(self) -> str:
         """``"3 runs x 2 GPUs"``: what stands behind the number (per side)."""
@@ -177,7 +191,7 @@ class Change:
     @property
     def way(self) -> int:
         """+1 / -1 beyond noise, 0 within it (or not judged)."""
-        return 0 if self.basis == UNMEASURED else direction(self.diff)
+        return 0 if self.basis == UNMEASURED or self.no_part else direction(self.diff)
 
     @property
     def relative(self) -> float:
@@ -193,6 +207,8 @@ class Change:
         return "slower" if self.way > 0 else "faster"
 
     def words(self) -> str:
+        if self.no_part:
+            return self.no_part
         if self.basis == UNMEASURED:
             return "no verdict: one run each, run-to-run noise unmeasured"
         if self.way == 0 and (self.diff.lo is None or self.diff.hi is None):
@@ -217,7 +233,7 @@ class Change:
         """How many runs would narrow a wide interval to +-10% of the baseline, and
         whether longer runs would do instead."""
         base = abs(self.base.est) if self.base.est == self.base.est else math.nan
-        if self.basis != RUNS or self.noise is None or not base > 0:
+        if self.basis != RUNS or self.noise is None or not base > 0 or self.no_part:
             return None
         half = TARGET * base
         if self.diff.width / 2 <= half:
@@ -241,8 +257,9 @@ def _one_run_within(xs: Copies, ys: Copies, metric: str,
     narrower than the difference's ``resolution``; of copies' means: from their
     standard errors)."""
     d = vy.est - vx.est
-    if metric != RATE and len(xs) == 1 and len(ys) == 1:
-        iv = diff_interval(hist_of(xs[0]), hist_of(ys[0]), percentile_of(metric))
+    if metric != RATE and len(xs) == 1 and len(ys) == 1:  # a named metric: its own values
+        own = (lambda w: _hist(w, metric)) if ":" in metric else hist_of
+        iv = diff_interval(own(xs[0]), own(ys[0]), percentile_of(metric))
         if iv.lo is None or iv.hi is None:
             return Interval(d, iv.lo, iv.hi)
         return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
@@ -362,6 +379,13 @@ class StepAnswer:
     base_step: str
     repeats: int
     changes: tuple[Change, ...]
+    #: who took part in the step's mechanism (``analysis.participation``)
+    part: Participation = NATIVE
+
+    @property
+    def took_part(self) -> bool:
+        """The step's mechanism took part (native: always): its changes are judged."""
+        return self.part.took_part
 
     @property
     def gpus(self) -> int:
@@ -369,46 +393,21 @@ class StepAnswer:
         return min((c.gpus for c in self.changes), default=1)
 
     def sentence(self) -> str:
-        parts = [f"{c.workload} {c.metric} {c.text()}" for c in self.changes]
+        tokens = any(":" in c.metric for c in self.changes)
+        parts = [f"{c.workload} {metric_words(c.metric, tokens)} {c.text()}"
+                 for c in self.changes]
         g = self.gpus
         if g > 1:
             rep = f" ({width_words(self.repeats, g)} each" + \
                 (", paired)" if self.repeats > 1 else ")")
         else:
             rep = f" ({self.repeats} runs each, paired)" if self.repeats > 1 else " (one run each)"
-        return f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: " + \
+        head = f"{step_label(self.step)} vs {step_label(self.base_step)}{rep}: "
+        if not self.took_part:  # no effect verdict, only who did not take part and why
+            return head + self.part.no_verdict()
+        scope = self.part.line()
+        return head + (f"{scope}. " if scope else "") + \
             ("; ".join(parts) if parts else "nothing to compare")
-
-
-def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
-    """(the SLO workload, its metric): the scenario's ``[slo]`` ("P99", or a named
-    metric's "tpot_ms:P99"), else HIGH's P99."""
-    slo = snap.scenario.slo
-    if slo is not None:
-        pq = f"P{slo.percentile:g}"
-        return slo.workload, f"{slo.named}:{pq}" if slo.named else pq
-    p = baseline(snap)
-    hi = by_priority(p)[0] if p is not None else None
-    return (hi.name if hi is not None else None), "P99"
-
-
-def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
-             slo_wl: str | None, slo_m: str) -> list[tuple[str, str]]:
-    """(workload, metric) of every number the answer compares: HIGH's P50, P99 (and
-    the SLO's percentile), each LOW's samples/s; copies on several GPUs once, by the
-    scenario's name (``analysis.stats.copies``: every copy counts)."""
-    out: list[tuple[str, str]] = []
-    if hi is not None:
-        metrics = ["P50", "P99"]
-        if slo_wl is not None and role(slo_wl) == role(hi.name) and slo_m not in metrics:
-            metrics.append(slo_m)
-        out += [(hi.name, m) for m in metrics]
-    seen = set()
-    for lw in lows:
-        if role(lw.name) not in seen:
-            seen.add(role(lw.name))
-            out.append((lw.name, RATE))
-    return out
 
 
 def findings(snap: SessionSnapshot) -> list[GpuFinding]:
@@ -443,13 +442,15 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
         ps, base = groups[key], groups[bkey]
         # a floor speaks for the whole scenario, not for HIGH alone (calibrate)
         fl = {} if ps and ps[0].calibrate == "alone" else floors
+        part = participation(ps, snap.scenario)
+        why = part.no_verdict()
         ch: list[Change] = []
         for name, m in answered(hi, lows, slo_wl, slo_m):
             c = change(name, m, base, ps, fl)
             if c is not None:
-                ch.append(c)
+                ch.append(replace(c, no_part=why) if why else c)
         if ch:  # nothing comparable (failed phases, or a snapshot without histograms)
-            out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch)))
+            out.append(StepAnswer(key, bkey, min(c.repeats for c in ch), tuple(ch), part))
     return out
 
 
@@ -479,6 +480,10 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
     def r(v: float | None) -> float | None:
         return None if v is None or v != v else round(v, 6)
 
+    def absent(a: StepAnswer) -> list[M.NoPart]:
+        return [M.NoPart(workload=n.workload, verdict=n.verdict, reason=n.reason,
+                         runs=n.runs, of=n.of) for n in a.part.absent]
+
     return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
                      metric=c.metric, unit=c.unit, estimate=r(c.diff.est),
                      lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
@@ -486,7 +491,9 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
                      floor=c.floor if c.floor else UNSET,
                      few_requests=c.few if c.few else UNSET,
                      pooled=c.pooled if c.few else UNSET,
-                     gpus=c.gpus if c.gpus > 1 else UNSET)
+                     gpus=c.gpus if c.gpus > 1 else UNSET,
+                     took_part=a.took_part, no_part=absent(a),
+                     scope=a.part.scope() or UNSET)
             for a in answer(snap) for c in a.changes]
 
 
@@ -511,8 +518,17 @@ def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
 
 
 def unjudged(snap: SessionSnapshot) -> list[str]:
-    """Steps whose changes got no verdict (one run each, no floor)."""
-    return [a.step for a in answer(snap) if any(c.basis == UNMEASURED for c in a.changes)]
+    """Why steps could not be judged, a line each (``step: why``): the step's mechanism
+    took no part (``analysis.participation``), or its changes got no verdict (one run
+    each, no floor)."""
+    out = []
+    for a in answer(snap):
+        if not a.took_part:
+            out.append(f"{step_label(a.step)}: not judged: "
+                       + a.part.no_verdict().removeprefix("no verdict: "))
+        elif any(c.basis == UNMEASURED for c in a.changes):
+            out.append(f"{step_label(a.step)}: not judged (one run each, no noise floor)")
+    return out
 
 
 METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's estimate, runs "

@@ -176,6 +176,7 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                 queues.add_metric(lab, float(st.max_queues))
                 ready.add_metric(lab, float(st.ready))
                 susp.add_metric(lab, float(st.suspended))
+    out += _participation(snap, host)
     out += _telemetry(snap.telemetry, host)
     spool = snap.spool or M.Spool()
     kept = CounterMetricFamily("xwatch_events_spooled", "raw events written to the spool",
@@ -209,6 +210,33 @@ def _latency(hist: Any, summ: Any, lab: list[str], w: WorkloadSnapshot) -> None:
         summ.add_sample(name, {**d, "quantile": _q(q)}, stat(w.phase, key) / 1000.0)
     summ.add_sample(name + "_count", d, float(w.phase_count))
     summ.add_sample(name + "_sum", d, total)
+
+
+def _participation(snap: SessionSnapshot, host: str) -> list[Any]:
+    """Per step of a mode (``analysis.participation``): whether its mechanism took part
+    (1 / 0; an answer that gives no verdict on a step with 0), and 1 per workload that
+    did not take part, with its recorded verdict."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    from xwatch.core.analysis.participation import participation
+    from xwatch.core.analysis.verdict import steps
+
+    took = GaugeMetricFamily("xwatch_step_took_part",
+                             "1 when the step's mechanism took part (some workload proven "
+                             "scheduled by it), 0: the answer gives it no verdict",
+                             labels=["host", "step", "mode"])
+    absent = GaugeMetricFamily("xwatch_step_no_part",
+                               "1 per workload that did not take part in the step's "
+                               "mechanism (or is undecided), with its recorded verdict",
+                               labels=["host", "step", "mode", "workload", "verdict"])
+    for key, ps in steps(snap).items():
+        part = participation(ps, snap.scenario)
+        if part.mode == "native" or not part.recorded:
+            continue
+        took.add_metric([host, key, part.mode], 1 if part.took_part else 0)
+        for a in part.absent:
+            absent.add_metric([host, key, part.mode, a.workload, a.verdict], 1)
+    return [took, absent]
 
 
 def _telemetry(tel: M.Telemetry | None, host: str) -> list[Any]:

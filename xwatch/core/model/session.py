@@ -139,6 +139,17 @@ Way = Literal["faster", "slower", "higher", "lower", "within"]
 Basis = Literal["runs", "floor", "unmeasured"]
 
 
+class NoPart(Doc, frozen=True, kw_only=True):
+    """A workload that did not take part in a step's mechanism, or whose part is
+    undecided (``analysis.participation``): its recorded verdict and what it means."""
+
+    workload: str
+    verdict: str  # "shim-not-loaded", "no-xqueue", "not-scheduled", "not-in-mps", "pending"...
+    reason: str  # "had no XQueue (the shim never saw its GPU work)"
+    runs: int = 1  # in how many of the step's runs
+    of: int = 1  # of its runs
+
+
 class Answer(Doc, frozen=True, kw_only=True):
     """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
 
@@ -161,6 +172,15 @@ class Answer(Doc, frozen=True, kw_only=True):
     #: the GPUs whose copies make each run's value (``--gpus``: the mean over the
     #: copies, ``analysis.stats.copies``); absent: one copy ("N runs x M GPUs")
     gpus: int | UnsetType = UNSET
+    #: the step's mechanism took part (native: always): false, no verdict is given
+    #: (``way`` is within) and ``no_part`` says who did not and why; absent: a record
+    #: from before participation was checked
+    took_part: bool | UnsetType = UNSET
+    #: the step's workloads that did not take part (or are undecided), and why
+    no_part: list[NoPart] = []
+    #: what the change measures when only some workloads took part ("only train was
+    #: scheduled by XSched: ...")
+    scope: str | UnsetType = UNSET
 
 
 class GpuFinding(Doc, frozen=True, kw_only=True):

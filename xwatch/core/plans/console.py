@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from xwatch.core import model as M
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.gpu.kernels import analyze
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import is_box, shared_lines
 from xwatch.core.analysis.saturation import saturation
 from xwatch.core.analysis.server_view import server_line
@@ -20,7 +21,8 @@ from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percen
 from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
-from xwatch.core.modes import participation
+from xwatch.core.modes.participation import absent
+from xwatch.core.modes.base import label as mode_label
 from xwatch.errors import XwatchError
 
 if TYPE_CHECKING:
@@ -128,6 +130,19 @@ HEADER = ("workload", "state", "count", "err", "late", "req/s", "target", "smp/s
           "mean", "p50", "p95", "p99", "p99.9", "max")
 
 
+def part_lines(p: PhaseSnapshot) -> list[str]:
+    """Who did not take part in the phase's mechanism and why (``analysis.participation``;
+    none while it runs, when a verdict may still come, and none natively)."""
+    if p.mode == "native" or p.status == "running":
+        return []
+    part = participation([p])
+    if not part.took_part:
+        return [part.no_verdict().removeprefix("no verdict: ") + f": these numbers measure "
+                f"no {mode_label(part.mode)} effect"]
+    line = part.scope("these numbers measure") or part.unrecorded()
+    return [line] if line else []
+
+
 def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     """Every workload's whole-phase numbers; on several GPUs grouped under a line per
     GPU (HIGH's P99 with its interval, LOW's samples/s, utilization) and rolled up."""
@@ -181,6 +196,7 @@ def final_table(p: PhaseSnapshot, telemetry: M.Telemetry | None = None) -> str:
     if len(groups) > 1 and not is_box(p):
         lines.append(_gpus_tail(groups))  # not in a box phase: its GPUs ran different
         # candidates or settings (``plans.box``): a worst GPU would be a worst candidate
+    lines += [f"  ! {ln}" for ln in part_lines(p)]
     lines += extra
     if p.error:
         lines.append(f"  ! phase {p.status}: {p.error}")
@@ -341,8 +357,8 @@ class Console:
 
     def absent(self, phase: PhaseSnapshot) -> None:
         """A workload taking no part in the phase's mode (or not seen taking part so
-        far), and what to do: once, when it first becomes known (``participation``)."""
-        for a in participation.absent(phase):
+        far), and what to do: once, when it first becomes known (``modes.participation.absent``)."""
+        for a in absent(phase):
             key = (phase.index, a.mode, a.workload, a.status, a.provisional)
             if key not in self._absent:
                 self._absent.add(key)

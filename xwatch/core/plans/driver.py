@@ -455,16 +455,16 @@ class Driver:
 
     def _gate(self, snap: Any, fail_if: str) -> int:
         """``--fail-if``: EXIT_GATE when the answer is worse beyond noise, or cannot be
-        judged (one run per step and no recorded floor)."""
+        judged (a step's mechanism took no part, or one run per step and no recorded
+        floor)."""
         from xwatch.core.analysis.verdict import gate, unjudged
 
         tripped = gate(snap, fail_if)
         for line in tripped:
             self.observer.warn(f"GATE {fail_if}: {line}")
         blind = unjudged(snap)
-        for step in blind:
-            self.observer.warn(f"GATE {fail_if}: {step}: not judged (one run each, no noise "
-                               "floor)")
+        for why in blind:
+            self.observer.warn(f"GATE {fail_if}: {why}")
         if tripped or blind:
             return EXIT_GATE
         self.observer.say(f"gate --fail-if {fail_if}: passed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
 from xwatch.core.analysis.stats.runs import RATE
 from xwatch.core.engine.live.session import Session
@@ -71,6 +72,13 @@ async def run_noise(scen: Scenario, opts: Options, mode: str, backends: Backends
             return EXIT_FAILED
         for line in floor_lines(fl, precision):
             say(line)
+        part = participation(snap.phases, snap.scenario)
+        if not part.took_part:  # the runs are not the mode's: no floor of it
+            say(f"xwatch: noise: {part.no_verdict()}; a floor of these runs is not "
+                f"{label(mode)}'s: nothing recorded")
+            return EXIT_FAILED
+        if part.line():
+            say(f"note: {part.line()}")
         try:
             path = save(fl)
         except OSError as e:

@@ -11,6 +11,7 @@ from textual.widgets import DataTable
 
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
 from xwatch.core.analysis.metric_view import label
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
@@ -257,7 +258,9 @@ class CompareTable(DataTable[str]):
     Percentiles carry their 95% interval; a finished phase's change carries the
     interval of the difference: one run against one run, the interval is the recorded
     noise floor's ("~": within it) or only the runs' own ("?": run-to-run noise
-    unmeasured, no verdict); ``*``: fewer requests than the percentile needs, so it is
+    unmeasured, no verdict; "no part": the phase's XSched or MPS scheduled none of its
+    workloads, no verdict either, the Answer above says who and why); ``*``: fewer
+    requests than the percentile needs, so it is
     their maximum (a difference over runs then pools them); computed once
     per finished phase, not every refresh). The table is updated cell by cell, so the
     cursor and the scroll position stay where the user put them."""
@@ -280,7 +283,10 @@ class CompareTable(DataTable[str]):
             return self._diffs[ck]
         q = self.QS[key]
         c = latency_change(name, q, [base], [p], self._floors, exact=True)  # this copy's
-        mark = "" if c is None else " ?" if c.basis == UNMEASURED else " ~" if c.way == 0 else ""
+        # the phase's mechanism took no part (analysis.participation): no verdict at all
+        absent = p.mode != "native" and not participation([p]).took_part
+        mark = "" if c is None else " no part" if absent else " ?" if c.basis == UNMEASURED \
+            else " ~" if c.way == 0 else ""
         mark += " *" if c is not None and c.few else ""
         out = "-" if c is None else f"{c.diff.est:+.2f} [{_b(c.diff.lo)},{_b(c.diff.hi)}]{mark}"
         self._diffs[ck] = out

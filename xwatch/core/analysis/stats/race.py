@@ -17,6 +17,9 @@ with confidence. After each round:
 - a candidate whose price interval lies below the best SLO-meeting candidate's
   price interval is dropped (``dropped-dominated``);
 - a candidate whose run failed is ``failed``;
+- a candidate whose mode took no part in a run (``analysis.participation``: XSched
+  scheduled none of its workloads, none was a client of MPS) is dropped as
+  ``dropped-no-part``, never as missing the SLO: its runs measured no mechanism;
 - the race ends when a candidate meets the SLO with confidence (its upper bound
   under the objective) and its price beats every other survivor's with confidence,
   or when it is the last survivor meeting the SLO.
@@ -44,6 +47,7 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core import model as M
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
@@ -52,6 +56,7 @@ from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
+DROPPED_NO_PART = "dropped-no-part"
 UNDECIDED, FAILED, SURVIVING = "undecided", "failed", "surviving"
 MIN_RUNS = 2  # no decision on fewer runs (no interval)
 NO_INTERVAL = Interval(math.nan, None, None)
@@ -142,6 +147,14 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not neighbour and not usable(p):
         return  # stopped before its end: not a run
+    mine = None if on is None else {w.name for w in p.workloads
+                                    if w.name.endswith(tuple(f"@{g}" for g in on))}
+    part = participation([p], None, mine)
+    if not part.took_part and not all(a.undecided for a in part.absent):
+        # a workload decided out and none proven in: the run measured no mechanism (a run
+        # whose evidence came too late, every verdict undecided, counts as it ran)
+        c.status, c.reason = DROPPED_NO_PART, part.no_verdict().removeprefix("no verdict: ")
+        return
     v = run_copies(ws, obj.metric, pool_short=True).value
     c.slo_values.append(v.est)
     c.slo_ses.append(v.se)
@@ -462,7 +475,9 @@ def sentence(advice: M.Advice) -> str:
             f"[{_num(c.slo_metric.lo, '{:.2f}')}, {_num(c.slo_metric.hi, '{:.2f}')}]")
         live = [x for x in advice.candidates if x.status == UNDECIDED]
         if not live:
-            return f"No setting meets {want}: every one was dropped or failed{tail}."
+            out = [x.label for x in advice.candidates if x.status == DROPPED_NO_PART]
+            part = f" ({', '.join(out)}: took no part)" if out else ""
+            return f"No setting meets {want}: every one was dropped or failed{part}{tail}."
         few = min(x.runs for x in live) < MIN_RUNS
         rounds = 1 if advice.rounds is UNSET else advice.rounds  # older records: none
         why = (f" (the budget ended after {rounds} round(s); a decision "

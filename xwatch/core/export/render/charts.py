@@ -7,6 +7,7 @@ import math
 
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.gpu.gpus import gpu_roles, rollup_series
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import by_priority, label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.snapshot import SessionSnapshot
@@ -89,6 +90,9 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
     good = [p for p in pts if p.ok]
     if good:
         front = frontier(pts)
+        # a setting whose mode took no part (analysis.participation) is on no frontier
+        front -= {p.label for p in good if not p.native and not participation(
+            [q.phase for q in good if q.label == p.label], snap.scenario).took_part}
         series = [(("native" if p.native else p.label) + (" *" if p.label in front else ""),
                    [(p.low_sps, p.p99)]) for p in good]
         hi_name = (by_priority(snap.phases[0])[0] or snap.phases[0].workloads[0]).name

@@ -4,12 +4,14 @@ sweep's settings against native with their frontier."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from msgspec import UNSET
 
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
+from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import by_priority, side_by_side
 from xwatch.core.analysis.stats.copies import copies_of, role
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
@@ -159,10 +161,16 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
     lows = by_priority(natives[0])[1] if natives else []
     rows = []
     same: set[str] = set()
+    absent: dict[str, str] = {}  # settings whose mode took no part: never on the frontier
     for p in pts:
         runs = [q.phase for q in pts if q.label == p.label and q.ok]  # repeats
+        part = participation(runs, snap.scenario) if runs and not p.native else None
+        if part is not None and not part.took_part:
+            absent[p.label] = part.no_verdict()
         p99c = latency_change(hi.name, 99.0, natives, runs) \
             if hi is not None and p.ok and not p.native else None
+        if p99c is not None and p.label in absent:
+            p99c = dataclasses.replace(p99c, no_part=absent[p.label])
         lowc = [c for lw in lows for c in [rate_change(lw.name, natives, runs)] if c] \
             if p.ok and not p.native else []
         if p99c is not None and p99c.basis != UNMEASURED and p99c.way == 0 \
@@ -174,9 +182,10 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
             p99c.text() if p99c is not None else
             (change(nat.p99, p.p99) if nat and not p.native else "-"),
             change(nat.low_sps, p.low_sps, 1) if nat and not p.native else "-",
+            "no (its mode took no part)" if p.label in absent else
             "same as native (within noise)" if p.label in same else
             "yes" if p.label in front else ""])
-    best = sorted(front - {"native"} - same)
+    best = sorted(front - {"native"} - same - set(absent))
     note = ("Frontier: settings for which no other point has both a lower HIGH P99 and a "
             "higher LOW throughput, leaving out settings whose P99 and LOW throughput are both "
             "within noise of native (95% intervals). On the frontier: "
@@ -189,5 +198,6 @@ def frontier_rows(snap: Any) -> tuple[list[list[str]], str]:
             + (" Several GPUs: the settings ran side by side, one a GPU, rotated every "
                "repeat; a setting's row is its own copy on the GPU its phase names; "
                "native's the mean over every GPU; LOW samples/s are per GPU."
-               if any(side_by_side(p) for p in snap.phases) else ""))
+               if any(side_by_side(p) for p in snap.phases) else "")
+            + "".join(f" {label}: {why}." for label, why in absent.items()))
     return rows, note
