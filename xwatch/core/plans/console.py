@@ -21,8 +21,8 @@ from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percen
 from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
-from xwatch.core.modes.participation import absent
 from xwatch.core.modes.base import label as mode_label
+from xwatch.core.modes.participation import absent
 from xwatch.errors import XwatchError
 
 if TYPE_CHECKING:
