@@ -19,7 +19,7 @@ for p in doc["phases"]:
     for name in p["workloads"]:
         v = (xs.get(name) or mp.get(name) or {}).get("status", "-")
         print(p["name"], name, v)
-for a in doc.get("answers") or []:
+for a in doc.get("answer") or []:
     print("answer", json.dumps(a)[:300])
 PY
   say "$sc: $(grep -c engaged "$R/$sc-verdicts.txt") engaged, $(grep -c not-scheduled "$R/$sc-verdicts.txt") not-scheduled"
