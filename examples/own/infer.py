@@ -33,6 +33,10 @@ def main() -> int:
     ap.add_argument("--default-stream", action="store_true",
                     help="stay on PyTorch's default stream (XSched cannot schedule it)")
     ap.add_argument("--requests", type=int, default=0, help="stop after this many (0: never)")
+    ap.add_argument("--busy-ms", type=float, default=10.0,
+                    help="on a GPU, about how long one request keeps it busy: the forward "
+                         "passes a request makes are chosen at warm-up to take this long "
+                         "(XSched's proof needs to see the work queued; on a CPU: one pass)")
     args = ap.parse_args()
     torch.set_num_threads(1)  # one core: leave the others to the program beside it
 
@@ -73,6 +77,15 @@ def main() -> int:
         for _ in range(10):  # warm-up: not measured
             model(x)
         sync()
+        passes = 1
+        if dev.type == "cuda":  # a request's passes: about --busy-ms of GPU work
+            t = time.monotonic()
+            for _ in range(20):
+                model(x)
+            sync()
+            passes = max(1, round(args.busy_ms / ((time.monotonic() - t) * 1e3 / 20)))
+            print(f"infer: {passes} forward passes a request (about {args.busy_ms:g} ms of "
+                  f"{dev})", file=sys.stderr, flush=True)
         gap = 1.0 / args.rate
         t0 = time.monotonic() + gap
         send({"type": "ready", "t0": t0})
@@ -84,7 +97,8 @@ def main() -> int:
             while time.monotonic() < due:
                 pass
             start = time.monotonic()
-            model(x)
+            for _ in range(passes):
+                model(x)
             sync()
             end = time.monotonic()
             send({"latency_ms": round((end - due) * 1e3, 3),
