@@ -17,9 +17,11 @@ def xserver_died_early(phase: Phase) -> M.XserverExit | None:
     """How xserver ended, when it died in ``phase`` (a failed phase) before its first
     measured second; None otherwise."""
     xs = phase.xsched
-    if phase.t_measure is not None or xs is None or phase.status != "failed":
+    if xs is None or phase.status != "failed" or not xs.xserver_exit:
         return None
-    return xs.xserver_exit or None
+    died = xs.xserver_exit
+    first_s = None if phase.t_measure is None else phase.t_measure - phase.t_start + 1.0
+    return died if first_s is None or died.t <= first_s else None
 
 
 def first_attempt(phase: Phase, died: M.XserverExit, session: Session

@@ -137,7 +137,7 @@ class XschedController:
         phase.line_watchers.append(self._watch_line)
         await self._start_xserver(phase)
         self._quiet = XserverQuiet(self.log, phase, lambda n: phase.in_mode(XSCHED, n),
-                                   self.joined is not None)  # the probes' leave
+                                   self.joined is not None, self.proc)  # the probes' leave
         # the preflight runs beside the workloads' load (their imports take seconds;
         # the start gate holds them until it passed, and its failure stops them)
         self._probe = asyncio.create_task(preflight(

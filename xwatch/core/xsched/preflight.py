@@ -58,7 +58,15 @@ from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkSe
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
-from xwatch.core.xsched.probe_leave import HOLD_ENV, LEFT_TIMEOUT_S, Held, Quiet, leave, wait_on
+from xwatch.core.xsched.probe_leave import (
+    HOLD_ENV,
+    LEFT_TIMEOUT_S,
+    Held,
+    Quiet,
+    leave,
+    leave_line,
+    wait_on,
+)
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
@@ -328,8 +336,10 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     seen = [{"max": 0, "ready": 0, "polls": 0} for _ in procs]
     failed: dict[str, Any] = {"n": 0, "last": ""}
 
-    async def poll() -> None:
-        while True:
+    stop_polls = asyncio.Event()
+
+    async def poll() -> None:  # ends after its request in flight: nothing sent past it
+        while not stop_polls.is_set():
             try:
                 data = await asyncio.to_thread(client.xqueues)
             except XschedError as e:  # counted and reported: never silently "no queues"
@@ -348,7 +358,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                 seen[k]["max"] = max(seen[k]["max"], len(mine))
                 if any(q.get("ready") for q in mine):
                     seen[k]["ready"] += 1
-            await asyncio.sleep(POLL_S)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop_polls.wait(), POLL_S)
 
     crashed = asyncio.Event()
     released = asyncio.Event()
@@ -392,9 +403,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     try:
         # every probe's work ended (its "done", or its exit, or the time limit)
         await asyncio.gather(*(_work_ended(t, o) for t, o in zip(tasks, outs)))
-        poller.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await poller
+        stop_polls.set()
+        await poller
         if hold:
             early = _verdicts(todo, procs, outs, [(0, False) if o.done.is_set() else
                                                   (_rc(p), t is not None and not t.done())
@@ -544,15 +554,16 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                                 fails=lambda vs: preflight_failure(vs, scen) is not None,
                                 quiet=quiet, leaves=leaves)
     reason = preflight_failure(verdicts, scen)
+    if quiet is not None and (gone := quiet.gone()) is not None:  # no probe's fault alone
+        reason = f"{gone}; during the preflight" + (f" (and {reason})" if reason else "")
+        for p in probes:  # judged beside a dying xserver: a retry probes afresh
+            _CACHE.pop(p.key(install), None)
     phase.preflight = M.Preflight(verdicts=list(verdicts),
                                   seconds=round(time.monotonic() - t0, 2), failure=reason,
                                   leave=leaves[0] if leaves else msgspec.UNSET)
     if leaves and leaves[0].wait and not reason:
-        lv = leaves[0]
-        note(f"preflight: probes left one at a time ({lv.quiet}); xserver listed none of "
-             f"them {lv.left_s} s after the first was let go" if not lv.note else
-             f"preflight: probes' leave: {lv.note} ({lv.quiet})",
-             "warning" if lv.note else "info")
+        note(f"preflight: probes' leave: {leave_line(leaves[0])}",
+             "warning" if leaves[0].note else "info")
     for v in verdicts:
         note(f"preflight {verdict_line(v)}", "error" if reason and v.status in
              FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")

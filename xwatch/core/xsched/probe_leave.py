@@ -43,14 +43,16 @@ WAIT_ENV = "XWATCH_XSCHED_PROBE_WAIT"
 LEFT_TIMEOUT_S = 10.0
 #: xserver's "client process N closed" for the probe just released
 CLOSED_TIMEOUT_S = 2.0
-#: after xserver forgot a probe, its scheduler's batch for that event still sends to the
-#: others (microseconds when nothing else runs): this long before the next one leaves
-SETTLE_S = 0.05
+#: an event xserver received just before a leave (xwatch's last query, the previous
+#: probe's leave) still has its scheduler batch send to every process after it was
+#: answered or logged (microseconds when nothing else runs): this long before each leave
+SETTLE_S = 0.1
 #: xserver listing none of the probes' pids, after the last left
 GONE_TIMEOUT_S = 10.0
 GONE_POLL_S = 0.05
 
-__all__ = ["GONE_TIMEOUT_S", "HOLD_ENV", "WAIT_ENV", "Held", "Quiet", "leave", "wait_on"]
+__all__ = ["GONE_TIMEOUT_S", "HOLD_ENV", "WAIT_ENV", "Held", "Quiet", "leave", "leave_line",
+           "wait_on"]
 
 
 def wait_on() -> bool:
@@ -73,6 +75,10 @@ class Quiet(Protocol):
     async def closed(self, pid: int, timeout_s: float) -> bool:
         """Whether xserver logged "client process PID closed" within ``timeout_s`` (False
         at once where xwatch does not read its log: a joined xserver)."""
+        ...
+
+    def gone(self) -> str | None:
+        """Why xserver is gone, when it ended by itself; None while it runs."""
         ...
 
 
@@ -110,7 +116,12 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
     late: list[int] = []
     unclosed: list[int] = []
     async with quiet.hush() if quiet is not None else contextlib.nullcontext():
-        for k, h in enumerate(held):
+        for h in held:
+            if quiet is not None and (dead := quiet.gone()) is not None:
+                for other in held:
+                    other.release()
+                return M.ProbeLeave(quiet_s=quiet_s, quiet=how, note=dead)
+            await asyncio.sleep(SETTLE_S)
             h.release()
             if not await _wait(h.said, h.gone):
                 late.append(h.pid)
@@ -120,9 +131,7 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
                 continue
             if quiet is not None and not await quiet.closed(h.pid, CLOSED_TIMEOUT_S):
                 unclosed.append(h.pid)
-            if k + 1 < len(held):
-                await asyncio.sleep(SETTLE_S)
-    listed, err = await _gone([h.pid for h in held], client)
+    listed, err = await _gone([h.pid for h in held], client, quiet)
     notes = []
     if late:
         notes.append(f"no leave from pid {', '.join(map(str, late))} within "
@@ -151,7 +160,8 @@ async def _wait(*events: asyncio.Event) -> bool:
     return bool(done)
 
 
-async def _gone(pids: list[int], client: XserverClient) -> tuple[list[int], str]:
+async def _gone(pids: list[int], client: XserverClient, quiet: Quiet | None
+                ) -> tuple[list[int], str]:
     """Poll xserver until it lists none of ``pids`` (XQueues or processes); the pids
     still listed after ``GONE_TIMEOUT_S`` (empty: none), and the last poll's error."""
     if not pids:
@@ -170,6 +180,21 @@ async def _gone(pids: list[int], client: XserverClient) -> tuple[list[int], str]
                 return [], ""
         except XschedError as e:
             err = str(e)[:200]
+            if quiet is not None and (dead := quiet.gone()) is not None:
+                return listed, dead
         if time.monotonic() >= end:
             return listed, err
         await asyncio.sleep(GONE_POLL_S)
+
+
+def leave_line(lv: M.ProbeLeave) -> str:
+    """How a preflight's probes left XSched, in words (``probe_leave``)."""
+    if not lv.wait:
+        return "each as its work ended (XWATCH_XSCHED_PROBE_WAIT=0: the old way, which " \
+            "can race xserver)"
+    if lv.left_s is None:
+        return lv.quiet or "let go at once"
+    said = f"held after their work, let go one at a time ({lv.quiet})"
+    if not lv.listed:
+        said += f"; xserver listed none of their pids {lv.left_s:.2f} s after the first went"
+    return f"{said}; {lv.note}" if lv.note else said

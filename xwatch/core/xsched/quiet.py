@@ -29,8 +29,9 @@ class XserverQuiet:
     xserver is another session's (its log is not read here)."""
 
     def __init__(self, log: XserverLog, phase: Phase, in_xsched: Callable[[str], bool],
-                 joined: bool) -> None:
+                 joined: bool, proc: subprocess.Popen[bytes] | None = None) -> None:
         self.log = log
+        self.proc = proc
         self.phase = phase
         self.in_xsched = in_xsched
         self.joined = joined
@@ -64,6 +65,11 @@ class XserverQuiet:
                 return (f"{', '.join(loading)} still loading after {QUIET_MAX_S:g} s: the "
                         "probes left beside it")
             await asyncio.sleep(QUIET_POLL_S)
+
+    def gone(self) -> str | None:
+        """Why this phase's xserver is gone, when it ended by itself (``died_by_itself``)."""
+        return died_by_itself(self.proc, self.phase, self.log) if self.proc is not None \
+            else None
 
     @contextlib.asynccontextmanager
     async def hush(self) -> AsyncIterator[None]:

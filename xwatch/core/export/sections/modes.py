@@ -11,6 +11,7 @@ from msgspec import UNSET
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.render.model import Section, Table
+from xwatch.core.xsched.probe_leave import leave_line
 
 
 def xsched_version(xs: M.Xsched) -> str:
@@ -76,6 +77,10 @@ def preflight_section(snap: SessionSnapshot) -> Section | None:
                         "before its model loads; 'crashed-at-exit' (the probe ran engaged to its "
                         "end, then died while exiting) lets it go on, warned.")
     s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
+    for p in snap.phases:
+        lv = p.preflight.leave if p.preflight is not None else UNSET
+        if isinstance(lv, M.ProbeLeave):
+            s.paragraphs.append(f"**{p.name}** probes' leave: {leave_line(lv)}.")
     return s
 
 
