@@ -19,7 +19,10 @@ exiting, as XSched 1.2's shim was seen to: the phase goes on with a warning), ``
 the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
 on the kind of stream a workload uses fails the phase at once with that reason.
 Verdicts are cached for the process's lifetime per install (and shim file),
-interpreter, platform, device, stream and XSched environment.
+interpreter, platform, device, stream and XSched environment
+(``XWATCH_PREFLIGHT_CACHE=0``: never), and never from a preflight during which xserver
+died. After their work the probes are held, and leave one at a time while xserver hears
+nothing else (``probe_leave``).
 
 Each probe starts the way its workloads do (issue 58 goal 4): with the environment the
 phase's workloads start from (``Launcher.base_env``) and, where they fork from XSched's
@@ -76,6 +79,9 @@ CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still ta
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
+#: "0": every XSched phase probes afresh (benchmarks/plans/probe-race.sh: each phase's
+#: probes leave beside its own xserver)
+CACHE_ENV = "XWATCH_PREFLIGHT_CACHE"
 GPU_PIN_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
@@ -225,6 +231,7 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
     left is appended to ``leaves`` (none when every verdict was cached)."""
     out: list[Verdict | None] = [None] * len(probes)
     todo: list[tuple[int, Probe]] = []
+    use_cache = use_cache and os.environ.get(CACHE_ENV) != "0"
     for i, p in enumerate(probes):
         hit = _CACHE.get(p.key(install)) if use_cache else None
         if hit is not None:
