@@ -284,6 +284,8 @@ def abort(pid):
           "/xsched/service/server/src/server.cpp:200", flush=True)
     print("terminate called after throwing an instance of 'std::system_error'\n"
           "  what():  Resource deadlock avoided", flush=True)
+    STOPPING.set()  # its Server::Stop removed its queue on the way (server.cpp:81-86)
+    libc.msgctl(QID, IPC_RMID, None)
     os.abort()
 
 def cmdline(pid):

@@ -408,15 +408,18 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
              for k, p in enumerate(procs)]
     leave_rec: M.ProbeLeave | None = None if hold else M.ProbeLeave(wait=False)
     try:
-        # every probe's work ended (its "done", or its exit, or the time limit)
-        await asyncio.gather(*(_work_ended(t, o) for t, o in zip(tasks, outs)))
+        if hold:  # every probe's work ended (its "done", or its exit, or the time limit)
+            await asyncio.gather(*(_work_ended(t, o) for t, o in zip(tasks, outs)))
+        else:  # the old way: each leaves as its work ends, polled until it exited
+            released.set()
+            await asyncio.gather(*(t for t in tasks if t is not None))
         stop_polls.set()
         await poller
         if hold:
-            early = _verdicts(todo, procs, outs, [(0, False) if o.done.is_set() else
-                                                  (_rc(p), t is not None and not t.done())
-                                                  for t, o, p in zip(tasks, outs, procs)],
-                              starts, errors, seen, failed, time.monotonic() - t0)
+            early = _verdicts(todo, procs, outs, [
+                (0, False) if o.done.is_set() or t is None else t.result()  # done: exited
+                for t, o in zip(tasks, outs)], starts, errors, seen, failed,
+                time.monotonic() - t0)
             ok = all(o.done.is_set() for o, p in zip(outs, procs) if p is not None) \
                 and not (fails is not None and fails(early))
             held = [o.held for o in outs if o.held is not None and o.done.is_set()]
@@ -437,10 +440,6 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                     os.killpg(proc.pid, 9)
     return _verdicts(todo, procs, outs, results, starts, errors, seen, failed,
                      time.monotonic() - t0), leave_rec
-
-
-def _rc(proc: _Proc | None) -> int | None:
-    return proc.returncode if proc is not None else None
 
 
 async def _work_ended(task: asyncio.Future[Any] | None, o: _Out) -> None:
@@ -543,8 +542,9 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                     launcher: Launcher | None = None, quiet: Quiet | None = None) -> None:
     """The phase's preflight: probe its built-in workloads (``plan_probes``), each
     started as its workloads are (``launcher``; None: exec'd from xwatch's own
-    environment), record the verdicts in ``phase.preflight``, log each with ``note``,
-    raise the failure."""
+    environment) and let go as ``quiet`` (the XSched mode's) allows (``probe_leave``),
+    record the verdicts and how the probes left in ``phase.preflight``, log each with
+    ``note``, raise the failure (an xserver that died meanwhile is one)."""
     launcher = launcher or Launcher()
     scen = dataclasses.replace(scenario, workloads=tuple(
         w for w in scenario.workloads if w.name in phase.runs))

@@ -14,9 +14,11 @@ line.
 So each probe, after its work (``smoke``'s ``done``), stays in XSched, idle, until told
 to leave (``HOLD_ENV``); the preflight then, with nothing else talking to xserver (the
 phase's workloads held at the start gate, xwatch's own polls paused: ``Quiet``), lets
-them go one at a time, each after xserver logged the previous one "closed" and a
-moment for its scheduler's last batch, and finally waits until xserver lists none of
-their pids (``GONE_TIMEOUT_S``; past it the pids still listed are reported). The
+them leave one at a time, each after xserver logged the previous one "closed" and a
+moment for its scheduler's last batch. A probe that left stays alive until all have
+(its exit is one more batch, of xserver's process monitor); then all exit, and the
+preflight waits until xserver lists none of their pids (``GONE_TIMEOUT_S``; past it the
+pids still listed are reported). The
 record is the preflight's ``leave`` (``ProbeLeave``). ``XWATCH_XSCHED_PROBE_WAIT=0``
 brings back the old end (every probe leaves as its work ends), to reproduce the race.
 """
@@ -131,6 +133,11 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
                 continue
             if quiet is not None and not await quiet.closed(h.pid, CLOSED_TIMEOUT_S):
                 unclosed.append(h.pid)
+        # now they may exit: each exit is one more batch of xserver's process monitor
+        # (``Server::ProcessTerminate``), harmless once no probe is leaving
+        for h in held:
+            if h.switched:
+                h.release()
     listed, err = await _gone([h.pid for h in held], client, quiet)
     notes = []
     if late:

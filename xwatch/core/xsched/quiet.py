@@ -47,24 +47,29 @@ class XserverQuiet:
 
     async def quiet(self) -> str:
         t0 = time.monotonic()
+        gate = self.phase.session.scenario.start_together
         while True:
             # a workload not asked for yet (no "spawn") runs nothing: only the started count
             runs = [r for n, r in self.phase.runs.items() if self.in_xsched(n)
-                    and (r.state != PENDING or "spawn" in r.stages)]
-            busy = [r.spec.name for r in runs if r.state not in TERMINAL and r.state != WAITING]
-            loading = [r.spec.name for r in runs if r.state in (PENDING, STARTING, WARMING)]
+                    and (r.state != PENDING or "spawn" in r.stages) and r.state not in TERMINAL]
+            # the start gate holds the built-in ones (models, servers' load generators) warm
+            held = [r for r in runs if gate and (r.spec.model is not None
+                                                 or r.spec.server is not None)]
+            loading = [r.spec.name for r in held if r.state in (PENDING, STARTING, WARMING)]
             waited = time.monotonic() - t0
-            if not busy:
-                return f"the workloads were held at the start gate (waited {waited:.1f} s)" \
-                    if runs else "no XSched workload was running"
-            if len(loading) < len(busy):  # measuring already: no gate holds them
-                running = sorted(set(busy) - set(loading))
-                return (f"{', '.join(running)} ran beside the leave (not held by the start "
-                        "gate)")
-            if waited >= QUIET_MAX_S:
-                return (f"{', '.join(loading)} still loading after {QUIET_MAX_S:g} s: the "
-                        "probes left beside it")
-            await asyncio.sleep(QUIET_POLL_S)
+            if loading and waited < QUIET_MAX_S:
+                await asyncio.sleep(QUIET_POLL_S)
+                continue
+            said = []
+            if loading:
+                said.append(f"{', '.join(loading)} still loading after {QUIET_MAX_S:g} s")
+            elif held:
+                said.append(f"the workloads were held at the start gate (waited {waited:.1f} s)")
+            free = [r.spec.name for r in runs if r not in held and r.state != WAITING]
+            if free:
+                said.append(f"{', '.join(free)} ran beside the leave (not held by the start "
+                            "gate)")
+            return "; ".join(said) or "no XSched workload was running"
 
     def gone(self) -> str | None:
         """Why this phase's xserver is gone, when it ended by itself (``died_by_itself``)."""

@@ -13,8 +13,9 @@ With ``XWATCH_PROBE_HOLD=1`` (the XSched preflight's, ``xsched/probe_leave.py``)
 probe, after its ``done`` line, stays in XSched, idle, until SIGUSR2 (at most
 ``HOLD_MAX_S``), then leaves XSched's global scheduler (``leave_xsched``), prints
 ``{"type": "left", "left": true}`` (false: it could not switch, and leaves at its exit
-as before) and exits: the preflight lets its probes leave one at a time while nothing
-else talks to xserver (docs/gpus-start.md, "A probe's exit and xserver").
+as before) and, told again (every probe has left), exits: the preflight lets its probes
+leave one at a time while nothing else talks to xserver (docs/gpus-start.md, "A probe's
+exit and xserver").
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         told = signal.sigtimedwait({signal.SIGUSR2}, HOLD_MAX_S) is not None
         left = leave_xsched()
         print(json.dumps({"type": "left", "told": told, "left": left}), flush=True)
+        if left and told:  # its exit tells xserver's process monitor, whose cleanup is one
+            # more scheduling batch: it ends when told again, once every probe has left
+            signal.sigtimedwait({signal.SIGUSR2}, HOLD_MAX_S)
     return 0
 
 
