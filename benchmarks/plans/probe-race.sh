@@ -1,6 +1,6 @@
-# measures: XSched phases that survive a probe's exit (issue 64 goal 4). A: XSched's race without xwatch (benchmarks/xsched_repro/probe_race.sh): CLIENTS short-lived clients leaving beside BUSY long-running ones while /xqueues is polled every 20 ms, xserver aborts counted (busy.txt), then the same exits with xserver idle (quiet.txt). B: the race forced through xwatch: a scenario of W workloads, each with its own XSched settings (so 2W preflight probes), one cold XSched phase per xwatch run, K runs the old way (XWATCH_XSCHED_PROBE_WAIT=0: each probe leaves as its work ends) and K runs the new way (held, let go one at a time while xserver hears nothing else); forced.txt counts xserver deaths per behaviour (a death = a retried phase or a failed one with xserver_exit). C: M cold XSched phases of `xwatch compare intensive --modes native,xsched --duration S`, every XSched phase with its own xserver and its own probes (XWATCH_PREFLIGHT_CACHE=0), in RUNS xwatch runs; cold.txt counts failed XSched phases, retries and xserver deaths, and checks that each phase probed and had its own xserver
-# takes: about 8 min for C with the defaults (M=30, S=3; about 16 s a native+XSched pair), A about 2 min, B about 5 min
-# params: XS (the XSched install, required), DEV (default cuda:0), PARTS (default "A B C"), CLIENTS (A, default 300), W (B: workloads, default 6), K (B: runs per behaviour, default 4), S (B and C: seconds a phase, default 3), M (C: cold XSched phases, default 30), RUNS (C: xwatch runs M is split over, default 2), PORT (A's xserver, default 50000)
+# measures: XSched phases that survive a probe's exit (issue 64 goal 4). A: XSched's race without xwatch (benchmarks/xsched_repro/probe_race.sh): CLIENTS short-lived clients leaving beside BUSY long-running ones while /xqueues is polled every 20 ms, xserver aborts counted (busy.txt), then QCLIENTS of the same exits one at a time with xserver idle (quiet.txt). B: the race forced through xwatch: a scenario of W workloads, each with its own XSched settings (so 2W preflight probes), one cold XSched phase per xwatch run, K runs the old way (XWATCH_XSCHED_PROBE_WAIT=0: each probe leaves as its work ends) and K runs the new way (held, let go one at a time while xserver hears nothing else); forced-old.txt and forced-new.txt count xserver deaths (a death = a retried phase or a failed one with xserver_exit). C: M cold XSched phases of `xwatch compare intensive --modes native,xsched --duration S`, every XSched phase with its own xserver and its own probes (XWATCH_PREFLIGHT_CACHE=0), in RUNS xwatch runs; cold.txt counts failed XSched phases, retries and xserver deaths, and how many phases probed afresh and started an xserver of their own (not joined)
+# takes: about 17 min: C about 8-10 min with the defaults (M=30, S=3; estimated 16-20 s a native+XSched pair, not measured), A about 4 min, B about 5 min; each `run` stays under 10 min (C is split over RUNS xwatch runs)
+# params: XS (the XSched install, required), DEV (default cuda:0), PARTS (default "A B C"), CLIENTS (A, default 300), QCLIENTS (A, idle, default 100), W (B: workloads, default 6), K (B: runs per behaviour, default 4), S (B and C: seconds a phase, default 3), M (C: cold XSched phases, default 30), RUNS (C: xwatch runs M is split over, default 2), PORT (A's xserver, default 50000)
 XS=${XS:?XS=the XSched install}; DEV=${DEV:-cuda:0}; PARTS=${PARTS:-A B C}
 W=${W:-6}; K=${K:-4}; S=${S:-3}; M=${M:-30}; RUNS=${RUNS:-2}
 GPU=${DEV#cuda:}
@@ -12,8 +12,7 @@ python3 -c 'import torch; print(torch.__version__, torch.cuda.device_count())'; 
 deaths() {
   python3 - "$@" <<'EOF'
 import json, sys
-total = {"phases": 0, "failed": 0, "retried": 0, "deaths": 0, "probed": 0}
-ports = []
+total = {"phases": 0, "failed": 0, "retried": 0, "deaths": 0, "probed": 0, "own": 0}
 for path in sys.argv[1:]:
     try:
         doc = json.load(open(path))
@@ -34,7 +33,7 @@ for path in sys.argv[1:]:
         vs = (p.get("preflight") or {}).get("verdicts") or []
         total["probed"] += bool(vs) and not any(v.get("cached") for v in vs)
         lv = (p.get("preflight") or {}).get("leave") or {}
-        ports.append((xs.get("xserver_cmd") or [None])[0])
+        total["own"] += not xs.get("joined") and bool(xs.get("xserver_cmd"))
         why = p.get("error") or (p["retried"]["error"] if retried else "")
         print(f"{'FAIL' if p['status'] == 'failed' else 'ok  '} {path.split('/')[-2]} "
               f"{p['name']}: {p['status']}{' (retried)' if retried else ''}"
@@ -43,7 +42,7 @@ for path in sys.argv[1:]:
               f"{'; ' + why[:300] if why else ''}")
 print(f"xsched phases {total['phases']}, failed {total['failed']}, retried "
       f"{total['retried']}, xserver deaths {total['deaths']}, probed afresh "
-      f"{total['probed']} of {total['phases']}")
+      f"{total['probed']} of {total['phases']}, own xserver {total['own']} of {total['phases']}")
 EOF
 }
 if [[ " $PARTS " == *" A "* ]]; then
@@ -51,7 +50,7 @@ if [[ " $PARTS " == *" A "* ]]; then
   run nvcc.log nvcc -O2 -arch=sm_90 -o /tmp/stream_loop benchmarks/xsched_repro/stream_loop.cu
   run busy.txt env BIN=/tmp/stream_loop DEV="$GPU" CLIENTS="${CLIENTS:-300}" PORT="${PORT:-50000}" \
     bash benchmarks/xsched_repro/probe_race.sh "$XS" "$R/race-busy"
-  run quiet.txt env BIN=/tmp/stream_loop DEV="$GPU" CLIENTS="${CLIENTS:-300}" QUIET=1 \
+  run quiet.txt env BIN=/tmp/stream_loop DEV="$GPU" CLIENTS="${QCLIENTS:-100}" QUIET=1 \
     PORT="${PORT:-50000}" bash benchmarks/xsched_repro/probe_race.sh "$XS" "$R/race-quiet"
   [ -z "${DRY:-}" ] && say "A: busy: $(tail -1 "$R/race-busy/summary.txt"); quiet: $(tail -1 "$R/race-quiet/summary.txt")"
 fi
