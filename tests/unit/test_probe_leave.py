@@ -124,7 +124,9 @@ async def test_a_failed_preflight_lets_its_probes_go_at_once() -> None:
     q.hushed = True  # (the fake's release asserts it; here no hush is taken)
     held = [FakeHeld(31, events, q), FakeHeld(32, events, q)]
     rec = await leave(held, FakeClient([{}]), q, ok=False)  # type: ignore[arg-type]
-    assert events == ["release 31", "release 32"] and rec.left_s is None
+    # all at once, then (once each said it left) all again, to exit
+    assert events == ["release 31", "release 32", "release 31", "release 32"]
+    assert rec.left_s is None
     assert "let go at once" in probe_leave.leave_line(rec)
 
 
@@ -192,7 +194,8 @@ def test_the_retry_records_the_first_attempt_and_reads_back(tmp_path: Path) -> N
     again.preflight = M.Preflight(leave=M.ProbeLeave(quiet="held", left_s=0.4))
     again.finish("failed")
     failed_twice(again, first)
-    assert again.error is not None and again.error.endswith("in both attempts (the first: XSched preflight failed)")
+    assert again.error is not None
+    assert again.error.endswith("in both attempts (the first: XSched preflight failed)")
     path = write_snapshot(s, tmp_path / "o")
     doc = json.loads(path.read_text())
     jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))

@@ -407,6 +407,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     tasks = [asyncio.ensure_future(collect(k, p)) if p is not None else None
              for k, p in enumerate(procs)]
     leave_rec: M.ProbeLeave | None = None if hold else M.ProbeLeave(wait=False)
+    t_work = time.monotonic()
     try:
         if hold:  # every probe's work ended (its "done", or its exit, or the time limit)
             await asyncio.gather(*(_work_ended(t, o) for t, o in zip(tasks, outs)))
@@ -415,6 +416,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             await asyncio.gather(*(t for t in tasks if t is not None))
         stop_polls.set()
         await poller
+        t_work = time.monotonic()  # a verdict's seconds: its run, not the hold after it
         if hold:
             early = _verdicts(todo, procs, outs, [
                 (0, False) if o.done.is_set() or t is None else t.result()  # done: exited
@@ -439,7 +441,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, 9)
     return _verdicts(todo, procs, outs, results, starts, errors, seen, failed,
-                     time.monotonic() - t0), leave_rec
+                     t_work - t0), leave_rec
 
 
 async def _work_ended(task: asyncio.Future[Any] | None, o: _Out) -> None:

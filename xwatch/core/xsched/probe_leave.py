@@ -109,6 +109,10 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
     if not ok:
         for h in held:
             h.release()
+        await asyncio.gather(*(_wait(h.said, h.gone) for h in held))
+        for h in held:  # then they exit (a second signal: one pending is one)
+            if h.switched:
+                h.release()
         return M.ProbeLeave(quiet="the preflight failed: its probes were let go at once")
     t0 = time.monotonic()
     how = await quiet.quiet() if quiet is not None else \
