@@ -384,8 +384,9 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                 end = time.monotonic() + left
             if left <= 0:
                 break
-            others: list[asyncio.Future[Any]] = [asyncio.ensure_future(crashed.wait()),
-                                                 asyncio.ensure_future(o.done.wait())]
+            others: list[asyncio.Future[Any]] = [asyncio.ensure_future(o.done.wait())]
+            if not crashed.is_set():  # (once set, waiting on it again would spin)
+                others.append(asyncio.ensure_future(crashed.wait()))
             await asyncio.wait({comm, *others}, timeout=left,
                                return_when=asyncio.FIRST_COMPLETED)
             for w in others:
