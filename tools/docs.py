@@ -6,6 +6,8 @@
 - ``docs/reliability.md``: the whole page, from the fault matrix (``tests/faults/matrix.py``);
 - ``docs/benchmarks.md``: the suite, from ``benchmarks/suite.py``;
 - ``docs/results/README.md``: the index of results pages, from each page's front matter;
+- ``docs/glossary.md``: every participation verdict and "took no part", from
+  ``xwatch.core.modes.verdicts`` (the help screen and the report's legends print them);
 - each results page's closing "Files" section: every file of its folder (``docs/results/
   PAGE/``, and the folders its front matter's ``data:`` adds), linked, with its size.
 
@@ -248,6 +250,26 @@ def _with_files_block(text: str) -> str:
     return text.rstrip("\n") + "\n\n<!-- generated: files -->\n<!-- end: files -->\n"
 
 
+# --- the verdicts, from xwatch.core.modes.verdicts --------------------------------------
+
+def verdict_table() -> str:
+    """Every participation verdict, one definition each (the glossary's table; the help
+    screen and the report's legends print the same text)."""
+    from xwatch.core.modes import verdicts
+
+    rows = ["| verdict | printed by | says | meaning |", "|---|---|---|---|"]
+    for w in verdicts.WORDS:
+        rows.append(f'| <span id="{w.word}"></span>`{w.word}` | {", ".join(w.sources)} | '
+                    f"{w.kind} | {_cell(w.means)} |")
+    return "\n".join(rows)
+
+
+def took_no_part() -> str:
+    from xwatch.core.modes import verdicts
+
+    return verdicts.TOOK_NO_PART
+
+
 # --- blocks and pages -------------------------------------------------------------------
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -256,6 +278,8 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "snapshot-fields": ("snapshot.md", snapshot_fields),
     "benchmark-suite": ("benchmarks.md", benchmark_suite),
     "results-index": ("results/README.md", results_index),
+    "verdicts": ("glossary.md", verdict_table),
+    "took-no-part": ("glossary.md", took_no_part),
 }
 
 

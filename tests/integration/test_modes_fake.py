@@ -148,6 +148,9 @@ def test_a_workload_outside_mps_gets_its_verdict_and_an_alert(
     assert "not in MPS" in m["workloads"]["low"]["warnings"][0]
     assert r.returncode == 0  # a verdict and an alert, like not-scheduled under XSched
     assert any("not in MPS" in x["text"] for x in snap(out)["messages"])
+    # the console says so once, with what to do (modes.participation)
+    said = [ln for ln in r.stderr.splitlines() if "low: MPS is not serving it" in ln]
+    assert len(said) == 1 and "CUDA_MPS_PIPE_DIRECTORY" in said[0], r.stderr
 
 
 def _mps_phase_and(tmp_path: Path, mps_env: dict[str, str], match: Any

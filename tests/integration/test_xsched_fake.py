@@ -92,6 +92,10 @@ def test_compare_env_engagement_and_xserver_lifecycle(tmp_path: Path, install: P
     assert "shared" not in x  # its xserver served this session's workloads alone
     assert x["workloads"]["low"]["status"] == "not-scheduled"  # queues never ready
     assert any("never seen ready" in w for w in x["workloads"]["low"]["warnings"])
+    # the console says so once, as it becomes known, with what to do (modes.participation)
+    said = [ln for ln in r.stderr.splitlines() if "low: XSched is not scheduling it" in ln]
+    assert len(said) == 1 and said[0].startswith("! phase xsched-1: low: "), r.stderr
+    assert "CUDA stream it creates" in said[0] and "high: " not in r.stderr
     # the queue table survives the end of the phase (a stopping process loses its
     # queues before it exits), typed rows back as the documented fields
     q = x["workloads"]["low"]["queues"]

@@ -87,6 +87,35 @@ async def test_compare_tab_keeps_the_cursor_and_scroll_across_refreshes() -> Non
         assert table.cursor_coordinate == at and table.scroll_offset.y == scroll.y
 
 
+async def test_at_80x24_the_footer_keeps_help_and_quit_and_the_table_its_rates() -> None:
+    """docs/dashboard.md: "works at 80x24". The footer keeps `? Help` and `q Quit` (the
+    spare keys give way) and the table keeps req/s, target, smp/s and n, all drawn
+    inside the 80 columns; at 120 columns every key is back."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(WorkloadTable)
+        await wait_for(lambda: table.row_count == 2, pilot)
+        await pilot.pause()
+        keys = {k.action: k for k in app.screen.query(FooterKey)}
+        shown = {a for a, k in keys.items() if k.display and k.region.width > 0
+                 and k.region.right <= 80}
+        assert {"help", "quit", "toggle_mode", "restart"} <= shown, shown
+        assert not keys["control"].display  # a spare key
+        assert table.region.right <= 80
+        header = table.render_line(0).text
+        assert len(header.rstrip()) <= table.region.width, header
+        for name in ("req/s", "target", "smp/s", " n ", "P99 ph", "P50"):
+            assert name in header, (name, header)
+        row = table.render_line(1).text
+        assert str(table.get_cell("high", "n")) in row.split(), row
+    app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
+    async with app.run_test(size=(120, 34)) as pilot:
+        await pilot.pause()
+        assert all(k.display for k in app.screen.query(FooterKey))
+
+
 async def test_replay_keys() -> None:
     app = make_app(replay=load_snapshot(FIXTURE), replay_source=str(FIXTURE))
     notes = record_notes(app)

@@ -111,6 +111,7 @@ TERMS = {
     "slo": r"\bSLO\b",
     "verdict": r"\bverdicts?\b",
     "noise-floor": r"\bnoise floor\b",
+    "took-no-part": r"\btook no part\b",
 }
 
 TEACHING = ["index.md", "getting-started.md", "tutorial.md", "troubleshooting.md",

@@ -23,8 +23,9 @@ def _controller(clients: dict[int, list[int]]) -> MpsController:
     return ctl
 
 
-def _run(pid: int) -> SimpleNamespace:
-    return SimpleNamespace(pid=pid, state="running", spec=SimpleNamespace(name="low"))
+def _run(pid: int, count: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(pid=pid, state="running", spec=SimpleNamespace(name="low"),
+                           rec=SimpleNamespace(count=count))
 
 
 def _gone_pid() -> int:
@@ -56,3 +57,25 @@ def test_looked_for_while_alive_and_never_found_is_not_in_mps() -> None:
     asyncio.run(ctl._judge_pending(final=True))  # gone now, but it was looked for
     rec = ctl.phase.mps.workloads["low"]
     assert rec.status == "not-in-mps" and "not in MPS" in rec.warnings[0]
+
+
+def test_served_before_a_read_and_unlisted_at_the_next_is_not_in_mps_at_once() -> None:
+    """A workload that completed requests has its CUDA context, so it had joined MPS
+    before them if it ever will: unlisted at the read after one that saw it serve, it is
+    not-in-mps within seconds of its first requests, not after ``JOIN_GRACE_S``."""
+    ctl = _controller({100: []})
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        run = _run(proc.pid)
+        ctl._pending = {"low": (run, 1e12)}  # type: ignore[dict-item]  # grace far off
+        asyncio.run(ctl._judge_pending(final=False))  # no request yet: pending
+        run.rec.count = 3
+        asyncio.run(ctl._judge_pending(final=False))  # served before this read: pending
+        assert ctl.phase is not None and ctl.phase.mps is not None
+        assert "low" not in ctl.phase.mps.workloads
+        asyncio.run(ctl._judge_pending(final=False))  # still unlisted at the next
+        rec = ctl.phase.mps.workloads["low"]
+        assert rec.status == "not-in-mps" and "not in MPS" in rec.warnings[0]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -98,3 +98,32 @@ def test_every_metric_is_documented() -> None:
     names = {f.name for f in families(load_snapshot(FIXTURE), "h")}
     missing = sorted(n for n in names if n not in doc)
     assert not missing, f"docs/metrics.md does not describe {missing}"
+
+
+def test_a_workloads_gpu_label_is_the_same_from_its_first_scrape() -> None:
+    """Issue 64: the ``gpu`` label went from "" (before the worker's hello) to "cpu",
+    which starts a new series. A workload whose device is not known yet is not published;
+    from its first scrape on it carries the label it keeps; one that never says (no
+    hello, running) is "" throughout."""
+    from msgspec.structs import replace
+
+    snap = load_snapshot(FIXTURE)
+    p = snap.phases[0]
+    w = p.workloads[0]
+
+    def at(state: str, hello: dict) -> dict[str, list]:  # type: ignore[type-arg]
+        ws = [replace(w, state=state, hello=hello), *p.workloads[1:]]
+        return _scrape(replace(snap, phases=[replace(p, workloads=ws)]))
+
+    lab = {"workload": w.name, "phase": p.name}
+    labels = set()
+    for state, hello in (("pending", {}), ("starting", {}), ("warming", {"device": "cpu"}),
+                         ("running", {"device": "cpu"}), ("stopped", {"device": "cpu"})):
+        got = with_labels(at(state, hello)["xwatch_requests_total"], **lab)
+        labels |= {s.labels["gpu"] for s in got}
+        assert len(got) == (0 if state in ("pending", "starting") else 1), (state, got)
+    assert labels == {"cpu"}
+    assert {s.labels["gpu"] for s in with_labels(at("running", {})["xwatch_requests_total"],
+                                                 **lab)} == {""}
+    assert {s.labels["gpu"] for s in with_labels(
+        at("starting", {"device": "cuda:1"})["xwatch_requests_total"], **lab)} == {"1"}

@@ -711,3 +711,25 @@ def test_advice_chosen_among_several_that_meet_says_the_cheapest_by_estimate() -
     assert "(the cheapest by estimate of the 2 settings that meet the SLO with confidence: " \
            "the budget ended before their prices were told apart)" in s, s
     assert "may meet it for less" not in s
+
+
+def test_an_older_record_without_rounds_per_candidate_says_the_races_rounds() -> None:
+    """The tutorial's advise (an H100 race recorded before candidates kept their own
+    rounds): the record keeps only the race's count (2), so the advice says that, never
+    "the runs so far cannot tell" (what an unset count is not)."""
+    from pathlib import Path
+
+    from xwatch.core.export.snapshot import load_snapshot
+
+    root = Path(__file__).resolve().parents[2]
+    snap = load_snapshot(root / "docs/results/h100-2026-11-25/second/advise-intensive")
+    assert snap.advice is not None
+    s = race.sentence(snap.advice)
+    assert s.startswith("Use XSched, low threshold 1, low batch_size 1 (the only setting "
+                        "that meets the SLO with confidence)"), s
+    assert s.endswith("may meet it for less (mps low pri=1 sm=100%: P99 6.60 [3.35, 13.03] ms, "
+                      "6,348 [6,278, 6,418]/s; native: P99 6.88 [0.70, 67.77] ms, 6,194 [6,126, "
+                      "6,263]/s; xsched low th=2 b=1: P99 9.03 [7.42, 10.99] ms, 5,964 [5,682, "
+                      "6,261]/s; mps low pri=1 sm=75%: P99 4.79 [?, ?] ms, 5,426 [5,342, "
+                      "5,512]/s): about 2 more rounds to tell."), s
+    assert "cannot tell" not in s

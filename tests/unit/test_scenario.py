@@ -90,6 +90,17 @@ def test_command_workload_defaults_cwd_to_scenario_folder(tmp_path: Path) -> Non
     assert w.cwd == str(tmp_path) and w.command == ("./app", "-n", "3") and w.priority_value == 3
 
 
+def test_python_in_a_command_is_xwatchs_own_interpreter(tmp_path: Path) -> None:
+    import sys
+
+    from xwatch.core.engine.launch import build_launch
+
+    f = tmp_path / "own.toml"
+    f.write_text('[[workload]]\nname="e"\npriority="high"\ncommand=["{python}","infer.py"]\n')
+    spec = build_launch(load_scenario(str(f)).workload("e"), base_env={})
+    assert spec.argv == (sys.executable, "infer.py") and spec.cwd == str(tmp_path)
+
+
 def test_the_manuals_key_reference_is_generated_from_the_code() -> None:
     page = (ROOT / "docs" / "scenarios.md").read_text()
     assert keys_reference_markdown().strip() in page, \

@@ -148,7 +148,12 @@ def test_not_scheduled_waits_for_enough_expected_ready_polls() -> None:
     early = expected_ready_polls(120, 4.76, 0.1, active_polls=60)
     assert early == pytest.approx(5.712)
     idle = QueueStats(samples=60, polls=70, active_polls=60, ready=0, queues=144)
-    assert engagement(True, "global", idle, 120, True, early) == ("pending", [])
+    # half the evidence: still pending, said live as provisional (participation.SO_FAR)
+    status, warns = engagement(True, "global", idle, 120, True, early)
+    assert status == "pending" and warns == [
+        "not seen scheduled so far: its XQueues were never seen ready in 70 polls while "
+        "120 requests completed, 5.7 ready polls expected; the verdict waits for 10"]
+    assert engagement(True, "global", idle, 80, True, 3.8) == ("pending", [])  # too early
     status, warns = engagement(True, "global", idle, 120, False, early, final=True)
     assert status == "pending" and "not enough evidence" in warns[0] and "5.7" in warns[0]
     late = expected_ready_polls(300, 4.76, 0.1, active_polls=150)  # 14.3 expected

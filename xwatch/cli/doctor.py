@@ -216,10 +216,16 @@ def version_checks(root: Any) -> list[Check]:
     return out
 
 
+def summary(results: list[Check]) -> str:
+    """The closing line: every status counted (a WARN or SKIP is not a pass)."""
+    n = {s: sum(c.status == s for c in results) for s in ("PASS", "WARN", "SKIP", "FAIL")}
+    return (f"{n['PASS']} passed, {n['WARN']} warned, {n['SKIP']} skipped, "
+            f"{n['FAIL']} failed")
+
+
 def run_doctor(xsched_root: str | None, python: str | None) -> int:
     results = checks(xsched_root, python)
     for c in results:
         print(c.line(), flush=True)
-    failed = [c for c in results if c.status == "FAIL"]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    print(summary(results))
+    return 1 if any(c.status == "FAIL" for c in results) else 0

@@ -215,4 +215,5 @@ def _add_gate(p: argparse.ArgumentParser) -> None:
                    help="exit 3 when the answer says so beyond noise: slower (the SLO "
                         "workload's SLO percentile, else HIGH's P99, is worse) or "
                         "lower-throughput (a LOW's samples/s is lower); also when a step "
-                        "could not be judged (one run, no noise floor)")
+                        "that ran got no verdict. One run per step and no noise floor is "
+                        "refused before anything starts (exit 2, 'Gate cannot be judged')")

@@ -255,7 +255,8 @@ WORKLOAD_MODEL_KEYS: tuple[Key, ...] = (
 )
 
 WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
-    Key("command", "list", None, "External program and arguments (no shell). "
+    Key("command", "list", None, "External program and arguments (no shell); an "
+        "argument \"{python}\" is xwatch's own Python interpreter (it has torch). "
         "Either this or `model`.", check_str_list, required=True),
     Key("cwd", "string", "(scenario folder)", "Working directory of the command.", check_string),
     Key("regex", "string", None,

@@ -24,9 +24,15 @@ from typing import Any
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, RichLog, TabbedContent, TabPane
+from textual.widgets import RichLog, TabbedContent, TabPane
 
-from xwatch.core.analysis.metric_view import LATENCY, metric_names, metric_view
+from xwatch.core.analysis.metric_view import (
+    LATENCY,
+    default_metric,
+    judges,
+    metric_names,
+    metric_view,
+)
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.modes.base import MPS, XSCHED, ModeBackend
@@ -37,6 +43,8 @@ from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController,
 from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
+from xwatch.ui.widgets.footer import NARROW as FOOTER_NARROW
+from xwatch.ui.widgets.footer import KeysFooter
 from xwatch.ui.widgets.panels import (
     AnswerPanel,
     CalibrationPanel,
@@ -92,7 +100,9 @@ class XwatchApp(App[int]):
         #: planned measured seconds of a phase (inf: until stopped, ``--duration 0``)
         self.phase_s = self.options.phase_s(self.scenario)
         self.paused = False
-        self.metric = LATENCY  # the per-request metric the widgets show (M)
+        #: the per-request metric the widgets show (M): first the SLO's, when that is a
+        #: named metric (a server's TTFT), else the latency
+        self.metric = default_metric(self.scenario)
         self.snap: SessionSnapshot | None = replay
         self._tick = 0
         self._log_seq = 0
@@ -134,7 +144,7 @@ class XwatchApp(App[int]):
                 yield XschedPanel()
             with TabPane("Logs", id="logs"):
                 yield RichLog(highlight=False, markup=False, wrap=True, max_lines=5000)
-        yield Footer()
+        yield KeysFooter()
 
     async def on_mount(self) -> None:
         if self.replay is not None:
@@ -167,14 +177,19 @@ class XwatchApp(App[int]):
         self.screen.set_class(self.size.height < 30, "compact")
         # from 50 rows the table may grow (four GPUs' copies fit unfolded at 200x60)
         self.screen.set_class(self.size.height >= 50, "tall")
+        # below 100 columns the footer keeps ? Help and q Quit (the spare keys go)
+        self.screen.set_class(self.size.width < FOOTER_NARROW, "narrow")
 
     # ------------------------------------------------------------ view
     def action_next_metric(self) -> None:
         """``M``: the next per-request metric (latency_ms, then each named metric the
-        workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab."""
+        workloads report: ttft_ms, tpot_ms, ...) for the table, charts and Compare tab;
+        from the SLO's metric, where the dashboard starts, to the rest."""
         if self.snap is None:
             return
         names = metric_names(self.snap)
+        if self.metric not in names:  # the SLO's metric, before any request reported it
+            names.append(self.metric)
         if len(names) == 1:
             self.notify("the workloads report only latency_ms (a request event may carry "
                         "more, e.g. ttft_ms and tpot_ms)", title="One metric", timeout=6)
@@ -240,7 +255,8 @@ class XwatchApp(App[int]):
         tab = self.query_one(TabbedContent).active or "live"  # "" before the first layout
         self._safe("status", lambda: self.query_one(StatusLine).show(
             snap, self.phase_s, self.replay_source, self.paused,
-            metric=None if self.metric == LATENCY else self.metric))
+            metric=None if self.metric == LATENCY else self.metric + (
+                " (the SLO's)" if judges(self.scenario, self.metric) else "")))
         self._safe("alerts", lambda: self.query_one(AlertBar).show(snap))
         if tab == "live" and (force_table or force_charts):
             self._safe("table", lambda: self.query_one(WorkloadTable).show(

@@ -38,7 +38,8 @@ KEYS = (
     Key("`A`", "advise: race native, MPS and XSched settings to the cheapest that meets "
         "the SLO", (Binding("A", "advise", "Advise", show=False),)),
     Key("`M`", "the next per-request metric: latency_ms, then each named one (ttft_ms, "
-        "tpot_ms, ...)", (Binding("M", "next_metric", "Metric", show=False),)),
+        "tpot_ms, ...); an SLO on a named metric: that one first",
+        (Binding("M", "next_metric", "Metric", show=False),)),
     Key("`[` `]`", "scroll the workload table up / down (many workloads on one GPU)",
         (Binding("left_square_bracket", "scroll_table(-3)", "Table up", show=False),
          Binding("right_square_bracket", "scroll_table(3)", "Table down", show=False))),

@@ -5,6 +5,10 @@ Every workload's latency fields (phase and window percentiles, per-second rows, 
 fine histogram, the CDF) are replaced by the metric's, so the table, the charts and
 the Compare tab show it with no change of their own; a workload that does not report
 the metric shows no values (never its latency under the metric's name). Pure.
+
+A scenario whose SLO is on a named metric (``[slo] metric = "ttft_ms"``) is seen
+through that metric first (``default_metric``): its table and chart show what the SLO
+judges, labelled (``label``: "TTFT"), and ``M`` goes on to the rest.
 """
 
 from __future__ import annotations
@@ -13,8 +17,32 @@ import msgspec
 
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import EMPTY, LogHistogram, nan_if_none
+from xwatch.scenario import Scenario
 
 LATENCY = "latency_ms"
+#: the per-token metrics as vLLM names them (time to first token, time per output
+#: token, inter-token latency)
+LABELS = {LATENCY: "latency", "ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL",
+          "e2el_ms": "E2EL"}
+
+
+def label(name: str) -> str:
+    """A metric's short name on screen: ``ttft_ms`` -> "TTFT", ``queue_ms`` -> "queue"."""
+    return LABELS.get(name) or name.removesuffix("_ms")
+
+
+def default_metric(scenario: Scenario | None) -> str:
+    """The metric a scenario is seen through first: its SLO's, when that is a named
+    metric (a server's TTFT, TPOT or ITL); else the request latency."""
+    slo = scenario.slo if scenario is not None else None
+    return slo.named if slo is not None and slo.named else LATENCY
+
+
+def judges(scenario: Scenario, metric: str | None) -> bool:
+    """Whether the scenario's SLO is about ``metric`` (None: the request latency), so
+    that its line and its share within belong on that metric's chart."""
+    slo = scenario.slo
+    return slo is not None and slo.metric == (metric or LATENCY)
 
 
 def metric_names(snap: SessionSnapshot) -> list[str]:

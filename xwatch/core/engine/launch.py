@@ -153,7 +153,8 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         cwd = w.cwd
     else:
         assert w.command is not None
-        argv = w.command
+        # "{python}" (a whole argument): xwatch's own interpreter, which has torch
+        argv = tuple(sys.executable if a == "{python}" else a for a in w.command)
         cwd = w.cwd
     device = "auto"
     if w.server is not None:  # the server's whole tree, as --gpus pins a copy's

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from xwatch.core import model as M
-from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
+from xwatch.core.engine.snapshot import PENDING, STARTING, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import PERCENTILES, nan_if_none, stat
 from xwatch.errors import XwatchError
 
@@ -38,16 +38,22 @@ def _f(v: float | None) -> float:
     return math.nan if v is None else float(v)
 
 
-def workload_gpu(w: WorkloadSnapshot) -> str:
+def workload_gpu(w: WorkloadSnapshot) -> str | None:
     """The ``gpu`` label: the pinned GPU of a multi-GPU copy, else the index of the
-    device the worker reported (``cuda:1`` -> ``1``), ``cpu``, or ``""`` unknown."""
+    device the worker reported (``cuda:1`` -> ``1``), ``cpu``, or ``""`` for a workload
+    that never says (a program of one's own without a hello). None: not known *yet* (no
+    hello while pending or starting): its series wait for it, so that the label a
+    workload is first published with is the one it keeps (a changed label is a new
+    series)."""
     if w.gpu is not None:
         return str(w.gpu)
     dev = str(w.hello.get("device") or "")
     m = _CUDA_RE.match(dev)
     if m:
         return m.group(1) or "0"
-    return "cpu" if dev == "cpu" else ""
+    if dev == "cpu":
+        return "cpu"
+    return None if not w.hello and w.state in (PENDING, STARTING) else ""
 
 
 def families(snap: SessionSnapshot, host: str, published_at: float | None = None
@@ -137,7 +143,10 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
                                   p.elapsed_s if p.measuring and p.elapsed_s == p.elapsed_s else 0)
         xs_wl = p.xsched.workloads if p.mode == "xsched" and p.xsched is not None else {}
         for w in p.workloads:
-            lab = [host, workload_gpu(w), w.name, w.priority_label, p.mode, p.name]
+            gpu = workload_gpu(w)
+            if gpu is None:
+                continue
+            lab = [host, gpu, w.name, w.priority_label, p.mode, p.name]
             _latency(hist, summ, lab, w)
             for key, q in PERCENTILES:
                 window.add_metric([*lab, _q(q)], stat(w.window, key) / 1000.0)

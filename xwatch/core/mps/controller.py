@@ -11,7 +11,10 @@ the runner before the start gate may open) raises its failure.
 While the phase runs, a daemon that exits fails the phase. Each running workload
 is looked up in the servers' client lists (its process or a child); one that never
 shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
-MPS without a word when it cannot reach the daemon. Clients that are not this
+MPS without a word when it cannot reach the daemon. It is judged at its first list read
+after a read that found it had completed requests already (a process joins at its CUDA
+context's creation, before its first GPU work: seconds after its first requests), else
+after ``JOIN_GRACE_S`` of running (a model still loading). Clients that are not this
 session's (another session joined the daemon) are said once and kept as the phase's
 ``mps.shared``: its numbers are not a clean MPS measurement. ``leave`` sends ``quit``, waits
 for the daemon to exit (it is not instant), then kills what is left of its group,
@@ -90,6 +93,8 @@ class MpsController:
         self._watch: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[WorkloadRun, float]] = {}
         self._looked: set[str] = set()  # workloads a client list was read for while alive
+        #: workloads that had completed requests when a client list was read
+        self._served: set[str] = set()
         #: set when a workload starts running: the watch asks for the client list at
         #: once, not at its next 2 s poll (a short phase's workloads may be gone by then)
         self._wake: asyncio.Event | None = None
@@ -124,6 +129,7 @@ class MpsController:
         self._servers: set[int] = set()  # MPS servers seen in this phase
         self._pending = {}
         self._looked = set()
+        self._served = set()
         self._wake = asyncio.Event()
         self.log.clear()
         phase.mps = M.Mps(
@@ -418,6 +424,7 @@ class MpsController:
     async def _judge_pending(self, final: bool) -> None:
         if not self._pending or self.phase is None:
             return
+        served = {n for n, (run, _) in self._pending.items() if run.rec.count}  # before the read
         try:
             lists = await asyncio.to_thread(self.clients)
         except MpsError as e:
@@ -448,7 +455,8 @@ class MpsController:
                 self._set_wl(name, status="unverified", warnings=[
                     f"pid {run.pid} exited before the client list was read"])
                 del self._pending[name]
-            elif final or now - since > JOIN_GRACE_S or run.state not in ("running", "stalled"):
+            elif final or now - since > JOIN_GRACE_S or name in self._served or \
+                    run.state not in ("running", "stalled"):
                 rec = self._set_wl(name, status="not-in-mps", warnings=[
                     f"not in MPS: pid {run.pid} is not among the clients of "
                     f"{', '.join(map(str, lists)) or 'any server'}; CUDA ran it without MPS "
@@ -456,6 +464,8 @@ class MpsController:
                     "work)"])
                 del self._pending[name]
                 self._note(f"{name}: {rec.warnings[0]}", "warning")
+        # served at this read and still unlisted at the next: not a client
+        self._served |= served & set(self._pending)
 
     def _set_preflight(self, phase: Phase, preflight: M.MpsPreflight) -> None:
         if phase.mps is not None:

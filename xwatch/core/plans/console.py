@@ -1,6 +1,7 @@
 """Plain-text output for headless runs: the progress line and the final table (pure
 functions of snapshots, so tests can check them without running anything), and
-``Console``, the driver's observer that prints them.
+``Console``, the driver's observer that prints them, and once each, as it becomes
+known, a workload taking no part in its phase's mode (``modes.participation``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, hist_of, percen
 from xwatch.core.engine.causes import clip, collapse, collapse_named
 from xwatch.core.engine.snapshot import FAILED, STALLED, PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
+from xwatch.core.modes import participation
 from xwatch.errors import XwatchError
 
 if TYPE_CHECKING:
@@ -322,6 +324,11 @@ class Console:
 
     ticks = True  # a progress line a second
 
+    def __init__(self) -> None:
+        #: the lines on workloads taking no part already printed: (phase, mode, workload,
+        #: verdict, provisional), each once
+        self._absent: set[tuple[int, str, str, str, bool]] = set()
+
     def say(self, text: str) -> None:
         print(text, flush=True)
 
@@ -330,6 +337,16 @@ class Console:
 
     def tick(self, phase: PhaseSnapshot) -> None:
         self.say(progress_line(phase))
+        self.absent(phase)
+
+    def absent(self, phase: PhaseSnapshot) -> None:
+        """A workload taking no part in the phase's mode (or not seen taking part so
+        far), and what to do: once, when it first becomes known (``participation``)."""
+        for a in participation.absent(phase):
+            key = (phase.index, a.mode, a.workload, a.status, a.provisional)
+            if key not in self._absent:
+                self._absent.add(key)
+                self.warn(f"! phase {phase.name}: {a.line()}")
 
     def refused(self, err: XwatchError) -> None:
         self.warn(f"xwatch: {err.title}: {err}")
@@ -337,6 +354,7 @@ class Console:
     def phase_ended(self, phase: PhaseSnapshot, telemetry: M.Telemetry | None,
                     ending: Ending) -> None:
         """The final table of a phase that measured something (or did not fail)."""
+        self.absent(phase)  # a verdict reached at the phase's end
         if phase.t_measure is None and phase.status == "failed":
             return
         self.say(final_table(phase, telemetry))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK
+from xwatch.core.modes.participation import SO_FAR
 
 if TYPE_CHECKING:
     from xwatch.core.xsched.client import XQueueRow
@@ -109,6 +110,12 @@ def bypass_warning(count: int, polls: int, shim_mapped: bool | None,
 #: queues ready had XSched scheduled its work (a Poisson miss of all of them: < 0.01%;
 #: at half the expected rate, as measured for a 10%-busy HIGH on the H100: 0.7%)
 EXPECTED_READY_MIN = 10.0
+#: from this many expected ready polls on, a pending verdict whose queues were never seen
+#: ready says so ("not seen scheduled so far", ``participation.SO_FAR``): provisional,
+#: shown live so that a workload XSched does not schedule is named within seconds of its
+#: first requests; a workload XSched schedules is missed by all of them with a chance of
+#: e^-5 (0.7%; at half the expected rate, 8%), and the warning goes at its first ready poll
+PROVISIONAL_READY_MIN = 5.0
 
 
 def expected_ready_polls(count: int, service_ms: float, poll_s: float,
@@ -133,7 +140,9 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
     shim-not-loaded | pending. ``expected_ready`` (``expected_ready_polls``): without
     it, three polls with requests completing and no ready queue are enough to say
     not-scheduled; with it, that verdict waits until ``EXPECTED_READY_MIN`` ready polls
-    were expected (``final``: the phase ended before that: pending, saying why).
+    were expected (``final``: the phase ended before that: pending, saying why; not
+    final, from ``PROVISIONAL_READY_MIN`` on: pending, with a warning that starts with
+    ``participation.SO_FAR``, shown live as provisional).
     ``shim_mapped``: whether the workload's processes have the shim mapped
     (``/proc/PID/maps``; None: not read yet or unreadable); False is proof enough
     for shim-not-loaded. ``server``: the workload is an inference server, whose
@@ -182,6 +191,10 @@ def engagement(mode_on: bool, scheduler: str | None, q: QueueStats, count: int,
                 warn.append(f"not enough evidence: its XQueues were never seen ready, but at "
                             f"its GPU duty cycle only {expected_ready:.1f} ready poll(s) were "
                             "expected (a longer phase or a shorter [xsched] poll_ms decides)")
+            elif expected_ready >= PROVISIONAL_READY_MIN:
+                warn.append(f"{SO_FAR}: its XQueues were never seen ready in {q.polls} polls "
+                            f"while {count} requests completed, {expected_ready:.1f} ready "
+                            f"polls expected; the verdict waits for {EXPECTED_READY_MIN:g}")
             return "pending", warn
         warn.append("not scheduled by XSched: requests were served but the XQueues of the "
                     "server's process tree were never seen ready: its GPU work bypasses the "

@@ -1,4 +1,5 @@
-"""The '?' screen: the keys (``ui.keys``, as the bindings) and how to read the numbers."""
+"""The '?' screen: the keys (``ui.keys``, as the bindings), how to read the numbers, and
+what every verdict means (``core.modes.verdicts``, the one definition)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from xwatch.core.modes import verdicts
 from xwatch.ui.keys import keys_table
 
 HELP = """\
@@ -33,15 +35,21 @@ HELP = """\
 - **Goodput** is the share of the SLO workload's requests at or under the SLO latency.
 - NVML's GPU **utilization** is the share of time *a kernel was running*, not how full
   the GPU is.
-- In XSched mode a workload is **engaged** only when xserver lists XQueues for its pid and
-  they are seen ready/suspended while it completes requests. Before its models load, an
-  XSched phase runs a few seconds of **preflight** under the shim (XSched tab).
+- A dim **`*`** after a percentile: fewer requests than that percentile needs (P95 from
+  fewer than 20, P99 from fewer than 100), so the value is their maximum, not yet a P99.
+  In the Compare tab `~` is within the noise floor, `?` has no verdict (run-to-run noise
+  unmeasured) and `*` marks a change drawn from too few requests.
+- Whether a mode took part is a **verdict** per workload (below; the XSched, MPS and Logs
+  tabs show the evidence). Before its models load, an XSched phase runs a few seconds of
+  **preflight** under the shim (XSched tab).
 - **stalled**: alive but no request completed (or no heartbeat) for longer than
   max(2 s, 20x its recent service time, 3 request gaps). A phase that ends with a workload
   stalled, or whose xserver died, is **failed**.
 - Requests due but **unfinished** when a phase ends are counted at their waiting time so far
   (a lower bound) in the phase percentiles, and as misses in goodput.
-"""
+
+# Verdicts: did the mode take part?
+""" + verdicts.markdown() + "\n\n" + verdicts.TOOK_NO_PART + "\n"
 
 
 class HelpScreen(ModalScreen[None]):

@@ -1,7 +1,8 @@
 """Line charts fed from session snapshots (never from raw events), drawn by ``plot``.
 
 - ``LatencyChart``: per-second P50 and P99 of every workload over the session,
-  phase starts marked, SLO line, goodput in the title; on several GPUs the roll-up
+  phase starts marked, the SLO's line and share within (on the chart of the metric the
+  SLO judges only, labelled with it: "chat TTFT ≤200ms 99.0%"); on several GPUs the roll-up
   (HIGH's worst and best GPU) until ``g`` picks one GPU.
 - ``ThroughputChart``: low-priority samples/s per second (the cost side); on several
   GPUs their total.
@@ -21,6 +22,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from xwatch.core.analysis.gpu.gpus import gpu_groups, gpu_roles, rollup_series
+from xwatch.core.analysis.metric_view import judges
+from xwatch.core.analysis.metric_view import label as metric_label
 from xwatch.core.analysis.timeline import SessionClock, phase_offsets, workload_series
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.ui.widgets.plot import Figure, render_figure
@@ -136,10 +139,12 @@ class LatencyChart(_Chart):
         offsets = phase_offsets(snap.phases)
         end = offsets[-1] + max(snap.phases[-1].elapsed_s, 1.0)
         x_from = max(0.0, end - VISIBLE_S)
-        slo = snap.scenario.slo
+        # the SLO's line and share within: only on the chart of the metric it judges
+        slo = snap.scenario.slo if judges(snap.scenario, snap.metric) else None
         roles = gpu_roles(snap.scenario.workloads)
         rolled = len(roles.gpus) > 1 and self.gpu is None
-        what = snap.metric or "latency ms"  # M: a named per-request metric
+        # M: a named per-request metric ("TTFT ms"), by default the SLO's
+        what = f"{metric_label(snap.metric)} ms" if snap.metric else "latency ms"
         if rolled:
             title = f"HIGH {what}, per second · {len(roles.gpus)} GPUs · g: one GPU"
         else:
@@ -150,7 +155,9 @@ class LatencyChart(_Chart):
         if slo and cur:
             w = cur.workload(slo.workload)
             if w and w.goodput is not None and not math.isnan(w.goodput):
-                title += f" · {slo.workload} ≤{slo.latency_ms:g}ms {w.goodput * 100:.1f}%"
+                named = f"{metric_label(slo.named)} " if slo.named else ""
+                title += (f" · {slo.workload} {named}≤{slo.latency_ms:g}ms "
+                          f"{w.goodput * 100:.1f}%")
         self._begin(title)
         if rolled:
             highs = list(roles.high.values())
@@ -247,7 +254,7 @@ class CdfChart(_Chart):
                     name, why = max(p99, key=lambda n: p99[n]), " (worst P99)"
         phases = [p for p in snap.phases if (w := p.workload(name)) and w.cdf]
         shown = phases[-2:]
-        what = snap.metric or "latency"
+        what = metric_label(snap.metric) if snap.metric else "latency"
         if not shown:
             return self.show_message(f"{name} {what} CDF", "no requests yet")
         self._begin(f"{name}{why} {what} CDF: " + " vs ".join(p.name for p in shown))
@@ -258,7 +265,7 @@ class CdfChart(_Chart):
             series.append((p.name, [(v, f * 100) for v, f in w.cdf]))
         self._lines(series)
         slo = snap.scenario.slo
-        if slo and slo.workload == name:
+        if slo and slo.workload == name and judges(snap.scenario, snap.metric):
             self.plt.vline(slo.latency_ms, "red")
         self.plt.ylim(0, 100)
         self.plt.xlabel("ms")

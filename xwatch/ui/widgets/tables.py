@@ -10,6 +10,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 from xwatch.core.analysis.gpu.gpus import GpuGroup, gpu_groups, rollup, rollup_text
+from xwatch.core.analysis.metric_view import label
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
 from xwatch.core.analysis.stats.noise import Floor, floors_in
 from xwatch.core.analysis.stats.pooled import too_few
@@ -52,8 +53,15 @@ class WorkloadTable(ScrollLinePanel):
     COLUMNS = ("workload", "state", "prio", "what", "P50", "P95", "P99", "max",
                "P99 ph", "max ph", "req/s", "target", "smp/s", "n", "late", "err")
     WIDTHS = (10, 10, 4, 20, 7, 7, 7, 7, 7, 7, 6, 6, 7, 7, 5, 4)
+    #: the columns of the window's percentiles: under ``M`` headed by the metric's label
+    LABELLED = frozenset({"P50", "P95", "P99", "max"})
     FIT_ROWS = 13  # rows that fit when the style gives no max-height in cells
     NARROW = 110  # columns: below, the 'what' column is left out
+    #: columns: below, only these columns, at these widths, one space apart (80x24 over
+    #: SSH keeps the rates and counts: req/s, target, smp/s, n)
+    TIGHT = 100
+    TIGHT_COLUMNS = {"workload": 10, "state": 8, "P50": 7, "P99": 7, "P99 ph": 7,
+                     "req/s": 6, "target": 6, "smp/s": 7, "n": 6, "err": 4}
 
     COMPONENT_CLASSES = {"workload-table--header", "workload-table--even-row",
                          "workload-table--group"}
@@ -112,17 +120,21 @@ class WorkloadTable(ScrollLinePanel):
         heads = {g.gpu: _group_line(g, live, folded and g.gpu != gpu, g.gpu == gpu)
                  for g in groups}
         tail = _all_line(groups, live, snap.window_s, folded) if groups else None
-        key = (tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
-                               for c in row)) for n, row in self._rows.items()),
+        # M: the window's percentiles are a named metric's, labelled ("TTFT P50")
+        named = label(snap.metric) if snap.metric else None
+        heads_row = self.COLUMNS if named is None else tuple(
+            f"{named} {c}" if c in self.LABELLED else c for c in self.COLUMNS)
+        key = (heads_row, tuple((n, tuple((c.plain, str(c.style)) if isinstance(c, Text) else c
+                                          for c in row)) for n, row in self._rows.items()),
                tuple((g, t.plain) for g, t in heads.items()), tail and tail.plain, folded,
-               gpu, 0 < self.size.width < self.NARROW)
+               gpu, 0 < self.size.width < self.NARROW, 0 < self.size.width < self.TIGHT)
         focus_changed = gpu != self._focus
         self._focus, self.folded = gpu, folded
         self.group_lines = {g: t.plain for g, t in heads.items()}
         if key == self._key:
             return  # nothing changed: no repaint
         header, even, group = self._bands()
-        lines: list[Text | list[Segment]] = [self._line_of(self.COLUMNS, header)]
+        lines: list[Text | list[Segment]] = [self._line_of(heads_row, header, head=True)]
         focus_at = 0
         if not groups:
             for i, row in enumerate(self._rows.values()):
@@ -166,20 +178,30 @@ class WorkloadTable(ScrollLinePanel):
         mh = self.styles.max_height
         return int(mh.value) if mh is not None and mh.is_cells else self.FIT_ROWS
 
-    def _line_of(self, cells: tuple[Cell, ...], base: Style | None) -> list[Segment]:
+    def _line_of(self, cells: tuple[Cell, ...], base: Style | None,
+                 head: bool = False) -> list[Segment]:
         """One row: every cell padded by a space each side and cut to its width; under
-        110 columns without the ``what`` column (the numbers matter more)."""
+        110 columns without the ``what`` column (the numbers matter more); under 100,
+        only ``TIGHT_COLUMNS``, a space before each. ``head``: the header, whose cells may
+        take their right-hand space ("TTFT P50" over 7 cells) where there is one."""
         out: list[Segment] = []
         narrow = 0 < self.size.width < self.NARROW
+        tight = 0 < self.size.width < self.TIGHT
         for i, (c, w) in enumerate(zip(cells, self.WIDTHS)):
             if narrow and i == 3:
                 continue
+            if tight:
+                w = self.TIGHT_COLUMNS.get(self.COLUMNS[i], 0)
+                if not w:
+                    continue
             text = c.plain if isinstance(c, Text) else c
             style = self.app.console.get_style(c.style) if isinstance(c, Text) and c.style \
                 else None
             if base is not None:
                 style = base + style if style is not None else base
-            out.append(Segment(" " + text[:w].ljust(w) + " ", style))
+            pad = 0 if tight else 1
+            out.append(Segment(" " + text[:w + pad].ljust(w + pad) if head else
+                               " " + text[:w].ljust(w) + " " * pad, style))
         return out
 
 

@@ -520,6 +520,11 @@ def _why_chosen(advice: M.Advice, c: M.Candidate) -> tuple[str, str]:
     ks = [x.more_rounds for x in cheaper]
     if ks and all(isinstance(k, int) for k in ks):
         when = f": about {more_rounds(max(k for k in ks if isinstance(k, int)))} to tell"
+    elif any(k is UNSET for k in ks):
+        # an older record keeps the rounds for the whole race only, not per candidate:
+        # that count, or nothing (unset is not "the runs cannot tell")
+        k = advice.more_rounds
+        when = f": about {more_rounds(k)} to tell" if isinstance(k, int) and k else ""
     else:
         when = ": the runs so far cannot tell how many more rounds would"
     names = " and ".join(x.label for x in cheaper)

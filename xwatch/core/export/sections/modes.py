@@ -1,7 +1,7 @@
 """The report's evidence of the modes: the XSched install's version and policy, the
 XSched engagement per workload (what the shim logged, xserver's queues), the XSched
 preflight, each phase's isolation (what was removed, what the maps showed), and the MPS
-engagement."""
+engagement; each with the legend of the verdicts it shows (``modes.verdicts``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from msgspec import UNSET
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.render.model import Section, Table
+from xwatch.core.modes import verdicts
 from xwatch.core.xsched.probe_leave import leave_line
 
 
@@ -48,8 +49,7 @@ def engagement_section(snap: SessionSnapshot) -> Section | None:
         x = Section("XSched engagement (evidence, not settings)")
         x.paragraphs.append("scheduler = what the shim logged; ready/suspended = polls of "
                             "xserver's /xqueues in which this workload had a queue ready / "
-                            "suspended. 'not-scheduled' means requests completed while its "
-                            "queues were never seen ready.")
+                            "suspended. " + verdicts.legend(r[2] for r in xs_rows))
         listen = next((p.xsched.listen for p in snap.phases
                        if p.xsched is not None and p.xsched.listen), None)
         if listen:
@@ -76,6 +76,7 @@ def preflight_section(snap: SessionSnapshot) -> Section | None:
                         "or 'not-scheduled' on the stream kind a workload uses fails the phase "
                         "before its model loads; 'crashed-at-exit' (the probe ran engaged to its "
                         "end, then died while exiting) lets it go on, warned.")
+    s.paragraphs.append(verdicts.legend(r[3] for r in rows))
     s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
     for p in snap.phases:
         lv = p.preflight.leave if p.preflight is not None else UNSET
@@ -102,8 +103,8 @@ def isolation_section(snap: SessionSnapshot) -> Section | None:
     s = Section("Isolation: each mode's environment, proven")
     s.paragraphs.append("Each phase starts from the user's environment minus the other modes' "
                         "traces; once each workload ran, its /proc/PID/maps (and its "
-                        "children's) was read for XSched libraries. 'clean' = read and none "
-                        "found; 'unverified' = could not be read.")
+                        "children's) was read for XSched libraries. "
+                        + verdicts.legend(r[2] for r in rows))
     if removed:
         s.tables.append(("Removed", Table(["phase", "variable", "why"], removed)))
     if rows:
@@ -137,6 +138,9 @@ def mps_section(snap: SessionSnapshot) -> Section | None:
         return None
     s = Section("MPS engagement (evidence, not settings)")
     s.paragraphs += notes
+    s.paragraphs.append(verdicts.legend([r[2] for r in rows]
+                                        + [p.mps.preflight.verdict for p in snap.phases
+                                           if p.mps is not None and p.mps.preflight]))
     s.tables.append(("", Table(["phase", "workload", "status", "server", "client settings",
                                 "warnings"], rows)))
     return s
