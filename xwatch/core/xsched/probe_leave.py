@@ -107,12 +107,7 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
     workloads may start); when it did not, they all go at once (the phase fails
     anyway), without waiting for the workloads or for xserver."""
     if not ok:
-        for h in held:
-            h.release()
-        await asyncio.gather(*(_wait(h.said, h.gone) for h in held))
-        for h in held:  # then they exit (a second signal: one pending is one)
-            if h.switched:
-                h.release()
+        await _at_once(held)
         return M.ProbeLeave(quiet="the preflight failed: its probes were let go at once")
     t0 = time.monotonic()
     how = await quiet.quiet() if quiet is not None else \
@@ -124,8 +119,7 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
     async with quiet.hush() if quiet is not None else contextlib.nullcontext():
         for h in held:
             if quiet is not None and (dead := quiet.gone()) is not None:
-                for other in held:
-                    other.release()
+                await _at_once(held)
                 return M.ProbeLeave(quiet_s=quiet_s, quiet=how, note=dead)
             await asyncio.sleep(SETTLE_S)
             h.release()
@@ -157,6 +151,18 @@ async def leave(held: Sequence[Held], client: XserverClient, quiet: Quiet | None
         notes.append(f"could not ask xserver which pids it lists: {err}")
     return M.ProbeLeave(quiet_s=quiet_s, quiet=how, left_s=round(time.monotonic() - t1, 3),
                         listed=listed, note="; ".join(notes))
+
+
+async def _at_once(held: Sequence[Held]) -> None:
+    """Let every probe not yet gone leave at once, then exit (a second signal, once each
+    said it left: two pending signals are one)."""
+    for h in held:
+        if not h.said.is_set() and not h.gone.is_set():
+            h.release()
+    await asyncio.gather(*(_wait(h.said, h.gone) for h in held))
+    for h in held:
+        if h.switched and not h.gone.is_set():
+            h.release()
 
 
 async def _wait(*events: asyncio.Event) -> bool:
