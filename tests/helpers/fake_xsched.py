@@ -27,6 +27,17 @@
   xserver it leaves.
   ``FAKE_SHIM_CRASH=1`` makes the shim log XSched's ``[ERRO ...] cuda error 1`` line
   and die by SIGSEGV, as upstream XSched did with PyTorch on driver 580.
+  A monitor thread logs "client process N connected" and, once N left (``leave``) or
+  died, "client process N closed", as the real one's receiver and process monitor do.
+  In xserver's env: ``FAKE_LINGER_S`` keeps a process that left or died listed (and
+  not yet "closed") that long, as a busy xserver would; ``FAKE_ABORT_ON_BUSY_LEAVE=1``
+  aborts as XSched 1.2's did (issue 64): an HTTP request in flight or answered within
+  ``BUSY_S`` of a preflight probe's leave (exec'd: its command line names the smoke), or
+  before its "closed" (every query makes the real
+  scheduler send an operation to every process, and one sent to a process that removed
+  its queue fails ``server.cpp:200``); ``FAKE_ABORT_AFTER_S=T`` aborts T s after it
+  started, in the first ``FAKE_ABORT_TIMES`` (default 1) starts of the install
+  (counted in ``run/aborts``). An abort logs the real lines and dies by SIGABRT.
 None of this is XSched code.
 """
 
@@ -208,13 +219,20 @@ def alive(pid):
 def queues():
     regs = []
     for name in sorted(os.listdir(RUN)):
+        if name.endswith(".json.left") and name[:-10].isdigit():  # left, not yet closed
+            if int(name[:-10]) in CLOSED or int(name[:-10]) not in GONE_AT:
+                continue
+            name = name[:-5]
+            path = os.path.join(RUN, name + ".left")
+        else:
+            path = os.path.join(RUN, name)
         if name.endswith(".json") and name[:-5].isdigit():
             try:
-                with open(os.path.join(RUN, name)) as f:
+                with open(path) as f:
                     reg = json.load(f)
             except (OSError, ValueError):
                 continue
-            if alive(reg["pid"]):
+            if alive(reg["pid"]) or reg["pid"] not in CLOSED and reg["pid"] in GONE_AT:
                 regs.append(reg)
     state["polls"] += 1
     out = []
@@ -250,6 +268,68 @@ def queues():
 STALL_S = float(os.environ.get("FAKE_STALL_AFTER_EXIT_S") or 0)
 STALL_LOCK = threading.Lock()
 
+LINGER_S = float(os.environ.get("FAKE_LINGER_S") or 0)
+ABORT_BUSY = os.environ.get("FAKE_ABORT_ON_BUSY_LEAVE") == "1"
+BUSY_S = 0.05
+HTTP = {"inflight": 0, "last": 0.0}
+CLOSED = set()  # pids logged closed: not listed any more
+GONE_AT = {}  # pid -> when it left or was first seen dead
+
+def abort(pid):
+    """XSched 1.2's xserver when a send to a client's removed queue fails."""
+    log(f"client process {pid} closed")
+    print("msgsnd fail: (22)Invalid argument", flush=True)
+    print(f"[ERRO @ T{os.getpid()} @ {time.strftime('%H:%M:%S')}.000000] Assertion failed: "
+          f"cannot send operation to client process {pid} @ "
+          "/xsched/service/server/src/server.cpp:200", flush=True)
+    print("terminate called after throwing an instance of 'std::system_error'\n"
+          "  what():  Resource deadlock avoided", flush=True)
+    STOPPING.set()  # its Server::Stop removed its queue on the way (server.cpp:81-86)
+    libc.msgctl(QID, IPC_RMID, None)
+    os.abort()
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+def monitor():
+    seen = {}  # pid -> its command line when it connected
+    while True:
+        now = time.monotonic()
+        for name in os.listdir(RUN):
+            left = name.endswith(".json.left")
+            if not (left or name.endswith(".json")) or not name.split(".")[0].isdigit():
+                continue
+            pid = int(name.split(".")[0])
+            if pid in CLOSED:
+                continue
+            if pid not in seen:
+                seen[pid] = cmdline(pid)
+                log(f"client process {pid} connected, cmdline: {seen[pid][:80]}")
+            if not left and alive(pid):
+                continue
+            t = GONE_AT.setdefault(pid, now)
+            busy = HTTP["inflight"] or now - HTTP["last"] < BUSY_S or HTTP["last"] > t - BUSY_S
+            if ABORT_BUSY and busy and "worker.smoke" in seen[pid]:  # the probes' end
+                abort(pid)
+            if now - t >= LINGER_S:
+                CLOSED.add(pid)
+                log(f"client process {pid} closed")
+        time.sleep(0.005)
+
+def abort_later(after):
+    f = os.path.join(RUN, "aborts")
+    n = int(open(f).read()) if os.path.exists(f) else 0
+    if n >= int(os.environ.get("FAKE_ABORT_TIMES") or 1):
+        return
+    with open(f, "w") as out:
+        out.write(str(n + 1))
+    time.sleep(after)
+    abort(0)
+
 def stall_on_exit():
     with STALL_LOCK:
         if not STALL_S:
@@ -276,6 +356,13 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
     def do_GET(self):
+        HTTP["inflight"] += 1
+        try:
+            return self.get()
+        finally:
+            HTTP["inflight"] -= 1
+            HTTP["last"] = time.monotonic()
+    def get(self):
         if HUNG.is_set():
             while True:
                 time.sleep(3600)
@@ -358,6 +445,10 @@ def stop(*a):
     threading.Thread(target=srv.shutdown).start()
 signal.signal(signal.SIGINT, stop)
 log(f"xserver started with policy {policy_name} on port {port}")
+threading.Thread(target=monitor, daemon=True).start()
+if os.environ.get("FAKE_ABORT_AFTER_S"):
+    threading.Thread(target=abort_later, args=(float(os.environ["FAKE_ABORT_AFTER_S"]),),
+                     daemon=True).start()
 srv.serve_forever()
 '''
 

@@ -189,18 +189,17 @@ def _forked_probes(phase: dict, inst: Path, server: str) -> list[dict]:
     """The phase's preflight verdicts, each checked: forked from fork server ``server``,
     its own pid (not the server's) registered with xserver under the global scheduler
     (the fake shim's record of ``XHintSetScheduler``), listed with XQueues of its own,
-    and ended through XSched's exit path (``zygote.NORMAL_EXIT``)."""
+    and left XSched itself when the preflight let it go (``probe_leave``: back to the
+    app-managed scheduler, the fake's ``leave``; its record kept as ``N.json.left``)."""
     from tests.helpers.fake_xsched import calls
 
-    exited = {c["pid"] for c in calls(inst) if c["call"] == "exit"}
+    left = {c["pid"] for c in calls(inst) if c["call"] == "leave"}
     verdicts = phase["preflight"]["verdicts"]
     for v in verdicts:
-        # it left xserver as an exec'd probe did, through XSched's exit (a forked worker
-        # ends by os._exit: it never does)
-        assert v["pid"] in exited, (v, exited)
+        assert v["pid"] in left, (v, left)
         assert v["start"] == f"fork (fork server pid {server})", v
         assert isinstance(v["pid"], int) and str(v["pid"]) != server, v
-        reg = json.loads((inst / "run" / f"{v['pid']}.json").read_text())
+        reg = json.loads((inst / "run" / f"{v['pid']}.json.left").read_text())
         assert reg["scheduler"] == "GLB" and reg["pid"] == v["pid"], reg
         assert v["queues_max"] >= 1 and v["scheduler"] == "global", v
     return verdicts

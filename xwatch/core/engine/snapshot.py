@@ -161,6 +161,7 @@ class PhaseSnapshot(msgspec.Struct, frozen=True):
     step: str | None = None  # the step's key (advise, noise, runs)
     candidate: str | None = None  # advise's candidate (its label)
     cut_short: str | None = None  # why the plan ended it before its time
+    retried: M.PhaseRetry | None = None  # run again: xserver died before its first second
     #: a split phase: each copy's mode by copy name (None: every copy in ``mode``)
     copy_modes: dict[str, str] | None = None
 

@@ -174,6 +174,7 @@ def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
         setting_values=_opt(p.setting_values), error=_opt(p.error),
         preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
         repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
+        retried=_opt(p.retried),
         candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes),
         captures=_captures(p), annotations=list(p.annotations),
         gpus=_per_gpu(p, telemetry))
@@ -412,7 +413,8 @@ def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
         annotations=tuple(p.annotations), error=_unset(p.error), setting=_unset(p.setting),
         setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
         repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
-        cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes))
+        cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes),
+        retried=_unset(p.retried))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:

@@ -198,14 +198,34 @@ class Verdict(Doc, frozen=True, kw_only=True):
     pid: int | UnsetType | None = UNSET
 
 
+class ProbeLeave(Doc, frozen=True, kw_only=True):
+    """How the preflight's probes left XSched (issue 64 goal 4): held after their work,
+    let go one at a time once nothing else was talking to xserver, then the phase waited
+    until xserver listed none of their pids (``docs/gpus-start.md``). Unset in snapshots
+    from before it (their probes left as they ended)."""
+
+    #: the wait was on (``XWATCH_XSCHED_PROBE_WAIT`` not ``0``); off: the old exits
+    wait: bool = True
+    #: seconds the probes waited, after their work, for the workloads to be quiet
+    quiet_s: float | None = None
+    #: what the workloads were doing when the probes left (held at the start gate, ...)
+    quiet: str = ""
+    #: seconds from the first probe's release to xserver listing none of their pids
+    left_s: float | None = None
+    #: probe pids xserver still listed at the time limit (empty: it listed none)
+    listed: list[int] = []
+    note: str = ""
+
+
 class Preflight(Doc, frozen=True, kw_only=True):
     """The XSched preflight: each probe's verdict, how long it took, why it failed
-    the phase (null: it did not)."""
+    the phase (null: it did not), how its probes left."""
 
     verdicts: list[Verdict] = []
     seconds: float | UnsetType = UNSET
     failure: str | UnsetType | None = UNSET
     note: str | UnsetType = UNSET
+    leave: ProbeLeave | UnsetType = UNSET
 
 
 # ------------------------------------------------------------------ MPS

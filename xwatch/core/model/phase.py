@@ -25,7 +25,7 @@ from xwatch.core.model.base import (
     Throughput,
     Unfinished,
 )
-from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched
+from xwatch.core.model.modes import Isolation, Mps, Preflight, Xsched, XserverExit
 
 
 # ------------------------------------------------------------------ a server's own view
@@ -234,6 +234,19 @@ class Gpus(Doc, frozen=True, kw_only=True):
 
 
 # ------------------------------------------------------------------ phase
+class PhaseRetry(Doc, frozen=True, kw_only=True):
+    """A phase run a second time because xserver died before its first measured second
+    (issue 64 goal 4): what ended the first attempt. The phase that carries it is the
+    second attempt; the first is not a phase of the snapshot (it measured nothing)."""
+
+    #: the first attempt's error (why it failed)
+    error: str = ""
+    #: how xserver ended in the first attempt
+    xserver_exit: XserverExit | None = None
+    #: seconds into the first attempt when it ended
+    t: float | None = None
+
+
 class Phase(Doc, frozen=True, kw_only=True):
     """One start of the workload set in one mode."""
 
@@ -263,6 +276,8 @@ class Phase(Doc, frozen=True, kw_only=True):
     #: a split phase (``compare --layout split``): each copy's mode, by copy name
     #: (``{"high@0": "native", "high@1": "xsched"}``); unset: every copy in ``mode``
     copy_modes: dict[str, str] | UnsetType = UNSET
+    #: run again once: xserver died before the first attempt's first measured second
+    retried: PhaseRetry | UnsetType = UNSET
     captures: list[Capture] | UnsetType = UNSET
     annotations: list[Annotation] = []
     gpus: Gpus | UnsetType = UNSET

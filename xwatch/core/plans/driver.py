@@ -29,6 +29,7 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, MetricsSink, Options
+from xwatch.core.plans.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario
@@ -348,7 +349,8 @@ class Driver:
         a calibrate role noted); ``trace_s``: a kernel capture mid-phase. The phase (a
         mode that would not start: its failed phase, else None); ``STOPPED`` when the
         plan must end here (a signal before it started, or the phase was replaced by
-        another: the dashboard's user started something else)."""
+        another: the dashboard's user started something else). A phase whose xserver died
+        before its first measured second is run once more (``retry``)."""
         assert self.runner is not None and self.session is not None
         if self.stop.is_set():
             return STOPPED
@@ -360,19 +362,30 @@ class Driver:
             if b is not None:
                 runner.backends[m] = b
         duration = self.opts.phase_s(self.scen) if duration_s is None else duration_s
-        try:
-            phase = await runner.start_phase(step.mode, step.only, step.role,
-                                             step.copy_modes)
-            _label(phase, step, rnd)
-            ending = await runner.watch(phase, duration, stop=self.stop,
-                                        on_tick=self._ticker(duration, trace_s))
-        except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
-            out.refused(e)
-            failed = self.session.current
-            if failed is None or failed.mode != step.mode:
-                return None
-            _label(failed, step, rnd)
-            phase, ending = failed, REFUSED
+        first: M.PhaseRetry | None = None
+        while True:
+            try:
+                phase = await runner.start_phase(step.mode, step.only, step.role,
+                                                 step.copy_modes)
+                phase.retried = first
+                _label(phase, step, rnd)
+                ending = await runner.watch(phase, duration, stop=self.stop,
+                                            on_tick=self._ticker(duration, trace_s))
+            except XwatchError as e:  # e.g. xserver would not start: a failed phase, go on
+                out.refused(e)
+                failed = self.session.current
+                if failed is None or failed.mode != step.mode:
+                    return None
+                failed.retried = first
+                _label(failed, step, rnd)
+                phase, ending = failed, REFUSED
+            died = xserver_died_early(phase)
+            if died is None or first is not None or self.stop.is_set():
+                break
+            first, line = first_attempt(phase, died, self.session)  # no longer a phase
+            out.warn(line)
+        if first is not None and xserver_died_early(phase) is not None:
+            failed_twice(phase, first)
         self.phases.append(phase)
         tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
             else None

@@ -54,6 +54,7 @@ from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, Stalls, poll_t
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
 from xwatch.core.xsched.preflight import Launcher, preflight
+from xwatch.core.xsched.quiet import XserverQuiet, died_by_itself
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
@@ -135,10 +136,13 @@ class XschedController:
         )
         phase.line_watchers.append(self._watch_line)
         await self._start_xserver(phase)
+        self._quiet = XserverQuiet(self.log, phase, lambda n: phase.in_mode(XSCHED, n),
+                                   self.joined is not None, self.proc)  # the probes' leave
         # the preflight runs beside the workloads' load (their imports take seconds;
         # the start gate holds them until it passed, and its failure stops them)
-        self._probe = asyncio.create_task(self._preflight(phase, plats, envs)) \
-            if self.preflight else None
+        self._probe = asyncio.create_task(preflight(
+            phase, scen, self.install, self.client, plats, envs, self._note, self.launcher,
+            self._quiet)) if self.preflight and self.client is not None else None
         self._poller = asyncio.create_task(self._poll_loop(phase))
         return envs
 
@@ -151,13 +155,6 @@ class XschedController:
         if plat != "cuda" or switchable(self.install.lib) is not None:
             return None
         return xsched_env(w, self.install, plat)
-
-    async def _preflight(self, phase: Phase, plats: dict[str, str],
-                         envs: dict[str, dict[str, str]]) -> None:
-        """Smoke-test the shim while the real workloads load (see ``preflight``)."""
-        assert self.client is not None
-        await preflight(phase, phase.own(self.scenario, XSCHED), self.install, self.client, plats,
-                        envs, self._note, self.launcher)
 
     async def settle(self, phase: Phase) -> None:
         """Wait for the preflight, which runs beside the workloads' start (the start gate
@@ -282,6 +279,8 @@ class XschedController:
         proc, self.proc = self.proc, None
         if proc is None:
             return
+        if (why := died_by_itself(proc, self.phase, self.log)) is not None:
+            self._fail(why, proc.returncode)  # an abort its polls had not seen yet
         await stop_group(proc, ((2, 3.0), (15, 2.0), (9, 5.0)))  # SIGINT, SIGTERM, SIGKILL
         for t in self._readers:
             with contextlib.suppress(asyncio.TimeoutError, Exception):
@@ -345,7 +344,7 @@ class XschedController:
         thread = threading.Thread(target=poll_thread, name="xsched-poll", daemon=True, args=(
             self.client, self.proc, {n: r for n, r in phase.runs.items()
                                      if phase.in_mode(XSCHED, n)}, self.pace, cache, inbox, wake, stop,
-            self.HANDOFF_S))
+            self.HANDOFF_S, self._quiet.lock))
         thread.start()
         try:
             while True:

@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK
 from xwatch.core.modes.participation import SO_FAR
 
 if TYPE_CHECKING:
@@ -49,18 +50,24 @@ class QueueStats:
 QUEUE_LINE = re.compile(r"XQueue \((0x[0-9a-fA-F]+)\) from process (\d+) (created|destroyed)")
 
 
+CLOSED_LINE = re.compile(r"client process (\d+) closed")
+
+
 class XserverLog(deque[str]):
     """xserver's log lines (the last ``maxlen``), counting as they come every XQueue
     that each process created and destroyed (the evidence a verdict names after the
-    lines themselves rolled off)."""
+    lines themselves rolled off), and the pids it logged "client process N closed"."""
 
     def __init__(self, maxlen: int) -> None:
         super().__init__(maxlen=maxlen)
         self.created: dict[int, int] = {}
         self.destroyed: dict[int, int] = {}
+        self.closed: set[int] = set()
 
     def append(self, line: str) -> None:
         super().append(line)
+        if " closed" in line and (c := CLOSED_LINE.search(line)):
+            self.closed.add(int(c.group(1)))
         if "XQueue (" in line and (m := QUEUE_LINE.search(line)):
             book = self.created if m.group(3) == "created" else self.destroyed
             pid = int(m.group(2))
@@ -70,6 +77,7 @@ class XserverLog(deque[str]):
         super().clear()
         self.created.clear()
         self.destroyed.clear()
+        self.closed.clear()
 
     def of(self, pids: set[int]) -> tuple[int, int] | None:
         """(created, destroyed) by ``pids``; None when the log named no XQueue at all
@@ -248,6 +256,8 @@ def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_poll
 
     sched = None
     for line in stderr:
+        if LEAVE_MARK in line:  # the shim's lines after it are its leave (app-managed)
+            break
         m = SCHED_LINE.search(line)
         if m:
             what = m.group(1)

@@ -12,6 +12,7 @@ poll still counts as a poll of its own: the evidence is unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import subprocess
@@ -215,20 +216,22 @@ class Fails:
 def poll_thread(client: XserverClient, proc: subprocess.Popen[bytes] | None,
                 runs_now: Mapping[str, Any], pace: Pace, cache: AnswerCache,
                 inbox: deque[Poll], wake: Callable[[], None], stop: threading.Event,
-                handoff_s: float) -> None:
+                handoff_s: float, hush: threading.Lock | None = None) -> None:
     """The poll thread: ``/xqueues`` at the pace's interval into ``inbox``, with who ran
     then; ``wake`` the loop every ``handoff_s``, and at once on a failure or an exited
-    xserver (``proc``: ours; None for a joined one), until ``stop``."""
+    xserver (``proc``: ours; None for a joined one), until ``stop``. Each request holds
+    ``hush`` (the preflight's probes leave while it is taken: ``quiet``)."""
     rng, trees = random.Random(), ProcessTrees()  # a server's queues: its whole tree
     handed = 0.0
     while not stop.is_set():
-        t0 = time.monotonic()
-        rc = proc.poll() if proc is not None else None
         res: Answer | Exception
-        try:
-            res = cache.answer(client.xqueues_raw())
-        except Exception as e:
-            res = e
+        with hush or contextlib.nullcontext():
+            t0 = time.monotonic()
+            rc = proc.poll() if proc is not None else None
+            try:
+                res = cache.answer(client.xqueues_raw())
+            except Exception as e:
+                res = e
         # who ran at poll time (a dict copy is one step under the GIL)
         runs = [(n, trees.of(r), r.state, r.rec.count) for n, r in list(runs_now.items())]
         inbox.append(Poll(t0, rc, res, runs))

@@ -19,7 +19,10 @@ exiting, as XSched 1.2's shim was seen to: the phase goes on with a warning), ``
 the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
 on the kind of stream a workload uses fails the phase at once with that reason.
 Verdicts are cached for the process's lifetime per install (and shim file),
-interpreter, platform, device, stream and XSched environment.
+interpreter, platform, device, stream and XSched environment
+(``XWATCH_PREFLIGHT_CACHE=0``: never), and never from a preflight during which xserver
+died. After their work the probes are held, and leave one at a time while xserver hears
+nothing else (``probe_leave``).
 
 Each probe starts the way its workloads do (issue 58 goal 4): with the environment the
 phase's workloads start from (``Launcher.base_env``) and, where they fork from XSched's
@@ -58,6 +61,15 @@ from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkSe
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
+from xwatch.core.xsched.probe_leave import (
+    HOLD_ENV,
+    LEFT_TIMEOUT_S,
+    Held,
+    Quiet,
+    leave,
+    leave_line,
+    wait_on,
+)
 from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
@@ -67,6 +79,9 @@ CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still ta
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
+#: "0": every XSched phase probes afresh (benchmarks/plans/probe-race.sh: each phase's
+#: probes leave beside its own xserver)
+CACHE_ENV = "XWATCH_PREFLIGHT_CACHE"
 GPU_PIN_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 
 
@@ -205,11 +220,18 @@ def plan_probes(scen: Scenario, install: XschedInstall, platforms: Mapping[str, 
 
 async def run_probes(probes: list[Probe], install: XschedInstall, client: XserverClient,
                      seconds: float = SMOKE_SECONDS, timeout_s: float = PROBE_TIMEOUT_S,
-                     use_cache: bool = True, fork: Forker | None = None) -> list[Verdict]:
+                     use_cache: bool = True, fork: Forker | None = None,
+                     fails: Callable[[list[Verdict]], bool] | None = None,
+                     quiet: Quiet | None = None,
+                     leaves: list[M.ProbeLeave] | None = None) -> list[Verdict]:
     """Run the probes (in parallel) while polling xserver for their XQueues; each
-    forked through ``fork`` where it can be (see the module), else exec'd."""
+    forked through ``fork`` where it can be (see the module), else exec'd; held after
+    their work and let go one at a time (``probe_leave``: ``quiet``, the mode's, says
+    when; ``fails``: whether verdicts fail the phase, when they go at once). How they
+    left is appended to ``leaves`` (none when every verdict was cached)."""
     out: list[Verdict | None] = [None] * len(probes)
     todo: list[tuple[int, Probe]] = []
+    use_cache = use_cache and os.environ.get(CACHE_ENV) != "0"
     for i, p in enumerate(probes):
         hit = _CACHE.get(p.key(install)) if use_cache else None
         if hit is not None:
@@ -217,7 +239,9 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
         else:
             todo.append((i, p))
     if todo:
-        results = await _run(todo, client, seconds, timeout_s, fork)
+        results, left = await _run(todo, client, seconds, timeout_s, fork, fails, quiet)
+        if leaves is not None and left is not None:
+            leaves.append(left)
         for (i, p), v in zip(todo, results):
             out[i] = v
             _CACHE[p.key(install)] = v
@@ -235,20 +259,23 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
     return result
 
 
-async def _start(p: Probe, seconds: float, fork: Forker | None) -> tuple[_Proc | None, str, str]:
-    """Start probe ``p``: (the process, how it started, why it could not: "")."""
+async def _start(p: Probe, seconds: float, fork: Forker | None, hold: bool = False
+                 ) -> tuple[_Proc | None, str, str]:
+    """Start probe ``p`` (``hold``: held after its work, ``probe_leave``): (the process,
+    how it started, why it could not: "")."""
     args = (p.device, p.stream, f"{seconds:g}")
+    env = {**p.env, HOLD_ENV: "1"} if hold else dict(p.env)
     how = "exec"
     if fork is not None:
         try:
-            forked, how = await fork(p.python, SMOKE_MODULE, args, p.env)
+            forked, how = await fork(p.python, SMOKE_MODULE, args, env)
         except OSError as e:
             forked, how = None, f"exec (the fork failed: {e})"
         if forked is not None:
             return forked, how, ""
     try:
         return await asyncio.create_subprocess_exec(
-            p.python, "-u", "-m", SMOKE_MODULE, *args, env=dict(p.env),
+            p.python, "-u", "-m", SMOKE_MODULE, *args, env=env,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, start_new_session=True,
             preexec_fn=child_setup()), how, ""
@@ -256,26 +283,70 @@ async def _start(p: Probe, seconds: float, fork: Forker | None) -> tuple[_Proc |
         return None, how, f"cannot start {p.python}: {e.strerror or e}"
 
 
-async def _communicate(proc: _Proc) -> tuple[bytes, bytes]:
-    """Its stdout and stderr to their end, and its exit."""
-    assert proc.stdout is not None and proc.stderr is not None
-    so, se, _ = await asyncio.gather(proc.stdout.read(), proc.stderr.read(), proc.wait())
-    return so, se
+@dataclass
+class _Out:
+    """What one probe said so far: its stdout and stderr lines, its JSON lines folded
+    (``info``), whether it said ``done``; ``held``: its leave (``probe_leave``)."""
+
+    held: Held | None
+    out: list[str] = field(default_factory=list)
+    err: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def line(self, ln: str) -> None:
+        self.out.append(ln)
+        with contextlib.suppress(ValueError):
+            d = json.loads(ln)
+            if isinstance(d, dict):
+                if d.get("type") == "left":
+                    if self.held is not None:
+                        self.held.switched = d.get("left") is True
+                        self.held.said.set()
+                    return
+                self.info.update(d)
+                if d.get("type") == "done":
+                    self.done.set()
+
+
+async def _lines(stream: asyncio.StreamReader | None, sink: Callable[[str], None]) -> None:
+    if stream is None:
+        return
+    while True:
+        raw = await stream.readline()
+        if not raw:
+            return
+        sink(raw.decode("utf-8", "replace").rstrip("\n"))
+
+
+async def _communicate(proc: _Proc, o: _Out) -> None:
+    """Its stdout and stderr, line by line into ``o``, to their end, and its exit."""
+    await asyncio.gather(_lines(proc.stdout, o.line), _lines(proc.stderr, o.err.append),
+                         proc.wait())
 
 
 async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: float,
-               timeout_s: float, fork: Forker | None = None) -> list[Verdict]:
+               timeout_s: float, fork: Forker | None = None,
+               fails: Callable[[list[Verdict]], bool] | None = None,
+               quiet: Quiet | None = None) -> tuple[list[Verdict], M.ProbeLeave | None]:
+    """Run the probes, poll xserver for their XQueues, let them leave (held after their
+    work, one at a time: ``probe_leave``; not with ``XWATCH_XSCHED_PROBE_WAIT=0``), judge
+    them. ``fails``: whether verdicts fail the phase (then the probes go at once)."""
+    hold = wait_on()
     t0 = time.monotonic()
-    started = await asyncio.gather(*(_start(p, seconds, fork) for _, p in todo))
+    started = await asyncio.gather(*(_start(p, seconds, fork, hold) for _, p in todo))
     procs = [proc for proc, _, _ in started]
     starts = [how for _, how, _ in started]
     errors = [err for _, _, err in started]
+    outs = [_Out(Held(proc.pid) if hold and proc is not None else None) for proc in procs]
     pids = {proc.pid: k for k, proc in enumerate(procs) if proc is not None}
     seen = [{"max": 0, "ready": 0, "polls": 0} for _ in procs]
     failed: dict[str, Any] = {"n": 0, "last": ""}
 
-    async def poll() -> None:
-        while True:
+    stop_polls = asyncio.Event()
+
+    async def poll() -> None:  # ends after its request in flight: nothing sent past it
+        while not stop_polls.is_set():
             try:
                 data = await asyncio.to_thread(client.xqueues)
             except XschedError as e:  # counted and reported: never silently "no queues"
@@ -287,67 +358,115 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                 by_pid.setdefault(int(q.get("pid", -1)), []).append(q)
             for pid, k in pids.items():
                 proc = procs[k]
-                if proc is None or proc.returncode is not None:
-                    continue
+                if proc is None or proc.returncode is not None or outs[k].done.is_set():
+                    continue  # a held probe's idle XQueues after its work are not its run
                 mine = by_pid.get(pid, [])
                 seen[k]["polls"] += 1
                 seen[k]["max"] = max(seen[k]["max"], len(mine))
                 if any(q.get("ready") for q in mine):
                     seen[k]["ready"] += 1
-            await asyncio.sleep(POLL_S)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop_polls.wait(), POLL_S)
 
     crashed = asyncio.Event()
+    released = asyncio.Event()
 
-    async def collect(proc: _Proc) -> tuple[int | None, str, str, bool]:
-        comm = asyncio.ensure_future(_communicate(proc))
+    async def collect(k: int, proc: _Proc) -> tuple[int | None, bool]:
+        o = outs[k]
+        comm: asyncio.Future[Any] = asyncio.ensure_future(_communicate(proc, o))
+        if o.held is not None:
+            comm.add_done_callback(lambda _: o.held.gone.set() if o.held else None)
         end = time.monotonic() + timeout_s
-        while not comm.done():
+        while not comm.done() and not o.done.is_set():
             left = end - time.monotonic()
             if crashed.is_set():  # a crashed GLB process can leave the others hanging
                 left = min(left, CRASH_GRACE_S)
                 end = time.monotonic() + left
             if left <= 0:
                 break
-            waiter = asyncio.ensure_future(crashed.wait())
-            await asyncio.wait({comm, waiter}, timeout=left,
+            others: list[asyncio.Future[Any]] = [asyncio.ensure_future(o.done.wait())]
+            if not crashed.is_set():  # (once set, waiting on it again would spin)
+                others.append(asyncio.ensure_future(crashed.wait()))
+            await asyncio.wait({comm, *others}, timeout=left,
                                return_when=asyncio.FIRST_COMPLETED)
-            waiter.cancel()
-        if comm.done():
-            so, se = comm.result()
-            if proc.returncode not in (0, None):
-                crashed.set()
-            return proc.returncode, so.decode("utf-8", "replace"), \
-                se.decode("utf-8", "replace"), False
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, 9)
-        so, se = await comm
-        return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
-            True
+            for w in others:
+                w.cancel()
+        timed_out = not comm.done() and not o.done.is_set()
+        if comm.done() and proc.returncode not in (0, None) and not o.done.is_set():
+            crashed.set()
+        if not timed_out and not comm.done():  # held after its work: until it is let go
+            await released.wait()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(comm), LEFT_TIMEOUT_S + timeout_s / 4)
+        if not comm.done():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, 9)
+            await comm
+        return proc.returncode, timed_out
 
     poller = asyncio.create_task(poll())
+    tasks = [asyncio.ensure_future(collect(k, p)) if p is not None else None
+             for k, p in enumerate(procs)]
+    leave_rec: M.ProbeLeave | None = None if hold else M.ProbeLeave(wait=False)
+    t_work = time.monotonic()
     try:
-        results = await asyncio.gather(*(collect(p) if p is not None else _none()
-                                         for p in procs))
+        if hold:  # every probe's work ended (its "done", or its exit, or the time limit)
+            await asyncio.gather(*(_work_ended(t, o) for t, o in zip(tasks, outs)))
+        else:  # the old way: each leaves as its work ends, polled until it exited
+            released.set()
+            await asyncio.gather(*(t for t in tasks if t is not None))
+        stop_polls.set()
+        await poller
+        t_work = time.monotonic()  # a verdict's seconds: its run, not the hold after it
+        if hold:
+            early = _verdicts(todo, procs, outs, [
+                (0, False) if o.done.is_set() or t is None else t.result()  # done: exited
+                for t, o in zip(tasks, outs)], starts, errors, seen, failed,
+                time.monotonic() - t0)
+            ok = all(o.done.is_set() for o, p in zip(outs, procs) if p is not None) \
+                and not (fails is not None and fails(early))
+            held = [o.held for o in outs if o.held is not None and o.done.is_set()]
+            leave_rec = await leave(held, client, quiet, ok)
+        released.set()
+        results = [await t if t is not None else (None, False) for t in tasks]
     finally:
+        released.set()
         poller.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await poller
+        for t in tasks:
+            if t is not None and not t.done():
+                t.cancel()
         for proc in procs:
             if proc is not None and proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, 9)
-    elapsed = time.monotonic() - t0
+    return _verdicts(todo, procs, outs, results, starts, errors, seen, failed,
+                     t_work - t0), leave_rec
+
+
+async def _work_ended(task: asyncio.Future[Any] | None, o: _Out) -> None:
+    """Until a probe's work ended: its ``done`` line, or its ``collect`` returned."""
+    if task is None:
+        return
+    waiter = asyncio.ensure_future(o.done.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+
+
+def _verdicts(todo: list[tuple[int, Probe]], procs: list[_Proc | None], outs: list[_Out],
+              results: list[tuple[int | None, bool]], starts: list[str], errors: list[str],
+              seen: list[dict[str, int]], failed: dict[str, Any], elapsed: float
+              ) -> list[Verdict]:
+    """Each probe's verdict from what it said, its exit (``results``: (status, timed
+    out)) and what xserver listed for it."""
     verdicts = []
-    for k, ((_, p), (rc, so, se, timed_out), proc) in enumerate(zip(todo, results, procs)):
-        lines = [ln for ln in se.splitlines() if ln.strip()]
-        info: dict[str, Any] = {}
-        finished = False  # the smoke's "done" line: its work ended, synchronized
-        for ln in so.splitlines():
-            with contextlib.suppress(ValueError):
-                d = json.loads(ln)
-                if isinstance(d, dict):
-                    info.update(d)
-                    finished = finished or d.get("type") == "done"
+    for k, ((_, p), (rc, timed_out), proc, o) in enumerate(zip(todo, results, procs, outs)):
+        lines = [ln for ln in o.err if ln.strip()]
+        info = o.info
+        finished = o.done.is_set()  # the smoke's "done" line: its work ended, synchronized
         if errors[k]:
             status, detail, cause, sched = "crashed", errors[k], errors[k], None
         else:
@@ -369,10 +488,6 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             poll_errors=failed["n"], poll_error=failed["last"][:300], finished=finished,
             start=starts[k], pid=proc.pid if proc is not None else None))
     return verdicts
-
-
-async def _none() -> tuple[int | None, str, str, bool]:
-    return None, "", "", False
 
 
 #: which failure names the phase's: a crash first (a crashed process of the global
@@ -427,11 +542,12 @@ def clear_cache() -> None:
 async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                     client: XserverClient, plats: dict[str, str],
                     envs: dict[str, dict[str, str]], note: Callable[..., None],
-                    launcher: Launcher | None = None) -> None:
+                    launcher: Launcher | None = None, quiet: Quiet | None = None) -> None:
     """The phase's preflight: probe its built-in workloads (``plan_probes``), each
     started as its workloads are (``launcher``; None: exec'd from xwatch's own
-    environment), record the verdicts in ``phase.preflight``, log each with ``note``,
-    raise the failure."""
+    environment) and let go as ``quiet`` (the XSched mode's) allows (``probe_leave``),
+    record the verdicts and how the probes left in ``phase.preflight``, log each with
+    ``note``, raise the failure (an xserver that died meanwhile is one)."""
     launcher = launcher or Launcher()
     scen = dataclasses.replace(scenario, workloads=tuple(
         w for w in scenario.workloads if w.name in phase.runs))
@@ -443,10 +559,21 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
         return
     note(f"preflight: {len(probes)} probe(s) under the shim ...")
     t0 = time.monotonic()
-    verdicts = await run_probes(probes, install, client, fork=launcher.fork)
+    leaves: list[M.ProbeLeave] = []
+    verdicts = await run_probes(probes, install, client, fork=launcher.fork,
+                                fails=lambda vs: preflight_failure(vs, scen) is not None,
+                                quiet=quiet, leaves=leaves)
     reason = preflight_failure(verdicts, scen)
+    if quiet is not None and (gone := quiet.gone()) is not None:  # no probe's fault alone
+        reason = f"{gone}; during the preflight" + (f" (and {reason})" if reason else "")
+        for p in probes:  # judged beside a dying xserver: a retry probes afresh
+            _CACHE.pop(p.key(install), None)
     phase.preflight = M.Preflight(verdicts=list(verdicts),
-                                  seconds=round(time.monotonic() - t0, 2), failure=reason)
+                                  seconds=round(time.monotonic() - t0, 2), failure=reason,
+                                  leave=leaves[0] if leaves else msgspec.UNSET)
+    if leaves and leaves[0].wait and not reason:
+        note(f"preflight: probes' leave: {leave_line(leaves[0])}",
+             "warning" if leaves[0].note else "info")
     for v in verdicts:
         note(f"preflight {verdict_line(v)}", "error" if reason and v.status in
              FAILING_VERDICTS else "warning" if v.status == EXIT_CRASH else "info")

@@ -73,6 +73,8 @@ class Phase:
         self.step: str | None = None
         self.candidate: str | None = None
         self.cut_short: str | None = None
+        #: the first attempt's end, when this phase is its one retry (``Driver.step``)
+        self.retried: M.PhaseRetry | None = None
         #: a split phase: each copy's mode (``in_mode``); None: every copy in ``mode``
         self.copy_modes: dict[str, str] | None = dict(copy_modes) if copy_modes else None
         #: called for every captured output line (mode backends read the shim's log)
@@ -272,7 +274,7 @@ class Phase:
             annotations=tuple(self.annotations), error=self.error, setting=self.setting,
             setting_values=self.setting_values, calibrate=self.calibrate,
             repeat=self.repeat, step=self.step, candidate=self.candidate,
-            cut_short=self.cut_short, copy_modes=self.copy_modes)
+            cut_short=self.cut_short, copy_modes=self.copy_modes, retried=self.retried)
 
 
 CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture

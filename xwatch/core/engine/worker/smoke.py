@@ -9,8 +9,13 @@ Prints two JSON lines on stdout (``start`` after torch and the device are up,
 ``done`` with the iteration count); a crash shows as the exit status and stderr.
 SIGUSR1 ends the work early, as if SECONDS had passed (after at least three
 iterations): the MPS preflight stops its probe once the probe was seen as a client.
-Small convolutions, a matrix product and a device synchronize per iteration: the
-same kinds of kernel launch the real workloads make.
+With ``XWATCH_PROBE_HOLD=1`` (the XSched preflight's, ``xsched/probe_leave.py``) the
+probe, after its ``done`` line, stays in XSched, idle, until SIGUSR2 (at most
+``HOLD_MAX_S``), then leaves XSched's global scheduler (``leave_xsched``), prints
+``{"type": "left", "left": true}`` (false: it could not switch, and leaves at its exit
+as before) and, told again (every probe has left), exits: the preflight lets its probes
+leave one at a time while nothing else talks to xserver (docs/gpus-start.md, "A probe's
+exit and xserver").
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ import signal
 import sys
 import time
 
+HOLD_ENV = "XWATCH_PROBE_HOLD"
+HOLD_MAX_S = 120.0
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
@@ -30,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     seconds = float(args[2]) if len(args) > 2 else 2.0
     early: list[int] = []
     signal.signal(signal.SIGUSR1, lambda *_: early.append(1))  # before torch's threads
+    hold = os.environ.get(HOLD_ENV) == "1"
+    if hold:  # blocked before torch starts threads, so sigtimedwait alone receives it
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
     import torch
 
     if device_name == "auto":
@@ -75,6 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     times.sort()
     print(json.dumps({"type": "done", "iters": len(times), "early": bool(early),
                       "median_ms": round(times[len(times) // 2], 4)}), flush=True)
+    if hold:
+        from xwatch.core.engine.worker.xsched_fork import leave_xsched
+
+        told = signal.sigtimedwait({signal.SIGUSR2}, HOLD_MAX_S) is not None
+        left = leave_xsched()
+        print(json.dumps({"type": "left", "told": told, "left": left}), flush=True)
+        if left and told:  # its exit tells xserver's process monitor, whose cleanup is one
+            # more scheduling batch: it ends when told again, once every probe has left
+            signal.sigtimedwait({signal.SIGUSR2}, HOLD_MAX_S)
     return 0
 
 

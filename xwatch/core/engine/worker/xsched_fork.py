@@ -104,7 +104,7 @@ LEAVE_ENV = "XWATCH_XSCHED_LEAVE"
 LEAVE_MARK = "xwatch: leaving XSched's global scheduler before exit"
 
 
-def leave_xsched() -> None:
+def leave_xsched() -> bool:
     """Tell xserver this process leaves, as XSched's own exit does (app-managed again:
     ``ProcessDestroyEvent`` sent, the process's channel removed) and ``os._exit`` skips.
 
@@ -113,11 +113,15 @@ def leave_xsched() -> None:
     assertion (``server.cpp:200``) and stopped scheduling, so a LOW that finished
     mid-phase or a joiner's exit stalled the xserver for 30 s and failed the phase. On
     4x H100 (docs/results/h100x4-2026-11-27b.md) leaving first removed both stalls.
-    ``XWATCH_XSCHED_LEAVE=0`` restores the old exit (to reproduce the stall)."""
+    ``XWATCH_XSCHED_LEAVE=0`` restores the old exit (to reproduce the stall).
+    Whether it left (False: not under XSched, told not to, or this install cannot be
+    switched, e.g. 49079bc without ``XHintSetScheduler``: it leaves at its exit then)."""
     if os.environ.get(LEAVE_ENV) == "0" or not os.environ.get("XSCHED_SCHEDULER"):
-        return
+        return False
     lib = xsched_mapped()
     if lib is not None:
         with contextlib.suppress(Exception):
+            app = scheduler_numbers(lib)["APP"]
             print(LEAVE_MARK, file=sys.stderr, flush=True)
-            set_scheduler(lib, scheduler_numbers(lib)["APP"])
+            return set_scheduler(lib, app) == 0
+    return False

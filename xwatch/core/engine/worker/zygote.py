@@ -83,6 +83,7 @@ from typing import Any
 
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV, GPU_INIT_ENV
+from xwatch.core.engine.worker.smoke import HOLD_ENV
 from xwatch.core.engine.worker.xsched_fork import switch_scheduler, xsched_switch
 
 SOCKET_ENV = "XWATCH_ZYGOTE_FD"
@@ -108,7 +109,7 @@ IMPORT_WAIT_S = 60.0
 IMPORTING = "the fork server is still importing"
 #: xwatch's settings and pipes for the worker: read by the worker itself, after the imports
 WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", "XWATCH_OWNER",
-                        FORKED_ENV})
+                        FORKED_ENV, HOLD_ENV})
 #: read after the imports (by the worker, or by the GPU runtime as it initializes, which
 #: the server never did), so a forked worker may differ from the server in them and in
 #: nothing else

@@ -12,6 +12,7 @@ from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.render.model import Section, Table
 from xwatch.core.modes import verdicts
+from xwatch.core.xsched.probe_leave import leave_line
 
 
 def xsched_version(xs: M.Xsched) -> str:
@@ -77,6 +78,10 @@ def preflight_section(snap: SessionSnapshot) -> Section | None:
                         "end, then died while exiting) lets it go on, warned.")
     s.paragraphs.append(verdicts.legend(r[3] for r in rows))
     s.tables.append(("", Table(["phase", "device / stream", "for", "verdict", "detail"], rows)))
+    for p in snap.phases:
+        lv = p.preflight.leave if p.preflight is not None else UNSET
+        if isinstance(lv, M.ProbeLeave):
+            s.paragraphs.append(f"**{p.name}** probes' leave: {leave_line(lv)}.")
     return s
 
 

@@ -94,6 +94,15 @@ def phases_section(snap: SessionSnapshot) -> Section:
           ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
          for p in snap.phases])))
     ph.paragraphs += [f"**{p.name}** {line}." for p in snap.phases for line in shared_lines(p)]
+    for p in snap.phases:  # run again once: xserver died before its first measured second
+        if p.retried is not None:
+            died = p.retried.xserver_exit
+            when = f"{died.t:.1f} s into its first attempt, " if died is not None else ""
+            ph.paragraphs.append(
+                f"**{p.name}** ran twice: xserver died {when}before its first measured second "
+                f"({died.reason if died is not None else p.retried.error}); xserver was started "
+                "again and these are the second attempt's numbers"
+                + (" (it died again: the phase failed)." if p.status == "failed" else "."))
     return ph
 
 
