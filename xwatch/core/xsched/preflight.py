@@ -17,7 +17,10 @@ exiting, as XSched 1.2's shim was seen to: the phase goes on with a warning), ``
 ``shim-not-loaded``, ``app-managed``, ``local``, ``not-scheduled``, ``hung``
 (decided by ``engagement.probe_verdict`` from the exit status, the shim's log and
 the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
-on the kind of stream a workload uses fails the phase at once with that reason.
+on the kind of stream a workload uses fails the phase at once with that reason. A probe
+is ``hung`` when it outlasts ``PROBE_TIMEOUT_S`` or, once another probe crashed, when its
+CPU time stands still for ``CRASH_GRACE_S``: by its own progress, not the wall clock, so
+a busy machine's slow probe is not called hung.
 Verdicts are cached for the process's lifetime per install (and shim file),
 interpreter, platform, device, stream and XSched environment.
 
@@ -55,6 +58,7 @@ from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkServer
+from xwatch.core.procs import cpu_ticks
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
@@ -63,7 +67,13 @@ from xwatch.scenario import Scenario, Workload
 
 SMOKE_SECONDS = 2.0
 PROBE_TIMEOUT_S = 120.0
-CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still take
+#: once one probe crashed (a crashed process of the global scheduler can leave the others
+#: hanging), how long another may make no progress (its CPU time standing still) before
+#: it is judged hung. Progress, not wall time: on a busy machine a probe still importing
+#: torch or ending its work is slow, not hung, and uses CPU all along; a hung one waits
+#: and uses none
+CRASH_GRACE_S = 10.0
+PROGRESS_POLL_S = 0.5  # how often a probe's CPU time is read once another crashed
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
@@ -298,16 +308,28 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
 
     crashed = asyncio.Event()
 
-    async def collect(proc: _Proc) -> tuple[int | None, str, str, bool]:
+    async def collect(proc: _Proc) -> tuple[int | None, str, str, str]:
+        """Its exit status, stdout, stderr and why it was killed ("": it was not)."""
         comm = asyncio.ensure_future(_communicate(proc))
         end = time.monotonic() + timeout_s
+        ticks: int | None = None  # its CPU time when last seen to move, and when
+        moved: float | None = None
+        killed = ""
         while not comm.done():
-            left = end - time.monotonic()
-            if crashed.is_set():  # a crashed GLB process can leave the others hanging
-                left = min(left, CRASH_GRACE_S)
-                end = time.monotonic() + left
+            now = time.monotonic()
+            left = end - now
             if left <= 0:
+                killed = "after the time limit"
                 break
+            if crashed.is_set():  # another crashed: hung only if it makes no progress
+                used = cpu_ticks(proc.pid)
+                if moved is None or (used is not None and used != ticks):
+                    ticks, moved = used, now
+                if now - moved >= CRASH_GRACE_S:
+                    killed = (f"and no progress (its CPU time stood still) for "
+                              f"{CRASH_GRACE_S:g} s after another probe crashed")
+                    break
+                left = min(left, PROGRESS_POLL_S)
             waiter = asyncio.ensure_future(crashed.wait())
             await asyncio.wait({comm, waiter}, timeout=left,
                                return_when=asyncio.FIRST_COMPLETED)
@@ -317,12 +339,12 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             if proc.returncode not in (0, None):
                 crashed.set()
             return proc.returncode, so.decode("utf-8", "replace"), \
-                se.decode("utf-8", "replace"), False
+                se.decode("utf-8", "replace"), ""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, 9)
         so, se = await comm
         return proc.returncode, so.decode("utf-8", "replace"), se.decode("utf-8", "replace"), \
-            True
+            killed
 
     poller = asyncio.create_task(poll())
     try:
@@ -338,7 +360,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                     os.killpg(proc.pid, 9)
     elapsed = time.monotonic() - t0
     verdicts = []
-    for k, ((_, p), (rc, so, se, timed_out), proc) in enumerate(zip(todo, results, procs)):
+    for k, ((_, p), (rc, so, se, killed), proc) in enumerate(zip(todo, results, procs)):
         lines = [ln for ln in se.splitlines() if ln.strip()]
         info: dict[str, Any] = {}
         finished = False  # the smoke's "done" line: its work ended, synchronized
@@ -352,8 +374,9 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             status, detail, cause, sched = "crashed", errors[k], errors[k], None
         else:
             status, detail, cause, sched = probe_verdict(
-                rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)),
-                seen[k]["polls"], finished)
+                rc, lines, seen[k]["max"], seen[k]["ready"], bool(killed),
+                int(info.get("iters", 0)), seen[k]["polls"], finished,
+                limit=killed or "after the time limit")
             if failed["n"] and status != "engaged":
                 detail += (f" ({failed['n']} /xqueues polls failed, last: "
                            f"{failed['last'][:160]})")
@@ -371,8 +394,8 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     return verdicts
 
 
-async def _none() -> tuple[int | None, str, str, bool]:
-    return None, "", "", False
+async def _none() -> tuple[int | None, str, str, str]:
+    return None, "", "", ""
 
 
 #: which failure names the phase's: a crash first (a crashed process of the global
