@@ -9,7 +9,9 @@ at most a few seconds) in the background, and hands the runner every workload's
 client variables: the workloads load beside the preflight, and ``settle`` (awaited by
 the runner before the start gate may open) raises its failure.
 While the phase runs, a daemon that exits fails the phase. Each running workload
-is looked up in the servers' client lists (its process or a child); one that never
+is looked up in the servers' client lists (its process or a child), at the latest
+just before the workloads are stopped (``last_look``: a short phase on a busy machine
+can end before the watch got to them); one that never
 shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
 MPS without a word when it cannot reach the daemon. Clients that are not this
 session's (another session joined the daemon) are said once and kept as the phase's
@@ -151,6 +153,12 @@ class MpsController:
         probe, self._probe = self._probe, None
         if probe is not None:
             await probe
+
+    async def last_look(self, phase: Phase) -> None:
+        """The client lists read once more before the workloads stop, for those not
+        proven yet (none pending, a failed or hung daemon: nothing to read)."""
+        if self.phase is phase and self._pending and self._failure is None:
+            await self._judge_pending(final=False)
 
     async def leave(self, phase: Phase) -> None:
         probe, self._probe = self._probe, None
