@@ -168,11 +168,11 @@ command = ["{PY}", "{WORKLOADS}/pipe_producer.py", "50", "--crash-after", "5"]
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(lambda: app.session and app.session.current and  # type: ignore[truthy-function]
                        app.session.current.runs["bad"].state == "failed", pilot)
-        await pilot.pause(0.8)
         from xwatch.ui.widgets.status import AlertBar
-        bar = app.query_one(AlertBar)
+        bar = app.query_one(AlertBar)  # shown at its next refresh, however busy the box
+        await wait_for(lambda: bar.display and "bad: failed (exit code 3)" in str(bar.render()),
+                       pilot)
         text = str(bar.render())
-        assert bar.display and "bad: failed (exit code 3)" in text
         assert "illegal memory access" in text
         assert app.session.current.runs["ok"].state == "running"  # type: ignore[union-attr]
         await app.action_quit()
@@ -204,9 +204,8 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
         await wait_for(lambda: app.session.current.xsched.workloads["high"]  # type: ignore[union-attr]
                        .status == "engaged", pilot)
         await pilot.press("3")
-        await pilot.pause(0.6)
         from xwatch.ui.widgets.panels import XschedPanel
-        assert "engaged" in app.query_one(XschedPanel).plain
+        await wait_for(lambda: "engaged" in app.query_one(XschedPanel).plain, pilot)
         await pilot.press("k")
         await wait_for(lambda: isinstance(app.screen, ControlScreen), pilot)
         app.screen.query_one("#priority").value = "9"  # type: ignore[attr-defined]
