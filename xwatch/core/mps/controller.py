@@ -156,9 +156,11 @@ class MpsController:
 
     async def last_look(self, phase: Phase) -> None:
         """The client lists read once more before the workloads stop, for those not
-        proven yet (none pending, a failed or hung daemon: nothing to read)."""
+        proven yet (none pending, a failed daemon: nothing to read); a daemon that does
+        not answer within ``LAST_LOOK_S`` holds the stop no longer."""
         if self.phase is phase and self._pending and self._failure is None:
-            await self._judge_pending(final=False)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._judge_pending(final=False), self.LAST_LOOK_S)
 
     async def leave(self, phase: Phase) -> None:
         probe, self._probe = self._probe, None
@@ -352,6 +354,7 @@ class MpsController:
     #: each server listed for its clients (``_strangers``); this long without an answer
     #: (a hung daemon: clients would wait on it) fails the phase
     UNANSWERED_S = 6.0
+    LAST_LOOK_S = 10.0
 
     async def _watch_loop(self, phase: Phase) -> None:
         silent_since: float | None = None
