@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import psutil
 
@@ -31,3 +32,17 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def read_until(stream: Any, needle: str, timeout: float = 120.0) -> list[str]:
+    """The lines of ``stream`` (a process's text stdout) up to and including the first
+    that holds ``needle`` (a progress line such as ``high running n=``: the phase
+    measures), or to the stream's end or ``timeout`` (checked as lines come): a test
+    waits on what the program says, not a sleep a busy machine outlasts."""
+    lines: list[str] = []
+    end = time.monotonic() + timeout
+    for line in stream:
+        lines.append(line)
+        if needle in line or time.monotonic() > end:
+            break
+    return lines

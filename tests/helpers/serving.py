@@ -52,9 +52,12 @@ def config(port: int, *extra: str, **kw: Any) -> ServeConfig:
 
 
 def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | None = None,
-                env: dict[str, str] | None = None) -> Ran:
+                env: dict[str, str] | None = None, stop_after_requests: int | None = None
+                ) -> Ran:
     """The generator as the supervisor starts it (its own process group, the event pipe
-    on a fd); ``stop_after_s``: SIGINT to its group then, as xwatch stops a phase."""
+    on a fd); ``stop_after_s``: SIGINT to its group then, as xwatch stops a phase;
+    ``stop_after_requests``: the same once that many requests were reported (a condition,
+    not a time a busy machine outlasts; ``timeout`` bounds the wait)."""
     r, w = os.pipe()
     e = {**os.environ, **(env or {}), CONFIG_ENV: cfg.to_json(), "XWATCH_EVENT_FD": str(w),
          "PYTHONPATH": str(ROOT)}
@@ -63,14 +66,24 @@ def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | N
                          start_new_session=True, cwd=str(ROOT))
     os.close(w)
     chunks: list[bytes] = []
+    enough = threading.Event()
 
     def drain() -> None:  # read as it comes: a full pipe would block the generator
         with os.fdopen(r, "rb") as f:
             while data := f.read1(1 << 16):
                 chunks.append(data)
+                if stop_after_requests is not None and not enough.is_set() and \
+                        _requests(b"".join(chunks)) >= stop_after_requests:
+                    enough.set()
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
+    if stop_after_requests is not None:
+        end = time.monotonic() + timeout
+        while not enough.wait(0.1) and p.poll() is None and time.monotonic() < end:
+            pass
+        if p.poll() is None:
+            os.killpg(p.pid, 2)
     if stop_after_s is not None:
         try:
             p.wait(stop_after_s)
@@ -84,6 +97,15 @@ def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | N
     reader.join(timeout)
     events = [json.loads(x) for x in b"".join(chunks).splitlines() if x.strip()]
     return Ran(p.returncode, events, err)
+
+
+def _requests(data: bytes) -> int:
+    """How many request events the complete lines of ``data`` hold."""
+    n = 0
+    for x in data.splitlines()[:-1] if not data.endswith(b"\n") else data.splitlines():
+        if x.strip() and json.loads(x).get("type", "req") == "req":
+            n += 1
+    return n
 
 
 def write_scenario(tmp_path: Path, server: tuple[str, ...], port: int, duration: float = 3,

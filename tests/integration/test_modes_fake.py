@@ -22,6 +22,7 @@ from tests.conftest import DATA, PY, run_xwatch
 from tests.helpers import scenarios
 from tests.helpers.fake_mps import commands, make_tool
 from tests.helpers.fake_xsched import have_cc, make_install
+from tests.helpers.procs import read_until
 from tests.helpers.scenarios import tiny_models
 
 FAKE_NVML = str(DATA / "fake_nvml")
@@ -195,9 +196,23 @@ def test_a_killed_mps_server_is_named_as_the_cause(
     the server and the clients it took down, not only what CUDA tells them."""
     proc, server = _mps_phase_and(tmp_path, mps_env,
                                   lambda cmd: any("time.sleep(1e6)" in a for a in cmd))
-    time.sleep(2.0)  # the clients are proven on it first
+    # the clients are proven on it first, however busy the box: both measure, then the
+    # watch reads the client lists over a whole round after that (its lists for the
+    # strangers, then its own for the pending workloads: three reads cover one)
+    assert proc.stdout is not None
+    said: list[str] = []
+    while not said or not ("high running n=" in said[-1] and "low running n=" in said[-1]):
+        more = read_until(proc.stdout, "running n=", timeout=60)
+        assert more, "".join(said)
+        said += more
+    reads = len([c for c in commands(mps_env["FAKE_MPS_RECORD"]) if "get_client_list" in c])
+    end = time.monotonic() + 60
+    while len([c for c in commands(mps_env["FAKE_MPS_RECORD"])
+               if "get_client_list" in c]) < reads + 3 and time.monotonic() < end:
+        time.sleep(0.1)
     server.send_signal(signal.SIGKILL)
     outs, errs = proc.communicate(timeout=60)
+    outs = "".join(said) + outs
     assert proc.returncode == 1, outs + errs
     assert f"the MPS server (pid {server.pid}) died" in errs, errs
     assert "its clients high, low lost their GPU context" in errs

@@ -1,6 +1,7 @@
 """The MPS client-list verdicts at a phase's end: a workload a list was read for while it
 ran and never found is ``not-in-mps``; one that exited before any list was read while it
-ran is ``unverified`` (no evidence either way), not accused of running outside MPS."""
+ran is ``unverified`` (no evidence either way), not accused of running outside MPS; the
+runner's last look before it stops the workloads reads a list while they still run."""
 
 from __future__ import annotations
 
@@ -79,3 +80,26 @@ def test_served_before_a_read_and_unlisted_at_the_next_is_not_in_mps_at_once() -
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_last_look_before_the_stop_proves_a_client_the_watch_had_not_reached() -> None:
+    """On a busy machine a short phase can end before the watch read a list for a
+    workload: the runner's ``last_look``, before it stops the workloads, reads one while
+    they still run, so the proof does not depend on how fast the box is."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        ctl = _controller({100: [proc.pid]})
+        ctl._servers = set()  # as ``enter`` leaves it
+        ctl._pending = {"low": (_run(proc.pid), 1e12)}  # type: ignore[dict-item]
+        other = SimpleNamespace()  # a phase this controller does not run: nothing read
+        asyncio.run(ctl.last_look(other))  # type: ignore[arg-type]
+        assert ctl.phase is not None and ctl.phase.mps is not None
+        assert "low" not in ctl.phase.mps.workloads
+        asyncio.run(ctl.last_look(ctl.phase))
+        rec = ctl.phase.mps.workloads["low"]
+        assert rec.status == "in-mps" and rec.client_pids == [proc.pid] and not ctl._pending
+    finally:
+        proc.kill()
+        proc.wait()
+    asyncio.run(ctl._judge_pending(final=True))  # the stop's own judgement keeps it
+    assert ctl.phase.mps.workloads["low"].status == "in-mps"

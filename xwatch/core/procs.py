@@ -1,8 +1,8 @@
 """Processes and ``/proc``: a process's owner and command line, its environment, its
-parent and the tree below it, its memory maps, and the System V message queues of
-``/proc/sysvipc/msg``. A leaf below every stage: it imports nothing of xwatch, so the
-mode backends, the search for other sessions' daemons and the load generator's server
-all read processes through it.
+parent and the tree below it, the CPU time it used, its memory maps, and the System V
+message queues of ``/proc/sysvipc/msg``. A leaf below every stage: it imports nothing
+of xwatch, so the mode backends, the search for other sessions' daemons and the load
+generator's server all read processes through it.
 
 Every reader takes the ``/proc`` root as ``proc`` (tests pass a made-up one) and says
 "unknown" with None rather than raising: a process may be gone by the time it is read,
@@ -167,6 +167,21 @@ def parent(pid: int, proc: str = PROC) -> int | None:
         return None
     try:
         return int(raw.rsplit(b")", 1)[1].split()[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def cpu_ticks(pid: int, proc: str = PROC) -> int | None:
+    """The CPU time process ``pid`` has used so far, user and system, in clock ticks
+    (``utime + stime`` of ``/proc/PID/stat``); None when gone or unreadable. A process
+    that waits on something that never comes uses none; one that is only slow (a busy
+    machine) still does."""
+    raw = read_bytes(f"{proc}/{pid}/stat")
+    if raw is None:
+        return None
+    try:
+        fields = raw.rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
     except (ValueError, IndexError):
         return None
 

@@ -119,6 +119,11 @@ class Workload(Doc, frozen=True, kw_only=True):
     server: ServerView | None = None
     log_tail: Sequence[str] = ()  # derived: the last stderr lines, then stdout's
     stderr_tail: Sequence[str] = ()
+    #: its first stderr lines that are no longer in ``stderr_tail`` (a server's start-up:
+    #: what it serves, on which port), at most 10; empty while the tail holds them all
+    #: (a list: a file written before it existed reads as one too)
+    stderr_head: list[str] = []
+    stderr_skipped: int = 0  # stderr lines between the head and the tail, kept in neither
     stdout_tail: Sequence[str] = ()
     #: the workload's hello event: raw JSON from the workload (an edge)
     hello: RawJSON = {}

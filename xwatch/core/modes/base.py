@@ -50,6 +50,12 @@ class ModeBackend(Protocol):
         """Wait for what ``enter`` left running beside the workloads' start (the MPS
         preflight); raise its failure. The start gate stays shut until this returns."""
 
+    async def last_look(self, phase: Phase) -> None:
+        """The phase's workloads are about to be stopped: the last moment they are seen
+        running (MPS reads the client lists for those not proven clients yet: on a busy
+        machine a short phase can end before its watch got to them). None here."""
+        return None
+
     async def leave(self, phase: Phase) -> None:
         """Undo ``enter`` (stop daemons); must be safe to call twice."""
 

@@ -9,7 +9,9 @@ at most a few seconds) in the background, and hands the runner every workload's
 client variables: the workloads load beside the preflight, and ``settle`` (awaited by
 the runner before the start gate may open) raises its failure.
 While the phase runs, a daemon that exits fails the phase. Each running workload
-is looked up in the servers' client lists (its process or a child); one that never
+is looked up in the servers' client lists (its process or a child), at the latest
+just before the workloads are stopped (``last_look``: a short phase on a busy machine
+can end before the watch got to them); one that never
 shows up gets the verdict ``not-in-mps`` and an alert: CUDA runs a program outside
 MPS without a word when it cannot reach the daemon. It is judged at its first list read
 after a read that found it had completed requests already (a process joins at its CUDA
@@ -157,6 +159,14 @@ class MpsController:
         probe, self._probe = self._probe, None
         if probe is not None:
             await probe
+
+    async def last_look(self, phase: Phase) -> None:
+        """The client lists read once more before the workloads stop, for those not
+        proven yet (none pending, a failed daemon: nothing to read); a daemon that does
+        not answer within ``LAST_LOOK_S`` holds the stop no longer."""
+        if self.phase is phase and self._pending and self._failure is None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._judge_pending(final=False), self.LAST_LOOK_S)
 
     async def leave(self, phase: Phase) -> None:
         probe, self._probe = self._probe, None
@@ -350,6 +360,7 @@ class MpsController:
     #: each server listed for its clients (``_strangers``); this long without an answer
     #: (a hung daemon: clients would wait on it) fails the phase
     UNANSWERED_S = 6.0
+    LAST_LOOK_S = 10.0
 
     async def _watch_loop(self, phase: Phase) -> None:
         silent_since: float | None = None

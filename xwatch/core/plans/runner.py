@@ -385,6 +385,8 @@ class Runner:
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
             watchdog.cancel()
+        for backend in self._entered:  # its evidence read while the workloads still run
+            await backend.last_look(p)
         await self.supervisor.stop(planned_end=planned_end)
         await self._leave_all(p)
         p.stages.setdefault("mode_left", time.monotonic())  # MPS/XSched: daemon stopped

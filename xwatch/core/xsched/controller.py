@@ -27,7 +27,7 @@ from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK, switchable
-from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes.base import XSCHED, ModeBackend
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.modes.neighbours import Strangers, Xserver
@@ -62,7 +62,7 @@ SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
 
 
-class XschedController:
+class XschedController(ModeBackend):  # its last_look: none (the poller watched)
     """The XSched mode backend: xserver lifecycle, environments, polling, control."""
 
     mode = XSCHED

@@ -238,11 +238,12 @@ EXIT_CRASH = "crashed-at-exit"
 
 
 def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_polls: int,
-                  timed_out: bool, iters: int, polls: int = 0, finished: bool = False
-                  ) -> tuple[str, str, str, str | None]:
+                  timed_out: bool, iters: int, polls: int = 0, finished: bool = False,
+                  limit: str = "after the time limit") -> tuple[str, str, str, str | None]:
     """(verdict, detail, cause line, scheduler) for one preflight probe. ``finished``:
     the probe printed its ``done`` line (all its work done and synchronized) before it
-    exited; a crash after that is a crash at exit, judged apart from the run."""
+    exited; a crash after that is a crash at exit, judged apart from the run.
+    ``timed_out``: it was killed, ``limit`` says what it outlasted."""
     if finished and not timed_out and rc not in (0, None):
         status, detail, cause, sched = probe_verdict(rc=0, stderr=stderr,
                                                      queues_max=queues_max,
@@ -265,7 +266,7 @@ def probe_verdict(rc: int | None, stderr: list[str], queues_max: int, ready_poll
                 f"local {m.group(2)}" if what.startswith("local") else "app-managed"
     cause = best_cause(stderr)
     if timed_out:
-        return ("hung", f"no result after the time limit ({iters} iterations seen); killed"
+        return ("hung", f"no result {limit} ({iters} iterations seen); killed"
                 + (f"; last cause line: {cause}" if cause else ""), cause, sched)
     if rc != 0:
         return "crashed", f"{_describe_rc(rc)}" + (f": {cause}" if cause else ""), cause, sched

@@ -17,7 +17,10 @@ exiting, as XSched 1.2's shim was seen to: the phase goes on with a warning), ``
 ``shim-not-loaded``, ``app-managed``, ``local``, ``not-scheduled``, ``hung``
 (decided by ``engagement.probe_verdict`` from the exit status, the shim's log and
 the XQueues xserver listed for the probe's pid). A crash, hang or "not scheduled"
-on the kind of stream a workload uses fails the phase at once with that reason.
+on the kind of stream a workload uses fails the phase at once with that reason. A probe
+is ``hung`` when it outlasts ``PROBE_TIMEOUT_S`` or, once another probe crashed, when its
+CPU time stands still for ``CRASH_GRACE_S``: by its own progress, not the wall clock, so
+a busy machine's slow probe is not called hung.
 Verdicts are cached for the process's lifetime per install (and shim file),
 interpreter, platform, device, stream and XSched environment
 (``XWATCH_PREFLIGHT_CACHE=0``: never), and never from a preflight during which xserver
@@ -58,6 +61,7 @@ from xwatch.core.engine.launch import build_launch
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkServer
+from xwatch.core.procs import cpu_ticks
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
@@ -75,7 +79,8 @@ from xwatch.scenario import Scenario, Workload
 
 SMOKE_SECONDS = 2.0
 PROBE_TIMEOUT_S = 120.0
-CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may still take
+CRASH_GRACE_S = 10.0  # once one probe crashed, how long the others may make no progress
+PROGRESS_POLL_S = 0.5  # how often a probe's CPU time is read once another crashed
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
@@ -371,19 +376,31 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
     crashed = asyncio.Event()
     released = asyncio.Event()
 
-    async def collect(k: int, proc: _Proc) -> tuple[int | None, bool]:
+    async def collect(k: int, proc: _Proc) -> tuple[int | None, str]:
+        """Its exit status and why it was killed ("": it was not)."""
         o = outs[k]
         comm: asyncio.Future[Any] = asyncio.ensure_future(_communicate(proc, o))
         if o.held is not None:
             comm.add_done_callback(lambda _: o.held.gone.set() if o.held else None)
         end = time.monotonic() + timeout_s
+        ticks: int | None = None  # its CPU time when last seen to move, and when
+        moved: float | None = None
+        killed = ""
         while not comm.done() and not o.done.is_set():
-            left = end - time.monotonic()
-            if crashed.is_set():  # a crashed GLB process can leave the others hanging
-                left = min(left, CRASH_GRACE_S)
-                end = time.monotonic() + left
+            now = time.monotonic()
+            left = end - now
             if left <= 0:
+                killed = "after the time limit"
                 break
+            if crashed.is_set():  # another crashed: hung only if it makes no progress
+                used = cpu_ticks(proc.pid)
+                if moved is None or (used is not None and used != ticks):
+                    ticks, moved = used, now
+                if now - moved >= CRASH_GRACE_S:
+                    killed = (f"and no progress (its CPU time stood still) for "
+                              f"{CRASH_GRACE_S:g} s after another probe crashed")
+                    break
+                left = min(left, PROGRESS_POLL_S)
             others: list[asyncio.Future[Any]] = [asyncio.ensure_future(o.done.wait())]
             if not crashed.is_set():  # (once set, waiting on it again would spin)
                 others.append(asyncio.ensure_future(crashed.wait()))
@@ -391,7 +408,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
                                return_when=asyncio.FIRST_COMPLETED)
             for w in others:
                 w.cancel()
-        timed_out = not comm.done() and not o.done.is_set()
+        timed_out = bool(killed)
         if comm.done() and proc.returncode not in (0, None) and not o.done.is_set():
             crashed.set()
         if not timed_out and not comm.done():  # held after its work: until it is let go
@@ -402,7 +419,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, 9)
             await comm
-        return proc.returncode, timed_out
+        return proc.returncode, killed
 
     poller = asyncio.create_task(poll())
     tasks = [asyncio.ensure_future(collect(k, p)) if p is not None else None
@@ -420,7 +437,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
         t_work = time.monotonic()  # a verdict's seconds: its run, not the hold after it
         if hold:
             early = _verdicts(todo, procs, outs, [
-                (0, False) if o.done.is_set() or t is None else t.result()  # done: exited
+                (0, "") if o.done.is_set() or t is None else t.result()  # done: exited
                 for t, o in zip(tasks, outs)], starts, errors, seen, failed,
                 time.monotonic() - t0)
             ok = all(o.done.is_set() for o, p in zip(outs, procs) if p is not None) \
@@ -428,7 +445,7 @@ async def _run(todo: list[tuple[int, Probe]], client: XserverClient, seconds: fl
             held = [o.held for o in outs if o.held is not None and o.done.is_set()]
             leave_rec = await leave(held, client, quiet, ok)
         released.set()
-        results = [await t if t is not None else (None, False) for t in tasks]
+        results = [await t if t is not None else (None, "") for t in tasks]
     finally:
         released.set()
         poller.cancel()
@@ -457,13 +474,13 @@ async def _work_ended(task: asyncio.Future[Any] | None, o: _Out) -> None:
 
 
 def _verdicts(todo: list[tuple[int, Probe]], procs: list[_Proc | None], outs: list[_Out],
-              results: list[tuple[int | None, bool]], starts: list[str], errors: list[str],
+              results: list[tuple[int | None, str]], starts: list[str], errors: list[str],
               seen: list[dict[str, int]], failed: dict[str, Any], elapsed: float
               ) -> list[Verdict]:
-    """Each probe's verdict from what it said, its exit (``results``: (status, timed
-    out)) and what xserver listed for it."""
+    """Each probe's verdict from what it said, its exit (``results``: (status, why it
+    was killed, "" if it was not)) and what xserver listed for it."""
     verdicts = []
-    for k, ((_, p), (rc, timed_out), proc, o) in enumerate(zip(todo, results, procs, outs)):
+    for k, ((_, p), (rc, killed), proc, o) in enumerate(zip(todo, results, procs, outs)):
         lines = [ln for ln in o.err if ln.strip()]
         info = o.info
         finished = o.done.is_set()  # the smoke's "done" line: its work ended, synchronized
@@ -471,8 +488,9 @@ def _verdicts(todo: list[tuple[int, Probe]], procs: list[_Proc | None], outs: li
             status, detail, cause, sched = "crashed", errors[k], errors[k], None
         else:
             status, detail, cause, sched = probe_verdict(
-                rc, lines, seen[k]["max"], seen[k]["ready"], timed_out, int(info.get("iters", 0)),
-                seen[k]["polls"], finished)
+                rc, lines, seen[k]["max"], seen[k]["ready"], bool(killed),
+                int(info.get("iters", 0)), seen[k]["polls"], finished,
+                limit=killed or "after the time limit")
             if failed["n"] and status != "engaged":
                 detail += (f" ({failed['n']} /xqueues polls failed, last: "
                            f"{failed['last'][:160]})")

@@ -21,6 +21,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.live.goodput import SloCounter
+from xwatch.core.engine.live.loglines import TAIL, HeadTail
 from xwatch.core.engine.servers.scrape import from_event
 from xwatch.core.engine.snapshot import (
     ALIVE,
@@ -51,8 +52,6 @@ STALL_FIRST_S = 10.0  # before the first request completes
 #: a request's own end time counts as progress when at most this much older than its
 #: delivery (the pipe reader holds events back for up to a second)
 PROGRESS_LAG_S = 5.0
-
-LOG_TAIL = 40
 
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
 MAX_CAUSES = 16  # kinds of request failure kept by name per workload and phase
@@ -117,8 +116,8 @@ class WorkloadRun:
         self.error_traceback: str | None = None
         self.malformed = 0
         self.malformed_samples: deque[str] = deque(maxlen=5)
-        self.stderr: deque[str] = deque(maxlen=LOG_TAIL)
-        self.stdout: deque[str] = deque(maxlen=LOG_TAIL)
+        self.stderr = HeadTail(TAIL)  # its first lines kept too: a server's start
+        self.stdout: deque[str] = deque(maxlen=TAIL)
         self.last_heartbeat: float | None = None
         self.inflight_s = 0.0
         self.launch = M.Launch()  # how it was started (the supervisor records it)
@@ -580,8 +579,9 @@ class WorkloadRun:
             slo_goodput=None if self.slo_good is None else self.slo_good.snapshot(
                 count, rec.errors, unf, measured),
             exit=self.exit, error=self.error, error_causes=dict(self.error_causes),
-            server=self.server, stderr_tail=tuple(self.stderr),
-            stdout_tail=tuple(self.stdout), hello=dict(self.hello), launch=self.launch,
+            server=self.server, stderr_tail=tuple(self.stderr), stderr_head=self.stderr.head(),
+            stderr_skipped=self.stderr.skipped(), stdout_tail=tuple(self.stdout),
+            hello=dict(self.hello), launch=self.launch,
             inflight_s=self.inflight_s if self.state in ALIVE else 0.0,
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)

@@ -114,19 +114,23 @@ def failures_section(snap: SessionSnapshot) -> Section | None:
         if p.status == "failed" and p.error:
             fails.append(f"**{p.name}**: {p.error}")
         # the copies of a workload that failed alike (over the GPUs) are said once
-        alike: dict[tuple[str, str, tuple[str, ...]], list[WorkloadSnapshot]] = {}
+        alike: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]],
+                    list[WorkloadSnapshot]] = {}
         for w in p.workloads:
             if w.state == "failed" or (w.exit and not w.exit.ran_to_end):
                 said = w.exit.describe() if w.exit else w.state
                 tail = tuple(collapse(ln for ln in w.stderr_tail[-12:] if ln.strip()))
-                alike.setdefault((said, w.error or "", tail), []).append(w)
-        for (said, error, tail), ws in alike.items():
+                head = tuple(collapse(ln for ln in w.stderr_head if ln.strip()))
+                alike.setdefault((said, w.error or "", head, tail), []).append(w)
+        for (said, error, head, tail), ws in alike.items():
             who = ws[0].name if len(ws) == 1 else \
                 f"{len(ws)} workloads ({', '.join(w.name for w in ws)})"
             lines = [f"**{p.name} / {who}**: {said}"]
             if error:
                 lines.append(f"error: `{' / '.join(collapse(error.splitlines()))}`")
             fails.append("  \n".join(lines))
+            if head:  # what it said as it started, before what it ended with
+                fails.append("stderr (first lines):\n\n" + "\n".join("    " + ln for ln in head))
             if tail:
                 fails.append("stderr (last lines):\n\n" + "\n".join("    " + ln for ln in tail))
             for w in ws:
