@@ -56,7 +56,7 @@ def test_after_a_crash_a_probe_is_hung_by_its_progress_not_the_clock(
     todo = [(0, probe(python, "crash", "a")), (1, probe(python, "wait", "b")),
             (2, probe(python, "work", "c"))]
     t0 = time.monotonic()
-    crashed, waited, worked = asyncio.run(preflight._run(
+    (crashed, waited, worked), _ = asyncio.run(preflight._run(
         todo, NoQueues(), seconds=1.0, timeout_s=60.0))  # type: ignore[arg-type]
     took = time.monotonic() - t0
     assert crashed.status == "crashed" and "SIGSEGV" in crashed.detail
@@ -65,6 +65,7 @@ def test_after_a_crash_a_probe_is_hung_by_its_progress_not_the_clock(
     assert waited.status == "hung", waited
     assert "no progress (its CPU time stood still) for 1.5 s after another probe " \
         "crashed" in waited.detail, waited.detail
-    # worked for over three graces after the crash: not hung, it ended and said done
-    assert worked.status != "hung" and worked.finished and worked.returncode == 0, worked
+    # worked for over three graces after the crash: not hung, it ended and said done (its
+    # exit status is the let-go signal's, SIGUSR2, which the stand-in does not handle)
+    assert worked.status != "hung" and worked.finished, worked
     assert 3 * GRACE_S <= took < 30, took
