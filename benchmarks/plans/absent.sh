@@ -1,13 +1,14 @@
 # measures: issue 64 goals 2 and 5 seen live. (1) headless run of benchmarks/scenarios/absent.toml under XSched and under MPS: the "! phase" line naming infer (default stream: not scheduled; its own pipe folder: not an MPS client), train never named, and when the line came by the phase clock of the progress line before it (goal: within 10 s of the first requests; absent.txt); (2) the same under XSched in the dashboard in tmux, a capture every 2 s: the first that names infer on the Live tab, and its clock; (3) serve-train in the dashboard: the table headed TTFT P50 and the chart's "chat TTFT ≤200ms" (serve-*.txt)
 # takes: about 6 min
 # params: XS (the XSched install, required), S (seconds a phase, default 30), SIZE (tmux size, default 120x40)
+# (--no-preflight: the preflight refuses a phase whose workload declares the default stream or its own MPS pipe folder before anything starts, as a 2026-11-29 H200 run showed; what is measured here is the live naming of a program the preflight could not foresee)
 XS=${XS:?XS=the XSched install}; S=${S:-30}; SIZE=${SIZE:-120x40}
 SC=benchmarks/scenarios/absent.toml
 say "headless: XSched, then MPS"
-run run-xsched.txt $X run $SC --mode xsched --xsched "$XS" --headless --device cuda:0 --telemetry nvml --duration "$S" --no-keep --export "$R/run-xsched"
-run run-mps.txt $X run $SC --mode mps --headless --device cuda:0 --telemetry nvml --duration "$S" --no-keep --export "$R/run-mps"
+run run-xsched.txt $X run $SC --mode xsched --xsched "$XS" --headless --no-preflight --device cuda:0 --telemetry nvml --duration "$S" --no-keep --export "$R/run-xsched"
+run run-mps.txt $X run $SC --mode mps --headless --no-preflight --device cuda:0 --telemetry nvml --duration "$S" --no-keep --export "$R/run-mps"
 say "dashboard under XSched, a capture every 2 s"
-tmx new -d -s xw -x "${SIZE%x*}" -y "${SIZE#*x}" "$X run $SC --mode xsched --xsched $XS --device cuda:0 --telemetry nvml --duration $S --no-keep; echo EXIT=\$? > $R/dash-exit.txt"
+tmx new -d -s xw -x "${SIZE%x*}" -y "${SIZE#*x}" "$X run $SC --mode xsched --xsched $XS --no-preflight --device cuda:0 --telemetry nvml --duration $S --no-keep; echo EXIT=\$? > $R/dash-exit.txt"
 for k in $(seq -w 1 30); do pause 2; tmx capture-pane -p -t xw > "$R/dash-$k.txt"; done
 tmx send-keys -t xw q; pause 10; tmx kill-server 2>/dev/null; left dashboard
 say "serve-train in the dashboard"
