@@ -15,11 +15,14 @@ sequence: it holds at every look at once. Three parts, each its own function:
   (two runs of five settings give 5, not 1 each). That assumes one relative spread for
   all, so a setting whose own variance is above the pool's gets its own, with the
   other settings' degrees of freedom borrowed only as far as its runs cannot tell it
-  from them: their degrees of freedom times the p-value of the one-sided F test of its
-  variance against theirs (``borrowed``; before, the squared ratio of its variance to
-  the pool's, which lent a setting 6x noisier than the rest 5-15% of the pool however
-  many runs showed it noisier); and no variance is taken below the runs' within-run
-  variance (each run's percentile from order statistics) nor below what rounding to
+  from them: their degrees of freedom times the p-value of the F test of its
+  variance against theirs (``borrowed``; two-sided since 2026-11-29, and a setting
+  quieter than the pool is pooled with the same share, ``lent``; a setting noisier than
+  all the others with 99.99% confidence leaves their pool, ``outliers``; the
+  simulations below then missed in 0.3-4.0%, ``docs/statistics.md``; before, the
+  squared ratio of its variance to the pool's, which lent a setting 6x noisier than the
+  rest 5-15% of the pool however many runs showed it noisier); and no variance is taken
+  below the runs' within-run variance (each run's percentile from order statistics) nor below what rounding to
   the values' resolution adds (``analysis.stats.resolution``). Simulated with spreads
   equal, 6x apart, one 6x noisier than four others, heavy tails and whole
   milliseconds, every interval of every look held together in 95.3-99.3% of 300 trials
