@@ -177,6 +177,8 @@ def log_runs(values: Sequence[float], ses: Sequence[float] = (), *,
 #: confidence (the one-sided F test's p-value against all the others below it): the
 #: quiet settings' intervals are not widened by one whose runs disagree far more
 OUTLIER = 1e-4
+#: ... only at a setting's looks before this many runs (those spent apart, ``look_alpha``)
+OUTLIER_RUNS = looks.FIRST
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ def comparable(r: LogRuns, prior: Prior) -> tuple[float, int]:
         rest = (prior.var * prior.df - r.ss) / others if others > 0 else 0.0
         return (rest, others) if others > 0 and rest > 0 else (0.0, 0)
     parts = list(prior.parts)
-    flags = outliers(parts)
+    flags = outliers(parts) if r.n < OUTLIER_RUNS else [False] * len(parts)
     if r.df and (r.var, r.df) in parts:
         i = parts.index((r.var, r.df))
         del parts[i], flags[i]
@@ -255,17 +257,6 @@ def borrowed(r: LogRuns, prior: Prior) -> int:
     return round(others * min(1.0, 2.0 * _f_above(r.var / rest, r.df, others)))
 
 
-def lent(r: LogRuns, rest: float, others: int) -> int:
-    """How many of the degrees of freedom of a pool (variance ``rest`` on ``others``) a
-    setting quieter than it is pooled with: all of them times the two-sided p-value of
-    the F test of its variance against the pool's (all where the two agree; few where
-    its runs agree far more than the pool's, so that it keeps its own narrow variance
-    on its own degrees of freedom instead of the pool's wide one)."""
-    if not rest > 0 or not others or not r.var > 0:
-        return others
-    return round(others * min(1.0, 2.0 * (1.0 - _f_above(r.var / rest, r.df, others))))
-
-
 def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
     """The variance of one run's log value for ``r`` and its degrees of freedom: pooled
     with the settings comparable to it (``comparable``), but never below ``r``'s own (a
@@ -278,11 +269,8 @@ def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
         return (max(rest, r.floor), others) if others else (math.nan, 0)
     pool = (r.var * r.df + rest * others) / (r.df + others)
     if r.var <= pool:
-        # quieter than the pool: pooled with as much of it as its runs cannot tell it
-        # from (all of it where they agree as much as the pool's; none where they agree
-        # far more: then its own variance on its own degrees of freedom, Student's t)
-        k = lent(r, rest, others)
-        return max((r.var * r.df + rest * k) / (r.df + k), r.floor), r.df + k
+        # no noisier than the pool: the pool's variance on all its degrees of freedom
+        return max(pool, r.floor), r.df + others
     # noisier than the pool: its own variance, with the pool's degrees of freedom
     # borrowed only as far as the runs cannot tell it from the rest
     return r.var, r.df + borrowed(r, prior)
