@@ -16,21 +16,26 @@ sequence: it holds at every look at once. Three parts, each its own function:
   all, so a setting whose own variance is above the pool's gets its own, with the
   other settings' degrees of freedom borrowed only as far as its runs cannot tell it
   from them: their degrees of freedom times the p-value of the F test of its
-  variance against theirs (``borrowed``; two-sided since 2026-11-29, and a setting
-  quieter than the pool is pooled with the same share, ``lent``; a setting noisier than
-  all the others with 99.99% confidence leaves their pool, ``outliers``; the
-  simulations below then missed in 0.3-4.0%, ``docs/statistics.md``; before, the
-  squared ratio of its variance to the pool's, which lent a setting 6x noisier than the
-  rest 5-15% of the pool however many runs showed it noisier); and no variance is taken
-  below the runs' within-run variance (each run's percentile from order statistics) nor below what rounding to
-  the values' resolution adds (``analysis.stats.resolution``). Simulated with spreads
-  equal, 6x apart, one 6x noisier than four others, heavy tails and whole
-  milliseconds, every interval of every look held together in 95.3-99.3% of 300 trials
-  at 2 to 12 runs, and at 2 to 65 runs in 96.3% and 96.5% of 400 for the two hardest
-  (``tests/unit/test_sequential.py``; 3,000 trials: 95.7% with spreads 6x apart, 96.1%
-  with one 6x noisier). A fitted empirical-Bayes weight (Smyth 2004) was tried first:
-  with 1-3 degrees of freedom per setting it came out near 1 even for equal spreads,
-  which is no pooling at all;
+  variance against theirs (``borrowed``; two-sided since 2026-11-29; before, the
+  one-sided p-value, and before that the squared ratio of its variance to the pool's,
+  which lent a setting 6x noisier than the rest 5-15% of the pool however many runs
+  showed it noisier); a setting no noisier than the pool gets the pool's variance on
+  all its degrees of freedom (its own few would widen the interval of runs that agree);
+  at a setting's looks before ``looks.FIRST`` runs, a setting noisier than all the
+  others with 99.99% confidence leaves the pool it is given (``outliers``; from there on
+  it stays: over the calibrated looks, leaving when the quiet settings' variance comes
+  out low narrowed theirs when they were most likely to miss); and no variance is taken
+  below the runs' within-run variance (each run's percentile from order statistics)
+  nor below what rounding to the values' resolution adds
+  (``analysis.stats.resolution``). Simulated with spreads equal, 6x apart, one 6x
+  noisier than four others, heavy tails and whole milliseconds, every interval of every
+  look held together in 95.0-100% of 300 trials at 2 to 12 runs, and at 2 to 65 runs
+  in 95.75% of 400 for the two hardest (``tests/unit/test_sequential.py``;
+  ``docs/statistics.md`` has each, and the ways tried and left: pooling a quieter
+  setting only as far as the F test lends, and the narrower of its own and the pooled
+  interval at half the error each). A fitted empirical-Bayes weight (Smyth 2004) was
+  tried first: with 1-3 degrees of freedom per setting it came out near 1 even for
+  equal spreads, which is no pooling at all;
 - **spending** (``look_alpha``): the error rate ``alpha`` of one setting is spent over
   its looks, one look per run count n >= 2, ``FRONT`` (90%) of it on the looks 2 to 65
   runs, where a race's decisions fall, the rest in proportion to 1 / (n - 1)^2 beyond,
@@ -177,8 +182,10 @@ def log_runs(values: Sequence[float], ses: Sequence[float] = (), *,
 #: confidence (the one-sided F test's p-value against all the others below it): the
 #: quiet settings' intervals are not widened by one whose runs disagree far more
 OUTLIER = 1e-4
-#: ... only at a setting's looks before this many runs (those spent apart, ``look_alpha``)
-OUTLIER_RUNS = looks.FIRST
+#: a setting's looks before this many runs (each spent apart, ``look_alpha``; where a
+#: race decides): only there does a far noisier setting leave the pool (``comparable``),
+#: and does a noisier one borrow by the two-sided p-value (``borrowed``)
+EARLY = looks.FIRST
 
 
 @dataclass(frozen=True)
@@ -227,15 +234,16 @@ def outliers(parts: Sequence[tuple[float, int]]) -> list[bool]:
 
 def comparable(r: LogRuns, prior: Prior) -> tuple[float, int]:
     """The variance and degrees of freedom of the other settings pooled for ``r``:
-    each setting's own variance (never below its floor), but not those whose runs
-    disagree far more than the rest's (``outliers``); the whole pool less ``r`` where
-    ``prior`` does not carry the settings apart."""
+    each setting's own variance (never below its floor), but, while ``r`` has fewer
+    than ``EARLY`` runs, not those whose runs disagree far more than the rest's
+    (``outliers``); the whole pool less ``r`` where ``prior`` does not carry the
+    settings apart."""
     if not prior.parts:
         others = prior.df - r.df
         rest = (prior.var * prior.df - r.ss) / others if others > 0 else 0.0
         return (rest, others) if others > 0 and rest > 0 else (0.0, 0)
     parts = list(prior.parts)
-    flags = outliers(parts) if r.n < OUTLIER_RUNS else [False] * len(parts)
+    flags = outliers(parts) if r.n < EARLY else [False] * len(parts)
     if r.df and (r.var, r.df) in parts:
         i = parts.index((r.var, r.df))
         del parts[i], flags[i]
@@ -246,15 +254,18 @@ def comparable(r: LogRuns, prior: Prior) -> tuple[float, int]:
 
 def borrowed(r: LogRuns, prior: Prior) -> int:
     """How many of the comparable settings' degrees of freedom (``comparable``) a setting
-    noisier than them borrows: their degrees of freedom times the two-sided p-value of
-    the F test of its variance against theirs (1 where the two are equal, falling as its
-    runs tell it apart), rounded. A setting much noisier than the rest on many runs
-    borrows none. (Before 2026-11-29 the one-sided p-value, which lent a setting whose
-    variance equals the rest's about half of their degrees of freedom.)"""
+    noisier than them borrows: their degrees of freedom times the p-value of the F test
+    of its variance against theirs (falling as its runs tell it apart), rounded; a
+    setting much noisier than the rest on many runs borrows none. At its looks before
+    ``EARLY`` runs the two-sided p-value (1 where the two variances are equal: there a
+    race decides, and its own 1-4 degrees of freedom tell little), from there the
+    one-sided (half as much: over the calibrated looks, a setting a little noisier than
+    the pool that borrowed nearly all of it missed in 5.5% of 3,000 simulations)."""
     rest, others = comparable(r, prior)
     if not rest > 0 or not others:
         return 0
-    return round(others * min(1.0, 2.0 * _f_above(r.var / rest, r.df, others)))
+    sides = 2.0 if r.n < EARLY else 1.0
+    return round(others * min(1.0, sides * _f_above(r.var / rest, r.df, others)))
 
 
 def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
