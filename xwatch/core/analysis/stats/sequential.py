@@ -16,26 +16,29 @@ sequence: it holds at every look at once. Three parts, each its own function:
   all, so a setting whose own variance is above the pool's gets its own, with the
   other settings' degrees of freedom borrowed only as far as its runs cannot tell it
   from them: their degrees of freedom times the p-value of the F test of its
-  variance against theirs (``borrowed``; two-sided since 2026-11-29; before, the
-  one-sided p-value, and before that the squared ratio of its variance to the pool's,
-  which lent a setting 6x noisier than the rest 5-15% of the pool however many runs
-  showed it noisier); a setting no noisier than the pool gets the pool's variance on
-  all its degrees of freedom (its own few would widen the interval of runs that agree);
-  at a setting's looks before ``looks.FIRST`` runs, a setting noisier than all the
-  others with 99.99% confidence leaves the pool it is given (``outliers``; from there on
-  it stays: over the calibrated looks, leaving when the quiet settings' variance comes
-  out low narrowed theirs when they were most likely to miss); and no variance is taken
-  below the runs' within-run variance (each run's percentile from order statistics)
-  nor below what rounding to the values' resolution adds
-  (``analysis.stats.resolution``). Simulated with spreads equal, 6x apart, one 6x
-  noisier than four others, heavy tails and whole milliseconds, every interval of every
-  look held together in 95.0-100% of 300 trials at 2 to 12 runs, and at 2 to 65 runs
-  in 95.75% of 400 for the two hardest (``tests/unit/test_sequential.py``;
-  ``docs/statistics.md`` has each, and the ways tried and left: pooling a quieter
-  setting only as far as the F test lends, and the narrower of its own and the pooled
-  interval at half the error each). A fitted empirical-Bayes weight (Smyth 2004) was
-  tried first: with 1-3 degrees of freedom per setting it came out near 1 even for
-  equal spreads, which is no pooling at all;
+  variance against theirs (``borrowed``; since 2026-11-29 two-sided at a setting's
+  looks before ``EARLY`` runs, one-sided from there; before, one-sided, and before that
+  the squared ratio of its variance to the pool's, which lent a setting 6x noisier than
+  the rest 5-15% of the pool however many runs showed it noisier); a setting no noisier
+  than the pool gets the pool's variance on all its degrees of freedom (its own few
+  would widen the interval of runs that agree); at a setting's looks before ``EARLY``
+  runs, a setting noisier than all the others with 99.99% confidence leaves the pool it
+  is given (``outliers``; from there on it stays: over the calibrated looks, leaving
+  when the quiet settings' variance comes out low narrowed theirs when they were most
+  likely to miss); and no variance is taken below the runs' within-run variance (each
+  run's percentile from order statistics) nor below what rounding to the values'
+  resolution adds (``analysis.stats.resolution``). Simulated with spreads equal, 6x
+  apart, one 6x noisier than four others, heavy tails and whole milliseconds, every
+  interval of every look held together in 95.0-100% of 300 trials at 2 to 12 runs, and
+  at 2 to 65 runs in 96.0% and 95.75% of 400 for the two hardest
+  (``tests/unit/test_sequential.py``; 3,000 with another seed: 94.9% and 95.2%, 95.7%
+  with a third for spreads 6x apart: at the limit, the two-sided borrowing at the first
+  looks costing 0.4-0.9 points; ``docs/statistics.md`` has each, and the ways tried and
+  left: pooling a quieter setting only as far as the F test lends, the narrower of its
+  own and the pooled interval at half the error each, the two-sided p-value at every
+  look). A fitted empirical-Bayes weight (Smyth 2004) was tried first: with 1-3 degrees
+  of freedom per setting it came out near 1 even for equal spreads, which is no pooling
+  at all;
 - **spending** (``look_alpha``): the error rate ``alpha`` of one setting is spent over
   its looks, one look per run count n >= 2, ``FRONT`` (90%) of it on the looks 2 to 65
   runs, where a race's decisions fall, the rest in proportion to 1 / (n - 1)^2 beyond,
