@@ -44,11 +44,12 @@ def test_an_interval_is_the_geometric_mean_with_pooled_t_at_the_looks_share() ->
     assert iv.est == pytest.approx(2.0)  # the geometric mean
     own = ss_a / 2  # a is noisier than the pool: its own variance, fewer borrowed df
     f = own / (ss_b / 2)  # against b's: F(2, 2), whose upper tail at f is 1 / (1 + f)
-    df = 2 + round(2 / (1.0 + f))
+    df = 2 + round(2 * min(1.0, 2 / (1.0 + f)))  # the two-sided p-value's share
     half = t_ppf(1 - alpha / 2, df) * math.sqrt(own / 3)
     assert iv.hi == pytest.approx(2.0 * math.exp(half))
     assert iv.lo == pytest.approx(2.0 * math.exp(-half))
-    # b is quieter than the pool: it gets the pooled variance, not its own
+    # b is quieter than the pool: the pooled variance on all 4 degrees of freedom (on
+    # its own 2 alone, this look's error would need t = 42 instead of 10)
     hb = t_ppf(1 - alpha / 2, 4) * math.sqrt(pooled / 3)
     assert cs[1].slo.hi == pytest.approx(math.exp(mb + hb), rel=1e-9)
 

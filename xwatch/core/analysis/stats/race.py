@@ -52,7 +52,7 @@ from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
-from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
+from xwatch.core.analysis.stats.runs import RATE, percentile_of, rate_resolution, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
@@ -107,6 +107,9 @@ class Candidate:
     gpus: list[int] = field(default_factory=list)
     #: every GPU of each run, in order (spread over several: their copies' mean)
     run_gpus: list[tuple[int, ...]] = field(default_factory=list)
+    #: each run's price resolution, samples/s (``runs.rate_resolution``, summed over the
+    #: LOWs): the price's within-run floor; empty for hand-made values (continuous)
+    price_res: list[float] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -163,13 +166,17 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         c.run_gpus.append(on)
     # each LOW once, whichever of its names came; spread over several GPUs: the mean over
     # its copies (a per-GPU price, like a one-GPU run's)
-    per = [[run_value(lw, RATE) for lw in _mine(p, n, at)]
-           for n in dict.fromkeys(role(n) for n in lows)]
+    mine = [_mine(p, n, at) for n in dict.fromkeys(role(n) for n in lows)]
+    per = [[run_value(lw, RATE) for lw in ws] for ws in mine]
     rates = [combine(vs, RATE) for vs in per if vs] if on is not None else \
         [r for vs in per for r in vs]
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
     c.price_ses.append(math.sqrt(sum(s * s for s in ses)) if ses else math.nan)
+    # a mean over copies is within the mean of their resolutions; a sum, the sum
+    res = [[rate_resolution(lw) for lw in ws] for ws in mine]
+    c.price_res.append(sum(sum(r) / len(r) for r in res if r) if on is not None
+                       else sum(x for r in res for x in r))
 
 
 def _mine(p: PhaseSnapshot, name: str, at: str | tuple[str, ...]
@@ -195,11 +202,21 @@ def share(cands: Sequence[Candidate], price: bool = False) -> float:
     return ALPHA * part / max(1, len(cands))
 
 
+def price_runs(c: Candidate) -> seq.LogRuns | None:
+    """``c``'s prices on the log scale, their floor the count's resolution (one
+    iteration over the window, ``runs.rate_resolution``: the largest of its runs'), not
+    the iterations' spread (``price_ses``, kept for the record): a closed loop's count
+    varies far less than that says, and the runs' own spread, pooled over the
+    candidates whose spread is comparable, decides (docs/statistics.md)."""
+    res = max(c.price_res) if len(c.price_res) == len(c.prices) and c.price_res else None
+    return seq.log_runs(c.prices, (), histogram=False, resolution=res)
+
+
 def fit(cands: Sequence[Candidate]) -> None:
     """Every candidate's SLO and price intervals at this look (``analysis.stats.sequential``)."""
     live = [c for c in cands if c.status != FAILED]
     slo = {c.label: seq.log_runs(c.slo_values, c.slo_ses, bounded=c.bounded) for c in live}
-    price = {c.label: seq.log_runs(c.prices, c.price_ses, histogram=False) for c in live}
+    price = {c.label: price_runs(c) for c in live}
     ps, pp = seq.fit_prior(list(slo.values())), seq.fit_prior(list(price.values()))
     a, b = share(cands), share(cands, price=True)
     for c in live:

@@ -130,6 +130,29 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     return RunValue(iv.est, se)
 
 
+def rate_resolution(w: WorkloadSnapshot) -> float:
+    """The resolution of a run's samples/s: one request's (iteration's) samples over the
+    measured window (0: unknown). A closed loop's samples/s is a whole number of
+    iterations over a fixed window, so runs whose true rates differ by less than one
+    iteration over the window give the same value.
+
+    This, not ``run_value``'s ``rate x cv / sqrt(n)``, is the within-run floor of a
+    throughput over runs (``analysis.stats.race``). Over a window T a count of i.i.d.
+    iterations (mean mu, SD sigma) has variance ~ T sigma^2 / mu^3, i.e. a relative SE of
+    cv / sqrt(n): right for i.i.d. iterations only. A closed loop beside a HIGH is not:
+    its iterations alternate with the HIGH's requests (bimodal times: ResNet-50 at
+    60 and 105 ms natively on an H100), and a few are long at fixed moments (the first
+    after warm-up, a preemption); the count over the window varies far less than their
+    spread says. In the H100 race of 2026-11-27 (``docs/results/h100x4-2026-11-27b.md``)
+    the formula gave 1-9% a run where the runs' samples/s varied 0.3-1.2% (4.5% for one
+    setting), and a robust spread (the interquartile range) was no better (58% of the
+    mean for native's bimodal times). The between-run spread decides; the floor is what
+    the count itself cannot resolve."""
+    if not w.count or not w.samples or not w.measured_s or not w.measured_s > 0:
+        return 0.0
+    return w.samples / w.count / w.measured_s
+
+
 # ------------------------------------------------------------ intervals over runs
 def _mean_sd(xs: Sequence[float]) -> tuple[float, float]:
     k = len(xs)

@@ -15,19 +15,30 @@ sequence: it holds at every look at once. Three parts, each its own function:
   (two runs of five settings give 5, not 1 each). That assumes one relative spread for
   all, so a setting whose own variance is above the pool's gets its own, with the
   other settings' degrees of freedom borrowed only as far as its runs cannot tell it
-  from them: their degrees of freedom times the p-value of the one-sided F test of its
-  variance against theirs (``borrowed``; before, the squared ratio of its variance to
-  the pool's, which lent a setting 6x noisier than the rest 5-15% of the pool however
-  many runs showed it noisier); and no variance is taken below the runs' within-run
-  variance (each run's percentile from order statistics) nor below what rounding to
-  the values' resolution adds (``analysis.stats.resolution``). Simulated with spreads
-  equal, 6x apart, one 6x noisier than four others, heavy tails and whole
-  milliseconds, every interval of every look held together in 95.3-99.3% of 300 trials
-  at 2 to 12 runs, and at 2 to 65 runs in 96.3% and 96.5% of 400 for the two hardest
-  (``tests/unit/test_sequential.py``; 3,000 trials: 95.7% with spreads 6x apart, 96.1%
-  with one 6x noisier). A fitted empirical-Bayes weight (Smyth 2004) was tried first:
-  with 1-3 degrees of freedom per setting it came out near 1 even for equal spreads,
-  which is no pooling at all;
+  from them: their degrees of freedom times the p-value of the F test of its
+  variance against theirs (``borrowed``; since 2026-11-29 two-sided at a setting's
+  looks before ``EARLY`` runs, one-sided from there; before, one-sided, and before that
+  the squared ratio of its variance to the pool's, which lent a setting 6x noisier than
+  the rest 5-15% of the pool however many runs showed it noisier); a setting no noisier
+  than the pool gets the pool's variance on all its degrees of freedom (its own few
+  would widen the interval of runs that agree); at a setting's looks before ``EARLY``
+  runs, a setting noisier than all the others with 99.99% confidence leaves the pool it
+  is given (``outliers``; from there on it stays: over the calibrated looks, leaving
+  when the quiet settings' variance comes out low narrowed theirs when they were most
+  likely to miss); and no variance is taken below the runs' within-run variance (each
+  run's percentile from order statistics) nor below what rounding to the values'
+  resolution adds (``analysis.stats.resolution``). Simulated with spreads equal, 6x
+  apart, one 6x noisier than four others, heavy tails and whole milliseconds, every
+  interval of every look held together in 95.0-100% of 300 trials at 2 to 12 runs, and
+  at 2 to 65 runs in 96.0% and 95.75% of 400 for the two hardest
+  (``tests/unit/test_sequential.py``; 3,000 with another seed: 94.9% and 95.2%, 95.7%
+  with a third for spreads 6x apart: at the limit, the two-sided borrowing at the first
+  looks costing 0.4-0.9 points; ``docs/statistics.md`` has each, and the ways tried and
+  left: pooling a quieter setting only as far as the F test lends, the narrower of its
+  own and the pooled interval at half the error each, the two-sided p-value at every
+  look). A fitted empirical-Bayes weight (Smyth 2004) was tried first: with 1-3 degrees
+  of freedom per setting it came out near 1 even for equal spreads, which is no pooling
+  at all;
 - **spending** (``look_alpha``): the error rate ``alpha`` of one setting is spent over
   its looks, one look per run count n >= 2, ``FRONT`` (90%) of it on the looks 2 to 65
   runs, where a race's decisions fall, the rest in proportion to 1 / (n - 1)^2 beyond,
@@ -140,10 +151,14 @@ class LogRuns:
 
 
 def log_runs(values: Sequence[float], ses: Sequence[float] = (), *,
-             histogram: bool = True, bounded: bool = True) -> LogRuns | None:
+             histogram: bool = True, bounded: bool = True,
+             resolution: float | None = None) -> LogRuns | None:
     """``values`` (one per run, > 0) with their within-run standard errors ``ses``
     (the same unit; NaN or missing: unknown, no floor from it). None: no value.
-    Values at or below 0 are taken as a tenth of the smallest positive one."""
+    Values at or below 0 are taken as a tenth of the smallest positive one.
+    ``resolution``: the values' own (a closed loop's samples/s: one iteration's samples
+    over the window, ``runs.rate_resolution``) instead of the one ``resolution_ms``
+    reads from the values."""
     pairs = [(v, s) for v, s in zip(values, [*ses, *[math.nan] * len(values)])
              if v == v and not math.isinf(v)]
     if not pairs:
@@ -156,7 +171,8 @@ def log_runs(values: Sequence[float], ses: Sequence[float] = (), *,
     n = len(logs)
     mean = sum(logs) / n
     ss = sum((x - mean) ** 2 for x in logs)
-    res = resolution_ms([v for v, _ in pairs], histogram=histogram)
+    res = resolution_ms([v for v, _ in pairs], histogram=histogram) if resolution is None \
+        else resolution
     geo = math.exp(mean)
     rel = [(s / max(v, tiny)) ** 2 for v, s in pairs if s == s and s >= 0]
     within = sum(rel) / len(rel) if rel else 0.0
@@ -165,13 +181,26 @@ def log_runs(values: Sequence[float], ses: Sequence[float] = (), *,
 
 
 # ------------------------------------------------------------ pooling
+#: a setting leaves the others' pool when its variance is above theirs with this
+#: confidence (the one-sided F test's p-value against all the others below it): the
+#: quiet settings' intervals are not widened by one whose runs disagree far more
+OUTLIER = 1e-4
+#: a setting's looks before this many runs (each spent apart, ``look_alpha``; where a
+#: race decides): only there does a far noisier setting leave the pool (``comparable``),
+#: and does a noisier one borrow by the two-sided p-value (``borrowed``)
+EARLY = looks.FIRST
+
+
 @dataclass(frozen=True)
 class Prior:
     """The variance of one run's log value pooled over settings, and its degrees of
-    freedom (the settings' own, summed)."""
+    freedom (the settings' own, summed); ``parts``: each setting's own variance (never
+    below its floor) and degrees of freedom, for the pool of the settings comparable to
+    one (``comparable``; empty: every setting is)."""
 
     var: float
     df: int
+    parts: tuple[tuple[float, int], ...] = ()
 
 
 def fit_prior(runs: Sequence[LogRuns | None]) -> Prior | None:
@@ -180,35 +209,85 @@ def fit_prior(runs: Sequence[LogRuns | None]) -> Prior | None:
     df = sum(r.df for r in own)
     if not df:
         return None
-    return Prior(sum(r.ss for r in own) / df, df)
+    return Prior(sum(r.ss for r in own) / df, df, tuple((r.var, r.df) for r in own))
+
+
+def _f_above(f: float, d1: int, d2: int) -> float:
+    """P(F(d1, d2) >= f): how often a variance on ``d1`` degrees of freedom comes out
+    ``f`` times one on ``d2`` or more when the two are equal."""
+    if not f > 0:
+        return 1.0
+    return betainc(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+
+
+def outliers(parts: Sequence[tuple[float, int]]) -> list[bool]:
+    """Per setting (its variance and degrees of freedom), whether its variance is above
+    all the others' pooled with confidence ``1 - OUTLIER`` (one F test each against the
+    rest, not against the setting it would be pooled for: a setting whose own runs
+    happen to agree does not push its peers out and narrow itself on the rest)."""
+    total_v = sum(v * d for v, d in parts)
+    total_d = sum(d for _, d in parts)
+    out = []
+    for v, d in parts:
+        od = total_d - d
+        rest = (total_v - v * d) / od if od > 0 else 0.0
+        out.append(od > 0 and rest > 0 and _f_above(v / rest, d, od) < OUTLIER)
+    return out
+
+
+def comparable(r: LogRuns, prior: Prior) -> tuple[float, int]:
+    """The variance and degrees of freedom of the other settings pooled for ``r``:
+    each setting's own variance (never below its floor), but, while ``r`` has fewer
+    than ``EARLY`` runs, not those whose runs disagree far more than the rest's
+    (``outliers``); the whole pool less ``r`` where ``prior`` does not carry the
+    settings apart."""
+    if not prior.parts:
+        others = prior.df - r.df
+        rest = (prior.var * prior.df - r.ss) / others if others > 0 else 0.0
+        return (rest, others) if others > 0 and rest > 0 else (0.0, 0)
+    parts = list(prior.parts)
+    flags = outliers(parts) if r.n < EARLY else [False] * len(parts)
+    if r.df and (r.var, r.df) in parts:
+        i = parts.index((r.var, r.df))
+        del parts[i], flags[i]
+    keep = [p for p, out in zip(parts, flags) if not out]
+    df = sum(d for _, d in keep)
+    return (sum(v * d for v, d in keep) / df, df) if df else (0.0, 0)
 
 
 def borrowed(r: LogRuns, prior: Prior) -> int:
-    """How many of the pool's degrees of freedom (other than ``r``'s own) a setting
-    noisier than the pool borrows: their degrees of freedom times the chance that its
-    variance would come out this far above theirs if the two were equal (the p-value
-    of the one-sided F test), rounded. A setting much noisier than the rest on many
-    runs borrows none."""
-    others = prior.df - r.df
-    rest = (prior.var * prior.df - r.ss) / others if others > 0 else 0.0
-    if not rest > 0:
+    """How many of the comparable settings' degrees of freedom (``comparable``) a setting
+    noisier than them borrows: their degrees of freedom times the p-value of the F test
+    of its variance against theirs (falling as its runs tell it apart), rounded; a
+    setting much noisier than the rest on many runs borrows none. At its looks before
+    ``EARLY`` runs the two-sided p-value (1 where the two variances are equal: there a
+    race decides, and its own 1-4 degrees of freedom tell little), from there the
+    one-sided (half as much: over the calibrated looks, a setting a little noisier than
+    the pool that borrowed nearly all of it missed in 5.5% of 3,000 simulations)."""
+    rest, others = comparable(r, prior)
+    if not rest > 0 or not others:
         return 0
-    f = r.var / rest
-    return round(others * betainc(others / 2.0, r.df / 2.0, others / (others + r.df * f)))
+    sides = 2.0 if r.n < EARLY else 1.0
+    return round(others * min(1.0, sides * _f_above(r.var / rest, r.df, others)))
 
 
 def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
-    """The variance of one run's log value for ``r`` and its degrees of freedom: the
-    pooled one, but never below ``r``'s own (a setting noisier than the rest is not
-    hidden by the quiet ones) nor its floor; (NaN, 0): nothing to go on."""
+    """The variance of one run's log value for ``r`` and its degrees of freedom: pooled
+    with the settings comparable to it (``comparable``), but never below ``r``'s own (a
+    setting noisier than the rest is not hidden by the quiet ones) nor its floor; (NaN,
+    0): nothing to go on."""
     if prior is None or prior.df < r.df:
         return (r.var, r.df) if r.df else (math.nan, 0)
-    own = r.var if r.df else 0.0
-    if own <= prior.var:
-        return max(prior.var, r.floor), prior.df
+    rest, others = comparable(r, prior)
+    if not r.df:
+        return (max(rest, r.floor), others) if others else (math.nan, 0)
+    pool = (r.var * r.df + rest * others) / (r.df + others)
+    if r.var <= pool:
+        # no noisier than the pool: the pool's variance on all its degrees of freedom
+        return max(pool, r.floor), r.df + others
     # noisier than the pool: its own variance, with the pool's degrees of freedom
     # borrowed only as far as the runs cannot tell it from the rest
-    return max(own, r.floor), r.df + borrowed(r, prior)
+    return r.var, r.df + borrowed(r, prior)
 
 
 # ------------------------------------------------------------ the interval
