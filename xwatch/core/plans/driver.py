@@ -1,7 +1,7 @@
 """The plan driver: one engine under every front end. A ``Driver`` owns a plan's
 session, its runner, the telemetry, the machine's noise floors, the signals, the
 kept session and the export; it runs a ``Plan`` (phases, compare, sweep, noise,
-calibrate; an advise race through ``race``) as ``Step``s and tells an ``Observer``
+calibrate; an advise race or a capacity run through ``race``) as ``Step``s and tells an ``Observer``
 what happens. Headless, the observer prints (``console.Console``); the dashboard's
 posts messages to the app. The runner (``plans.runner``) runs each phase.
 
@@ -31,7 +31,7 @@ from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, MetricsSink, Options
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.errors import UsageError, XwatchError
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 if TYPE_CHECKING:
     from xwatch.core.analysis.stats.noise import Floor
@@ -81,6 +81,9 @@ class Step:
     #: mode (``mode`` names them all), and each mode's backend for this phase
     copy_modes: Mapping[str, str] | None = None
     backends: Mapping[str, ModeBackend | None] | None = None
+    #: the phase's own workloads (a capacity probe: HIGH at the rate it probes), else
+    #: the scenario's
+    workloads: tuple[Workload, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -130,7 +133,8 @@ STOPPED = Stopped()
 
 
 class Race(Protocol):
-    """What the driver needs of an advise race (``plans.advise.Race``)."""
+    """What the driver needs of a race run round by round (``plans.advise.Race``,
+    ``plans.capacity.CapacityRun``)."""
 
     rounds: int
 
@@ -140,7 +144,8 @@ class Race(Protocol):
 
     def after_round(self) -> bool: ...
 
-    def advice(self, final: bool = True) -> M.Advice: ...
+    def publish(self, session: Session) -> None:
+        """Its live record on the session (the dashboard shows it)."""
 
 
 @dataclass
@@ -362,7 +367,7 @@ class Driver:
         duration = self.opts.phase_s(self.scen) if duration_s is None else duration_s
         try:
             phase = await runner.start_phase(step.mode, step.only, step.role,
-                                             step.copy_modes)
+                                             step.copy_modes, step.workloads)
             _label(phase, step, rnd)
             ending = await runner.watch(phase, duration, stop=self.stop,
                                         on_tick=self._ticker(duration, trace_s))
@@ -420,7 +425,7 @@ class Driver:
                     rc.record(placed, session.phases[-1].snapshot(time.monotonic())
                               if len(session.phases) > before else None)
                     if live:
-                        session.advice = rc.advice(final=False)
+                        rc.publish(session)
                 if not rc.after_round():
                     break
             return True
