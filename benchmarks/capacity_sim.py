@@ -4,8 +4,9 @@ any look), how often the searches decide, and how many runs and minutes they tak
 The truth: ``searches`` candidates (the dedicated one among them), each with a knee K
 drawn log-uniform in [1.5 lo, hi / 2] (the rates asked: 50 to 4,000 req/s, so
 that each run bounds its P99) and the typical run's SLO metric at rate r
-``slo * (r / K) ** k``, the slope k drawn in [0.5, 3] (flat curves put many loads
-within noise of the objective). Each run is drawn as ``benchmarks/race_sim.py`` draws
+``slo * (r / K) ** k``, the slope k drawn in ``--slopes`` (default [0.5, 3]; flat
+curves put many loads within noise of the objective, a queue near saturation is
+steeper). Each run is drawn as ``benchmarks/race_sim.py`` draws
 one: a run-level effect on the P99 (log-normal SD ``sigma``, or Student's t with 3
 degrees of freedom at the same scale: ``heavy``), then the P99 as the order statistic
 of the run's requests (rate x ``duration`` of them, at least 16: a run too short to
@@ -19,7 +20,7 @@ A trial misses when any load of any search was judged on the wrong side of its k
 truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
-        [--duration S] [--phase-s S]
+        [--duration S] [--phase-s S] [--slopes LO:HI]
 
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
 GPU, runs back to back; LOW alone's runs included.
@@ -53,11 +54,11 @@ class Trial:
 
 def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
           duration: float = 10.0, lo: float = 50.0, hi: float = 4000.0,
-          max_rounds: int = 80) -> Trial:
+          max_rounds: int = 80, slopes: tuple[float, float] = (0.5, 3.0)) -> Trial:
     """One capacity run against planted knees (see the module)."""
     rng = random.Random(seed)
     knees = [math.exp(rng.uniform(math.log(lo * 1.5), math.log(hi / 2))) for _ in range(searches)]
-    slopes = [rng.uniform(0.5, 3.0) for _ in range(searches)]
+    ks = [rng.uniform(*slopes) for _ in range(searches)]
     hunt = cap.Hunt(SLO_MS, lo, hi, [cap.Search(f"c{i}", "native", dedicated=i == 0)
                                      for i in range(searches)], lows=True)
     s_of = {s.label: i for i, s in enumerate(hunt.searches)}
@@ -67,7 +68,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
         rounds += 1
         for s, rate in probes:
             i = s_of[s.label]
-            truth = SLO_MS * (rate / knees[i]) ** slopes[i]
+            truth = SLO_MS * (rate / knees[i]) ** ks[i]
             sc = Scenario("sim", heavy=heavy, requests=max(16, int(rate * duration)))
             v, se = one_run(rng, sc, truth, sigma)
             s.add(rate, v, se, low=1000.0 * math.exp(rng.gauss(0, 0.01)), low_se=math.nan)
@@ -121,8 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heavy", action="store_true")
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--phase-s", type=float, default=25.0)
+    ap.add_argument("--slopes", default="0.5:3", metavar="LO:HI",
+                    help="the range of the curves' log-log slopes at the knee (default 0.5:3; "
+                         "a queue near saturation is steeper)")
     a = ap.parse_args(argv)
-    trials = [trial(k, a.searches, a.sigma, a.heavy, a.duration) for k in range(a.trials)]
+    lo_k, _, hi_k = a.slopes.partition(":")
+    trials = [trial(k, a.searches, a.sigma, a.heavy, a.duration,
+                    slopes=(float(lo_k), float(hi_k))) for k in range(a.trials)]
     for line in summary(trials, a.phase_s):
         print(line)
     return 0

@@ -68,6 +68,9 @@ EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
 LOW_RUNS = 3  # runs of LOW alone
 #: a fall of the SLO estimate by more than this factor as the load rises is noted
 DIP = 1.1
+#: the loads whose runs the variance is pooled over: estimates within this factor of
+#: the objective (far below it, a load's few requests make its percentile noisier)
+NEAR = 2.0
 
 MET, FAILED, OPEN = "met", "failed", "open"
 SEARCHING, DECIDED, ABOVE, BELOW = "searching", "decided", "above-range", "below-range"
@@ -226,7 +229,8 @@ class Hunt:
         and next rate."""
         loads = [ld for s in self.searches for ld in s.loads.values()]
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
-        prior = seq.fit_prior(slo)
+        prior = seq.fit_prior([r for r in slo if r is not None and
+                               abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
         a = self.load_alpha()
         for ld, r in zip(loads, slo):
             ld.iv = interval(r, prior, a)

@@ -6,8 +6,9 @@ snapshot xwatch ever wrote has the schema id ``xwatch.snapshot/1``; what changed
 within it over time:
 
 - fields were added (``after_end``, ``stalls``, ``latency_hist``, ``metrics``,
-  ``stages``, ``answer``, ...): the document's defaults say what their absence
-  always meant, so nothing is needed here;
+  ``stages``, ``answer``, ``capacity`` (``xwatch capacity``'s record: null, no search,
+  before it), ...): the document's defaults say what their absence always meant, so
+  nothing is needed here;
 - the first snapshots (2026-11-21, before d8e97c5) carried a workload's service-time
   summary as ``service_ms``, which no version read back; it is dropped (its mean
   became ``service_mean_ms``, absent there, so unknown, as it always was on replay);
