@@ -86,11 +86,14 @@ def slo_workload(scen: Scenario, obj: Objective) -> Workload:
     return w
 
 
-def parse_rates(text: str | None, w: Workload) -> tuple[float, float]:
-    """``--rates LO:HI`` (requests/s), else a quarter to 16 times the scenario's rate."""
+def parse_rates(text: str | None, w: Workload, floor: float = 0.0) -> tuple[float, float]:
+    """``--rates LO:HI`` (requests/s); else a quarter to 16 times the scenario's rate,
+    from ``floor`` at least (the lowest rate whose runs bound the SLO percentile: what
+    ``check_bounded`` asks), up to 64 times the start."""
     if not text:
         assert w.rate is not None
-        return w.rate / 4.0, w.rate * 16.0
+        lo = max(w.rate / 4.0, floor)
+        return lo, cap.nice(max(w.rate * 16.0, lo * 64.0 if floor > w.rate / 4.0 else 0.0))
     lo_s, sep, hi_s = text.partition(":")
     try:
         lo, hi = float(lo_s), float(hi_s)
@@ -100,6 +103,16 @@ def parse_rates(text: str | None, w: Workload) -> tuple[float, float]:
         raise UsageError(f"--rates {text!r}: expected LO:HI in requests per second, "
                          "0 < LO < HI (e.g. --rates 10:400)")
     return lo, hi
+
+
+def lowest_bounded(scen: Scenario, obj: Objective, w: Workload) -> float:
+    """The lowest rate whose run gives enough values to bound the SLO percentile from
+    above (0: no such limit, a metric xwatch cannot count ahead), to 3 figures up."""
+    per = values_a_request(w, obj.metric)
+    if not per or not scen.duration_s:
+        return 0.0
+    r = requests_to_bound(percentile_of(obj.metric)) / (scen.duration_s * per)
+    return cap.nice(r * 1.005)
 
 
 def check_bounded(scen: Scenario, obj: Objective, w: Workload, lo: float,
@@ -146,7 +159,8 @@ class CapacityRun:
         self.base = scen.unreplicated()
         self.obj = obj
         self.high = slo_workload(scen, obj)
-        self.lo, self.hi = parse_rates(rates, self.high)
+        self.lo, self.hi = parse_rates(rates, self.high,
+                                       lowest_bounded(self.base, obj, self.high))
         self.xsched, self.mps = xsched, mps
         self.lows = lows_of(self.base, obj)
         self.gpus = scen.gpus
