@@ -8,11 +8,16 @@ a dedicated GPU's work each candidate keeps. ``plans.capacity`` runs the probes.
 candidate (``analysis.stats.sequential``, the race's machinery): each run gives one
 value of the SLO metric (with its within-run error; a run too short to bound the
 percentile leaves the interval open above), the interval is over runs on the log
-scale, the between-run variance pooled over every load of every candidate
-(``sequential.moderated``), its error rate spent over the load's looks (one look a
-run, at most ``MAX_RUNS``: ``interval``), so the interval holds at every look at
-once. A load is ``met`` once its interval lies under the objective, ``failed`` once
-above; the verdict is kept (the intervals hold over every look together).
+scale, the between-run variance pooled over the loads of every candidate whose
+estimates lie within ``NEAR`` of the objective (``sequential.moderated``: a load
+noisier than the pool keeps its own), its error rate spent over the load's looks (one
+look a run, at most ``MAX_RUNS``: ``interval``), so the interval holds at every look at
+once. A load is ``met`` once its interval's upper end lies under the objective,
+``failed`` once its lower end lies above; the verdict is kept (the intervals hold over
+every look together). A verdict can err through one end only (a load truly under the
+objective is wrongly failed by its lower end alone), so each end is taken at the load's
+whole error rate (the two-sided interval at twice it); the intervals printed, and the
+monotonicity check, which can err through either end, are two-sided at the load's rate.
 
 **The search** of one candidate: the first load is the lowest rate asked; while no load
 has failed, the next is ``GROWTH`` times the highest probed (never past the highest
@@ -63,7 +68,7 @@ GROWTH = 4.0
 #: the bracket is narrow enough once ``failed / met`` is at most this (10%)
 TARGET = 1.10
 MIN_RUNS = 2  # no interval on fewer runs
-MAX_RUNS = 6  # a load still open after these is taken as at the knee within noise
+MAX_RUNS = 10  # a load still open after these is taken as at the knee within noise
 EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
 LOW_RUNS = 3  # runs of LOW alone
 #: a fall of the SLO estimate by more than this factor as the load rises is noted
@@ -234,10 +239,12 @@ class Hunt:
         a = self.load_alpha()
         for ld, r in zip(loads, slo):
             ld.iv = interval(r, prior, a)
+            # a verdict errs through one end only: each end at the load's whole rate
+            one = interval(r, prior, 2.0 * a)
             if ld.verdict == OPEN and ld.runs >= MIN_RUNS:
-                if ld.iv.hi is not None and ld.iv.hi < self.slo_ms:
+                if one.hi is not None and one.hi < self.slo_ms:
                     ld.verdict = MET
-                elif ld.iv.lo is not None and ld.iv.lo > self.slo_ms:
+                elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED
         if self.lows:
             low = [seq.log_runs(ld.low, ld.low_ses, histogram=False) for ld in loads]
