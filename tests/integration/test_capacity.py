@@ -112,3 +112,15 @@ def test_capacity_on_two_gpus_beside_a_low_with_the_shares(tmp_path: Path) -> No
     assert cap["low_alone"]["estimate"] > 0 and cap["low_workloads"] == ["low"]
     assert "GPUs of work on one" in r.stdout and "native: 1.0" in r.stdout
     assert "Capacity frontier" in (out / "report.html").read_text()
+
+
+def test_a_range_whose_lowest_rate_already_misses_is_said_so(tmp_path: Path) -> None:
+    """From 150 req/s up the queue grows through every run: the first load misses with
+    confidence, and the search says so, with what that load showed."""
+    r = run_xwatch("capacity", str(_scenario(tmp_path, low=False)), "--rates", "150:400",
+                   "--telemetry", "off", "--budget", "2", env=_env(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr  # settled: the capacity is below 150
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("- dedicated: "))
+    assert line.startswith("- dedicated: below-range: even 150 req/s misses: P90 "), line
+    assert "ms at 150 req/s against 12 ms; give a lower --rates, or a looser SLO" in line
+    assert "< 150" in r.stdout  # the bracket: below the lowest rate asked
