@@ -12,7 +12,7 @@ degrees of freedom at the same scale: ``heavy``), then the P99 as the order stat
 of the run's requests (rate x ``duration`` of them, at least 16: a run too short to
 bound the P99 has no within-run error and leaves its interval open above), its
 within-run standard error from the order statistic's 95% ranks. The search is
-``analysis.stats.capacity.Hunt`` as ``xwatch capacity`` runs it: a round is one run of
+``analysis.capacity.search.Hunt`` as ``xwatch capacity`` runs it: a round is one run of
 every live search's next load, a look after every round.
 
 A trial misses when any load of any search was judged on the wrong side of its knee
@@ -36,7 +36,7 @@ import sys
 from dataclasses import dataclass
 
 from benchmarks.race_sim import Scenario, one_run
-from xwatch.core.analysis.stats import capacity as cap
+from xwatch.core.analysis.capacity import search as cap
 
 SLO_MS = 10.0
 

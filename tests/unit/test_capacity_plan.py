@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import ROOT
 from xwatch.core import model as M
+from xwatch.core.analysis.capacity.lines import capacity_lines, toml_lines
 from xwatch.core.engine.launch import RATE_ENV, build_launch
 from xwatch.core.plans.capacity import make_run, parse_rates
-from xwatch.core.plans.capacity_lines import capacity_lines, toml_lines
 from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import parse_scenario

@@ -1,4 +1,4 @@
-"""The capacity search's statistics (``analysis.stats.capacity``): the bracket narrows to
+"""The capacity search's statistics (``analysis.capacity.search``): the bracket narrows to
 a planted knee, stops where the rates asked end, says when even the lowest misses or
 the metric falls with the load, and keeps its promise over planted knees with
 run-to-run effects (the fast version of ``benchmarks/capacity_sim.py``)."""
@@ -9,7 +9,7 @@ import math
 import random
 
 from benchmarks.capacity_sim import summary, trial
-from xwatch.core.analysis.stats import capacity as cap
+from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.stats.intervals import Interval
 
 

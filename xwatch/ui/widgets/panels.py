@@ -188,7 +188,7 @@ class AnswerPanel(QuietStatic):
         lines = answer_lines(snap) if adv is None and cap is None else []
         self.set_display(bool(lines) or adv is not None or cap is not None)
         if cap is not None:  # a capacity session: its progress, table and consolidation
-            from xwatch.core.plans.capacity_lines import capacity_lines
+            from xwatch.core.analysis.capacity.lines import capacity_lines
 
             t = Text("\n".join(capacity_lines(cap)))
             self.plain = t.plain

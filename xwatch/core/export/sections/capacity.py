@@ -6,14 +6,14 @@ SVG chart in the HTML (``render.charts``)."""
 
 from __future__ import annotations
 
-from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.export.render.model import Section, Table
-from xwatch.core.plans.capacity_lines import (
+from xwatch.core.analysis.capacity.lines import (
     bracket_text,
     consolidation,
     share_text,
     toml_lines,
 )
+from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.export.render.model import Section, Table
 
 
 def capacity_section(snap: SessionSnapshot) -> Section | None:

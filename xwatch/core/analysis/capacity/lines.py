@@ -8,7 +8,7 @@ and the report print the same lines."""
 from __future__ import annotations
 
 from xwatch.core import model as M
-from xwatch.core.analysis.stats import capacity as cap
+from xwatch.core.analysis.capacity import search as cap
 
 
 def _num(v: float | None, fmt: str = "{:.3g}") -> str:

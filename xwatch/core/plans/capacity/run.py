@@ -1,7 +1,7 @@
 """``xwatch capacity``: how much of the SLO workload's load (its offered rate) each
 way of sharing still carries under the SLO beside the lower-priority work, and what
 share of a dedicated GPU's work each keeps (a plan over the one runner; the
-statistics are ``analysis.stats.capacity``).
+statistics are ``analysis.capacity.search``).
 
 Candidates are advise's (``plans.advise.plan_candidates``: native, MPS and XSched
 settings, ``--set`` replacing a mode's grid); beside them, in the same run, the SLO
@@ -32,7 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xwatch.core import model as M
-from xwatch.core.analysis.stats import capacity as cap
+from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.analysis.capacity.lines import capacity_lines, standings
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.copies import copies_of
 from xwatch.core.analysis.stats.intervals import requests_to_bound
@@ -42,7 +43,6 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.modes.base import NATIVE, ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.advise import lows_of, objective, plan_candidates, values_a_request
-from xwatch.core.plans.capacity_lines import capacity_lines, standings
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
 from xwatch.core.plans.options import Backends, Options, backend_for
 from xwatch.errors import UsageError
