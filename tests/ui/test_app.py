@@ -443,6 +443,44 @@ async def test_shift_a_races_over_the_gpus_that_gpus_names(tmp_path: Path) -> No
         os.environ.pop("FAKE_MPS_RECORD", None)
 
 
+async def test_shift_k_searches_the_capacity_live(tmp_path: Path) -> None:
+    """``K`` in the dashboard: the capacity search of a server of known capacity (one
+    request at a time, 10 ms each: 100 req/s; ``tests/data/workloads/queue_server.py``)
+    runs phase after phase; the Compare tab shows its progress, then the bracket."""
+    from xwatch.ui.widgets.panels import AnswerPanel
+
+    f = tmp_path / "q.toml"
+    f.write_text(f"""duration_s = 1.0
+[slo]
+workload = "server"
+percentile = 90
+latency_ms = 12
+[[workload]]
+name = "server"
+priority = "high"
+command = ["{PY}", "{WORKLOADS}/queue_server.py", "10", "1"]
+rate = 40
+honours_rate = true
+""")
+    app = make_app(load_scenario(str(f)), telemetry="off", autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(lambda: app.session is not None, pilot)
+        await pilot.press("K")
+        panel = app.query_one(AnswerPanel)
+        await wait_for(lambda: app.session.capacity is not None  # type: ignore[union-attr]
+                       and app.session.capacity.final is False, pilot, timeout=60)  # live
+        await wait_for(lambda: app.session.capacity is not None  # type: ignore[union-attr]
+                       and app.session.capacity.final is True, pilot, timeout=150)
+        cap = app.session.capacity  # type: ignore[union-attr]
+        assert cap is not None and cap.decided
+        (rec,) = cap.records
+        assert rec.met is not None and rec.failed is not None
+        assert rec.met <= 100.0 <= rec.failed <= rec.met * 1.1
+        await wait_for(lambda: "=== capacity" in panel.plain and "decided:" in panel.plain
+                       and "rate = " in panel.plain, pilot)
+        await app.action_quit()
+
+
 @pytest.mark.slow
 async def test_end_to_end_demo_with_real_torch_workers() -> None:
     app = make_app("demo", telemetry="auto")

@@ -147,6 +147,8 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     scen = scenario_of(args)
     if cmd == "advise":
         return _advise(args, scen)
+    if cmd == "capacity":
+        return _capacity(args, scen)
     modes = modes_of(args)
     opts = options_of(args)
     if opts.repeat < 1:
@@ -206,6 +208,43 @@ def _advise(args: argparse.Namespace, scen: Scenario) -> int:
             metrics.stop()
 
 
+def _capacity(args: argparse.Namespace, scen: Scenario) -> int:
+    """``xwatch capacity``: as advise, its modes and backends checked, and the search
+    (the SLO workload's rate, the runs' length at the lowest rate) before anything
+    starts."""
+    from xwatch.core.plans.advise import usable_modes
+    from xwatch.core.plans.capacity import make_run, run_capacity
+
+    explicit = args.modes is not None
+    wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
+    bad = [m for m in wanted if m not in MODES]
+    if bad or not wanted or len(set(wanted)) != len(wanted):
+        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
+    if args.budget <= 0:
+        raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
+    xs = xsched_backend_of(args, scen) if XSCHED in wanted else None
+    mps_backend, mps_why = mps_backend_of(args, scen, explicit=explicit and MPS in wanted) \
+        if MPS in wanted else (None, None)
+    modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
+    backends = Backends(xs, mps_backend, mps_why)
+    opts = options_of(args)
+    make_run(scen, opts, modes, skipped, backends, say=lambda _: None)  # its errors now
+    if xs is not None and XSCHED in modes:
+        xs.install.check(platforms_of(scen))
+        check_box(xs, scen)
+    check_telemetry(args.telemetry)
+    check_export(args.export)
+    check_devices(scen)
+    check_ports(scen)
+    metrics = _metrics(args)
+    try:
+        return asyncio.run(run_capacity(scen, dataclasses.replace(opts, metrics=metrics),
+                                        modes, skipped, backends))
+    finally:
+        if metrics is not None:
+            metrics.stop()
+
+
 def _check_split(scen: Scenario, modes: list[str]) -> None:
     """``compare --layout split`` needs two modes or more and a GPU for each."""
     gpus = list(scen.gpus)
@@ -223,7 +262,8 @@ def _run(cmd: str, args: argparse.Namespace, opts: Options, scen: Scenario,
     mps_backend, mps_why = mps
     backends = Backends(xs, mps_backend, mps_why)
     if cmd == "compare" and opts.layout == "split":
-        from xwatch.core.plans.driver import Driver, Plan, Step, split_rounds
+        from xwatch.core.plans.box import split_rounds
+        from xwatch.core.plans.driver import Driver, Plan, Step
         _check_split(scen, modes)
         return asyncio.run(Driver(scen, opts, backends).run(
             Plan([Step(m) for m in modes], rounds=split_rounds(scen, modes, opts.repeat))))

@@ -191,6 +191,27 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop before a round that would end past MIN minutes (default 20)")
     adv.add_argument("--seed", type=int, default=DEFAULTS.seed,
                      help="seed of each round's shuffled order (default 0; recorded)")
+    ca = sub.add_parser("capacity", help="headless: the highest load of the SLO workload "
+                        "each way of sharing carries under the SLO with confidence, beside "
+                        "the lower-priority work, and the shares of a dedicated GPU's work "
+                        "each keeps")
+    _add_run_args(ca, headless_flag=False)
+    ca.add_argument("--modes", metavar="M,M,...",
+                    help="mechanisms to search (default native,mps,xsched: those this box "
+                         "cannot run are skipped and named; named here, they are an error)")
+    ca.add_argument("--set", action="append", default=[], metavar="WL.KEY=V1,V2,...",
+                    help="replace a mechanism's candidate grid, as advise's --set")
+    ca.add_argument("--slo", metavar="[WL.][METRIC:]PNN=MS",
+                    help="the objective (default: the scenario's [slo]), e.g. high.P99=10 "
+                         "or chat.itl_ms:P99=6")
+    ca.add_argument("--rates", metavar="LO:HI",
+                    help="the SLO workload's offered rates searched, requests/s (default: a "
+                         "quarter to 16 times the scenario's rate)")
+    ca.add_argument("--budget", type=float, default=DEFAULTS.budget_min, metavar="MIN",
+                    help="stop before a round that would end past MIN minutes (default 20); "
+                         "each open bracket then says how wide it is")
+    ca.add_argument("--seed", type=int, default=DEFAULTS.seed,
+                    help="seed of each round's shuffled order (default 0)")
     nz = sub.add_parser("noise", help="headless: one configuration N times; the variance "
                         "within and between runs per metric, the runs a precision needs, and "
                         "the machine's noise floor recorded for one-run answers")

@@ -263,7 +263,11 @@ WORKLOAD_COMMAND_KEYS: tuple[Key, ...] = (
         "Read latencies from stdout with this regex (named group latency_ms). "
         "Leave out to read JSON lines from the fd in XWATCH_EVENT_FD.", check_regex),
     Key("rate", "number", None, "Target request rate: for display, and to count requests that "
-        "were due but never reported when a phase ends.", check_number(positive=True)),
+        "were due but never reported when a phase ends. The command gets it in XWATCH_RATE "
+        "(requests per second).", check_number(positive=True)),
+    Key("honours_rate", "boolean", False, "The command sends requests at the rate in "
+        "XWATCH_RATE (open loop), so `xwatch capacity` may vary its load; without it "
+        "capacity refuses a command as the SLO workload.", check_bool),
     Key("stdout", "string", "(pty with regex, else pipe)",
         "How the command's stdout is connected: 'pty' (a pseudo-terminal, so C stdio flushes "
         "every line and latencies arrive live) or 'pipe' (block-buffered by most programs).",

@@ -108,6 +108,7 @@ class Workload:
     regex: str | None = None
     stdout: str | None = None  # None: pty when regex is set, else pipe
     platform: str | None = None
+    honours_rate: bool = False  # a command that sends at XWATCH_RATE (``xwatch capacity``)
     xsched: WorkloadXsched = field(default_factory=WorkloadXsched)
     mps: WorkloadMps = field(default_factory=WorkloadMps)
     #: the GPU this copy is pinned to (multi-GPU runs); None: the workload's own device

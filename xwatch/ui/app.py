@@ -8,7 +8,7 @@ changed. Blocking work (telemetry polls, exports, xserver HTTP)
 runs in threads. In replay mode the same widgets show a recorded snapshot.
 
 This module owns the layout, the refresh and the view's keys (``ui.keys``); what
-the keys do to the live session (phases, calibrate, A/B, advise, export, live
+the keys do to the live session (phases, calibrate, A/B, advise, capacity, export, live
 control, quit) is the ``controller.SessionController`` the app holds, over the plan
 driver (``plans.driver``) that owns the session.
 """
@@ -325,6 +325,9 @@ class XwatchApp(App[int]):
 
     def action_advise(self) -> None:
         self.ctl.advise()
+
+    def action_capacity(self) -> None:
+        self.ctl.capacity()
 
     async def action_export(self) -> None:
         await self.ctl.export()

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.message import Message
@@ -36,6 +36,9 @@ from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
 from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
 from xwatch.errors import XwatchError
 from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
+
+if TYPE_CHECKING:
+    from xwatch.core.plans.advise import Race as AdviseRace
 
 
 class PlanSaid(Message):
@@ -305,7 +308,51 @@ class SessionController:
                         "the Compare tab shows the race", timeout=8)
         self.spawn(self._advise(rc))
 
-    async def _advise(self, rc: Race) -> None:
+    def capacity(self) -> None:
+        """``K``: search, for native and the mechanisms configured here, the highest load
+        of the SLO workload that meets the scenario's SLO with confidence beside the
+        lower-priority work, and the SLO workload and the rest alone (20-minute budget);
+        the Compare tab shows the progress and the answer."""
+        if self.not_live():
+            return
+        from xwatch.core.plans.capacity import make_run
+        from xwatch.core.plans.options import Backends, Options
+
+        assert self.runner is not None and self.driver is not None
+        runner, scen, driver = self.runner, self.driver.scen, self.driver
+        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
+        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
+        try:
+            cr = make_run(scen, Options(budget_min=DEFAULT_BUDGET_MIN), modes, skipped,
+                          Backends(runner.backends.get(XSCHED), runner.backends.get(MPS)),
+                          say=driver.observer.say)
+        except XwatchError as e:
+            self.app.notify(str(e), title=e.title, severity="warning", timeout=10,
+                            markup=False)
+            return
+        self.app.notify(f"capacity: {len(cr.hunt.searches)} searches ({', '.join(modes)}), "
+                        f"{cr.obj.workload} from {cr.lo:g} to {cr.hi:g} req/s, budget "
+                        f"{DEFAULT_BUDGET_MIN:g} min; the Compare tab shows the progress",
+                        timeout=8)
+        self.spawn(self._race(cr))
+
+    async def _race(self, rc: Race) -> None:
+        """Run a capacity search round by round; its record kept up to date."""
+        from xwatch.core.plans.capacity import CapacityRun
+
+        assert self.driver is not None and self.session is not None
+        driver, session = self.driver, self.session
+
+        async def run(rnd: int, step: Step) -> Phase | Stopped | None:
+            return await driver.step(step, rnd)
+
+        finished = await driver.race(rc, run, live=True)
+        if isinstance(rc, CapacityRun):
+            session.capacity = rc.record_of()
+        if finished:
+            self.app.post_message(ShowTab("compare"))
+
+    async def _advise(self, rc: AdviseRace) -> None:
         assert self.driver is not None and self.session is not None
         driver, session = self.driver, self.session
 

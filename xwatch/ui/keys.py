@@ -37,6 +37,9 @@ KEYS = (
         (Binding("a", "repeat_ab", "A/B x3", show=False),)),
     Key("`A`", "advise: race native, MPS and XSched settings to the cheapest that meets "
         "the SLO", (Binding("A", "advise", "Advise", show=False),)),
+    Key("`K`", "capacity: the highest HIGH load each sharing setting carries under the "
+        "SLO, and the shares of a dedicated GPU's work it keeps",
+        (Binding("K", "capacity", "Capacity", show=False),)),
     Key("`M`", "the next per-request metric: latency_ms, then each named one (ttft_ms, "
         "tpot_ms, ...); an SLO on a named metric: that one first",
         (Binding("M", "next_metric", "Metric", show=False),)),

@@ -429,9 +429,10 @@ def answer(snap: SessionSnapshot, floors: Mapping[str, Floor] | None = None
            ) -> list[StepAnswer]:
     """For every step other than the baseline's: HIGH's P50 and P99 (and the SLO's
     percentile), each LOW's samples/s, against the baseline step, over runs. The
-    floors default to the ones the snapshot carries."""
+    floors default to the ones the snapshot carries. None for a capacity run: its phases
+    are loads of a search, not settings to compare (its answer is ``snap.capacity``)."""
     base_p = baseline(snap)
-    if base_p is None:
+    if base_p is None or snap.capacity is not None:
         return []
     floors = floors_in(snap.noise_floors) if floors is None else floors
     groups = steps(snap)

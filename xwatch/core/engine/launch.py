@@ -26,6 +26,8 @@ from xwatch.scenario import DEVICE_PLACEHOLDER, PORT_PLACEHOLDER, Workload, pin_
 #: Set in every workload's environment to xwatch's pid: processes a workload leaves
 #: behind (a daemonized child that left its process group) are found by it at stop.
 OWNER_ENV = "XWATCH_OWNER"
+#: a command workload's request rate (requests/s), from its ``rate`` key
+RATE_ENV = "XWATCH_RATE"
 
 #: Where ``import xwatch`` resolves from: put first on the worker's PYTHONPATH
 #: so that another interpreter (``python = ...``) finds the worker code.
@@ -156,6 +158,8 @@ def build_launch(w: Workload, mode_env: Mapping[str, str] | None = None,
         # "{python}" (a whole argument): xwatch's own interpreter, which has torch
         argv = tuple(sys.executable if a == "{python}" else a for a in w.command)
         cwd = w.cwd
+        if w.rate:  # its open-loop rate (``honours_rate``: capacity varies it)
+            put(RATE_ENV, f"{w.rate:.10g}")
     device = "auto"
     if w.server is not None:  # the server's whole tree, as --gpus pins a copy's
         pin, device = server_pin(w, env)

@@ -187,6 +187,7 @@ class SessionSnapshot(msgspec.Struct, frozen=True):
     noise_floors: dict[str, M.NoiseFloor] | None = None
     noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
     advice: M.Advice | None = None  # ``xwatch advise``'s race and its answer
+    capacity: M.Capacity | None = None  # ``xwatch capacity``'s searches and shares
     #: the named per-request metric the snapshot is seen through (the dashboard's
     #: ``M``; ``analysis.metric_view``), None: latency
     metric: str | None = None

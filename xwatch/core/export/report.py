@@ -24,6 +24,7 @@ from xwatch.core.export.sections.answers import (
     calibrate_section,
     sweep_section,
 )
+from xwatch.core.export.sections.capacity import capacity_section
 from xwatch.core.export.sections.gpu import attribution_section, capture_sections, gpu_section
 from xwatch.core.export.sections.modes import (
     engagement_section,
@@ -45,7 +46,7 @@ from xwatch.core.export.snapshot import atomic_write, load_snapshot
 def build_report(snap: SessionSnapshot) -> Report:
     """The report of a snapshot: its sections in order, those it has nothing for left out."""
     parts: list[Section | None] = [
-        advice_section(snap), answer_section(snap), scenario_section(snap),
+        advice_section(snap), capacity_section(snap), answer_section(snap), scenario_section(snap),
         environment_section(snap), phases_section(snap), gpu_section(snap),
         *capture_sections(snap), *workload_sections(snap), tradeoff_section(snap),
         slo_section(snap), engagement_section(snap), isolation_section(snap),

@@ -206,6 +206,7 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         answer=answer_records(snap),
         gpu_findings=finding_records(snap),
         advice=snap.advice,
+        capacity=snap.capacity,
     )
 
 
@@ -433,7 +434,7 @@ def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> Sessi
                            spool=_unset(x.spool), telemetry=doc.telemetry,
                            noise_floors=_unset(x.noise_floors),
                            noise_floor=_unset(x.noise_floor),
-                           advice=doc.advice)
+                           advice=doc.advice, capacity=doc.capacity)
 
 
 def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:

@@ -1,6 +1,6 @@
 """The snapshot document as a whole (``Snapshot``): the session-wide parts besides
 the phases: environment, xwatch's messages, telemetry, the spool, noise floors, the
-comparison's answer and advise's advice."""
+comparison's answer, advise's advice and capacity's searches."""
 
 from __future__ import annotations
 
@@ -267,6 +267,64 @@ class Advice(Doc, frozen=True, kw_only=True):
     intervals: str | UnsetType = UNSET
 
 
+class CapacityLoad(Doc, frozen=True, kw_only=True):
+    """One offered rate a capacity search probed: its runs, the SLO metric's interval
+    over them, LOW's summed throughput beside it, and the verdict (met, failed, open)."""
+
+    rate: float
+    runs: int
+    slo_metric: Estimate = Estimate()
+    low: Estimate = Estimate()
+    verdict: str
+    gpus: list[int] = []
+
+
+class CapacityRecord(Doc, frozen=True, kw_only=True):
+    """One candidate of ``xwatch capacity`` (``plans.capacity``): the highest load of
+    the SLO workload that met the SLO with confidence (``met``, req/s), the lowest that
+    missed it (``failed``), the shares of a dedicated GPU's work it keeps (HIGH's
+    capacity, LOW's throughput at ``met``, their sum), with intervals."""
+
+    candidate: str
+    mode: str
+    settings: dict[str, SettingValue] = {}
+    dedicated: bool = False  # the SLO workload alone on the GPU
+    workload: str
+    metric: str
+    slo_ms: float
+    met: Num = None
+    failed: Num = None
+    status: str
+    reason: str = ""
+    high_share: Estimate = Estimate()
+    low_share: Estimate = Estimate()
+    total: Estimate = Estimate()
+    runs: int = 0
+    loads: list[CapacityLoad] = []
+    #: loads whose SLO estimates fall as the load rises (within noise): [lower, higher]
+    dips: list[list[float]] = []
+
+
+class Capacity(Doc, frozen=True, kw_only=True):
+    """``xwatch capacity``: every candidate's search, LOW alone's throughput, the best
+    candidate where the intervals separate."""
+
+    slo: Slo
+    rates: list[float]
+    records: list[CapacityRecord] = []
+    low_alone: Estimate = Estimate()
+    low_workloads: list[str] = []
+    best: str | None = None
+    decided: bool = False
+    final: bool = True
+    rounds: int = 0
+    runs: int = 0
+    seconds: float = 0.0
+    budget_s: float | None = None
+    intervals: str = ""
+    skipped: dict[str, str] = {}
+
+
 EVENTS_COLUMNS = ["phase", "workload", "seq", "t", "latency_ms", "service_ms",
                   "sched_delay_ms", "late", "batch", "ok"]
 
@@ -292,4 +350,4 @@ class Snapshot(Doc, frozen=True, kw_only=True):
     #: GPUs whose copies differ from the others' beyond noise (several GPUs only)
     gpu_findings: list[GpuFinding] = []
     advice: Advice | None = None
-
+    capacity: Capacity | None = None  # ``xwatch capacity`` (absent in older snapshots)

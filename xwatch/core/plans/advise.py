@@ -352,6 +352,10 @@ class Race:
             return False
         return True
 
+    def publish(self, session: Session) -> None:
+        """The live advice on the session (the dashboard shows it)."""
+        session.advice = self.advice(final=False)
+
     def advice(self, final: bool = True) -> M.Advice:
         """The snapshot's ``advice`` record; ``final`` settles the statuses."""
         used = time.monotonic() - self.t0

@@ -252,3 +252,18 @@ def copy_settings(scen: Scenario, placed: Sequence[tuple[Setting | None, int]]
         for wl, kv in (setting or {}).items():
             out[copy_name(wl, g)] = dict(kv)
     return out
+
+
+def split_rounds(scen: Scenario, modes: list[str], repeat: int) -> list[tuple[int, Any]]:
+    """``compare --layout split``: one phase a repeat (a ``driver.Step``), every mode at
+    once on GPUs of its own, rotated every repeat (``split_gpus``)."""
+    from xwatch.core.plans.driver import Step
+
+    out: list[tuple[int, Any]] = []
+    for r in range(max(1, repeat)):
+        placed = split_gpus(modes, scen.gpus, r)
+        where = " | ".join(f"{m} @GPU{','.join(str(g) for g, x in placed.items() if x == m)}"
+                           for m in modes)
+        out.append((r + 1, Step(split_name(modes), label=where,
+                                copy_modes=split_copies(scen, placed))))
+    return out

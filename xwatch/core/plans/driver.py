@@ -1,7 +1,7 @@
 """The plan driver: one engine under every front end. A ``Driver`` owns a plan's
 session, its runner, the telemetry, the machine's noise floors, the signals, the
 kept session and the export; it runs a ``Plan`` (phases, compare, sweep, noise,
-calibrate; an advise race through ``race``) as ``Step``s and tells an ``Observer``
+calibrate; an advise race or a capacity run through ``race``) as ``Step``s and tells an ``Observer``
 what happens. Headless, the observer prints (``console.Console``); the dashboard's
 posts messages to the app. The runner (``plans.runner``) runs each phase.
 
@@ -32,7 +32,7 @@ from xwatch.core.plans.options import Backends, MetricsSink, Options
 from xwatch.core.plans.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.errors import UsageError, XwatchError
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 if TYPE_CHECKING:
     from xwatch.core.analysis.stats.noise import Floor
@@ -82,6 +82,9 @@ class Step:
     #: mode (``mode`` names them all), and each mode's backend for this phase
     copy_modes: Mapping[str, str] | None = None
     backends: Mapping[str, ModeBackend | None] | None = None
+    #: the phase's own workloads (a capacity probe: HIGH at the rate it probes), else
+    #: the scenario's
+    workloads: tuple[Workload, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -94,22 +97,6 @@ def interleave(steps: list[Step], repeat: int) -> list[tuple[int, Step]]:
     """``repeat`` rounds of the plan, A B A B ...: drift over time hits every step alike.
     (round number from 1, step)."""
     return [(k + 1, st) for k in range(max(1, repeat)) for st in steps]
-
-
-def split_rounds(scen: Scenario, modes: list[str], repeat: int) -> list[tuple[int, Step]]:
-    """``compare --layout split``: one phase a repeat, every mode at once on GPUs of its
-    own, rotated every repeat (``plans.box.split_gpus``)."""
-    from xwatch.core.modes.base import split_name
-    from xwatch.core.plans.box import split_copies, split_gpus
-
-    out = []
-    for r in range(max(1, repeat)):
-        placed = split_gpus(modes, scen.gpus, r)
-        where = " | ".join(f"{m} @GPU{','.join(str(g) for g, x in placed.items() if x == m)}"
-                           for m in modes)
-        out.append((r + 1, Step(split_name(modes), label=where,
-                                copy_modes=split_copies(scen, placed))))
-    return out
 
 
 #: what a plan does with the finished session before the answer is printed: its own
@@ -131,7 +118,8 @@ STOPPED = Stopped()
 
 
 class Race(Protocol):
-    """What the driver needs of an advise race (``plans.advise.Race``)."""
+    """What the driver needs of a race run round by round (``plans.advise.Race``,
+    ``plans.capacity.CapacityRun``)."""
 
     rounds: int
 
@@ -141,7 +129,8 @@ class Race(Protocol):
 
     def after_round(self) -> bool: ...
 
-    def advice(self, final: bool = True) -> M.Advice: ...
+    def publish(self, session: Session) -> None:
+        """Its live record on the session (the dashboard shows it)."""
 
 
 @dataclass
@@ -366,7 +355,7 @@ class Driver:
         while True:
             try:
                 phase = await runner.start_phase(step.mode, step.only, step.role,
-                                                 step.copy_modes)
+                                                 step.copy_modes, step.workloads)
                 phase.retried = first
                 _label(phase, step, rnd)
                 ending = await runner.watch(phase, duration, stop=self.stop,
@@ -433,7 +422,7 @@ class Driver:
                     rc.record(placed, session.phases[-1].snapshot(time.monotonic())
                               if len(session.phases) > before else None)
                     if live:
-                        session.advice = rc.advice(final=False)
+                        rc.publish(session)
                 if not rc.after_round():
                     break
             return True

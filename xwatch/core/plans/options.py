@@ -54,7 +54,8 @@ class Options:
     sets: tuple[str, ...] = ()  # sweep, advise: --set WL.KEY=V1,V2,...
     slo: str | None = None  # advise: the objective, else the scenario's [slo]
     budget_min: float = DEFAULT_BUDGET_MIN  # advise
-    seed: int = 0  # advise: each round's shuffled order
+    seed: int = 0  # advise, capacity: each round's shuffled order
+    rates: str | None = None  # capacity: LO:HI requests/s of the SLO workload
     precision: float = DEFAULT_PRECISION  # noise
     # the dashboard
     mode: str = NATIVE  # the first phase's mode

@@ -28,7 +28,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from msgspec.structs import replace
@@ -169,10 +169,13 @@ class Runner:
 
     async def start_phase(self, mode: str, only: tuple[str, ...] | None = None,
                           prefix: str | None = None,
-                          copy_modes: Mapping[str, str] | None = None) -> Phase:
+                          copy_modes: Mapping[str, str] | None = None,
+                          workloads: Sequence[Workload] | None = None) -> Phase:
         """Start every workload (or those named in ``only``) in ``mode``; with
         ``copy_modes`` (a split phase) each copy in its own mode (``mode`` is then
-        ignored: the phase's mode names them all, ``native+xsched``)."""
+        ignored: the phase's mode names them all, ``native+xsched``); ``workloads``:
+        this phase's own (the scenario's with another rate: a capacity probe), else the
+        scenario's."""
         async with self._lock:
             if self.phase is not None and self.phase.t_end is None:
                 await self._stop_locked(planned_end=False)
@@ -184,7 +187,8 @@ class Runner:
                     raise ModeError(reason, title=f"{label(m)} not available")
             if copy_modes:
                 mode = split_name(modes)
-            phase = self.session.new_phase(mode, only, prefix, copy_modes)
+            phase = self.session.new_phase(mode, only, prefix, copy_modes, workloads)
+            wls = self.scenario.workloads if workloads is None else tuple(workloads)
             self.phase = phase
             bases = self._clean_bases(phase, modes)
             if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
@@ -198,13 +202,13 @@ class Runner:
                 phase.stages["mode"] = phase.stages["daemon"]  # native: nothing to settle
             phase.gate_shut = bool(self._entered)  # until its preflight passed (settle)
             trace = {TRACE_DIR_ENV: self.session.trace_dir}  # built-in workers: captures
-            top = max(w.priority_value for w in self.scenario.workloads)
+            top = max(w.priority_value for w in wls)
             specs = [build_launch(w, {**(mode_env.get(w.name) or {}),
                                       **(trace if w.model is not None else {})},
                                   base_env=bases[phase.mode_of(w.name)],
                                   top=w.priority_value == top,
                                   gate=self.scenario.start_together)
-                     for w in self.scenario.workloads if w.name in phase.runs]
+                     for w in wls if w.name in phase.runs]
             await self.supervisor.start(phase, specs)
             if self._entered:
                 try:

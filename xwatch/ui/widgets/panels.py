@@ -178,14 +178,22 @@ class AnswerPanel(QuietStatic):
     _key: tuple[object, ...] = ()
 
     def show(self, snap: SessionSnapshot) -> None:
-        adv = snap.advice
+        adv, cap = snap.advice, snap.capacity
         key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
-               adv.runs if adv is not None else None, adv.final if adv is not None else None)
+               adv.runs if adv is not None else None, adv.final if adv is not None else None,
+               (cap.runs, cap.final) if cap is not None else None)
         if key == self._key:
             return
         self._key = key
-        lines = answer_lines(snap) if adv is None else []
-        self.set_display(bool(lines) or adv is not None)
+        lines = answer_lines(snap) if adv is None and cap is None else []
+        self.set_display(bool(lines) or adv is not None or cap is not None)
+        if cap is not None:  # a capacity session: its progress, table and consolidation
+            from xwatch.core.analysis.capacity.lines import capacity_lines
+
+            t = Text("\n".join(capacity_lines(cap)))
+            self.plain = t.plain
+            self.set_content(t, (text_key(t),))
+            return
         if adv is not None:  # an advise session: its answer, table and frontier
             from xwatch.core.plans.advise import advice_lines
 

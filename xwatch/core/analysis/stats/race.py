@@ -150,9 +150,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
         return
     if not neighbour and not usable(p):
         return  # stopped before its end: not a run
-    mine = None if on is None else {w.name for w in p.workloads
-                                    if w.name.endswith(tuple(f"@{g}" for g in on))}
-    part = participation([p], None, mine)
+    part = participation([p], None, names if on is not None else None)
     if not part.took_part and not all(a.undecided for a in part.absent):
         # a workload decided out and none proven in: the run measured no mechanism (a run
         # whose evidence came too late, every verdict undecided, counts as it ran)

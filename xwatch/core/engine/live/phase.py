@@ -10,7 +10,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from msgspec.structs import replace
@@ -29,7 +29,7 @@ from xwatch.core.engine.snapshot import (
     utc_now,
 )
 from xwatch.core.engine.worker.trace import load_trace, request_path
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 #: the start gate lets the warm workloads go after this long even if another is still
 #: loading (a 7B model on a slow disk); the phase's log says so
@@ -42,7 +42,8 @@ class Phase:
 
     def __init__(self, session: SessionLike, index: int, mode: str, name: str,
                  only: tuple[str, ...] | None = None,
-                 copy_modes: Mapping[str, str] | None = None) -> None:
+                 copy_modes: Mapping[str, str] | None = None,
+                 workloads: Sequence[Workload] | None = None) -> None:
         self.session = session
         self.index = index
         self.mode = mode
@@ -55,7 +56,8 @@ class Phase:
         self.t_end: float | None = None
         self.status = "running"
         self.runs: dict[str, WorkloadRun] = {
-            w.name: WorkloadRun(self, w) for w in session.scenario.workloads
+            w.name: WorkloadRun(self, w)
+            for w in (session.scenario.workloads if workloads is None else workloads)
             if only is None or w.name in only}
         # what the mode, the plan and xwatch record about the phase (``PhaseSnapshot``'s
         # fields of the same names; the mode backends and plans write them)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import msgspec
@@ -21,7 +21,7 @@ from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import LogLine, SessionSnapshot, utc_now
 from xwatch.core.engine.spool import EventSpool
-from xwatch.scenario import Scenario
+from xwatch.scenario import Scenario, Workload
 
 
 class TelemetrySource(Protocol):
@@ -49,6 +49,7 @@ class Session:
         self.noise_floors: dict[str, M.NoiseFloor] | None = None
         self.noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
         self.advice: M.Advice | None = None  # ``xwatch advise``'s race, live, then final
+        self.capacity: M.Capacity | None = None  # ``xwatch capacity``, live, then final
         #: the sampler, attached by ``telemetry.start_telemetry`` (None: off)
         self.telemetry: TelemetrySource | None = None
         self.created_at = utc_now()
@@ -76,14 +77,17 @@ class Session:
 
     def new_phase(self, mode: str, only: tuple[str, ...] | None = None,
                   prefix: str | None = None,
-                  copy_modes: Mapping[str, str] | None = None) -> Phase:
+                  copy_modes: Mapping[str, str] | None = None,
+                  workloads: Sequence[Workload] | None = None) -> Phase:
         """A new phase in ``mode``; ``only`` runs a subset of the workloads;
-        ``copy_modes``: a split phase's mode of each copy."""
+        ``copy_modes``: a split phase's mode of each copy; ``workloads``: the phase's
+        own (a capacity probe's HIGH at its rate), else the scenario's."""
         if self.phases and self.phases[-1].t_end is None:
             self.phases[-1].finish()
         base = f"{prefix}-{mode}" if prefix else mode
         n = sum(1 for p in self.phases if p.name.startswith(base + "-")) + 1
-        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only, copy_modes)
+        phase = Phase(self, len(self.phases), mode, f"{base}-{n}", only, copy_modes,
+                      workloads)
         self.phases.append(phase)
         self.log("xwatch", "info", f"phase {phase.name} started")
         if self.on_phase is not None:
@@ -119,7 +123,7 @@ class Session:
             messages=tuple(ln for ln in self.logs if ln.source == "xwatch"),
             taken_at=time.time(), window_s=self.window_s, created_at=self.created_at,
             spool=spool, telemetry=telemetry, noise_floors=self.noise_floors,
-            noise_floor=self.noise_floor, advice=self.advice)
+            noise_floor=self.noise_floor, advice=self.advice, capacity=self.capacity)
 
     def close(self) -> None:
         self.spool.close()

@@ -7,10 +7,11 @@ within it over time:
 
 - fields were added (``after_end``, ``stalls``, ``latency_hist``, ``metrics``,
   ``stages``, ``answer``, an answer record's ``took_part``, ``no_part`` and ``scope``,
-  a phase's ``retried`` and its preflight's ``leave``, ...): the document's defaults say
-  what their absence always meant (an answer record without ``took_part``: written before
-  participation was checked; no retry; the probes left as their work ended), so nothing
-  is needed here;
+  a phase's ``retried`` and its preflight's ``leave``, ``capacity`` (``xwatch
+  capacity``'s record), ...): the document's defaults say what their absence always meant
+  (an answer record without ``took_part``: written before participation was checked; no
+  retry; the probes left as their work ended; no capacity search), so nothing is needed
+  here;
 - the first snapshots (2026-11-21, before d8e97c5) carried a workload's service-time
   summary as ``service_ms``, which no version read back; it is dropped (its mean
   became ``service_mean_ms``, absent there, so unknown, as it always was on replay);

@@ -1,5 +1,6 @@
 """The report's charts as inline SVG: latency over time with phase marks and the
-SLO, HIGH's CDF per phase, LOW throughput, the sweep trade-off, GPU utilization."""
+SLO, HIGH's CDF per phase, LOW throughput, the sweep trade-off, advise's and
+capacity's frontiers, GPU utilization."""
 
 from __future__ import annotations
 
@@ -123,6 +124,9 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
                 f"Advise frontier: {slo.workload} {slo.metric} vs price, 95% intervals",
                 cross, "price: low-priority samples/s", f"{slo.workload} {slo.metric} (ms)",
                 hline=(slo.latency_ms, "SLO")))
+    chart = capacity_chart(snap)
+    if chart:
+        charts.append(chart)
     tel = snap.telemetry
     if tel is not None and tel.samples and snap.phases:
         by_dev: dict[str, list[tuple[float, float]]] = {}
@@ -144,3 +148,34 @@ def build_charts(snap: SessionSnapshot) -> list[str]:
             charts.append(line_chart(title, sorted(by_dev.items()), "session time (s)", "%",
                                      vlines, y_max=100.0))
     return charts
+
+
+def capacity_chart(snap: SessionSnapshot) -> str | None:
+    """``xwatch capacity``'s frontier: each candidate's share of a dedicated GPU's HIGH
+    capacity (x) against its share of LOW's dedicated throughput (y), a cross of their
+    95% intervals (an open end drawn to the edge); dedicated as the corner (1, 1): a
+    point there would carry both GPUs' work on one."""
+    rec = snap.capacity
+    if rec is None:
+        return None
+    series: list[tuple[str, list[tuple[float, float]]]] = [
+        ("dedicated (one GPU each)", [(0.0, 1.0), (1.0, 1.0), (1.0, 0.0)])]
+    top = 1.2
+    for r in rec.records:
+        h, lw = r.high_share, r.low_share
+        if r.dedicated or h.estimate is None or (rec.low_workloads and lw.estimate is None):
+            continue
+        y = lw.estimate if lw.estimate is not None else 0.0
+        x = h.estimate
+        series.append((f"{r.candidate} ({r.status})", [
+            (min(top, h.lo if h.lo is not None else 0.0), y),
+            (min(top, h.hi if h.hi is not None else top), y), (x, math.nan),
+            (x, min(top, lw.lo if lw.lo is not None else 0.0)),
+            (x, min(top, lw.hi if lw.hi is not None else top))]))
+    if len(series) < 2:
+        return None
+    slo = rec.slo
+    return line_chart(f"Capacity frontier: {slo.workload}'s capacity under {slo.metric} < "
+                      f"{slo.latency_ms:g} ms vs LOW's throughput, shares of dedicated, 95% "
+                      "intervals", series, f"{slo.workload} capacity / dedicated",
+                      "LOW throughput / dedicated", x_max=top, y_max=top)

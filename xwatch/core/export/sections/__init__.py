@@ -6,5 +6,6 @@
 ``workloads``: each workload's numbers, the trade-off, the objective;
 ``modes``: the XSched and MPS evidence and each phase's isolation;
 ``gpu``: per GPU, kernel captures, tail attribution;
-``answers``: the advice, the answer box, calibrate's and the sweep's.
+``answers``: the advice, the answer box, calibrate's and the sweep's;
+``capacity``: ``xwatch capacity``'s brackets, shares and loads.
 """

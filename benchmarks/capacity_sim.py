@@ -1,0 +1,138 @@
+"""The capacity search against planted knees: how often a bracket misses its knee (at
+any look), how often the searches decide, and how many runs and minutes they take.
+
+The truth: ``searches`` candidates (the dedicated one among them), each with a knee K
+drawn log-uniform in [1.5 lo, hi / 2] (the rates asked: 50 to 4,000 req/s, so
+that each run bounds its P99) and the typical run's SLO metric at rate r
+``slo * (r / K) ** k``, the slope k drawn in ``--slopes`` (default [0.5, 3]; flat
+curves put many loads within noise of the objective, a queue near saturation is
+steeper). Each run is drawn as ``benchmarks/race_sim.py`` draws
+one: a run-level effect on the P99 (log-normal SD ``sigma``, or Student's t with 3
+degrees of freedom at the same scale: ``heavy``), then the P99 as the order statistic
+of the run's requests (rate x ``duration`` of them, at least 16: a run too short to
+bound the P99 has no within-run error and leaves its interval open above), its
+within-run standard error from the order statistic's 95% ranks. The search is
+``analysis.capacity.search.Hunt`` as ``xwatch capacity`` runs it: a round is one run of
+every live search's next load, a look after every round.
+
+A trial misses when any load of any search was judged on the wrong side of its knee
+(a ``met`` at or above K, a ``failed`` at or below it), or a search called a monotone
+truth not monotone: the promise is that this happens in at most 5% of trials.
+
+    python benchmarks/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
+        [--duration S] [--phase-s S] [--slopes LO:HI]
+
+Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
+GPU, runs back to back; LOW alone's runs included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+from dataclasses import dataclass
+
+from benchmarks.race_sim import Scenario, one_run
+from xwatch.core.analysis.capacity import search as cap
+
+SLO_MS = 10.0
+
+
+@dataclass
+class Trial:
+    miss: bool
+    settled: int  # searches settled (decided, above or below the range)
+    searches: int
+    runs: int
+    rounds: int
+    widths: list[float]
+    statuses: list[str]
+
+
+def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
+          duration: float = 10.0, lo: float = 50.0, hi: float = 4000.0,
+          max_rounds: int = 80, slopes: tuple[float, float] = (0.5, 3.0)) -> Trial:
+    """One capacity run against planted knees (see the module)."""
+    rng = random.Random(seed)
+    knees = [math.exp(rng.uniform(math.log(lo * 1.5), math.log(hi / 2))) for _ in range(searches)]
+    ks = [rng.uniform(*slopes) for _ in range(searches)]
+    hunt = cap.Hunt(SLO_MS, lo, hi, [cap.Search(f"c{i}", "native", dedicated=i == 0)
+                                     for i in range(searches)], lows=True)
+    s_of = {s.label: i for i, s in enumerate(hunt.searches)}
+    hunt.judge()
+    rounds = runs = 0
+    while (probes := hunt.probes()) and rounds < max_rounds:
+        rounds += 1
+        for s, rate in probes:
+            i = s_of[s.label]
+            truth = SLO_MS * (rate / knees[i]) ** ks[i]
+            sc = Scenario("sim", heavy=heavy, requests=max(16, int(rate * duration)))
+            v, se = one_run(rng, sc, truth, sigma)
+            s.add(rate, v, se, low=1000.0 * math.exp(rng.gauss(0, 0.01)), low_se=math.nan)
+            runs += 1
+        if hunt.needs_low_alone():
+            hunt.add_low_alone(1500.0 * math.exp(rng.gauss(0, 0.01)))
+            runs += 1
+        hunt.judge()
+    hunt.close()
+    miss = False
+    for s in hunt.searches:
+        k = knees[s_of[s.label]]
+        for r, ld in s.loads.items():
+            if (ld.verdict == cap.MET and r >= k) or (ld.verdict == cap.FAILED and r <= k):
+                miss = True
+        if s.status == cap.NON_MONOTONE:
+            miss = True
+    widths = [w for s in hunt.searches if (w := s.width()) is not None]
+    return Trial(miss, sum(s.status in cap.SETTLED for s in hunt.searches), searches, runs,
+                 rounds, widths, [s.status for s in hunt.searches])
+
+
+def summary(trials: list[Trial], phase_s: float) -> list[str]:
+    n = len(trials)
+    misses = sum(t.miss for t in trials)
+    se = math.sqrt(max(misses, 1) * (n - misses) / n) / n
+    settled = sum(t.settled for t in trials) / max(1, sum(t.searches for t in trials))
+    runs = [t.runs for t in trials]
+    statuses: dict[str, int] = {}
+    for t in trials:
+        for st in t.statuses:
+            statuses[st] = statuses.get(st, 0) + 1
+    widths = [w for t in trials for w in t.widths]
+    return [
+        f"trials: {n}; a bracket missed its knee (any look) in {misses} "
+        f"({100 * misses / n:.1f}% +- {100 * se:.1f}%; promise: at most 5%)",
+        f"searches settled (within 10%, or above/below the rates asked): {100 * settled:.0f}%"
+        f"; statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
+        f"runs a trial: median {statistics.median(runs):.0f}, max {max(runs)}; at "
+        f"{phase_s:g} s a run: median {statistics.median(runs) * phase_s / 60:.1f} min",
+        f"bracket widths at the end: median {100 * statistics.median(widths):.0f}%"
+        if widths else "no bracket closed on both sides",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trials", type=int, nargs="?", default=500)
+    ap.add_argument("--searches", type=int, default=4)
+    ap.add_argument("--sigma", type=float, default=0.1)
+    ap.add_argument("--heavy", action="store_true")
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--phase-s", type=float, default=25.0)
+    ap.add_argument("--slopes", default="0.5:3", metavar="LO:HI",
+                    help="the range of the curves' log-log slopes at the knee (default 0.5:3; "
+                         "a queue near saturation is steeper)")
+    a = ap.parse_args(argv)
+    lo_k, _, hi_k = a.slopes.partition(":")
+    trials = [trial(k, a.searches, a.sigma, a.heavy, a.duration,
+                    slopes=(float(lo_k), float(hi_k))) for k in range(a.trials)]
+    for line in summary(trials, a.phase_s):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

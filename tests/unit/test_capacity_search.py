@@ -1,0 +1,123 @@
+"""The capacity search's statistics (``analysis.capacity.search``): the bracket narrows to
+a planted knee, stops where the rates asked end, says when even the lowest misses or
+the metric falls with the load, and keeps its promise over planted knees with
+run-to-run effects (the fast version of ``benchmarks/capacity_sim.py``)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from benchmarks.capacity_sim import summary, trial
+from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.analysis.stats.intervals import Interval
+
+
+def _search(truth: object, lo: float = 10.0, hi: float = 1000.0, slo: float = 10.0,
+            noise: float = 0.02, rounds: int = 60, seed: int = 1) -> cap.Search:
+    """One dedicated search against ``truth(rate) -> ms``, log-normal run noise."""
+    rng = random.Random(seed)
+    hunt = cap.Hunt(slo, lo, hi, [cap.Search("d", "native", dedicated=True)], lows=False)
+    hunt.judge()
+    for _ in range(rounds):
+        probes = hunt.probes()
+        if not probes:
+            break
+        for s, r in probes:
+            v = truth(r) * math.exp(rng.gauss(0, noise))  # type: ignore[operator]
+            s.add(r, v, v * noise / 2)
+        hunt.judge()
+    hunt.close()
+    return hunt.searches[0]
+
+
+def test_the_bracket_narrows_to_a_planted_knee_within_ten_percent() -> None:
+    knee = 137.0
+    s = _search(lambda r: 10.0 * (r / knee) ** 3)
+    assert s.status == cap.DECIDED, s.reason
+    m, f = s.met(), s.failed()
+    assert m is not None and f is not None
+    assert m < knee < f and f / m <= cap.TARGET
+    assert s.capacity().contains(knee)
+    # every run of every load is there, and no load was probed beyond the search's most
+    assert sum(ld.runs for ld in s.loads.values()) == s.runs
+    assert len(s.loads) <= cap.max_loads(10.0, 1000.0)
+
+
+def test_a_capacity_above_the_rates_asked_is_said_so() -> None:
+    s = _search(lambda r: 10.0 * (r / 5000.0) ** 3)
+    assert s.status == cap.ABOVE and s.met() == 1000.0 and s.failed() is None
+    assert "highest asked" in s.reason
+    assert s.capacity().hi is None  # open above
+
+
+def test_even_the_lowest_rate_missing_is_said_so() -> None:
+    s = _search(lambda r: 50.0 + r)
+    assert s.status == cap.BELOW and s.failed() == 10.0
+    assert s.reason == "even 10 req/s misses"
+    assert s.capacity().lo == 0.0
+
+
+def test_a_metric_that_falls_with_the_load_is_not_monotone() -> None:
+    # met at 10 req/s, missed at 40, and at 20 (the bisection) higher than at 40
+    s = _search(lambda r: 5.0 if r < 15 else 40.0 if r < 30 else 20.0)
+    assert s.status == cap.NON_MONOTONE, (s.status, s.reason)
+    assert "falls with the load" in s.reason
+    assert s.capacity().lo is None and s.capacity().hi is None
+
+
+def test_a_flat_curve_at_the_objective_stops_at_the_knee_with_its_width() -> None:
+    # the metric sits on the objective over a wide range: no load can be told from it
+    s = _search(lambda r: 10.0 if 50 < r < 400 else (5.0 if r <= 50 else 30.0),
+                noise=0.05, rounds=300)
+    assert s.status in (cap.AT_KNEE, cap.UNDECIDED), (s.status, s.reason)
+    assert "cannot tell" in s.reason or "loads probed" in s.reason, s.reason
+    assert s.met() is not None and s.met() <= 50 and s.failed() is not None  # type: ignore[operator]
+    assert s.failed() >= 400  # type: ignore[operator]
+
+
+def test_shares_come_from_the_brackets_ends() -> None:
+    c = Interval(100.0, 90.0, 110.0)
+    d = Interval(200.0, 180.0, 220.0)
+    r = cap.ratio(c, d)
+    assert r.est == 0.5 and r.lo == 90.0 / 220.0 and r.hi == 110.0 / 180.0
+    t = cap.add(r, Interval(0.75, 0.7, 0.8))
+    assert t.est == 1.25 and t.lo == r.lo + 0.7 and t.hi == r.hi + 0.8  # type: ignore[operator]
+    assert cap.ratio(Interval(100.0, 90.0, None), d).hi is None  # open stays open
+
+
+def test_rates_are_given_as_a_scenario_would_write_them() -> None:
+    assert cap.nice(141.4213) == 141.0
+    assert cap.nice(141.4213, [141.0]) == 141.4
+    # the most loads a search may probe: growth, bisection and a few at the knee
+    assert cap.max_loads(10, 1000) == 4 + 1 + 4 + cap.EXTRA_LOADS
+
+
+def test_the_best_candidate_is_named_only_where_the_intervals_separate() -> None:
+    hunt = cap.Hunt(10.0, 10.0, 1000.0, [cap.Search("a", "mps"), cap.Search("b", "native"),
+                                         cap.Search("d", "native", dedicated=True)])
+    for s, (m, f) in zip(hunt.searches, ((90.0, 99.0), (40.0, 44.0), (100.0, 108.0))):
+        for r, v in ((m, 5.0), (f, 20.0)):
+            for k in range(2):
+                s.add(r, v + 0.1 * k, 0.01, low=1000.0 + k, low_se=1.0)
+    for k in range(3):
+        hunt.add_low_alone(1000.0 + k, 1.0)
+    hunt.judge()
+    assert [s.met() for s in hunt.searches] == [90.0, 40.0, 100.0]
+    a = hunt.shares(hunt.searches[0])
+    assert a.high.lo == 90.0 / 108.0 and a.high.hi == 99.0 / 100.0
+    assert a.total.lo is not None and abs(a.low.est - 1.0) < 0.01
+    assert hunt.best() is hunt.searches[0]
+
+
+def test_the_search_keeps_its_promise_over_planted_knees() -> None:
+    """Planted knees (log-uniform over the rates asked, slopes 0.5-3), run-to-run effects
+    with heavy tails, the P99 as an order statistic of each run's requests: every
+    verdict of every load of every search on the right side of its knee in at least 95%
+    of trials (the promise: 5% at most; the benchmark runs 500 and more)."""
+    trials = [trial(k, searches=3, sigma=0.1, heavy=True) for k in range(40)]
+    misses = sum(t.miss for t in trials)
+    assert misses <= 0.05 * len(trials) + 2, summary(trials, 25.0)
+    # and it decides: most searches settle (within 10% or at an edge of the range) or
+    # stop at the knee, none fails
+    assert all(st != cap.BROKEN for t in trials for st in t.statuses)

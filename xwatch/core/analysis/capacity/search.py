@@ -1,0 +1,422 @@
+"""The capacity search's statistics (pure): for each candidate (a mode and its
+settings, with the lower-priority work beside it, or the SLO workload on a GPU of its
+own), the highest offered rate of the SLO workload that meets the SLO with confidence
+(``met``) and the lowest that misses it with confidence (``failed``); and what share of
+a dedicated GPU's work each candidate keeps. ``plans.capacity`` runs the probes.
+
+**A load** (one offered rate of one candidate) is judged as the advise race judges a
+candidate (``analysis.stats.sequential``, the race's machinery): each run gives one
+value of the SLO metric (with its within-run error; a run too short to bound the
+percentile leaves the interval open above), the interval is over runs on the log
+scale, the between-run variance pooled over the loads of every candidate whose
+estimates lie within ``NEAR`` of the objective (``sequential.moderated``: a load
+noisier than the pool keeps its own), its error rate spent over the load's looks (one
+look a run, at most ``MAX_RUNS``: ``interval``), so the interval holds at every look at
+once. A load is ``met`` once its interval's upper end lies under the objective,
+``failed`` once its lower end lies above; the verdict is kept (the intervals hold over
+every look together). A verdict can err through one end only (a load truly under the
+objective is wrongly failed by its lower end alone), so each end is taken at the load's
+whole error rate (the two-sided interval at twice it); the intervals printed, and the
+monotonicity check, which can err through either end, are two-sided at the load's rate.
+
+**The search** of one candidate: the first load is the lowest rate asked; while no load
+has failed, the next is ``GROWTH`` times the highest probed (never past the highest
+asked); then the widest gap between probed loads inside the bracket is split at its
+geometric middle (bisection on log rate), until ``failed / met`` is within ``TARGET``
+(10%). A load is run again while its interval straddles the objective, up to
+``MAX_RUNS`` runs; a load still open then is taken as at the knee within the runs'
+noise (the bracket narrows around it, not through it). The search decides how many
+runs each load gets; there is no fixed repeat.
+
+**The promise**: every verdict of every load of every candidate holds together with
+probability 1 - ``ALPHA`` (95%). The error rate is split ``BRACKET_SHARE`` (80%) to
+the SLO intervals, evenly over the candidates and over the most loads a search may
+probe (``max_loads``: a search never probes more), and the rest to the throughput of
+the work beside (LOW), evenly over the same loads and LOW alone. When the SLO metric
+rises with the load, every ``met`` load is below the true knee and every ``failed`` one
+above it, so each bracket holds the knee, at every look, with 95% probability
+(simulated against planted knees with run-to-run effects: ``benchmarks/capacity_sim.py``
+and ``tests/unit/test_capacity_search.py``). A load whose interval lies wholly above a
+higher load's breaks that premise: the search says the metric is not monotone in the
+load and stops (``NON_MONOTONE``).
+
+**The shares**: a candidate's capacity is its bracket (estimate: the geometric
+middle); its share of dedicated is its bracket over the dedicated bracket,
+``[met / failed_dedicated, failed / met_dedicated]``; LOW's share is LOW's throughput
+at the candidate's ``met`` load over LOW alone, each an interval from its runs; their
+sum is the GPUs of work the shared GPU carries. Each interval holds whenever the
+brackets and throughput intervals it is built from hold, so together with them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from xwatch.core import model as M
+from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.core.analysis.stats.resolution import widen
+
+ALPHA = 0.05
+#: the error rate's share for the SLO intervals (the brackets); the rest: LOW's throughput
+BRACKET_SHARE = 0.8
+#: how far the bracket grows per load before a load misses
+GROWTH = 4.0
+#: the bracket is narrow enough once ``failed / met`` is at most this (10%)
+TARGET = 1.10
+MIN_RUNS = 2  # no interval on fewer runs
+MAX_RUNS = 10  # a load still open after these is taken as at the knee within noise
+EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
+LOW_RUNS = 3  # runs of LOW alone
+#: a fall of the SLO estimate by more than this factor as the load rises is noted
+DIP = 1.1
+#: the loads whose runs the variance is pooled over: estimates within this factor of
+#: the objective (far below it, a load's few requests make its percentile noisier)
+NEAR = 2.0
+
+MET, FAILED, OPEN = "met", "failed", "open"
+SEARCHING, DECIDED, ABOVE, BELOW = "searching", "decided", "above-range", "below-range"
+AT_KNEE, NON_MONOTONE, UNDECIDED, BROKEN = "at-knee", "non-monotone", "undecided", "failed"
+#: the statuses that answer the question at the rates asked
+SETTLED = (DECIDED, ABOVE, BELOW)
+NO_INTERVAL = Interval(math.nan, None, None)
+
+
+def max_loads(lo: float, hi: float) -> int:
+    """The most loads one search probes over ``[lo, hi]``: the bracket's growth, the
+    bisection from ``GROWTH`` to ``TARGET``, and ``EXTRA_LOADS`` (loads at the knee)."""
+    grow = math.ceil(math.log(max(hi / lo, 1.0)) / math.log(GROWTH)) + 1
+    halve = math.ceil(math.log2(math.log(GROWTH) / math.log(TARGET)))
+    return grow + halve + EXTRA_LOADS
+
+
+def nice(rate: float, taken: Sequence[float] = ()) -> float:
+    """``rate`` to three significant figures (four, five... where that is a load
+    already probed): rates a scenario can be given as they are."""
+    for digits in (3, 4, 5, 6):
+        r = float(f"{rate:.{digits}g}")
+        if r not in taken:
+            return r
+    return rate
+
+
+@dataclass
+class Load:
+    """One offered rate of one search: each run's SLO value (and within-run error),
+    LOW's summed throughput beside it, the GPUs the runs were on."""
+
+    rate: float
+    slo: list[float] = field(default_factory=list)
+    ses: list[float] = field(default_factory=list)
+    low: list[float] = field(default_factory=list)
+    low_ses: list[float] = field(default_factory=list)
+    gpus: list[int] = field(default_factory=list)
+    bounded: bool = True  # every run bounded its percentile from above
+    iv: Interval = NO_INTERVAL
+    low_iv: Interval = NO_INTERVAL
+    verdict: str = OPEN
+
+    @property
+    def runs(self) -> int:
+        return len(self.slo)
+
+    @property
+    def exhausted(self) -> bool:
+        """Open, and no more runs can tell it: ``MAX_RUNS`` runs, or runs that cannot bound
+        the percentile while the estimate is under the objective."""
+        return self.verdict == OPEN and self.runs >= MIN_RUNS and (
+            self.runs >= MAX_RUNS or not self.bounded)
+
+
+@dataclass
+class Search:
+    """One candidate's search: its loads, status and the next rate to probe."""
+
+    label: str
+    mode: str
+    settings: dict[str, M.SettingValue] = field(default_factory=dict)
+    dedicated: bool = False  # the SLO workload alone on the GPU
+    loads: dict[float, Load] = field(default_factory=dict)
+    status: str = SEARCHING
+    reason: str = ""
+    next: float | None = None
+    #: the SLO estimates fall with the load somewhere, within noise (a note)
+    dips: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return sum(ld.runs for ld in self.loads.values())
+
+    @property
+    def alive(self) -> bool:
+        return self.status == SEARCHING
+
+    def met(self) -> float | None:
+        """The highest load met with confidence."""
+        return max((r for r, ld in self.loads.items() if ld.verdict == MET), default=None)
+
+    def failed(self) -> float | None:
+        """The lowest load failed with confidence."""
+        return min((r for r, ld in self.loads.items() if ld.verdict == FAILED), default=None)
+
+    def width(self) -> float | None:
+        """``failed / met - 1`` (None: a side is missing)."""
+        m, f = self.met(), self.failed()
+        return f / m - 1.0 if m and f else None
+
+    def capacity(self) -> Interval:
+        """The capacity's interval: ``[met, failed]`` (0 below the rates asked, open above
+        them), its estimate the geometric middle."""
+        m, f = self.met(), self.failed()
+        if self.status == BELOW:
+            return Interval(math.nan, 0.0, f)
+        if self.status == NON_MONOTONE or (m is None and f is None):
+            return NO_INTERVAL
+        est = math.sqrt(m * f) if m and f else math.nan
+        return Interval(est, m, f)
+
+    def add(self, rate: float, slo: float, se: float, low: float | None = None,
+            low_se: float = math.nan, gpu: int | None = None) -> None:
+        """One run at ``rate``: its SLO value (NaN ``se``: the run could not bound it)."""
+        ld = self.loads.setdefault(rate, Load(rate))
+        ld.slo.append(slo)
+        ld.ses.append(se)
+        ld.bounded = ld.bounded and se == se
+        if low is not None:
+            ld.low.append(low)
+            ld.low_ses.append(low_se)
+        if gpu is not None:
+            ld.gpus.append(gpu)
+
+    def fail(self, reason: str) -> None:
+        self.status, self.reason, self.next = BROKEN, reason, None
+
+
+@dataclass
+class Hunt:
+    """Every search of one capacity run, LOW alone's throughput, and the error rates
+    (see the module). ``judge`` after every round; ``probes`` the next round's loads."""
+
+    slo_ms: float
+    lo: float
+    hi: float
+    searches: list[Search]
+    lows: bool = True  # there is work beside the SLO workload
+    low_alone: list[float] = field(default_factory=list)
+    low_alone_ses: list[float] = field(default_factory=list)
+    low_alone_iv: Interval = NO_INTERVAL
+
+    @property
+    def max_loads(self) -> int:
+        return max_loads(self.lo, self.hi)
+
+    def load_alpha(self) -> float:
+        """The error rate of one load's SLO interval, before spending over its looks."""
+        return ALPHA * BRACKET_SHARE / (max(1, len(self.searches)) * self.max_loads)
+
+    def low_alpha(self) -> float:
+        """The error rate of one LOW throughput interval (a load's, or LOW alone's)."""
+        return ALPHA * (1.0 - BRACKET_SHARE) / (max(1, len(self.searches)) * self.max_loads + 1)
+
+    def add_low_alone(self, value: float, se: float = math.nan) -> None:
+        self.low_alone.append(value)
+        self.low_alone_ses.append(se)
+
+    def needs_low_alone(self) -> bool:
+        return self.lows and len(self.low_alone) < LOW_RUNS
+
+    # ------------------------------------------------------------ a look
+    def judge(self) -> None:
+        """Every load's intervals at this look, the verdicts kept, each search's status
+        and next rate."""
+        loads = [ld for s in self.searches for ld in s.loads.values()]
+        slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
+        prior = seq.fit_prior([r for r in slo if r is not None and
+                               abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
+        a = self.load_alpha()
+        for ld, r in zip(loads, slo):
+            ld.iv = interval(r, prior, a)
+            # a verdict errs through one end only: each end at the load's whole rate
+            one = interval(r, prior, 2.0 * a)
+            if ld.verdict == OPEN and ld.runs >= MIN_RUNS:
+                if one.hi is not None and one.hi < self.slo_ms:
+                    ld.verdict = MET
+                elif one.lo is not None and one.lo > self.slo_ms:
+                    ld.verdict = FAILED
+        if self.lows:
+            low = [seq.log_runs(ld.low, ld.low_ses, histogram=False) for ld in loads]
+            alone = seq.log_runs(self.low_alone, self.low_alone_ses, histogram=False)
+            lp = seq.fit_prior([*low, alone])
+            b = self.low_alpha()
+            for ld, r in zip(loads, low):
+                ld.low_iv = interval(r, lp, b)
+            self.low_alone_iv = interval(alone, lp, b)
+        for s in self.searches:
+            if s.alive:
+                self._check_monotone(s)
+            if s.alive:
+                s.next = self._next(s)
+
+    def _check_monotone(self, s: Search) -> None:
+        """A load whose SLO interval lies wholly above a higher load's: not monotone
+        with confidence (the search stops and says so); estimates that fall by more than
+        ``DIP`` as the load rises, within noise, are noted (``dips``)."""
+        rates = sorted(s.loads)
+        s.dips = []
+        for i, r1 in enumerate(rates):
+            for r2 in rates[i + 1:]:
+                a, b = s.loads[r1].iv, s.loads[r2].iv
+                if a.lo is not None and b.hi is not None and a.lo > b.hi:
+                    s.status, s.next = NON_MONOTONE, None
+                    s.reason = (f"the SLO metric falls with the load: {a.text()} ms at "
+                                f"{r1:g} req/s, {b.text()} ms at {r2:g} req/s, with confidence")
+                    return
+                if a.est == a.est and b.est == b.est and a.est > b.est * DIP and \
+                        s.loads[r1].runs >= MIN_RUNS and s.loads[r2].runs >= MIN_RUNS:
+                    s.dips.append((r1, r2))
+
+    def _next(self, s: Search) -> float | None:
+        """The next rate ``s`` probes, or None with its status settled."""
+        m, f = s.met(), s.failed()
+        for r in sorted(s.loads):  # an open load inside the bracket runs again
+            ld = s.loads[r]
+            if ld.verdict == OPEN and not ld.exhausted and (m is None or r > m) and \
+                    (f is None or r < f):
+                return r
+        probed = sorted(s.loads)
+        if f is None:  # the bracket: grow from the lowest rate asked
+            if not probed:
+                return self._new(s, self.lo)
+            top = probed[-1]
+            if top >= self.hi:
+                if m is not None and m >= self.hi:
+                    return self._stop(s, ABOVE, f"meets the SLO at {self.hi:g} req/s, the "
+                                      "highest asked (--rates)")
+                return self._stop(s, AT_KNEE, f"at {top:g} req/s, the highest asked, the "
+                                  "runs cannot tell the SLO metric from the objective")
+            return self._new(s, min(self.hi, top * GROWTH))
+        if m is None and f <= self.lo * (1 + 1e-9):
+            return self._stop(s, BELOW, f"even {self.lo:g} req/s misses")
+        if m is not None and f / m <= TARGET * (1 + 1e-9):
+            return self._stop(s, DECIDED, f"within {100 * (f / m - 1):.0f}%")
+        edge = m if m is not None else probed[0]
+        inside = [r for r in probed if edge <= r <= f]
+        if m is None and edge > self.lo:
+            inside = [self.lo, *inside]  # below the lowest probed: down to the lowest asked
+        gaps = [(b / a, a, b) for a, b in itertools.pairwise(inside)]
+        ratio, a, b = max(gaps)
+        if ratio <= TARGET * (1 + 1e-9):
+            near = ", ".join(f"{r:g}" for r in inside if s.loads.get(r) is not None and
+                             s.loads[r].verdict == OPEN)
+            return self._stop(s, AT_KNEE, f"the runs at {near} req/s cannot tell the SLO "
+                              "metric from the objective")
+        return self._new(s, math.sqrt(a * b))
+
+    def _new(self, s: Search, rate: float) -> float | None:
+        if len(s.loads) >= self.max_loads:
+            return self._stop(s, UNDECIDED, f"{self.max_loads} loads probed, the most a "
+                              "search may (its error rate is split over them)")
+        return nice(rate, list(s.loads))
+
+    @staticmethod
+    def _stop(s: Search, status: str, reason: str) -> None:
+        s.status, s.reason, s.next = status, reason, None
+        return None
+
+    def probes(self) -> list[tuple[Search, float]]:
+        """The next round's loads: one per live search."""
+        return [(s, s.next) for s in self.searches if s.alive and s.next is not None]
+
+    def close(self, why: str = "the budget ended") -> None:
+        """The end without a decision for every search still going."""
+        for s in self.searches:
+            if s.alive:
+                w = s.width()
+                s.status, s.next = UNDECIDED, None
+                s.reason = why + (f"; the bracket is {100 * w:.0f}% wide" if w is not None
+                                  else "")
+
+    # ------------------------------------------------------------ the shares
+    def dedicated(self) -> Search | None:
+        return next((s for s in self.searches if s.dedicated), None)
+
+    def shares(self, s: Search) -> Shares:
+        """``s``'s shares of dedicated (see the module)."""
+        d = self.dedicated()
+        high = ratio(s.capacity(), d.capacity()) if d is not None and d is not s else \
+            NO_INTERVAL
+        m = s.met()
+        low = ratio(s.loads[m].low_iv, self.low_alone_iv) \
+            if self.lows and m is not None and not s.dedicated else NO_INTERVAL
+        return Shares(high, low, add(high, low) if self.lows else high)
+
+    def best(self) -> Search | None:
+        """The candidate whose total share's interval lies above every other's (None:
+        none does)."""
+        cands = [s for s in self.searches if not s.dedicated]
+        tot = {s.label: self.shares(s).total for s in cands}
+        for s in cands:
+            lo = tot[s.label].lo
+            if lo is None or len(cands) < 2:
+                continue
+            if all(tot[o.label].hi is not None and lo > (tot[o.label].hi or 0.0)
+                   for o in cands if o is not s):
+                return s
+        return None
+
+
+def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float) -> Interval:
+    """``sequential.interval`` with the error rate spent over a load's looks as a search
+    has them: at most ``MAX_RUNS`` runs of a load, so ``MAX_RUNS - 1`` looks (from 2
+    runs), ``alpha / (MAX_RUNS - 1)`` each (a union bound; the race's spending covers up
+    to 65 looks and beyond, which a load never has). The variance is the race's
+    (``sequential.moderated``: pooled over every load, never below a load's own nor its
+    within-run floor), the interval widened to the values' resolution."""
+    if r is None:
+        return NO_INTERVAL
+    est = math.exp(r.mean)
+    if r.n < MIN_RUNS:
+        return Interval(est, None, None)
+    var, df = seq.moderated(r, prior)
+    h = seq.half_width(var, df, r.n, alpha / (MAX_RUNS - 1))
+    if h > 50.0:
+        return Interval(est, None, None)
+    lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
+    return Interval(est, max(0.0, lo), hi if r.bounded else None)
+
+
+@dataclass(frozen=True)
+class Shares:
+    high: Interval
+    low: Interval
+    total: Interval
+
+
+def ratio(a: Interval, b: Interval) -> Interval:
+    """``a / b`` for positive quantities, its interval from the ends (open where an end
+    is missing)."""
+    est = a.est / b.est if a.est == a.est and b.est == b.est and b.est else math.nan
+    lo = a.lo / b.hi if a.lo is not None and b.hi else None
+    hi = a.hi / b.lo if a.hi is not None and b.lo else None
+    return Interval(est, lo, hi)
+
+
+def add(a: Interval, b: Interval) -> Interval:
+    est = a.est + b.est if a.est == a.est and b.est == b.est else math.nan
+    lo = a.lo + b.lo if a.lo is not None and b.lo is not None else None
+    hi = a.hi + b.hi if a.hi is not None and b.hi is not None else None
+    return Interval(est, lo, hi)
+
+
+def estimate(i: Interval, digits: int = 6) -> M.Estimate:
+    """An interval as the snapshot's ``Estimate``."""
+    def r(v: float | None) -> float | None:
+        return None if v is None or v != v or math.isinf(v) else round(v, digits)
+    return M.Estimate(estimate=r(i.est), lo=r(i.lo), hi=r(i.hi))
+
+
+def settings_text(settings: Mapping[str, M.SettingValue]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
