@@ -85,6 +85,23 @@ def test_the_default_stream_is_named_where_the_evidence_says_so() -> None:
         "saw its GPU work)")
 
 
+def test_a_program_of_ones_own_that_says_default_stream_is_named_so() -> None:
+    """A command workload has no ``stream`` key: its hello's ``"stream": "default"`` (as
+    the how-to's infer.py --default-stream says) is the evidence; without it, the
+    general reason."""
+    own = parse_scenario({"name": "own", "duration_s": 10, "workload": [
+        {"name": "infer", "priority": "high", "command": ["x"], "rate": 10},
+        {"name": "train", "priority": "low", "command": ["y"]}]}, "own")
+    rng = random.Random(1)
+    xs = _xsched({"infer": "not-scheduled", "train": "engaged"})
+    p = _phase(0, "xsched", rng, 1, xsched=xs)
+    assert "bypassed XSched" in participation([p], own).absent[0].reason
+    ws = tuple(msgspec.structs.replace(w, hello={"stream": "default"}) if w.name == "infer"
+               else w for w in p.workloads)
+    part = participation([msgspec.structs.replace(p, workloads=ws)], own)
+    assert part.absent[0].reason.startswith("not scheduled (its work ran on the default stream")
+
+
 def test_native_takes_part_by_definition() -> None:
     rng = random.Random(1)
     part = participation([_phase(0, "native", rng, 1)], SCEN)

@@ -168,12 +168,15 @@ def _verdict(p: PhaseSnapshot, name: str, mode: str) -> str | None:
 
 def _reason(verdict: str, name: str, p: PhaseSnapshot, scenario: Scenario | None) -> str:
     """The reason for ``verdict``; ``not-scheduled`` names the default stream where the
-    evidence says the work ran there (the scenario's ``stream = "default"``, or a
-    preflight probe on the default stream for it that XSched did not schedule)."""
+    evidence says the work ran there (the scenario's ``stream = "default"``, the
+    workload's own hello saying so, as the how-to's programs' do, or a preflight probe on
+    the default stream for it that XSched did not schedule)."""
     if verdict == "not-scheduled":
         wl = next((w for w in scenario.workloads if w.name == role(name)), None) \
             if scenario is not None else None
         default = wl is not None and wl.kind == "model" and wl.stream == "default"
+        default = default or any(w.name == name and w.hello.get("stream") == "default"
+                                 for w in p.workloads)
         probes = p.preflight.verdicts if p.preflight is not None else []
         default = default or any(v.stream == "default" and v.status == "not-scheduled"
                                  and role(name) in map(role, v.workloads) for v in probes
