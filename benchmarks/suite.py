@@ -76,6 +76,12 @@ BENCHES: tuple[Bench, ...] = (
           "SNAPSHOT.json native"),
     Bench("race-sim", "race_sim.py", "advise's race against a planted frontier: wrong choices, "
           "false 'met', minutes (positional: TRIALS BUDGET_MIN)", "5 min", "no", "50 60"),
+    Bench("race-coverage", "race_coverage.py", "the race's intervals from the iterations up: "
+          "how often they cover the truth over every look and candidate, and their widths "
+          "(positional: RACES LOOKS [CONFIG ...])", "1 min", "no", "200 6"),
+    Bench("race-case", "race_case.py", "issue 65's H200 race rebuilt from its numbers, "
+          "replayed under the old and the new intervals: when it decides and what", "5 s",
+          "no", ""),
     Bench("capacity-sim", "capacity_sim.py", "the capacity search against planted knees: how "
           "often a bracket misses its knee at any look, how often it settles within 10%, runs "
           "and minutes to decide (positional: TRIALS)", "1 min", "no", "200 --heavy"),

@@ -22,11 +22,11 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import FAILED, WAITING, WARMING
 from xwatch.core.export.document.schema import SCHEMA_PATH
 from xwatch.core.export.snapshot import load_snapshot, write_snapshot
-from xwatch.core.plans.retry import failed_twice, first_attempt, xserver_died_early
-from xwatch.core.xsched import probe_leave
 from xwatch.core.xsched.engagement import XserverLog
-from xwatch.core.xsched.probe_leave import Held, leave
-from xwatch.core.xsched.quiet import XserverQuiet
+from xwatch.core.xsched.leave import probes as probe_leave
+from xwatch.core.xsched.leave.probes import Held, leave
+from xwatch.core.xsched.leave.quiet import XserverQuiet
+from xwatch.core.xsched.leave.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.scenario import load_scenario
 
 
@@ -115,7 +115,7 @@ async def test_a_probe_that_never_leaves_and_pids_still_listed_are_reported(
     assert rec.listed == [21]
     assert "no leave from pid 21 within 0.05 s" in rec.note
     assert "xserver still listed pid 21 0.1 s after the last probe left" in rec.note
-    assert "still listed pid 21" in probe_leave.leave_line(rec)
+    assert "still listed pid 21" in rec.line()
 
 
 async def test_a_failed_preflight_lets_its_probes_go_at_once() -> None:
@@ -127,7 +127,7 @@ async def test_a_failed_preflight_lets_its_probes_go_at_once() -> None:
     # all at once, then (once each said it left) all again, to exit
     assert events == ["release 31", "release 32", "release 31", "release 32"]
     assert rec.left_s is None
-    assert "let go at once" in probe_leave.leave_line(rec)
+    assert "let go at once" in rec.line()
 
 
 async def test_the_workloads_are_quiet_once_held_by_the_gate() -> None:

@@ -216,6 +216,19 @@ class ProbeLeave(Doc, frozen=True, kw_only=True):
     listed: list[int] = []
     note: str = ""
 
+    def line(self) -> str:
+        """How the probes left XSched, in words (the console's and the report's)."""
+        if not self.wait:
+            return "each as its work ended (XWATCH_XSCHED_PROBE_WAIT=0: the old way, which " \
+                "can race xserver)"
+        if self.left_s is None:
+            return self.quiet or "let go at once"
+        said = f"held after their work, let go one at a time ({self.quiet})"
+        if not self.listed:
+            said += (f"; xserver listed none of their pids {self.left_s:.2f} s after the "
+                     "first went")
+        return f"{said}; {self.note}" if self.note else said
+
 
 class Preflight(Doc, frozen=True, kw_only=True):
     """The XSched preflight: each probe's verdict, how long it took, why it failed

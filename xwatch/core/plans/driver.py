@@ -29,8 +29,8 @@ from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, MetricsSink, Options
-from xwatch.core.plans.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
+from xwatch.core.xsched.leave.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario, Workload
 

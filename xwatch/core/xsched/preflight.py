@@ -25,7 +25,7 @@ Verdicts are cached for the process's lifetime per install (and shim file),
 interpreter, platform, device, stream and XSched environment
 (``XWATCH_PREFLIGHT_CACHE=0``: never), and never from a preflight during which xserver
 died. After their work the probes are held, and leave one at a time while xserver hears
-nothing else (``probe_leave``).
+nothing else (``leave.probes``).
 
 Each probe starts the way its workloads do (issue 58 goal 4): with the environment the
 phase's workloads start from (``Launcher.base_env``) and, where they fork from XSched's
@@ -65,13 +65,12 @@ from xwatch.core.procs import cpu_ticks
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
 from xwatch.core.xsched.install import XschedInstall
-from xwatch.core.xsched.probe_leave import (
+from xwatch.core.xsched.leave.probes import (
     HOLD_ENV,
     LEFT_TIMEOUT_S,
     Held,
     Quiet,
     leave,
-    leave_line,
     wait_on,
 )
 from xwatch.errors import XschedError
@@ -231,7 +230,7 @@ async def run_probes(probes: list[Probe], install: XschedInstall, client: Xserve
                      leaves: list[M.ProbeLeave] | None = None) -> list[Verdict]:
     """Run the probes (in parallel) while polling xserver for their XQueues; each
     forked through ``fork`` where it can be (see the module), else exec'd; held after
-    their work and let go one at a time (``probe_leave``: ``quiet``, the mode's, says
+    their work and let go one at a time (``leave.probes``: ``quiet``, the mode's, says
     when; ``fails``: whether verdicts fail the phase, when they go at once). How they
     left is appended to ``leaves`` (none when every verdict was cached)."""
     out: list[Verdict | None] = [None] * len(probes)
@@ -291,7 +290,7 @@ async def _start(p: Probe, seconds: float, fork: Forker | None, hold: bool = Fal
 @dataclass
 class _Out:
     """What one probe said so far: its stdout and stderr lines, its JSON lines folded
-    (``info``), whether it said ``done``; ``held``: its leave (``probe_leave``)."""
+    (``info``), whether it said ``done``; ``held``: its leave (``leave.probes``)."""
 
     held: Held | None
     out: list[str] = field(default_factory=list)
@@ -563,7 +562,7 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                     launcher: Launcher | None = None, quiet: Quiet | None = None) -> None:
     """The phase's preflight: probe its built-in workloads (``plan_probes``), each
     started as its workloads are (``launcher``; None: exec'd from xwatch's own
-    environment) and let go as ``quiet`` (the XSched mode's) allows (``probe_leave``),
+    environment) and let go as ``quiet`` (the XSched mode's) allows (``leave.probes``),
     record the verdicts and how the probes left in ``phase.preflight``, log each with
     ``note``, raise the failure (an xserver that died meanwhile is one)."""
     launcher = launcher or Launcher()
@@ -590,7 +589,7 @@ async def preflight(phase: Phase, scenario: Scenario, install: XschedInstall,
                                   seconds=round(time.monotonic() - t0, 2), failure=reason,
                                   leave=leaves[0] if leaves else msgspec.UNSET)
     if leaves and leaves[0].wait and not reason:
-        note(f"preflight: probes' leave: {leave_line(leaves[0])}",
+        note(f"preflight: probes' leave: {leaves[0].line()}",
              "warning" if leaves[0].note else "info")
     for v in verdicts:
         note(f"preflight {verdict_line(v)}", "error" if reason and v.status in

@@ -9,7 +9,7 @@ Prints two JSON lines on stdout (``start`` after torch and the device are up,
 ``done`` with the iteration count); a crash shows as the exit status and stderr.
 SIGUSR1 ends the work early, as if SECONDS had passed (after at least three
 iterations): the MPS preflight stops its probe once the probe was seen as a client.
-With ``XWATCH_PROBE_HOLD=1`` (the XSched preflight's, ``xsched/probe_leave.py``) the
+With ``XWATCH_PROBE_HOLD=1`` (the XSched preflight's, ``xsched/leave/probes.py``) the
 probe, after its ``done`` line, stays in XSched, idle, until SIGUSR2 (at most
 ``HOLD_MAX_S``), then leaves XSched's global scheduler (``leave_xsched``), prints
 ``{"type": "left", "left": true}`` (false: it could not switch, and leaves at its exit

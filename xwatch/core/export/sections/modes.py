@@ -12,7 +12,6 @@ from xwatch.core import model as M
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.render.model import Section, Table
 from xwatch.core.modes import verdicts
-from xwatch.core.xsched.probe_leave import leave_line
 
 
 def xsched_version(xs: M.Xsched) -> str:
@@ -81,7 +80,7 @@ def preflight_section(snap: SessionSnapshot) -> Section | None:
     for p in snap.phases:
         lv = p.preflight.leave if p.preflight is not None else UNSET
         if isinstance(lv, M.ProbeLeave):
-            s.paragraphs.append(f"**{p.name}** probes' leave: {leave_line(lv)}.")
+            s.paragraphs.append(f"**{p.name}** probes' leave: {lv.line()}.")
     return s
 
 

@@ -1,4 +1,4 @@
-"""The XSched mode's side of the preflight probes' leave (``probe_leave``): when the
+"""The XSched mode's side of the preflight probes' leave (``leave.probes``): when the
 phase's XSched workloads do no GPU work (held at the start gate, or ended), a hold on
 xwatch's own ``/xqueues`` polls (the poll thread takes ``lock`` around each request),
 and xserver's "client process N closed" log lines, read as they come. Also how an

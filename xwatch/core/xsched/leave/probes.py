@@ -53,7 +53,7 @@ SETTLE_S = 0.1
 GONE_TIMEOUT_S = 10.0
 GONE_POLL_S = 0.05
 
-__all__ = ["GONE_TIMEOUT_S", "HOLD_ENV", "WAIT_ENV", "Held", "Quiet", "leave", "leave_line",
+__all__ = ["GONE_TIMEOUT_S", "HOLD_ENV", "WAIT_ENV", "Held", "Quiet", "leave",
            "wait_on"]
 
 
@@ -202,16 +202,3 @@ async def _gone(pids: list[int], client: XserverClient, quiet: Quiet | None
         if time.monotonic() >= end:
             return listed, err
         await asyncio.sleep(GONE_POLL_S)
-
-
-def leave_line(lv: M.ProbeLeave) -> str:
-    """How a preflight's probes left XSched, in words (``probe_leave``)."""
-    if not lv.wait:
-        return "each as its work ended (XWATCH_XSCHED_PROBE_WAIT=0: the old way, which " \
-            "can race xserver)"
-    if lv.left_s is None:
-        return lv.quiet or "let go at once"
-    said = f"held after their work, let go one at a time ({lv.quiet})"
-    if not lv.listed:
-        said += f"; xserver listed none of their pids {lv.left_s:.2f} s after the first went"
-    return f"{said}; {lv.note}" if lv.note else said
