@@ -111,7 +111,8 @@ def mask(line: str) -> str:
     line = re.sub(r"[─━]+", "─", line)
     line = re.sub(r'host="[^"]*"', 'host="H"', line)  # the machine's name
     line = re.sub(r" (late|err)=\d+", "", line)  # progress fields shown only when not 0
-    line = re.sub(r"\d[\d,]*(?:\.\d+)?|\bopen\b", "N", line)
+    # a thousands comma only between digits: "[256, 1267]" is two numbers, "1,267" one
+    line = re.sub(r"\d+(?:,\d{3})*(?:\.\d+)?|\bopen\b", "N", line)
     return " ".join(line.split())
 
 
@@ -244,6 +245,13 @@ def test_an_example_a_test_asserts_is_in_that_test(b: Block) -> None:
 @pytest.mark.parametrize("b", [b for b in ALL if b.mark == "output"], ids=lambda b: b.id)
 def test_a_shown_output_is_what_the_command_prints(b: Block) -> None:
     _check_runs(b)
+
+
+def test_the_mask_reads_a_list_of_numbers_as_numbers() -> None:
+    """A busy machine's "[256, 1267]" masks as a quiet one's "[19.40, 19.89]" (a comma
+    after a number is not a thousands separator unless three digits follow)."""
+    assert mask("P50 1170 [256, 1267]") == mask("P50 19.59 [19.40, 19.89]") == "PN N [N, N]"
+    assert mask("6,348 [6,278, 6,418]/s") == "N [N, N]/s"
 
 
 @pytest.mark.slow
