@@ -174,23 +174,40 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             metrics.stop()
 
 
-def _advise(args: argparse.Namespace, scen: Scenario) -> int:
-    """``xwatch advise``: the mechanisms this box can run (asked for by name, one that
-    cannot is an error), checked before anything starts."""
-    from xwatch.core.plans.advise import objective, plan_candidates, run_advise, usable_modes
-
-    explicit = args.modes is not None
+def _race_modes(args: argparse.Namespace) -> tuple[bool, list[str]]:
+    """A race's (advise's, capacity's) ``--modes`` (whether named, and which: each known,
+    once) and ``--budget``, checked before anything starts."""
     wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
     bad = [m for m in wanted if m not in MODES]
     if bad or not wanted or len(set(wanted)) != len(wanted):
         raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
-    obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
+    return args.modes is not None, wanted
+
+
+def _race_backends(args: argparse.Namespace, scen: Scenario, wanted: list[str],
+                   explicit: bool) -> tuple[XschedController | None, MpsController | None,
+                                            str | None, list[str], dict[str, str]]:
+    """A race's backends and the modes this box can run (one asked for by name that
+    cannot is an error): (XSched, MPS, why MPS cannot, modes, the skipped and why)."""
+    from xwatch.core.plans.advise import usable_modes
+
     xs = xsched_backend_of(args, scen) if XSCHED in wanted else None
     mps_backend, mps_why = mps_backend_of(args, scen, explicit=explicit and MPS in wanted) \
         if MPS in wanted else (None, None)
     modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
+    return xs, mps_backend, mps_why, modes, skipped
+
+
+def _advise(args: argparse.Namespace, scen: Scenario) -> int:
+    """``xwatch advise``: the mechanisms this box can run (asked for by name, one that
+    cannot is an error), checked before anything starts."""
+    from xwatch.core.plans.advise import objective, plan_candidates, run_advise
+
+    explicit, wanted = _race_modes(args)
+    obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
+    xs, mps_backend, mps_why, modes, skipped = _race_backends(args, scen, wanted, explicit)
     if xs is not None and XSCHED in modes:
         xs.install.check(platforms_of(scen))
         check_box(xs, scen)
@@ -212,20 +229,10 @@ def _capacity(args: argparse.Namespace, scen: Scenario) -> int:
     """``xwatch capacity``: as advise, its modes and backends checked, and the search
     (the SLO workload's rate, the runs' length at the lowest rate) before anything
     starts."""
-    from xwatch.core.plans.advise import usable_modes
     from xwatch.core.plans.capacity import make_run, run_capacity
 
-    explicit = args.modes is not None
-    wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
-    bad = [m for m in wanted if m not in MODES]
-    if bad or not wanted or len(set(wanted)) != len(wanted):
-        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
-    if args.budget <= 0:
-        raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
-    xs = xsched_backend_of(args, scen) if XSCHED in wanted else None
-    mps_backend, mps_why = mps_backend_of(args, scen, explicit=explicit and MPS in wanted) \
-        if MPS in wanted else (None, None)
-    modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
+    explicit, wanted = _race_modes(args)
+    xs, mps_backend, mps_why, modes, skipped = _race_backends(args, scen, wanted, explicit)
     backends = Backends(xs, mps_backend, mps_why)
     opts = options_of(args)
     make_run(scen, opts, modes, skipped, backends, say=lambda _: None)  # its errors now

@@ -160,11 +160,11 @@ class Workload:
             prog = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else argv[0]
             return f"{prog.rsplit('/', 1)[-1].rsplit('.', 1)[-1]} server @{self.rate:g}/s"
         assert self.command is not None
-        argv = list(self.command)
-        if len(argv) > 1 and (argv[0] == "{python}"  # the program, not its interpreter
-                              or argv[0].rsplit("/", 1)[-1].startswith("python")):
-            argv = argv[1:]
-        return " ".join(argv)[:40]
+        words = list(self.command)
+        if len(words) > 1 and (words[0] == "{python}"  # the program, not its interpreter
+                               or words[0].rsplit("/", 1)[-1].startswith("python")):
+            words = words[1:]
+        return " ".join(words)[:40]
 
 
 @dataclass(frozen=True)
