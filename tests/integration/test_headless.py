@@ -196,7 +196,9 @@ def test_kernel_capture_on_cpu_end_to_end(scenario_file, tmp_path: Path) -> None
     jsonschema.validate(doc, SCHEMA)
     cap = doc["phases"][0]["captures"][0]
     a = cap["analysis"]
-    assert a["high"] == "hi" and a["lows"] == ["lo"] and a["aligned"] >= 0.95
+    # most operators inside their requests: 0.94 was seen beside a CPU-bound process (the
+    # anchor's offset is read on a descheduled worker); a broken anchor gives near 0
+    assert a["high"] == "hi" and a["lows"] == ["lo"] and a["aligned"] >= 0.9
     assert a["kernels"]["hi"] > 10 and a["requests"] >= 10
     trace = load_trace(str(out / cap["trace_files"]["hi"]))
     assert trace["device"] == "cpu" and trace["clock"]["method"] == "anchor"
