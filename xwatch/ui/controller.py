@@ -16,7 +16,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ from xwatch.errors import XwatchError
 from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
 
 if TYPE_CHECKING:
-    from xwatch.core.plans.advise import Race as AdviseRace
+    pass
 
 
 class PlanSaid(Message):
@@ -306,7 +306,10 @@ class SessionController:
         self.app.notify(f"advise: {len(rc.cands)} candidates ({', '.join(modes)}), rounds "
                         f"of {self.phase_s:g} s phases, budget {DEFAULT_BUDGET_MIN:g} min; "
                         "the Compare tab shows the race", timeout=8)
-        self.spawn(self._advise(rc))
+        def settle(session: Session) -> None:
+            session.advice = rc.advice()
+
+        self.spawn(self._race(rc, settle))
 
     def capacity(self) -> None:
         """``K``: search, for native and the mechanisms configured here, the highest load
@@ -334,12 +337,14 @@ class SessionController:
                         f"{cr.obj.workload} from {cr.lo:g} to {cr.hi:g} req/s, budget "
                         f"{DEFAULT_BUDGET_MIN:g} min; the Compare tab shows the progress",
                         timeout=8)
-        self.spawn(self._race(cr))
+        def settle(session: Session) -> None:
+            session.capacity = cr.record_of()
 
-    async def _race(self, rc: Race) -> None:
-        """Run a capacity search round by round; its record kept up to date."""
-        from xwatch.core.plans.capacity import CapacityRun
+        self.spawn(self._race(cr, settle))
 
+    async def _race(self, rc: Race, settle: Callable[[Session], None]) -> None:
+        """Run a race (advise's, capacity's) round by round, its live record kept up to
+        date by the driver; ``settle`` writes its final record on the session."""
         assert self.driver is not None and self.session is not None
         driver, session = self.driver, self.session
 
@@ -347,20 +352,7 @@ class SessionController:
             return await driver.step(step, rnd)
 
         finished = await driver.race(rc, run, live=True)
-        if isinstance(rc, CapacityRun):
-            session.capacity = rc.record_of()
-        if finished:
-            self.app.post_message(ShowTab("compare"))
-
-    async def _advise(self, rc: AdviseRace) -> None:
-        assert self.driver is not None and self.session is not None
-        driver, session = self.driver, self.session
-
-        async def run(rnd: int, step: Step) -> Phase | Stopped | None:
-            return await driver.step(step, rnd)
-
-        finished = await driver.race(rc, run, live=True)
-        session.advice = rc.advice()
+        settle(session)
         if finished:
             self.app.post_message(ShowTab("compare"))
 
