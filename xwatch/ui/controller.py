@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App
 from textual.message import Message
@@ -36,9 +36,6 @@ from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
 from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
 from xwatch.errors import XwatchError
 from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
-
-if TYPE_CHECKING:
-    pass
 
 
 class PlanSaid(Message):
