@@ -73,7 +73,7 @@ def simulated(sds: tuple[float, float, float], gpus: int, runs: int, sims: int,
                 run = rng.gauss(0.0, sr)
                 side.append([bucket_value(bucket_index(
                     base_ms * math.exp(run + fx[g] + rng.gauss(0.0, sc)))) for g in range(gpus)])
-        a, b = ([combine([RunValue(v, math.nan) for v in r], "P99").est for r in s]
+        a, b = ([combine([RunValue(v, math.nan) for v in r], "log").est for r in s]
                 for s in sides)
         iv = paired_interval(a, b, resolution_ms([v for r in sides[0] for v in r]),
                              resolution_ms([v for r in sides[1] for v in r]))

@@ -37,9 +37,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from xwatch.core.analysis.stats.runs import RATE, paired_interval, run_value
+from xwatch.core.analysis.stats.runs import paired_interval, run_value
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.stats import RELATIVE_WIDTH
+from xwatch.core.model.metric import THROUGHPUT, Metric
 from xwatch.core.plans import box
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
 from xwatch.core.plans.options import Backends, Options
@@ -81,7 +82,7 @@ def _pairs(session: Session, names: dict[str, str]) -> dict[str, list[tuple[floa
         if a is None or b is None:
             continue
         for key, name in names.items():
-            metric = key.partition(" ")[2]
+            metric = Metric.parse(key.partition(" ")[2])
             wa, wb = a.workload(name), b.workload(name)
             if wa is None or wb is None or not wa.count or not wb.count:
                 continue
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
     lows = [w.name for w in base.workloads if w.priority_value < top]
     at = gpus[0]
     names = {f"{hi} P50": box.copy_name(hi, at), f"{hi} P99": box.copy_name(hi, at),
-             **{f"{lw} {RATE}": box.copy_name(lw, at) for lw in lows}}
+             **{f"{lw} {THROUGHPUT}": box.copy_name(lw, at) for lw in lows}}
     alone = Step(a.mode, label="alone", only=box.copies(scen, [at]))
     beside = Step(a.mode, label="beside")  # every GPU named runs the same load
     if a.neighbours is not None:  # same ("alone"'s place) against mixed (split)
@@ -142,7 +143,7 @@ def main(argv: list[str]) -> int:
         pairs = _pairs(session, names)
         rows = {}
         for key, ps in pairs.items():
-            latency = not key.endswith(RATE)
+            latency = not key.endswith(str(THROUGHPUT))
             rows[key] = {"values": ps, "aa": _judge(ps, latency),
                          "planted": _judge(ps, latency, PLANTED if latency else 1 / PLANTED)}
         verdict.update(rows)
@@ -167,7 +168,7 @@ def main(argv: list[str]) -> int:
             return EXIT_FAILED
         bad = [k for k, r in rows.items() if not r["aa"]["within_noise"]]
         blind = [k for k, r in rows.items() if r["planted"]["within_noise"]
-                 and not k.endswith(RATE)]
+                 and not k.endswith(str(THROUGHPUT))]
         return EXIT_GATE if bad or blind else EXIT_OK
 
     opts = Options(export=str(out / "session"), telemetry=a.telemetry)

@@ -19,6 +19,7 @@ from pathlib import Path
 from xwatch.core.analysis.stats.intervals import Hist, diff_interval, merge, percentile_interval
 from xwatch.core.analysis.verdict import Change
 from xwatch.core.engine.stats import LogHistogram
+from xwatch.core.model.metric import Metric
 
 
 def yard_hist(path: Path) -> Hist:
@@ -59,7 +60,7 @@ def main() -> int:
         for q in (50.0, 99.0):
             per = tuple(percentile_interval(x, q).est - percentile_interval(y, q).est
                         for y, x in pairs)
-            c = Change("high", f"P{q:g}", "ms", percentile_interval(a, q),
+            c = Change("high", Metric.latency(q), percentile_interval(a, q),
                        percentile_interval(b, q), diff_interval(a, b, q), per, len(pairs))
             print(f"xwatch (telemetry {variant}) - yardstick, {c.metric}: {c.text()}; "
                   f"per repeat: " + ", ".join(f"{v:+.2f}" for v in per))

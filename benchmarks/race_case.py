@@ -41,8 +41,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import betainc
+from xwatch.core.model.metric import Metric
 
-OBJ = race.Objective("chat", "itl_ms:P99", 5.0)
+OBJ = race.Objective("chat", Metric.parse("itl_ms:P99"), 5.0)
 BUDGET_MIN, RUN_MIN = 5.0, 0.28
 WINDOW_S, BATCH = 10.0, 128
 #: label: (ITL P99 of each run, ms; trainer iterations in each 10 s window, or the

@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from benchmarks import race_case
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.intervals import rank_bounds
+from xwatch.core.model.metric import Metric
 
 WINDOW_S, BATCH, ITER_MS = 10.0, 128, 70.0
 #: the iterations: log-normal bulk, a warm-up, the HIGH's requests every second (each
@@ -57,7 +58,7 @@ REQUESTS, SHAPE = 700, 0.08
 Z95 = 1.959963984540054
 _NORM = statistics.NormalDist()
 TRUTH_RUNS = 2000
-OBJ = race.Objective("high", "P99", 5.0)
+OBJ = race.Objective("high", Metric.parse("P99"), 5.0)
 
 
 @dataclass(frozen=True)

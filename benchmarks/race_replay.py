@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.export.snapshot import load_snapshot
+from xwatch.core.model.metric import Metric
 
 
 def _old_borrowed(r: seq.LogRuns, prior: seq.Prior) -> int:
@@ -48,7 +49,8 @@ def replay(path: str, old: bool) -> list[str]:
     if adv is None:
         raise SystemExit(f"{path}: no advise race in this snapshot")
     slo = adv.slo
-    obj = race.Objective(slo.workload, slo.metric or f"P{slo.percentile:g}", slo.latency_ms)
+    obj = race.Objective(slo.workload, Metric.parse(slo.metric or f"P{slo.percentile:g}"),
+                         slo.latency_ms)
     lows = [w.name for w in snap.phases[0].workloads if w.name != slo.workload]
     cands = {c.label: race.Candidate(c.label, c.mode, dict(c.settings)) for c in adv.candidates}
     out: list[str] = []

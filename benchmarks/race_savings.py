@@ -16,6 +16,7 @@ import statistics
 import sys
 
 from xwatch.core.analysis.stats.race import Candidate, Objective, judge
+from xwatch.core.model.metric import Metric
 
 TRUTH = [("native", 19.0, 6150), ("mps100", 12.0, 6300), ("mps75", 9.0, 5600),
          ("mps50", 8.0, 4400), ("mps25", 6.0, 2800), ("x1/1", 7.0, 3000),
@@ -25,7 +26,7 @@ TRUTH = [("native", 19.0, 6150), ("mps100", 12.0, 6300), ("mps75", 9.0, 5600),
 def main() -> int:
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     sd = float(sys.argv[2]) if len(sys.argv) > 2 else 0.8
-    obj = Objective("high", "P99", 10.0)
+    obj = Objective("high", Metric.parse("P99"), 10.0)
     raced, grid, right, rounds = [], [], 0, []
     for seed in range(trials):
         rng = random.Random(seed)

@@ -54,8 +54,9 @@ from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval, rank_bounds
 from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.analysis.stats.runs import mean_interval, t_ppf
+from xwatch.core.model.metric import Metric
 
-OBJ = Objective("high", "P99", 10.0)
+OBJ = Objective("high", Metric.parse("P99"), 10.0)
 # name, typical run's P99 (ms), price (samples/s), run-level SD of log P99 (unequal)
 FRONTIER = [("native", 19.0, 6150, 0.30), ("mps100", 11.5, 6300, 0.25),
             ("mps75", 8.5, 5600, 0.20), ("mps50", 8.0, 4400, 0.12),

@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.neighbours_aa import PLANTED, _judge
 from xwatch.core.analysis.stats.copies import combine, role
-from xwatch.core.analysis.stats.runs import RATE, run_value
+from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.engine.live.session import Session
+from xwatch.core.model.metric import P50, P99, THROUGHPUT, Metric
 from xwatch.core.plans.box import split_gpus
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
 from xwatch.core.plans.options import Options
@@ -44,7 +45,7 @@ from xwatch.scenario import load_scenario, parse_gpus
 ARMS = ("a", "b")
 
 
-def arm_pairs(session: Session, metrics: list[tuple[str, str]], gpus: list[int]
+def arm_pairs(session: Session, metrics: list[tuple[str, Metric]], gpus: list[int]
               ) -> dict[str, list[tuple[float, float]]]:
     """Per ``workload metric``, (arm A, arm B) run values, one pair a usable phase."""
     out: dict[str, list[tuple[float, float]]] = {f"{n} {m}": [] for n, m in metrics}
@@ -57,7 +58,7 @@ def arm_pairs(session: Session, metrics: list[tuple[str, str]], gpus: list[int]
             for arm in ARMS:
                 ws = [w for w in p.workloads if role(w.name) == name and w.count
                       and w.gpu is not None and placed.get(w.gpu) == arm]
-                arms.append(combine([run_value(w, metric) for w in ws], metric).est
+                arms.append(combine([run_value(w, metric) for w in ws], metric.scale).est
                             if ws else math.nan)
             if all(v == v for v in arms):
                 out[f"{name} {metric}"].append((arms[0], arms[1]))
@@ -80,8 +81,8 @@ def main(argv: list[str]) -> int:
     base = scen.unreplicated()
     top = max(w.priority_value for w in base.workloads)
     metrics = [(w.name, m) for w in base.workloads if w.priority_value == top
-               for m in ("P50", "P99")][:2]
-    metrics += [(w.name, RATE) for w in base.workloads if w.priority_value < top]
+               for m in (P50, P99)][:2]
+    metrics += [(w.name, THROUGHPUT) for w in base.workloads if w.priority_value < top]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     step = Step("native")
@@ -92,7 +93,7 @@ def main(argv: list[str]) -> int:
         pairs = arm_pairs(session, metrics, gpus)
         rows: dict[str, Any] = {}
         for key, ps in pairs.items():
-            latency = not key.endswith(RATE)
+            latency = not key.endswith(str(THROUGHPUT))
             rows[key] = {"values": ps, "aa": _judge(ps, latency),
                          "planted": _judge(ps, latency, PLANTED if latency else 1 / PLANTED)}
         lines = [f"split A/A: {base.name} native against native on GPUs "
@@ -115,7 +116,7 @@ def main(argv: list[str]) -> int:
             return EXIT_FAILED
         bad = [k for k, r in rows.items() if not r["aa"]["within_noise"]]
         blind = [k for k, r in rows.items() if r["planted"]["within_noise"]
-                 and not k.endswith(RATE)]
+                 and not k.endswith(str(THROUGHPUT))]
         return EXIT_GATE if bad or blind else EXIT_OK
 
     opts = Options(export=str(out / "session"), telemetry=a.telemetry, repeat=1)

@@ -53,7 +53,7 @@ MODES = ("a", "b")
 
 
 def _run_value(vals: Sequence[float]) -> float:
-    return combine([RunValue(v, math.nan) for v in vals], "P99").est
+    return combine([RunValue(v, math.nan) for v in vals], "log").est
 
 
 def session(design: str, sds: tuple[float, float, float], gpus: int, rounds: int,

@@ -17,6 +17,7 @@ from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.export.document.schema import SCHEMA_PATH
 from xwatch.core.export.prometheus import families
 from xwatch.core.export.snapshot import load_snapshot
+from xwatch.core.model.metric import Metric
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -46,7 +47,7 @@ def test_named_metrics_end_to_end(tmp_path: Path) -> None:
     assert hi["goodput"] == 1.0 and hi["metrics"]["tpot_ms"]["goodput"] == 1.0
     snap = load_snapshot(out / "snapshot.json")
     w = snap.phases[0].workload("high")
-    assert w is not None and run_value(w, "ttft_ms:P50").est == vals[-(-n // 2) - 1]
+    assert w is not None and run_value(w, Metric.parse("ttft_ms:P50")).est == vals[-(-n // 2) - 1]
     names = {m.name for m in families(snap, "h")}
     assert "xwatch_request_metric_percentile_seconds" in names
     report = (out / "report.md").read_text()

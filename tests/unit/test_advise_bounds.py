@@ -19,6 +19,7 @@ from xwatch.core.analysis.stats.copies import run_copies
 from xwatch.core.analysis.stats.race import Objective
 from xwatch.core.engine.snapshot import MetricSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import EMPTY, Moments, bucket_index, bucket_value
+from xwatch.core.model.metric import Metric
 from xwatch.core.plans.advise import check_runs_can_bound, highest_bounded
 from xwatch.errors import UsageError
 from xwatch.scenario import parse_scenario
@@ -36,7 +37,7 @@ def test_a_per_request_metric_no_run_can_bound_is_refused_naming_what_would_do()
     values a run; P99 needs 368)."""
     scen = _decoder(1.0, 15.0)
     with pytest.raises(UsageError) as e:
-        check_runs_can_bound(scen, Objective("chat", "tpot_ms:P99", 5.0))
+        check_runs_can_bound(scen, Objective("chat", Metric.parse("tpot_ms:P99"), 5.0))
     text = str(e.value)
     assert "gives about 15 requests a run" in text and "only from 368 values" in text
     assert "--duration 369 or more" in text and "an objective on P78 or lower" in text
@@ -47,18 +48,18 @@ def test_itl_counts_every_gap_between_tokens() -> None:
     """32 tokens a request: 31 ITL gaps; 15 requests a run give 465 >= 368, so P99 can be
     bounded and the race may start; P99.9 (3,687 values) cannot."""
     scen = _decoder(1.0, 15.0, new_tokens=32)
-    assert check_runs_can_bound(scen, Objective("chat", "itl_ms:P99", 5.0)) is None
+    assert check_runs_can_bound(scen, Objective("chat", Metric.parse("itl_ms:P99"), 5.0)) is None
     with pytest.raises(UsageError, match=r"x 31 values a request\); its itl_ms:P99.9"):
-        check_runs_can_bound(scen, Objective("chat", "itl_ms:P99.9", 5.0))
+        check_runs_can_bound(scen, Objective("chat", Metric.parse("itl_ms:P99.9"), 5.0))
 
 
 def test_copies_that_together_bound_it_are_pooled_and_said() -> None:
     scen = _decoder(10.0, 10.0)  # 100 requests a copy a run; 368 needed for P99
-    note = check_runs_can_bound(scen, Objective("chat", "P99", 50.0), copies=4)
+    note = check_runs_can_bound(scen, Objective("chat", Metric.parse("P99"), 50.0), copies=4)
     assert note is not None and "its 4 copies a run give 400 together" in note \
         and "pooled values" in note
     with pytest.raises(UsageError, match="x 3 copies"):
-        check_runs_can_bound(scen, Objective("chat", "P99", 50.0), copies=3)
+        check_runs_can_bound(scen, Objective("chat", Metric.parse("P99"), 50.0), copies=3)
 
 
 def test_highest_bounded_is_the_inverse_of_requests_to_bound() -> None:
@@ -90,7 +91,7 @@ def test_a_runs_pooled_value_is_the_nearest_rank_of_every_copys_values() -> None
     ws = [_copy(vs, g) for g, vs in enumerate(raw)]
     every = sorted(v for vs in raw for v in vs)
     truth = every[math.ceil(0.99 * len(every)) - 1]
-    for metric in ("P99", "tpot_ms:P99"):
+    for metric in (Metric.parse("P99"), Metric.parse("tpot_ms:P99")):
         rc = run_copies(ws, metric, pool_short=True)
         assert rc.value.est == pytest.approx(truth, rel=1e-9)
         assert rc.value.se == rc.value.se and rc.value.se > 0

@@ -6,18 +6,19 @@ from __future__ import annotations
 import pytest
 
 from xwatch.core.analysis.stats.race import Objective
+from xwatch.core.model.metric import Metric
 from xwatch.core.plans.advise import objective
 from xwatch.errors import UsageError
 from xwatch.scenario import load_scenario
 
 
 @pytest.mark.parametrize(("text", "want"), [
-    ("high.P99=10", Objective("high", "P99", 10.0)),
-    ("P95=7.5", Objective("high", "P95", 7.5)),  # the scenario's [slo] workload
-    ("high.latency_ms:P99=10", Objective("high", "P99", 10.0)),
-    ("high.itl_ms:P99=6", Objective("high", "itl_ms:P99", 6.0)),
-    ("tpot_ms:P99.9=6", Objective("high", "tpot_ms:P99.9", 6.0)),
-    ("low.P50=300", Objective("low", "P50", 300.0)),
+    ("high.P99=10", Objective("high", Metric.parse("P99"), 10.0)),
+    ("P95=7.5", Objective("high", Metric.parse("P95"), 7.5)),  # the scenario's [slo] workload
+    ("high.latency_ms:P99=10", Objective("high", Metric.parse("P99"), 10.0)),
+    ("high.itl_ms:P99=6", Objective("high", Metric.parse("itl_ms:P99"), 6.0)),
+    ("tpot_ms:P99.9=6", Objective("high", Metric.parse("tpot_ms:P99.9"), 6.0)),
+    ("low.P50=300", Objective("low", Metric.parse("P50"), 300.0)),
 ])
 def test_slo_text(text: str, want: Objective) -> None:
     assert objective(load_scenario("intensive"), text) == want
@@ -25,7 +26,7 @@ def test_slo_text(text: str, want: Objective) -> None:
 
 def test_the_scenario_slo_without_text() -> None:
     obj = objective(load_scenario("intensive"), None)
-    assert obj.workload == "high" and obj.metric == "P99" and obj.latency_ms > 0
+    assert obj.workload == "high" and obj.metric == Metric.parse("P99") and obj.latency_ms > 0
 
 
 @pytest.mark.parametrize(("text", "says"), [

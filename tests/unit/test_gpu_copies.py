@@ -18,10 +18,11 @@ import pytest
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core.analysis.stats.copies import combine, name_gpus, width_words
 from xwatch.core.analysis.stats.resolution import resolution_ms
-from xwatch.core.analysis.stats.runs import RATE, RunValue, mean_interval, paired_interval, run_value, t95
+from xwatch.core.analysis.stats.runs import RunValue, mean_interval, paired_interval, run_value, t95
 from xwatch.core.analysis.verdict import answer, answer_lines, answer_records, findings
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
+from xwatch.core.model.metric import THROUGHPUT, Metric
 from xwatch.scenario import parse_scenario
 
 #: the issue's variance structure on the log scale (SDs): copy, run-shared, GPU
@@ -67,7 +68,7 @@ def _truth(sds: tuple[float, float, float], gpus: int, base_ms: float, shift: fl
 
 
 def _run_means(runs: list[list[float]]) -> list[float]:
-    return [combine([RunValue(v, math.nan) for v in r], "P99").est for r in runs]
+    return [combine([RunValue(v, math.nan) for v in r], "log").est for r in runs]
 
 
 def _method_a(a: list[list[float]], b: list[list[float]]) -> tuple[float, float]:
@@ -172,7 +173,7 @@ def test_a_uniform_box_names_no_gpu_at_the_promised_rate(gpus: int) -> None:
         for sds in (P50, P99):
             table = _finding_table(rng, 6, gpus, sds, {})
             res = resolution_ms([v for r in table for v in r.values()])
-            named |= bool(name_gpus(table, list(range(gpus)), "P99", tests, res, steps))
+            named |= bool(name_gpus(table, list(range(gpus)), Metric.parse("P99"), tests, res, steps))
         alarms += named
     assert alarms / SIMS <= 0.05 + _tolerance(SIMS, 0.05), alarms / SIMS
 
@@ -188,7 +189,7 @@ def test_a_planted_slow_gpu_is_named_and_its_interval_covers_it() -> None:
         for _ in range(n):
             table = _finding_table(rng, 6, 4, P99, {2: math.log(2.0)})
             res = resolution_ms([v for r in table for v in r.values()])
-            got = name_gpus(table, gpus, "P99", 8, res)
+            got = name_gpus(table, gpus, Metric.parse("P99"), 8, res)
             slow = [iv for g, iv, _, _, _ in got if g == 2 and iv.est > 0]
             named_slow += bool(slow)
             covered += bool(slow) and slow[0].lo is not None and slow[0].hi is not None \
@@ -219,7 +220,7 @@ def test_a_gpu_that_differs_under_one_mode_is_named_under_that_mode() -> None:
             table.append({g: _grid(5.0 * math.exp(run + fx.get(g, 0.0) + rng.gauss(0.0, P50[0])))
                           for g in gpus})
         res = resolution_ms([v for r in table for v in r.values()])
-        got = name_gpus(table, gpus, "P50", tests, res, steps)
+        got = name_gpus(table, gpus, Metric.parse("P50"), tests, res, steps)
         x3 = [iv for g, iv, _, _, st in got if g == 3 and st == "xsched"]
         named += bool(x3)
         covered += bool(x3) and x3[0].lo is not None and x3[0].hi is not None \
@@ -237,7 +238,7 @@ def test_the_old_pooled_contrast_names_neither_mode_s_number() -> None:
     steps = ["native", "xsched"] * 2
     from xwatch.core.analysis.stats.copies import contrasts
 
-    per = contrasts(table, [0, 1, 2, 3], "P50", 8, 0.0, steps)
+    per = contrasts(table, [0, 1, 2, 3], Metric.parse("P50"), 8, 0.0, steps)
     assert per[(3, "xsched")][0].est == pytest.approx(1.0)
     assert per[(3, "native")][0].est == pytest.approx(0.0, abs=1e-12)
     pooled = math.expm1(sum(math.log(r[3] / 5.0) for r in table) / 4)
@@ -276,7 +277,7 @@ def _session(slow_gpu: int | None, mps_scale: float, runs: int = 3) -> SessionSn
 def test_every_copy_counts_and_the_answer_says_runs_x_gpus() -> None:
     snap = _session(None, 1.5)
     (a,) = answer(snap)
-    hi = next(c for c in a.changes if c.metric == "P50")
+    hi = next(c for c in a.changes if str(c.metric) == "P50")
     assert hi.workload == "high" and hi.gpus == 3 and hi.repeats == 3
     # the value is the geometric mean of the three copies' P50s, not high@0's
     p = snap.phases[1]
@@ -285,7 +286,7 @@ def test_every_copy_counts_and_the_answer_says_runs_x_gpus() -> None:
         sum(math.exp(sum(math.log(float(q.workload(f"high@{g}").phase.p50))
                          for g in (0, 1, 2)) / 3) for q in snap.phases[1::2]) / 3, rel=1e-3)
     assert gm > 0 and hi.way > 0
-    lows = [c for c in a.changes if c.metric == "samples/s"]
+    lows = [c for c in a.changes if c.metric == THROUGHPUT]
     assert [c.workload for c in lows] == ["low"]  # once, not once per GPU
     lines = answer_lines(snap)
     assert "3 runs x 3 GPUs each, paired" in lines[0]
@@ -298,7 +299,7 @@ def test_every_copy_counts_and_the_answer_says_runs_x_gpus() -> None:
 def test_a_slow_gpu_is_named_in_the_answer_not_averaged_away() -> None:
     snap = _session(2, 1.0)
     fs = findings(snap)
-    assert {(f.gpu, f.way) for f in fs if f.metric in ("P50", "P99")} == {(2, 1)}
+    assert {(f.gpu, f.way) for f in fs if str(f.metric) in ("P50", "P99")} == {(2, 1)}
     text = "\n".join(answer_lines(snap))
     assert "Finding: GPU 2's high P50 is +100% [" in text and " natively, +" in text
     assert not findings(_session(None, 1.0))
@@ -320,7 +321,7 @@ def test_a_gpu_slow_only_under_a_mechanism_is_named_per_mode_in_the_answer() -> 
                                         f"t{len(phases)}", 10.0, True, tuple(ws), repeat=r,
                                         step=mode))
     snap = SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0, created_at="now")
-    fs = [f for f in findings(snap) if f.metric == "P50"]
+    fs = [f for f in findings(snap) if str(f.metric) == "P50"]
     assert {(f.gpu, f.step) for f in fs} == {(2, "mps")}
     (f,) = fs
     assert f.rel.lo is not None and f.rel.hi is not None and f.rel.lo < 1.0 < f.rel.hi
@@ -372,9 +373,9 @@ def test_the_noise_floor_calibrate_and_the_race_take_every_copy() -> None:
                         for g in (0, 1, 2)) / 3)
     for name in ("high@0", "high"):  # a copy's name, or the scenario's ([slo] workload)
         c = Candidate("native", "native", {})
-        record_run(c, p, Objective(name, "P99", 100.0), ["low@0", "low@1", "low@2"])
+        record_run(c, p, Objective(name, Metric.parse("P99"), 100.0), ["low@0", "low@1", "low@2"])
         assert c.status != "failed" and c.slo_values == [pytest.approx(want, rel=2e-2)]
-        box = sum(run_value(p.workload(f"low@{g}"), RATE).est for g in (0, 1, 2))
+        box = sum(run_value(p.workload(f"low@{g}"), THROUGHPUT).est for g in (0, 1, 2))
         assert c.prices == [pytest.approx(box)]  # every LOW copy once: the box's samples/s
 
 

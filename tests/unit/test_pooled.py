@@ -13,6 +13,7 @@ import pytest
 from xwatch.core.analysis.stats.intervals import Hist
 from xwatch.core.analysis.stats.pooled import few_note, needed, pooled_diff_interval, pooled_interval, too_few
 from xwatch.core.engine.stats import Moments, nearest_rank
+from xwatch.core.model.metric import Metric
 
 #: the standard normal's quantiles (tabulated)
 Z = {90.0: 1.2815515655446004, 95.0: 1.6448536269514722, 99.0: 2.3263478740408408}
@@ -106,12 +107,12 @@ def test_the_answer_pools_runs_with_too_few_requests_and_says_so() -> None:
 
     a = [phase(2 * r, "native", r, 1.0) for r in range(1, 4)]
     b = [phase(2 * r + 1, "mps", r, 2.0) for r in range(1, 4)]
-    c = change("high", "P99", a, b)
+    c = change("high", Metric.parse("P99"), a, b)
     assert c is not None and c.few == 40 and c.pooled
     assert "P99 of 40 requests is their maximum (needs 100); runs pooled" in c.text()
     assert c.base.hi is None and c.diff.lo is None  # 120 requests bound no P99 from above
     assert "no verdict: the interval is open" in c.text() and "within noise" not in c.text()
-    p95 = change("high", "P95", a, b)
+    p95 = change("high", Metric.parse("P95"), a, b)
     assert p95 is not None and not p95.few and not p95.pooled and "maximum" not in p95.text()
-    one = change("high", "P99", a[:1], b[:1])
+    one = change("high", Metric.parse("P99"), a[:1], b[:1])
     assert one is not None and one.few == 40 and not one.pooled

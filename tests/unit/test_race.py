@@ -19,12 +19,13 @@ from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.race import Candidate, Objective, judge
 from xwatch.core.analysis.stats.runs import t_ppf
+from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.plans import box
 
 #: the snapshot record of OBJ (what advise writes)
 SLO = M.Slo(workload="high", metric="P99", percentile=99.0, latency_ms=10.0)
-OBJ = Objective("high", "P99", 10.0)
+OBJ = Objective("high", Metric.parse("P99"), 10.0)
 
 
 def _c(label: str, slo: list[float], price: list[float], mode: str = "mps") -> Candidate:
@@ -98,8 +99,8 @@ def test_rounds_to_tell_is_the_first_count_whose_interval_leaves_the_bound(
     def clear(n: int) -> bool:  # checked through the race's own intervals
         d = _c("a", _shaped(n, m, sd), [1.0] * n)
         race.fit([d])
-        return d.meets(Objective("high", "P99", bound)) or \
-            d.fails(Objective("high", "P99", bound))
+        return d.meets(Objective("high", Metric.parse("P99"), bound)) or \
+            d.fails(Objective("high", Metric.parse("P99"), bound))
 
     assert clear(len(xs) + k)
     assert k == 0 or not clear(len(xs) + k - 1)
@@ -459,7 +460,7 @@ def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
     from xwatch.core.plans.advise import Race, plan_candidates
 
     scen = _two_workloads((0, 1))
-    obj = Objective("high", "P90", 10.0)
+    obj = Objective("high", Metric.parse("P90"), 10.0)
     mp = SimpleNamespace(tool="/t", preflight=False)
     plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100,50"],
                            None, mp)
@@ -534,7 +535,7 @@ def test_a_mixed_race_phase_and_a_spread_run_are_recorded_over_their_copies() ->
     from xwatch.core.plans.advise import Race, plan_candidates
 
     scen = _two_workloads((0, 1, 2))
-    obj = Objective("high", "P90", 10.0)
+    obj = Objective("high", Metric.parse("P90"), 10.0)
     mp = SimpleNamespace(tool="/t", preflight=False)
     plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100"],
                            None, mp)
@@ -554,7 +555,8 @@ def test_a_mixed_race_phase_and_a_spread_run_are_recorded_over_their_copies() ->
     g1, g2 = by[two]
 
     from tests.unit.test_runs import _rate_run, _run
-    from xwatch.core.analysis.stats.runs import RATE, run_value
+    from xwatch.core.analysis.stats.runs import run_value
+    from xwatch.core.model.metric import THROUGHPUT
 
     rng = random.Random(3)
     ws = [msgspec.structs.replace(_run(rng, 400, sc, 0.0), name=f"high@{g}")
@@ -563,9 +565,9 @@ def test_a_mixed_race_phase_and_a_spread_run_are_recorded_over_their_copies() ->
     p = PhaseSnapshot(0, "x", step.mode, "done", "", None, 10.0, True, tuple(ws))
     c = next(c for c in rc.cands if c.label == two)
     race.record_run(c, p, obj, rc.lows, (g1, g2))
-    v = [run_value(w, "P90").est for w in ws[:2]]
+    v = [run_value(w, Metric.parse("P90")).est for w in ws[:2]]
     assert c.slo_values[-1] == pytest.approx(math.sqrt(v[0] * v[1]), rel=1e-9)  # geomean
-    r = [run_value(w, RATE).est for w in ws[2:]]
+    r = [run_value(w, THROUGHPUT).est for w in ws[2:]]
     assert c.prices[-1] == pytest.approx((r[0] + r[1]) / 2, rel=1e-9)  # per GPU, not the sum
     assert c.run_gpus[-1] == (g1, g2) and c.gpus[-1] == g1
     rec = next(r for r in race.as_records(rc.cands) if r.label == two)
@@ -643,7 +645,7 @@ def test_a_neighbours_failure_fails_only_its_own_candidate() -> None:
     from xwatch.core.engine.snapshot import PhaseSnapshot
 
     rng = random.Random(1)
-    obj = Objective("high", "P50", 100.0)
+    obj = Objective("high", Metric.parse("P50"), 100.0)
 
     def phase(status: str, error: str | None, crashed: str | None) -> PhaseSnapshot:
         ws = []
@@ -746,7 +748,7 @@ def test_a_candidate_whose_mode_took_no_part_is_dropped_as_such_not_for_the_slo(
     from xwatch.core.engine.snapshot import PhaseSnapshot
 
     rng = random.Random(2)
-    obj = Objective("high", "P50", 100.0)
+    obj = Objective("high", Metric.parse("P50"), 100.0)
 
     def phase(st0: str, st1: str) -> PhaseSnapshot:
         ws = []

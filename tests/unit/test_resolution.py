@@ -27,6 +27,7 @@ from xwatch.core.analysis.stats.runs import t95
 from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
+from xwatch.core.model.metric import Metric
 
 
 def _edges(v: float) -> tuple[float, float]:
@@ -144,7 +145,7 @@ def test_the_field_case_no_longer_claims_certainty() -> None:
     each side's interval and the difference's are at least their resolution."""
     c7, c3 = bucket_value(bucket_index(7.30)), bucket_value(bucket_index(3.16))
     native, xs = _runs_in(c7, "native", 2, 1), _runs_in(c3, "xsched", 3, 2)
-    c = change("high", "P99", native, xs)
+    c = change("high", Metric.parse("P99"), native, xs)
     assert c is not None and c.basis == RUNS and c.repeats == 2
     r7, r3 = bucket_width(c7), bucket_width(c3)
     assert c.base.est == pytest.approx(c7) and c.base.width >= r7
@@ -160,7 +161,7 @@ def test_adjacent_buckets_are_within_noise(k: int) -> None:
     i = bucket_index(7.30)
     a = _runs_in(bucket_value(i), "native", k, 3)
     b = _runs_in(bucket_value(i + 1), "mps", k, 4)
-    c = change("high", "P50", a, b)
+    c = change("high", Metric.parse("P50"), a, b)
     assert c is not None and c.diff.lo is not None and c.diff.lo <= 0 and c.way == 0
 
 
@@ -171,20 +172,20 @@ def test_a_floor_of_runs_in_one_bucket_still_has_a_resolution() -> None:
     i = bucket_index(7.30)
     fl = floor_of(_runs_in(bucket_value(i), "native", 6, 5), "native",
                   "2026-11-23T00:00:00", "s", "d", {"host": "h"})
-    s = fl.get("high", "P99")
+    s = fl.get("high", Metric.parse("P99"))
     assert s is not None and s.total == 0.0
     assert s.resolution == pytest.approx(bucket_width(bucket_value(i)))
-    back = Floor.from_dict(fl.as_dict()).get("high", "P99")
+    back = Floor.from_dict(fl.as_dict()).get("high", Metric.parse("P99"))
     assert back is not None and back.resolution == pytest.approx(s.resolution, rel=1e-6)
     old = fl.as_dict()
     for v in old["splits"].values():
         del v["resolution"]
-    s_old = Floor.from_dict(old).get("high", "P99")
+    s_old = Floor.from_dict(old).get("high", Metric.parse("P99"))
     assert s_old is not None and s_old.resolution == pytest.approx(s.resolution, rel=1e-6)
     a = _runs_in(bucket_value(i), "native", 1, 6)
     b = _runs_in(bucket_value(i + 1), "native", 1, 7)
-    c = change("high", "P99", a, b, {"native": fl})
+    c = change("high", Metric.parse("P99"), a, b, {"native": fl})
     assert c is not None and c.basis == FLOOR and c.way == 0
     # without a floor: the within-run interval alone is at least the resolution
-    u = change("high", "P99", a, b)
+    u = change("high", Metric.parse("P99"), a, b)
     assert u is not None and u.basis == UNMEASURED and u.diff.width >= 2 * s.resolution

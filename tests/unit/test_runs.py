@@ -28,6 +28,7 @@ from xwatch.core.analysis.verdict import (
 )
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
+from xwatch.core.model.metric import Metric
 from xwatch.scenario import parse_scenario
 
 SCEN = parse_scenario({"duration_s": 10, "workload": [
@@ -91,12 +92,13 @@ TRIALS = 250
 
 
 @pytest.mark.parametrize("k", [3, 8])
-@pytest.mark.parametrize("metric", ["P50", "P99"])
-def test_run_level_difference_covers_the_truth_95_percent(k: int, metric: str) -> None:
+@pytest.mark.parametrize("text", ["P50", "P99"])
+def test_run_level_difference_covers_the_truth_95_percent(k: int, text: str) -> None:
     """B = A + 0.5 ms, runs differ by ~8% (between) on top of their own sampling error
     (within): the interval of B - A covers +0.5 about 95% of the time (truth exact:
     a quantile moves with an added constant; run effects have the same law in A and B)."""
-    rng = random.Random(1000 * k + len(metric))
+    rng = random.Random(1000 * k + len(text))
+    metric = Metric.parse(text)
     covered = 0
     for _ in range(TRIALS):
         a, b = _pair_sets(rng, k, 0.08, 0.5)
@@ -129,7 +131,7 @@ def test_a_a_is_called_beyond_noise_about_5_percent_of_the_time(k: int) -> None:
     called = 0
     for _ in range(TRIALS):
         a, b = _pair_sets(rng, k, 0.08, 0.0)
-        called += change("high", "P99", a, b).way != 0  # type: ignore[union-attr]
+        called += change("high", Metric.parse("P99"), a, b).way != 0  # type: ignore[union-attr]
     assert called / TRIALS <= 0.09
 
 
@@ -161,7 +163,7 @@ def test_throughput_difference_covers_the_truth(k: int) -> None:
             a.append(_phase(2 * r, "native", _rate_run(rng, 200, math.exp(rng.gauss(0, sd))), r))
             b.append(_phase(2 * r + 1, "mps",
                             _rate_run(rng, 200, 1.05 * math.exp(rng.gauss(0, sd))), r))
-        c = change("low", "samples/s", a, b)
+        c = change("low", Metric.parse("samples/s"), a, b)
         assert c is not None
         covered += c.diff.contains(truth)
     assert 0.91 <= covered / TRIALS <= 0.99
@@ -172,7 +174,7 @@ def test_one_run_within_interval_comes_from_iteration_times_not_whole_seconds() 
     rate x CV / sqrt(n) x 1.96, exactly (computed here independently)."""
     rng = random.Random(3)
     w = _rate_run(rng, 200, 1.0)
-    v = run_value(w, "samples/s")
+    v = run_value(w, Metric.parse("samples/s"))
     assert w.phase.std is not None and w.phase.mean is not None
     cv = w.phase.std / w.phase.mean
     assert w.throughput.samples_per_s is not None and v.est == w.throughput.samples_per_s
@@ -189,7 +191,7 @@ def _floor(rng: random.Random, runs: int, sd_run: float) -> Floor:
 def test_one_run_answer_without_a_floor_gives_no_verdict() -> None:
     rng = random.Random(11)
     a, b = _pair_sets(rng, 1, 0.08, 3.0)
-    c = change("high", "P50", a, b)
+    c = change("high", Metric.parse("P50"), a, b)
     assert c is not None and c.basis == UNMEASURED and c.way == 0
     assert "run-to-run noise unmeasured" in c.text() and "within-run [" in c.text()
 
@@ -203,7 +205,7 @@ def test_one_run_against_a_floor_covers_the_truth_and_names_the_floor() -> None:
     for _ in range(TRIALS):
         fl = _floor(rng, 8, 0.08)
         a, b = _pair_sets(rng, 1, 0.08, 0.5)
-        c = change("high", "P50", a, b, {"native": fl})
+        c = change("high", Metric.parse("P50"), a, b, {"native": fl})
         assert c is not None and c.basis == FLOOR
         covered += c.diff.contains(0.5)
         text = c.text()
@@ -241,7 +243,7 @@ def test_floor_round_trips_through_its_dict() -> None:
     fl = _floor(random.Random(2), 4, 0.05)
     back = Floor.from_dict(fl.as_dict())
     assert back.runs == 4 and set(back.splits) == set(fl.splits)
-    s, t = fl.get("high", "P99"), back.get("high", "P99")
+    s, t = fl.get("high", Metric.parse("P99")), back.get("high", Metric.parse("P99"))
     assert s is not None and t is not None and t.total == pytest.approx(s.total, rel=1e-6)
 
 
@@ -286,7 +288,7 @@ def test_a_phase_cut_short_or_empty_is_not_a_run() -> None:
     rng = random.Random(4)
     a, b = _pair_sets(rng, 3, 0.05, 0.0)
     b[2] = msgspec.structs.replace(b[2], status="stopped")
-    c = change("high", "P50", a, b)
+    c = change("high", Metric.parse("P50"), a, b)
     assert c is not None and c.repeats == 2
 
 

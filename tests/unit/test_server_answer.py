@@ -22,7 +22,7 @@ def test_the_slo_metric_first_then_ttft_tpot_then_the_request() -> None:
     snap = load_snapshot(LLM)
     assert snap.scenario.slo is not None and snap.scenario.slo.named == "tpot_ms"
     for a in answer(snap):
-        chat = [c.metric for c in a.changes if c.workload == "chat"]
+        chat = [str(c.metric) for c in a.changes if c.workload == "chat"]
         assert chat == ["tpot_ms:P99", "ttft_ms:P50", "ttft_ms:P99", "tpot_ms:P50", "P50",
                         "P99"], chat
         assert a.sentence().split(": ", 1)[1].startswith("chat TPOT P99 ")
@@ -31,12 +31,12 @@ def test_the_slo_metric_first_then_ttft_tpot_then_the_request() -> None:
     ttft = dataclasses.replace(snap.scenario, slo=Slo(workload="chat", percentile=99.0,
                                                       latency_ms=200.0, metric="ttft_ms"))
     a = answer(msgspec.structs.replace(snap, scenario=ttft))[0]
-    assert [c.metric for c in a.changes if c.workload == "chat"][:3] == [
+    assert [str(c.metric) for c in a.changes if c.workload == "chat"][:3] == [
         "ttft_ms:P99", "ttft_ms:P50", "tpot_ms:P50"]
     whole = dataclasses.replace(snap.scenario, slo=Slo(workload="chat", percentile=99.0,
                                                        latency_ms=2000.0))
     a = answer(msgspec.structs.replace(snap, scenario=whole))[0]
-    assert [c.metric for c in a.changes if c.workload == "chat"] == [
+    assert [str(c.metric) for c in a.changes if c.workload == "chat"] == [
         "ttft_ms:P50", "ttft_ms:P99", "tpot_ms:P50", "tpot_ms:P99", "P50", "P99"]
 
 

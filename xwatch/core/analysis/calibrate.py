@@ -117,7 +117,7 @@ def calibrate(snap: SessionSnapshot) -> Calibration | None:
         if p is None or p.status == "failed":
             return math.nan
         vs = [RunValue(stat(w.phase, key), math.nan) for w in copies_of(p, high)]
-        return combine(vs, key).est
+        return combine(vs, "log").est
 
     rows = tuple(Row(label, val("alone", "native", k), val("alone", mode, k),
                      val("together", "native", k), val("together", mode, k))

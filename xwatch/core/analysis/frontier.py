@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.phases import by_priority, per_setting
 from xwatch.core.analysis.stats.copies import combine, copies_of, role
-from xwatch.core.analysis.stats.runs import RATE, RunValue
+from xwatch.core.analysis.stats.runs import RunValue
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.model.metric import THROUGHPUT
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,14 @@ def sweep_points(snap: SessionSnapshot) -> tuple[PhaseSnapshot | None, list[Swee
         # HIGH: every GPU's copy (``--gpus``), their geometric mean; LOW: per GPU (the
         # mean of its copies, a starved copy's 0 included), each LOW's summed
         ws = copies_of(p, hi.name) if hi else ()
-        low_sps = sum(combine(rs, RATE).est for r in low_roles
+        low_sps = sum(combine(rs, THROUGHPUT.scale).est for r in low_roles
                       if (rs := [RunValue(nan_if_none(w.throughput.samples_per_s), math.nan)
                                  for w in p.workloads if role(w.name) == r]))
         ok = p.status != "failed" and bool(ws)
 
         def pct(key: str, ws: tuple[WorkloadSnapshot, ...] = ws) -> float:
             return combine([RunValue(nan_if_none(getattr(w.phase, key)), math.nan)
-                            for w in ws], key).est
+                            for w in ws], "log").est
 
         pts.append(SweepPoint(p, p.setting or "native", p.status, ok,
                               pct("p50") if ok else math.nan,

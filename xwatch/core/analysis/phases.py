@@ -15,8 +15,8 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.analysis.stats.copies import failed_beside, role
-from xwatch.core.analysis.stats.runs import RATE
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.model.metric import P50, P99, THROUGHPUT, Metric
 from xwatch.core.modes.base import MPS, XSCHED, modes_of
 
 
@@ -147,50 +147,49 @@ def shared_lines(p: PhaseSnapshot) -> list[str]:
         if isinstance(s, M.Shared)]
 
 
-def slo_metric(snap: SessionSnapshot) -> tuple[str | None, str]:
-    """(the SLO workload, its metric): the scenario's ``[slo]`` ("P99", or a named
-    metric's "tpot_ms:P99"), else HIGH's P99."""
+def slo_metric(snap: SessionSnapshot) -> tuple[str | None, Metric]:
+    """(the SLO workload, its metric): the scenario's ``[slo]`` (P99, or a named
+    metric's tpot_ms:P99), else HIGH's P99."""
     slo = snap.scenario.slo
     if slo is not None:
-        pq = f"P{slo.percentile:g}"
-        return slo.workload, f"{slo.named}:{pq}" if slo.named else pq
+        return slo.workload, Metric.of(slo.named, slo.percentile)
     p = baseline(snap)
     hi = by_priority(p)[0] if p is not None else None
-    return (hi.name if hi is not None else None), "P99"
+    return (hi.name if hi is not None else None), P99
 
 
 #: the per-token metrics a server's answer shows, in vLLM's order (its benchmark
 #: prints TTFT, then TPOT), each at these percentiles, before the whole request
 TOKEN_METRICS = ("ttft_ms", "tpot_ms")
-TOKEN_PERCENTILES = ("P50", "P99")
+TOKEN_PERCENTILES = (50.0, 99.0)
 TOKEN_WORDS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "itl_ms": "ITL"}
 
 
-def metric_words(metric: str, tokens: bool = False) -> str:
+def metric_words(metric: Metric, tokens: bool = False) -> str:
     """A compared number as the answer's sentence names it: ``TTFT P99`` for
     ``ttft_ms:P99``; the whole request's ``P99`` is ``request P99`` beside per-token
     metrics (``tokens``)."""
-    name, _, pq = metric.rpartition(":")
-    if name:
-        return f"{TOKEN_WORDS.get(name, name)} {pq}"
-    return f"request {metric}" if tokens and metric != RATE else metric
+    if metric.kind == "named":
+        return f"{TOKEN_WORDS.get(metric.name, metric.name)} {metric.pq}"
+    return f"request {metric}" if tokens and metric.kind == "latency" else str(metric)
 
 
 def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
-             slo_wl: str | None, slo_m: str) -> list[tuple[str, str]]:
+             slo_wl: str | None, slo_m: Metric) -> list[tuple[str, Metric]]:
     """(workload, metric) of every number the answer compares: HIGH's P50, P99 (and
     the SLO's percentile), each LOW's samples/s; copies on several GPUs once, by the
     scenario's name (``analysis.stats.copies``: every copy counts). A HIGH that reports
     TTFT or TPOT (a server, an LLM decoder) leads with its SLO metric where the SLO is
     on a named one, then TTFT and TPOT at P50 and P99 (vLLM's order), then the whole
     request."""
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, Metric]] = []
     if hi is not None:
         mine = slo_wl is not None and role(slo_wl) == role(hi.name)
-        tokens = [f"{m}:{q}" for m in TOKEN_METRICS if (hm := hi.metrics.get(m)) is not None
-                  and hm.count for q in TOKEN_PERCENTILES]
-        metrics = ([slo_m] if tokens and mine and ":" in slo_m else []) + tokens
-        metrics += ["P50", "P99"]
+        tokens = [Metric.of(m, q) for m in TOKEN_METRICS
+                  if (hm := hi.metrics.get(m)) is not None and hm.count
+                  for q in TOKEN_PERCENTILES]
+        metrics = ([slo_m] if tokens and mine and slo_m.kind == "named" else []) + tokens
+        metrics += [P50, P99]
         if mine and slo_m not in metrics:
             metrics.append(slo_m)
         out += [(hi.name, m) for m in dict.fromkeys(metrics)]
@@ -198,5 +197,5 @@ def answered(hi: WorkloadSnapshot | None, lows: Sequence[WorkloadSnapshot],
     for lw in lows:
         if role(lw.name) not in seen:
             seen.add(role(lw.name))
-            out.append((lw.name, RATE))
+            out.append((lw.name, THROUGHPUT))
     return out

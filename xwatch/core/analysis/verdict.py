@@ -57,17 +57,9 @@ from xwatch.core.analysis.stats.intervals import (
 from xwatch.core.analysis.stats.noise import Floor, floors_in, one_run_interval, run_length, usable
 from xwatch.core.analysis.stats.pooled import few_note, pooled_diff_interval, pooled_interval, too_few
 from xwatch.core.analysis.stats.resolution import widen
-from xwatch.core.analysis.stats.runs import (
-    RATE,
-    Z95,
-    RunValue,
-    Split,
-    mean_interval,
-    metric_unit,
-    paired_interval,
-    percentile_of,
-)
+from xwatch.core.analysis.stats.runs import Z95, RunValue, Split, mean_interval, paired_interval
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
+from xwatch.core.model.metric import THROUGHPUT, Metric
 from xwatch.core.modes.base import label as mode_label
 
 #: a step whose mechanism needs no proof (the default of a ``StepAnswer``)
@@ -154,8 +146,7 @@ class Change:
     interval and no verdict is given)."""
 
     workload: str
-    metric: str  # "P50" | "P99" | "samples/s"
-    unit: str
+    metric: Metric  # P50 | P99 | samples/s | tpot_ms:P99 ...
     base: Interval
     other: Interval
     diff: Interval
@@ -177,6 +168,11 @@ class Change:
     #: (``analysis.participation``, its ``no_verdict``); "": it took part
     no_part: str = ""
 
+    @property
+    def unit(self) -> str:
+        """``ms`` or ``/s``: what the change's numbers are in."""
+        return self.metric.change_unit
+
     def behind(self) -> str:
         """``"3 runs x 2 GPUs"``: what stands behind the number (per side)."""
         return width_words(self.repeats, self.gpus)
@@ -185,7 +181,7 @@ class Change:
         """``"P99 of 42 requests is their maximum (needs 100); runs pooled"`` or ""."""
         if not self.few:
             return ""
-        note = few_note(self.few, percentile_of(self.metric))
+        note = few_note(self.few, self.metric.q)
         return note + ("; runs pooled" if self.pooled else "")
 
     @property
@@ -202,7 +198,7 @@ class Change:
         """faster | slower | within (what the snapshot's answer records)."""
         if self.way == 0:
             return "within"
-        if self.metric == RATE:
+        if self.metric.direction == "higher":  # a throughput: its change as it is
             return "higher" if self.way > 0 else "lower"
         return "slower" if self.way > 0 else "faster"
 
@@ -251,15 +247,15 @@ class Change:
                 f"±{TARGET * 100:.0f}% of the baseline")
 
 
-def _one_run_within(xs: Copies, ys: Copies, metric: str,
+def _one_run_within(xs: Copies, ys: Copies, metric: Metric,
                     vx: RunValue, vy: RunValue, resolution: float = 0.0) -> Interval:
     """The within-run interval of a one-run difference (a percentile's: never
     narrower than the difference's ``resolution``; of copies' means: from their
     standard errors)."""
     d = vy.est - vx.est
-    if metric != RATE and len(xs) == 1 and len(ys) == 1:  # a named metric: its own values
-        own = (lambda w: _hist(w, metric)) if ":" in metric else hist_of
-        iv = diff_interval(own(xs[0]), own(ys[0]), percentile_of(metric))
+    if metric.percentile is not None and len(xs) == 1 and len(ys) == 1:  # its own values
+        own = (lambda w: _hist(w, metric)) if metric.kind == "named" else hist_of
+        iv = diff_interval(own(xs[0]), own(ys[0]), metric.q)
         if iv.lo is None or iv.hi is None:
             return Interval(d, iv.lo, iv.hi)
         return Interval(d, *widen(iv.lo, iv.hi, d, resolution))
@@ -270,16 +266,16 @@ def _one_run_within(xs: Copies, ys: Copies, metric: str,
     return Interval(d, lo, hi)
 
 
-def _hist(w: WorkloadSnapshot, metric: str) -> Hist:
+def _hist(w: WorkloadSnapshot, metric: Metric) -> Hist:
     """The run's values that ``metric``'s percentile is read from."""
-    name = metric.rpartition(":")[0]
+    name = metric.name
     if name:
         m = w.metrics.get(name)
         return hist_of(m) if m is not None and m.count else Hist((), math.nan, math.nan)
     return hist_of(w) if w.latency_hist.buckets else Hist(((0, w.count),), math.nan, math.nan)
 
 
-def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
+def change(name: str, metric: Metric, base: Sequence[PhaseSnapshot],
            other: Sequence[PhaseSnapshot],
            floors: Mapping[str, Floor] | None = None, exact: bool = False) -> Change | None:
     """``metric`` of workload ``name``: the ``other`` step against ``base``, over runs.
@@ -296,7 +292,6 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     pairs = _pairs(ra, rb)
     pv = [(values[id(x)], values[id(y)]) for x, y in pairs]
     per = tuple(y.est - x.est for x, y in pv)
-    unit = metric_unit(metric)
     gpus = min(len(ws) for _, ws in ra + rb)
     # the scenario's name where the copies are several GPUs' (each run's own, or runs on
     # different GPUs: a sweep's settings side by side, rotated)
@@ -307,17 +302,17 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     res_a = copies_resolution([copies[id(w)] for _, w in ra], metric)
     res_b = copies_resolution([copies[id(w)] for _, w in rb], metric)
     few = 0
-    if metric != RATE:
-        q = percentile_of(metric)
+    if metric.percentile is not None:
+        q = metric.q
         hists = {id(ws): [_hist(w, metric) for w in ws] for _, ws in ra + rb}
         least = min(h.n for hs in hists.values() for h in hs)
         few = least if too_few(least, q) else 0
-    histograms = ":" in metric or all(w.latency_hist.buckets for _, ws in ra + rb
+    histograms = metric.kind == "named" or all(w.latency_hist.buckets for _, ws in ra + rb
                                       for w in ws)  # not an old snapshot
     if few and histograms and len(pairs) >= 2:  # every request of every run, as runs
         runs = {k: merge(hs) for k, hs in hists.items()}  # a run: its copies' requests
         hp = [(runs[id(x)], runs[id(y)]) for x, y in pairs]
-        return Change(name, metric, unit, pooled_interval([runs[id(w)] for _, w in ra], q),
+        return Change(name, metric, pooled_interval([runs[id(w)] for _, w in ra], q),
                       pooled_interval([runs[id(w)] for _, w in rb], q),
                       pooled_diff_interval(hp, q), per, len(pairs), RUNS, few=few,
                       pooled=True, gpus=gpus)
@@ -330,7 +325,7 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
         wvar = sum(ses) / len(ses) if all(s == s for s in ses) else math.nan
         noise = Split(k, run_length(list(base) + list(other)), mean, total, wvar,
                       math.hypot(res_a, res_b))
-        return Change(name, metric, unit, mean_interval([v.est for v in va], res_a),
+        return Change(name, metric, mean_interval([v.est for v in va], res_a),
                       mean_interval([v.est for v in vb], res_b), diff, per, k, RUNS,
                       noise=noise, few=few, gpus=gpus)
     # one run each: the machine's recorded run-to-run noise, or no verdict
@@ -349,13 +344,13 @@ def change(name: str, metric: str, base: Sequence[PhaseSnapshot],
     elif sb is not None and fb is not None:
         fl, first, second, bare = fb, sb, None, base[0].mode
     else:
-        return Change(name, metric, unit, base_iv, other_iv, within, per, 1, UNMEASURED,
+        return Change(name, metric, base_iv, other_iv, within, per, 1, UNMEASURED,
                       few=few, gpus=gpus)
     run_s = run_length([p for p in list(base) + list(other) if usable(p)])
     diff = one_run_interval(within.est, within, first, second, run_s, res_a + res_b)
     what = fl.describe() + ("" if second is not None else
                             f"; {mode_label(bare)}'s own floor unmeasured, taken as equal")
-    return Change(name, metric, unit, base_iv, other_iv, diff, per, 1, FLOOR, what, few=few,
+    return Change(name, metric, base_iv, other_iv, diff, per, 1, FLOOR, what, few=few,
                   gpus=gpus)
 
 
@@ -363,12 +358,12 @@ def latency_change(name: str, q: float, base: Sequence[PhaseSnapshot],
                    other: Sequence[PhaseSnapshot],
                    floors: Mapping[str, Floor] | None = None, exact: bool = False
                    ) -> Change | None:
-    return change(name, f"P{q:g}", base, other, floors, exact)
+    return change(name, Metric.latency(q), base, other, floors, exact)
 
 
 def rate_change(name: str, base: Sequence[PhaseSnapshot], other: Sequence[PhaseSnapshot],
                 floors: Mapping[str, Floor] | None = None) -> Change | None:
-    return change(name, RATE, base, other, floors)
+    return change(name, THROUGHPUT, base, other, floors)
 
 
 @dataclass(frozen=True)
@@ -393,7 +388,7 @@ class StepAnswer:
         return min((c.gpus for c in self.changes), default=1)
 
     def sentence(self) -> str:
-        tokens = any(":" in c.metric for c in self.changes)
+        tokens = any(c.metric.kind == "named" for c in self.changes)
         parts = [f"{c.workload} {metric_words(c.metric, tokens)} {c.text()}"
                  for c in self.changes]
         g = self.gpus
@@ -486,7 +481,7 @@ def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
                          runs=n.runs, of=n.of) for n in a.part.absent]
 
     return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
-                     metric=c.metric, unit=c.unit, estimate=r(c.diff.est),
+                     metric=str(c.metric), unit=c.unit, estimate=r(c.diff.est),
                      lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
                      basis=c.basis, base=r(c.base.est), value=r(c.other.est),
                      floor=c.floor if c.floor else UNSET,
@@ -513,7 +508,7 @@ def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
             if (fail_if == "slower" and wl is not None and role(c.workload) == role(wl)
                     and c.metric == metric and c.way > 0):
                 out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
-            if fail_if == "lower-throughput" and c.metric == RATE and c.way < 0:
+            if fail_if == "lower-throughput" and c.metric.kind == "throughput" and c.way < 0:
                 out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
     return out
 
@@ -552,7 +547,7 @@ def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:
     def r(v: float | None) -> float | None:
         return None if v is None or v != v else round(v, 6)
 
-    return [M.GpuFinding(workload=f.workload, metric=f.metric, gpu=f.gpu,
+    return [M.GpuFinding(workload=f.workload, metric=str(f.metric), gpu=f.gpu,
                          others=list(f.others), relative=r(f.rel.est), lo=r(f.rel.lo),
                          hi=r(f.rel.hi), runs=f.runs, tests=f.tests, text=f.text(step_where),
                          step=f.step if len(f.steps) > 1 else None)

@@ -7,7 +7,8 @@ MPS's evidence, the preflight, isolation, captures, annotations, telemetry, the
 spool, noise floors, advice, ...) is one of these structs: the engine's snapshot
 types (``engine.snapshot``) carry them as named fields, and the snapshot document
 (``Snapshot``, with ``Phase`` and ``Workload``) writes them as they are. Below the
-engine: it imports nothing of xwatch, and everything may import it.
+engine: it imports nothing of xwatch but its errors, and everything may import it.
+``model.metric`` types the metric strings the document carries (``Metric``).
 
 ``msgspec`` encodes these to JSON, decodes JSON into them (the error names the field
 and why) and generates ``snapshot.schema.json`` from them (``python -m

@@ -28,9 +28,9 @@ from xwatch.core import model as M
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Candidate, Objective
-from xwatch.core.analysis.stats.runs import percentile_of
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.render.braille import scatter
+from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
@@ -57,22 +57,21 @@ def objective(scen: Scenario, text: str | None) -> Objective:
     if text:
         form = "expected [WORKLOAD.][METRIC:]PNN=MS, e.g. high.P99=10 or chat.itl_ms:P99=6"
         lhs, sep, rhs = text.partition("=")
-        named, colon, metric = lhs.rpartition(":")
+        named, colon, pq = lhs.rpartition(":")
         if colon:  # WORKLOAD.METRIC:PNN or METRIC:PNN
             wl, _, name = named.rpartition(".")
         else:  # WORKLOAD.PNN or PNN
-            wl, _, metric = lhs.rpartition(".")
+            wl, _, pq = lhs.rpartition(".")
             name = ""
         names = list(dict.fromkeys(n for w in scen.workloads for n in (w.base_name, w.name)))
         if not wl:
             wl = slo.workload if slo else _top(scen)
         try:
             ms = float(rhs)
-            q = float(metric.upper().removeprefix("P"))
-        except ValueError:
+            metric = Metric.parse(name + colon + pq)  # latency_ms:PNN is the latency's
+        except ValueError:  # a MetricError too
             raise UsageError(f"--slo {text!r}: {form}") from None
-        if not sep or not metric.upper().startswith("P") or not 0 < q < 100 or ms <= 0 \
-                or (colon and not name.isidentifier()):
+        if not sep or ms <= 0 or metric.percentile is None:
             raise UsageError(f"--slo {text!r}: {form}")
         if wl not in names and "@" in wl and wl.partition("@")[0] in names:
             raise UsageError(f"--slo {text!r}: {wl!r} is one GPU's copy; on several GPUs the "
@@ -80,15 +79,12 @@ def objective(scen: Scenario, text: str | None) -> Objective:
                              f"the scenario's workload ({wl.partition('@')[0]!r})")
         if wl not in names:
             raise UsageError(f"--slo {text!r}: no workload {wl!r}; workloads: {', '.join(names)}")
-        if name == "latency_ms":
-            name = ""
-        return Objective(wl, f"{name}:P{q:g}" if name else f"P{q:g}", ms)
+        return Objective(wl, metric, ms)
     if slo is None:
         raise UsageError(f"advise needs an objective: the scenario {scen.name} has no [slo] "
                          "table; give one with --slo high.P99=10 (workload.percentile=ms)",
                          title="No SLO")
-    pq = f"P{slo.percentile:g}"
-    return Objective(slo.workload, f"{slo.named}:{pq}" if slo.named else pq, slo.latency_ms)
+    return Objective(slo.workload, Metric.of(slo.named, slo.percentile), slo.latency_ms)
 
 
 def _top(scen: Scenario) -> str:
@@ -381,8 +377,8 @@ class Race:
         runs = sum(c.runs for c in self.cands) + sum(1 for c in self.cands
                                                       if c.status == race.FAILED)
         return M.Advice(
-            slo=M.Slo(workload=obj.workload, metric=obj.metric,
-                      percentile=percentile_of(obj.metric), latency_ms=obj.latency_ms),
+            slo=M.Slo(workload=obj.workload, metric=str(obj.metric),
+                      percentile=obj.metric.q, latency_ms=obj.latency_ms),
             choice=None if winner is None else M.Choice(label=winner.label, mode=winner.mode,
                                                         settings=dict(winner.settings)),
             met=winner is not None, decided=decided, final=final,
@@ -434,12 +430,12 @@ def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
 PER_REQUEST = {"ttft_ms": 1, "tpot_ms": 1, "e2e_ms": 1, "latency_ms": 1}
 
 
-def values_a_request(w: Workload, metric: str) -> int | None:
+def values_a_request(w: Workload, metric: Metric) -> int | None:
     """How many values of ``metric`` (``P99``, ``itl_ms:P99``) one request of ``w``
     gives: 1 for the latency, TTFT, TPOT and e2e, ``new_tokens - 1`` for the ITL (the
     gaps between output tokens); None for a metric xwatch cannot count ahead (a
     command's own)."""
-    name = metric.rpartition(":")[0]
+    name = metric.name
     if not name:
         return 1
     if name == "itl_ms":
@@ -473,12 +469,11 @@ def check_runs_can_bound(scen: Scenario, obj: Objective, copies: int = 1) -> str
     per = values_a_request(w, obj.metric)
     if per is None:
         return None
-    q = percentile_of(obj.metric)
-    need = requests_to_bound(q)
+    need = requests_to_bound(obj.metric.q)
     one = w.rate * scen.duration_s * per
     if one >= need:
         return None
-    what = "requests" if per == 1 else f"{obj.metric.rpartition(':')[0]} values"
+    what = "requests" if per == 1 else f"{obj.metric.name} values"
     if one * copies >= need:
         return (f"each copy of {w.name} gives about {one:.0f} {what} a run, too few to bound "
                 f"its {obj.metric} from above (that needs {need}); its {copies} copies a run "

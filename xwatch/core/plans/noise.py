@@ -10,10 +10,10 @@ import math
 
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
-from xwatch.core.analysis.stats.runs import RATE
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import utc_now
 from xwatch.core.export.floors import save, this_machine
+from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import label
 from xwatch.core.plans.driver import EXIT_FAILED, Driver, Plan, Step
 from xwatch.core.plans.options import DEFAULT_NOISE_RUNS, Backends, Options
@@ -39,7 +39,8 @@ def floor_lines(f: Floor, precision_pct: float) -> list[str]:
              f"{f.run_s:.0f} s | {4 * f.run_s:.0f} s runs"]
     for key, s in f.splits.items():
         wl, metric = key.split("/", 1)
-        unit = "/s" if metric == RATE else " ms"
+        per = Metric.parse(metric).change_unit  # "/s" follows its number, "ms" a space
+        unit = per if per.startswith("/") else " " + per
         sd = math.sqrt(s.total)
         rel = f" ({sd / abs(s.mean) * 100:.1f}%)" if s.mean else ""
         half = precision_pct / 100 * abs(s.mean)

@@ -50,8 +50,9 @@ from xwatch.core.analysis.stats.intervals import (
     percentile_interval,
 )
 from xwatch.core.analysis.stats.resolution import resolution_ms, resolved_sd, widen
-from xwatch.core.analysis.stats.runs import RATE, Z95, RunValue, percentile_of, run_value, t_ppf
+from xwatch.core.analysis.stats.runs import Z95, RunValue, run_value, t_ppf
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.model.metric import Metric, Scale
 
 
 def role(name: str) -> str:
@@ -86,17 +87,18 @@ def failed_beside(p: PhaseSnapshot, at: str | frozenset[str]) -> bool:
         any(w.count for w in p.workloads if ours(w.name))
 
 
-def combine(values: Sequence[RunValue], metric: str) -> RunValue:
-    """One run's value from its copies' values: the geometric mean of percentiles (the
-    mean of the logs), the arithmetic mean of samples/s; the standard error by the
-    delta method from the copies' own (copies are independent given the run)."""
+def combine(values: Sequence[RunValue], scale: Scale) -> RunValue:
+    """One run's value from its copies' values on their metric's ``scale``: the
+    geometric mean of percentiles (``log``: the mean of the logs), the arithmetic mean
+    of samples/s (``linear``); the standard error by the delta method from the copies'
+    own (copies are independent given the run)."""
     vs = [v for v in values if v.est == v.est]
     if not vs:
         return RunValue(math.nan, math.nan)
     if len(vs) == 1:
         return vs[0]
     m = len(vs)
-    if metric == RATE or any(v.est <= 0 for v in vs):
+    if scale == "linear" or any(v.est <= 0 for v in vs):
         est = sum(v.est for v in vs) / m
         se = math.sqrt(sum(v.se ** 2 for v in vs)) / m
         return RunValue(est, se)
@@ -118,7 +120,7 @@ class RunCopies:
         return len(self.per_gpu)
 
 
-def run_copies(ws: Sequence[WorkloadSnapshot], metric: str, pool_short: bool = False
+def run_copies(ws: Sequence[WorkloadSnapshot], metric: Metric, pool_short: bool = False
                ) -> RunCopies:
     """``metric`` of one run from its copies ``ws`` (``copies_of``). ``pool_short``: where
     a copy's own values cannot bound the percentile from above (too few: its standard
@@ -126,18 +128,19 @@ def run_copies(ws: Sequence[WorkloadSnapshot], metric: str, pool_short: bool = F
     percentile of their pooled values (``pooled_value``), as advise says it does."""
     vals = [run_value(w, metric) for w in ws]
     per_gpu = {w.gpu: v.est for w, v in zip(ws, vals)}
-    if pool_short and len(ws) > 1 and metric != RATE and any(v.se != v.se for v in vals):
+    if pool_short and len(ws) > 1 and metric.percentile is not None and \
+            any(v.se != v.se for v in vals):
         pooled = pooled_value(ws, metric)
         if pooled.se == pooled.se:
             return RunCopies(pooled, per_gpu)
-    return RunCopies(combine(vals, metric), per_gpu)
+    return RunCopies(combine(vals, metric.scale), per_gpu)
 
 
-def pooled_value(ws: Sequence[WorkloadSnapshot], metric: str) -> RunValue:
+def pooled_value(ws: Sequence[WorkloadSnapshot], metric: Metric) -> RunValue:
     """The percentile ``metric`` of the copies' values pooled into one histogram, with
     its standard error from the pooled order statistics (NaN where even they cannot
     bound it)."""
-    name, _, pq = metric.rpartition(":")
+    name = metric.name
     hists: list[Hist] = []
     for w in ws:
         m = w.metrics.get(name) if name else None
@@ -146,16 +149,16 @@ def pooled_value(ws: Sequence[WorkloadSnapshot], metric: str) -> RunValue:
         hists.append(hist_of(m) if m is not None else hist_of(w))
     if not hists:
         return RunValue(math.nan, math.nan)
-    iv = percentile_interval(merge(hists), percentile_of(pq or metric))
+    iv = percentile_interval(merge(hists), metric.q)
     se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None else math.nan
     return RunValue(iv.est, se)
 
 
-def copies_resolution(runs: Sequence[RunCopies], metric: str) -> float:
+def copies_resolution(runs: Sequence[RunCopies], metric: Metric) -> float:
     """The resolution of runs' values made from copies: the copies' own (a mean of
     values each within half its grid of what it measured is within half the grid
-    too); samples/s: 0 (continuous)."""
-    if metric == RATE:
+    too); no percentile (samples/s): 0 (continuous)."""
+    if metric.percentile is None:
         return 0.0
     return resolution_ms([v for r in runs for v in r.per_gpu.values()])
 
@@ -175,7 +178,7 @@ class GpuFinding:
     mode is within noise under the others unless named there too)."""
 
     workload: str  # the scenario's name
-    metric: str
+    metric: Metric
     gpu: int
     others: tuple[int, ...]
     rel: Interval  # relative: +0.35 = 35% higher than the others
@@ -218,7 +221,7 @@ def grouped_text(fs: Sequence[GpuFinding], where: Callable[[str], str] = lambda 
     """One sentence per GPU and number: where it differs, step by step, and the steps
     where it does not (``"under XSched, GPU 3's high P50 is +100% [+90%, +110%] vs the
     other GPUs (2 runs); natively within noise (95% over 8 comparisons)"``)."""
-    groups: dict[tuple[str, str, int], list[GpuFinding]] = {}
+    groups: dict[tuple[str, Metric, int], list[GpuFinding]] = {}
     for f in fs:
         groups.setdefault((f.workload, f.metric, f.gpu), []).append(f)
     out = []
@@ -262,7 +265,7 @@ def _cut(table: Sequence[Mapping[int, float]], gpus: Sequence[int], g: int, keys
     return ds, scale, blocks
 
 
-def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: Metric,
               tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
               ) -> dict[tuple[int, str], tuple[Interval, int]]:
     """Per GPU of ``gpus`` and per step: its log value minus the mean log of the other
@@ -309,7 +312,7 @@ def _beyond(iv: Interval) -> bool:
     return (iv.lo is not None and iv.lo > 0) or (iv.hi is not None and iv.hi < 0)
 
 
-def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: str,
+def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric: Metric,
               tests: int, resolution: float = 0.0, steps: Sequence[str] | None = None
               ) -> list[tuple[int, Interval, int, tuple[int, ...], str]]:
     """The GPUs unlike the others, step by step (a mode or setting: ``contrasts``) and
@@ -331,7 +334,8 @@ def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
                 break
             g = max(got, key=lambda h: abs(math.log1p(got[h][0].est)))
             iv, k = got[g]
-            if len(left) == 2 and (iv.est < 0) == (metric != RATE):  # name the worse one
+            # name the worse one: the higher of a time, the lower of a throughput
+            if len(left) == 2 and (iv.est < 0) == (metric.direction == "lower"):
                 g = left[1] if g == left[0] else left[0]
                 iv = Interval(1 / (1 + iv.est) - 1,
                               None if iv.hi is None else 1 / (1 + iv.hi) - 1,
@@ -341,7 +345,7 @@ def name_gpus(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
     return out
 
 
-def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, str]],
+def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, Metric]],
                  step_of: Callable[[PhaseSnapshot], str] = lambda p: p.mode
                  ) -> list[GpuFinding]:
     """The GPUs named unlike the others (``name_gpus``) for each of ``wanted``
@@ -349,7 +353,7 @@ def gpu_findings(phases: Sequence[PhaseSnapshot], wanted: Sequence[tuple[str, st
     ``phases`` (the usable ones, any step: each run's own effects cancel; ``step_of``: a
     run's step), among the GPUs present in every run. Bonferroni over every GPU
     contrast of every step of every pair (with 2 GPUs, one contrast per step and pair)."""
-    plans: list[tuple[str, str, list[int], list[dict[int, float]], float, list[str]]] = []
+    plans: list[tuple[str, Metric, list[int], list[dict[int, float]], float, list[str]]] = []
     for name, metric in wanted:
         table: list[dict[int, float]] = []
         runs: list[RunCopies] = []

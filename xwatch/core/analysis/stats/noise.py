@@ -30,11 +30,12 @@ from xwatch.core.analysis.stats.copies import (
 )
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.resolution import bucket_width, widen
-from xwatch.core.analysis.stats.runs import RATE, RunValue, Split, split, t95
+from xwatch.core.analysis.stats.runs import RunValue, Split, split, t95
 from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.model.metric import THROUGHPUT, Metric
 
 #: the metrics a floor records for every workload
-FLOOR_METRICS = ("P50", "P95", "P99", RATE)
+FLOOR_METRICS = (Metric.latency(50), Metric.latency(95), Metric.latency(99), THROUGHPUT)
 
 
 def usable(p: PhaseSnapshot) -> bool:
@@ -83,9 +84,9 @@ class Floor:
     scenario: str  # its name, for people
     digest: str
     machine: Mapping[str, Any]
-    splits: Mapping[str, Split]  # "workload/metric" -> Split
+    splits: Mapping[str, Split]  # "workload/metric" (the metric as written) -> Split
 
-    def get(self, workload: str, metric: str) -> Split | None:
+    def get(self, workload: str, metric: Metric) -> Split | None:
         return self.splits.get(f"{workload}/{metric}")
 
     def describe(self) -> str:
@@ -118,7 +119,8 @@ class Floor:
                 return float(s["resolution"])
             # a floor recorded before resolutions were: its percentiles' bucket width
             mean = f(s.get("mean"))
-            return 0.0 if key.endswith("/" + RATE) or mean != mean else bucket_width(mean)
+            metric = Metric.parse(key.partition("/")[2])
+            return 0.0 if metric.percentile is None or mean != mean else bucket_width(mean)
 
         splits = {str(k): Split(int(s["runs"]), float(s["run_s"]), f(s.get("mean")),
                                 f(s.get("total_var")), f(s.get("within_var")),

@@ -52,8 +52,9 @@ from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
-from xwatch.core.analysis.stats.runs import RATE, percentile_of, rate_resolution, run_value
+from xwatch.core.analysis.stats.runs import rate_resolution, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.model.metric import THROUGHPUT, Metric
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 DROPPED_NO_PART = "dropped-no-part"
@@ -66,7 +67,7 @@ ALPHA = seq.ALPHA
 @dataclass(frozen=True)
 class Objective:
     workload: str
-    metric: str  # "P99"
+    metric: Metric  # P99, itl_ms:P99
     latency_ms: float
 
 
@@ -165,8 +166,8 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     # each LOW once, whichever of its names came; spread over several GPUs: the mean over
     # its copies (a per-GPU price, like a one-GPU run's)
     mine = [_mine(p, n, at) for n in dict.fromkeys(role(n) for n in lows)]
-    per = [[run_value(lw, RATE) for lw in ws] for ws in mine]
-    rates = [combine(vs, RATE) for vs in per if vs] if on is not None else \
+    per = [[run_value(lw, THROUGHPUT) for lw in ws] for ws in mine]
+    rates = [combine(vs, THROUGHPUT.scale) for vs in per if vs] if on is not None else \
         [r for vs in per for r in vs]
     c.prices.append(sum(r.est for r in rates))
     ses = [r.se for r in rates]
@@ -339,10 +340,9 @@ def still_open(cands: Sequence[Candidate], obj: Objective) -> Open:
         slo_k = 0 if c.meets(obj) or c.fails(obj) else \
             rounds_to_tell(c, obj.latency_ms, conf)
         slo_words = f"{goal} {c.slo.text()} ms, {side} {obj.latency_ms:g} ms by estimate"
-        if not c.bounded and side == "under" and ":" not in obj.metric:
-            slo_words += (f", but its runs are too short to bound {obj.metric} from above "
-                          f"(that needs {requests_to_bound(percentile_of(obj.metric))} "
-                          "requests a run): longer runs would")
+        if not c.bounded and side == "under" and obj.metric.kind != "named":
+            slo_words += (f", but its runs are too short to bound {obj.metric} from above (that "
+                          f"needs {requests_to_bound(obj.metric.q)} requests a run): longer runs would")
         if likely is None or c is likely:
             if c is likely and c.meets(obj) and len(live) == 1:
                 continue

@@ -40,9 +40,9 @@ from xwatch.core.analysis.stats.intervals import (
 from xwatch.core.analysis.stats.resolution import resolved_sd, widen
 from xwatch.core.engine.snapshot import WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
+from xwatch.core.model.metric import Metric
 
 Z95 = 1.959963984540054
-RATE = "samples/s"
 
 
 # ------------------------------------------------------------ Student's t
@@ -89,17 +89,8 @@ class RunValue:
     se: float
 
 
-def metric_unit(metric: str) -> str:
-    return "/s" if metric == RATE else "ms"
-
-
-def percentile_of(metric: str) -> float:
-    """``"P99"`` (or ``"tpot_ms:P99"``) -> 99.0."""
-    return float(metric.rpartition(":")[2][1:])
-
-
-def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
-    """``metric`` ("P50", "P99", "samples/s", or a named metric's "tpot_ms:P99") of one
+def run_value(w: WorkloadSnapshot, metric: Metric) -> RunValue:
+    """``metric`` (P50, P99, samples/s, or a named metric's tpot_ms:P99) of one
     workload's run.
 
     Percentiles: the run's nearest-rank estimate; its standard error from the
@@ -107,21 +98,20 @@ def run_value(w: WorkloadSnapshot, metric: str) -> RunValue:
     measured second; its standard error from the spread of the request (iteration)
     times, ``rate x cv / sqrt(n)`` (the delta method on rate = batch / mean time),
     not from whole seconds, which a loop of 6 iterations a second quantizes."""
-    if metric == RATE:
+    if metric.kind == "throughput":
         est = nan_if_none(w.throughput.samples_per_s)
         m, sd, n = stat(w.phase, "mean"), stat(w.phase, "std"), w.count
         se = est * (sd / m) / math.sqrt(n) if n > 1 and m > 0 and sd == sd else math.nan
         return RunValue(est, se)
-    name, _, pq = metric.rpartition(":")
-    if name:  # a named metric ("tpot_ms:P99")
-        named = w.metrics.get(name)
+    if metric.kind == "named":  # tpot_ms:P99
+        named = w.metrics.get(metric.name)
         if named is None or not named.count:
             return RunValue(math.nan, math.nan)
-        iv = percentile_interval(hist_of(named), percentile_of(pq))
+        iv = percentile_interval(hist_of(named), metric.q)
         se = (iv.hi - iv.lo) / (2 * Z95) if iv.lo is not None and iv.hi is not None \
             else math.nan
         return RunValue(iv.est, se)
-    q = percentile_of(metric)
+    q = metric.q
     if not w.latency_hist.buckets:  # an older snapshot: the recorded percentile, its error unknown
         key = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999"}.get(q)
         return RunValue(stat(w.phase, key) if key and w.count else math.nan, math.nan)

@@ -52,7 +52,7 @@ def _copies_pct(p: PhaseSnapshot, name: str, key: str) -> float:
     """``key`` ("p50") of workload ``name`` in ``p``: every GPU's copy, their geometric
     mean (``analysis.stats.copies``); one copy: its own."""
     return combine([RunValue(nan_if_none(getattr(w.phase, key)), math.nan)
-                    for w in copies_of(p, name)], key).est
+                    for w in copies_of(p, name)], "log").est
 
 
 def workload_sections(snap: SessionSnapshot) -> list[Section]:

@@ -38,8 +38,9 @@ from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.copies import copies_of
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Objective
-from xwatch.core.analysis.stats.runs import RATE, percentile_of, run_value
+from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.engine.live.session import Session
+from xwatch.core.model.metric import THROUGHPUT
 from xwatch.core.modes.base import NATIVE, ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.advise import lows_of, objective, plan_candidates, values_a_request
@@ -111,7 +112,7 @@ def lowest_bounded(scen: Scenario, obj: Objective, w: Workload) -> float:
     per = values_a_request(w, obj.metric)
     if not per or not scen.duration_s:
         return 0.0
-    r = requests_to_bound(percentile_of(obj.metric)) / (scen.duration_s * per)
+    r = requests_to_bound(obj.metric.q) / (scen.duration_s * per)
     return cap.nice(r * 1.005)
 
 
@@ -123,11 +124,11 @@ def check_bounded(scen: Scenario, obj: Objective, w: Workload, lo: float,
     per = values_a_request(w, obj.metric)
     if per is None or not per:
         return
-    need = requests_to_bound(percentile_of(obj.metric))
+    need = requests_to_bound(obj.metric.q)
     got = lo * scen.duration_s * per * copies
     if got >= need:
         return
-    what = "requests" if per == 1 else f"{obj.metric.rpartition(':')[0]} values"
+    what = "requests" if per == 1 else f"{obj.metric.name} values"
     dur = math.ceil(need / (lo * per * copies)) + 1
     rate = math.ceil(need / (scen.duration_s * per * copies) * 100) / 100
     raise UsageError(
@@ -283,7 +284,7 @@ class CapacityRun:
 
         assert isinstance(phase, PhaseSnapshot)
         at = "" if g is None else f"@{g}"
-        vals = [run_value(w, RATE) for n in self.lows for w in copies_of(phase, n)
+        vals = [run_value(w, THROUGHPUT) for n in self.lows for w in copies_of(phase, n)
                 if not at or w.name.endswith(at)]
         vals = [v for v in vals if v.est == v.est]
         if vals and phase.status != "failed":
@@ -329,7 +330,7 @@ class CapacityRun:
             sh = hunt.shares(s)
             recs.append(M.CapacityRecord(
                 candidate=s.label, mode=s.mode, settings=dict(s.settings),
-                dedicated=s.dedicated, workload=obj.workload, metric=obj.metric,
+                dedicated=s.dedicated, workload=obj.workload, metric=str(obj.metric),
                 slo_ms=obj.latency_ms, met=s.met(), failed=s.failed(), status=s.status,
                 reason=s.reason, high_share=cap.estimate(sh.high),
                 low_share=cap.estimate(sh.low), total=cap.estimate(sh.total), runs=s.runs,
@@ -339,8 +340,8 @@ class CapacityRun:
                        for r, ld in sorted(s.loads.items())],
                 dips=[[a, b] for a, b in s.dips]))
         return M.Capacity(
-            slo=M.Slo(workload=obj.workload, metric=obj.metric,
-                      percentile=percentile_of(obj.metric), latency_ms=obj.latency_ms),
+            slo=M.Slo(workload=obj.workload, metric=str(obj.metric),
+                      percentile=obj.metric.q, latency_ms=obj.latency_ms),
             rates=[self.lo, self.hi], records=recs,
             low_alone=cap.estimate(hunt.low_alone_iv), low_workloads=list(self.lows),
             best=best.label if best is not None else None,
