@@ -143,7 +143,7 @@ def test_a_step_value_covers_the_mean_run_median(k: int) -> None:
     truth = 5.0 * math.exp(0.08 ** 2 / 2)
     covered = 0
     for _ in range(TRIALS):
-        vals = [run_value(_run(rng, 400, math.exp(rng.gauss(0, 0.08)), 0.0), "P50").est
+        vals = [run_value(_run(rng, 400, math.exp(rng.gauss(0, 0.08)), 0.0), Metric.parse("P50")).est
                 for _ in range(k)]
         covered += mean_interval(vals).contains(truth)
     assert 0.91 <= covered / TRIALS <= 0.99
