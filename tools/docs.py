@@ -239,7 +239,7 @@ def removed_scripts(page: Path) -> str:
     return ("\n\nScripts this page names that are no longer in the tree: "
             + ", ".join(f"`{s}`" for s in gone)
             + ". They were one-off scripts of that sitting, since replaced by the plans of "
-            "`benchmarks/device.sh` (`python -m benchmarks list`); each is in git's history "
+            "`benchmarks/gpu/device.sh` (`python -m benchmarks list`); each is in git's history "
             "(`git log --all -- benchmarks/device_NAME.sh`).")
 
 
