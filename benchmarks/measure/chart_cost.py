@@ -4,7 +4,7 @@
                                     [--rounds 3] [--against DIR]
 
 Opens the dashboard in replay mode on a recorded snapshot (default: the H100 dashboard
-run of 2026-11-24, ``docs/results/h100-2026-11-24-xsched12/dash``) at the size
+run of 2026-11-24, ``data/results/h100-2026-11-24-xsched12/dash``) at the size
 ``dashboard_cpu`` uses, then, for each chart widget, marks its data changed and has
 Textual render all its lines ``--draws`` times: ``render_figure``, the chart's strips,
 and Textual's own per-line work (background, line filters), the same call
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_SNAPSHOT = ROOT / "docs" / "results" / "h100-2026-11-24-xsched12" / "dash" / "snapshot.json.gz"
+DEFAULT_SNAPSHOT = ROOT / "data" / "results" / "h100-2026-11-24-xsched12" / "dash" / "snapshot.json.gz"
 CHARTS = ("LatencyChart", "ThroughputChart", "CdfChart", "UtilChart")
 
 

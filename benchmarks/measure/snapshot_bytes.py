@@ -6,7 +6,7 @@ interpreter:
 
 Each tree writes a 4- and a 16-workload synthetic session (``snapshot_cost``'s, 300 s,
 plus a named metric and log tails, two GPUs' telemetry) on a fixed clock, so the files
-must be byte-identical; and reads every recorded snapshot under ``docs/results`` and
+must be byte-identical; and reads every recorded snapshot under ``data/results`` and
 ``tests/data``, re-encoding its document and rendering its reports (Markdown, HTML,
 through each named metric) and its Prometheus scrape. Prints the artefacts whose
 digests differ (none: "identical") and leaves the written files under ``--out``.
@@ -81,12 +81,16 @@ def measure(tree: str, out: str) -> None:
             with open(os.path.join(d, f), "rb") as fh:
                 print(f"synthetic{n}/{f} {_digest(fh.read())}")
         assert path.name == "snapshot.json"
-    files = sorted(set(glob.glob(os.path.join(tree, "docs/results/**/snapshot*.json*"),
+    # the results' snapshots: data/results, or docs/results in a tree from before they
+    # moved (named by their path today, so that the two trees' artefacts pair up)
+    files = sorted(set(glob.glob(os.path.join(tree, "data/results/**/snapshot*.json*"),
                                  recursive=True)
+                       + glob.glob(os.path.join(tree, "docs/results/**/snapshot*.json*"),
+                                   recursive=True)
                        + glob.glob(os.path.join(tree, "tests/data/**/snapshot*.json"),
                                    recursive=True)))
     for f in files:
-        rel = os.path.relpath(f, tree)
+        rel = os.path.relpath(f, tree).replace("docs/results/", "data/results/", 1)
         snap = load_snapshot(f)
         rep = build_report(snap)
         views = "".join(render_markdown(build_report(metric_view(snap, m)))

@@ -3,7 +3,7 @@
     python benchmarks/stats/attribution_pace.py [SNAPSHOT ...] [--paces 0.2,0.25,0.33,0.5]
                                           [--repeat 20] [--above 90]
 
-Every XSched phase of the given snapshots (default: every ``docs/results/**/snapshot.json[.gz]``)
+Every XSched phase of the given snapshots (default: every ``data/results/**/snapshot.json[.gz]``)
 whose lanes were polled at 10 Hz is attributed twice: with every recorded poll, and with
 the polls a slower poll thread would have taken (mean interval P, each interval 0.5-1.5x,
 as ``polling.next_poll_wait`` draws them: the first recorded poll at or after each
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--above", type=float, default=90.0)
     a = ap.parse_args()
-    paths = a.snapshots or sorted(glob.glob("docs/results/**/snapshot.json*", recursive=True))
+    paths = a.snapshots or sorted(glob.glob("data/results/**/snapshot.json*", recursive=True))
     paces = [float(p) for p in a.paces.split(",")]
     tally = {p: [0, 0, 0, 0] for p in paces}  # same, newly unknown, changed, all
     phases = 0
