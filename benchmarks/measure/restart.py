@@ -34,7 +34,10 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session

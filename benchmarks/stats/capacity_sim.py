@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from xwatch.testing.capacity_sim import summary, trial
 

@@ -48,6 +48,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats import sequential as seq

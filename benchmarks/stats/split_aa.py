@@ -31,8 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.neighbours_aa import PLANTED, _judge
-
+from benchmarks.stats.neighbours_aa import PLANTED, _judge
 from xwatch.core.analysis.stats.copies import combine, role
 from xwatch.core.analysis.stats.runs import RATE, run_value
 from xwatch.core.engine.live.session import Session
