@@ -170,16 +170,17 @@ def results_index() -> str:
 
 # --- each results page's files ----------------------------------------------------------
 
-def page_folders(page: Path, meta: dict[str, str]) -> list[Path]:
-    """The folders a results page owns: its namesake, then those ``data:`` names
-    (comma-separated), each required to exist."""
+def page_folders(page: Path, meta: dict[str, str], raw: Path | None = None) -> list[Path]:
+    """The folders a results page owns: its namesake (under docs/results, or only its raw
+    data under data/results), then those ``data:`` names (comma-separated), each
+    required to exist."""
     own = page.with_suffix("")
     extra = [page.parent / x.strip() for x in meta.get("data", "").split(",") if x.strip()]
     for d in extra:
         if not d.is_dir():
             raise ValueError(f"{page}: front matter data: names {d.name}/, not a folder "
                              f"of docs/results")
-    return ([own] if own.is_dir() else []) + extra
+    return ([own] if own.is_dir() or ((raw or RAW) / own.name).is_dir() else []) + extra
 
 
 def _size(n: int) -> str:

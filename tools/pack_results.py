@@ -115,7 +115,7 @@ def sittings(base: Path = RESULTS, raw: Path = RAW) -> dict[str, tuple[int, int]
 
     out = {}
     for page, meta in docs.results_pages(base):
-        folders = docs.page_folders(page, meta)
+        folders = docs.page_folders(page, meta, raw)
         light = weight([page, *(f for d in folders for f in files_under(d))])
         heavy = weight([f for d in folders for f in files_under(raw / d.relative_to(base))])
         out[page.stem] = (light, heavy)

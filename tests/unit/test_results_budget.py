@@ -66,3 +66,21 @@ def test_a_site_over_its_budget_is_named(tmp_path: Path) -> None:
         f.truncate(pack_results.BUDGET_SITE)  # sparse: no disk used, its size counted
     assert pack_results.site_over_budget(tmp_path)[0].endswith("budget 20.0 MB")
     assert pack_results.main(["--site", str(tmp_path)]) == 1
+
+
+def test_a_sitting_that_kept_only_raw_data_owns_it(tmp_path: Path) -> None:
+    from tools import docs
+
+    base, raw = _tree(tmp_path, 10, 10)
+    (base / "s1" / "run.log").unlink()
+    (base / "s1").rmdir()
+    page = base / "s1.md"
+    old = docs.RAW
+    docs.RAW = raw
+    try:
+        assert docs.page_folders(page, docs.front_matter(page)) == [base / "s1"]
+        files = docs.results_files(page)
+    finally:
+        docs.RAW = old
+    assert "| `data/results/s1/run/` | `snapshot.json.gz` |" in files
+    assert pack_results.sittings(base, raw) == {"s1": (4096, 4096)}
