@@ -1,6 +1,9 @@
 """``python -m benchmarks list`` (every benchmark: what it measures, how long it takes,
-whether it needs a GPU) and ``python -m benchmarks run NAME [ARGS...]`` (runs one, from
-the repository's root, with ARGS passed on). The registry is ``benchmarks/suite.py``."""
+whether it needs a GPU), ``python -m benchmarks run NAME [ARGS...]`` (runs one, from
+the repository's root, with ARGS passed on), ``python -m benchmarks show NAME [ARGS...]``
+(the command ``run`` would run, one argument a line) and ``python -m benchmarks check``
+(the registry against the scripts on disk: exit 1 naming each problem). The registry is
+``benchmarks/suite.py``."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from benchmarks.suite import command, every, find
+from benchmarks.suite import command, every, find, problems
 
 
 def main(argv: list[str]) -> int:
@@ -26,7 +29,13 @@ def main(argv: list[str]) -> int:
             if b.example:
                 print(f"    e.g. python -m benchmarks run {b.name} {b.example}")
         return 0
-    if argv[0] == "run" and len(argv) >= 2:
+    if argv[0] == "check":
+        bad = problems()
+        for line in bad:
+            print(line, file=sys.stderr)
+        print(f"{len(every())} benchmarks, {len(bad)} problems")
+        return 1 if bad else 0
+    if argv[0] in ("run", "show") and len(argv) >= 2:
         try:
             b = find(argv[1])
         except KeyError:
@@ -39,9 +48,13 @@ def main(argv: list[str]) -> int:
                                          if env.get("PYTHONPATH") else "")
         rest = argv[2:]
         cmd = command(b, rest[1:] if rest[:1] == ["--"] else rest)
+        if argv[0] == "show":
+            print("\n".join(cmd))
+            return 0
         print("$ " + " ".join(cmd), flush=True)
         return subprocess.call(cmd, cwd=root, env=env)
-    print("usage: python -m benchmarks list | run NAME [ARGS...]", file=sys.stderr)
+    print("usage: python -m benchmarks list | check | run NAME [ARGS...] | show NAME [ARGS...]",
+          file=sys.stderr)
     return 2
 
 

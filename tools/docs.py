@@ -9,7 +9,8 @@
 - ``docs/glossary.md``: every participation verdict and "took no part", from
   ``xwatch.core.modes.verdicts`` (the help screen and the report's legends print them);
 - each results page's closing "Files" section: every file of its folder (``docs/results/
-  PAGE/``, and the folders its front matter's ``data:`` adds), linked, with its size.
+  PAGE/``, and the folders its front matter's ``data:`` adds), linked, with its size; and
+  its raw data (``data/results/PAGE/``), named.
 
     python -m tools.docs            # rewrite what is stale
     python -m tools.docs --check    # exit 1 naming each stale page (tests/unit/test_docs.py)
@@ -28,6 +29,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+#: a results page's raw data (snapshots, events, HTML reports), at the same paths as its
+#: folders under docs/results: in the repository, not on the site (tools/pack_results.py)
+RAW = ROOT / "data" / "results"
 
 
 def _cell(text: str) -> str:
@@ -149,8 +153,9 @@ def front_matter(path: Path) -> dict[str, str]:
     return meta
 
 
-def results_pages() -> list[tuple[Path, dict[str, str]]]:
-    pages = [(p, front_matter(p)) for p in sorted((DOCS / "results").glob("*.md"))
+def results_pages(base: Path | None = None) -> list[tuple[Path, dict[str, str]]]:
+    """Every dated results page under ``base`` (docs/results), newest first."""
+    pages = [(p, front_matter(p)) for p in sorted((base or DOCS / "results").glob("*.md"))
              if p.name not in ("README.md", "index.md", "benchmarks-history.md")]
     return sorted(pages, key=lambda pm: (pm[1]["date"], int(pm[1]["sitting"])), reverse=True)
 
@@ -165,16 +170,17 @@ def results_index() -> str:
 
 # --- each results page's files ----------------------------------------------------------
 
-def page_folders(page: Path, meta: dict[str, str]) -> list[Path]:
-    """The folders a results page owns: its namesake, then those ``data:`` names
-    (comma-separated), each required to exist."""
+def page_folders(page: Path, meta: dict[str, str], raw: Path | None = None) -> list[Path]:
+    """The folders a results page owns: its namesake (under docs/results, or only its raw
+    data under data/results), then those ``data:`` names (comma-separated), each
+    required to exist."""
     own = page.with_suffix("")
     extra = [page.parent / x.strip() for x in meta.get("data", "").split(",") if x.strip()]
     for d in extra:
         if not d.is_dir():
             raise ValueError(f"{page}: front matter data: names {d.name}/, not a folder "
                              f"of docs/results")
-    return ([own] if own.is_dir() else []) + extra
+    return ([own] if own.is_dir() or ((raw or RAW) / own.name).is_dir() else []) + extra
 
 
 def _size(n: int) -> str:
@@ -185,24 +191,31 @@ def _size(n: int) -> str:
 def results_files(page: Path) -> str:
     """The "Files" section of one results page: a row per folder, each file linked."""
     folders = page_folders(page, front_matter(page))
+    raws = [RAW / d.relative_to(page.parent) for d in folders]
     if not folders:
         return ("## Files { data-search-exclude }\n\nThis sitting kept no files beyond this "
                 "page (its figures are quoted above)." + removed_scripts(page))
     out = ["## Files { data-search-exclude }\n",
-           "Everything this sitting kept, as it was written (snapshots gzipped: "
-           "`xwatch report` and `xwatch replay` read a `snapshot.json.gz` or its folder as "
-           "they are; `gzip -dk` gives the JSON; `report.md` is the report xwatch wrote "
-           "then).\n",
+           "Everything this sitting kept, as it was written: here what a browser reads "
+           "(`report.md` is the report xwatch wrote then); the raw data in the repository's "
+           "`data/results/`, at the same paths (snapshots gzipped: `xwatch report` and "
+           "`xwatch replay` read a `snapshot.json.gz` or its folder as they are; `gzip -dk` "
+           "gives the JSON; `report.html` is the report with its charts).\n",
            "| folder | files |", "|---|---|"]
-    for top in folders:
+
+    def cell(f: Path, link: str | None) -> str:
+        size = f" ({_size(f.stat().st_size)})" if f.stat().st_size >= 10_000 else ""
+        return (f"[{f.name}]({link})" if link else f"`{f.name}`") + size
+
+    for top, base, linked in [*((d, page.parent, True) for d in folders),
+                              *((d, RAW, False) for d in raws if d.is_dir())]:
         dirs = sorted({f.parent for f in top.rglob("*") if f.is_file()})
         for d in dirs:
             files = sorted(f for f in d.iterdir() if f.is_file())
-            rel = d.relative_to(page.parent).as_posix()
-            cells = ", ".join(f"[{f.name}]({rel}/{f.name})" + (
-                f" ({_size(f.stat().st_size)})" if f.stat().st_size >= 10_000 else "")
-                for f in files)
-            out.append(f"| `{rel}/` | {cells} |")
+            rel = d.relative_to(base).as_posix()
+            cells = ", ".join(cell(f, f"{rel}/{f.name}" if linked else None) for f in files)
+            out.append(f"| `{rel}/` | {cells} |" if linked else
+                       f"| `data/results/{rel}/` | {cells} |")
     return "\n".join(out) + removed_scripts(page)
 
 
@@ -239,7 +252,7 @@ def removed_scripts(page: Path) -> str:
     return ("\n\nScripts this page names that are no longer in the tree: "
             + ", ".join(f"`{s}`" for s in gone)
             + ". They were one-off scripts of that sitting, since replaced by the plans of "
-            "`benchmarks/device.sh` (`python -m benchmarks list`); each is in git's history "
+            "`benchmarks/gpu/device.sh` (`python -m benchmarks list`); each is in git's history "
             "(`git log --all -- benchmarks/device_NAME.sh`).")
 
 

@@ -2,23 +2,46 @@
 library only, so the site builds without xwatch or torch installed).
 
 The files a results page keeps (``docs/results/PAGE/**``: the reports xwatch wrote then,
-the logs, the gzipped snapshots) are published beside their page and linked from its
-"Files" section, but only the pages a reader navigates are searched: a generated report
-under a results folder is left out of the search index."""
+the logs, the tables) are published beside their page and linked from its "Files"
+section. A report xwatch wrote as Markdown is published as it was written, a plain
+file, not rendered into a page of the manual: it is xwatch's output, not a page a reader
+navigates or searches, and a rendered copy with the manual's navigation weighed about
+three times the file (tools/pack_results.py keeps the site within its budget). The raw
+data (snapshots, events, HTML reports) is not under docs/ at all: it is in
+``data/results/PAGE/``, named by the page."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mkdocs.structure.files import File, Files
+
 
 def kept_file(src_uri: str) -> bool:
-    """A page that is one of a results page's kept files, not a page of the manual."""
+    """A file of a results page's folder, not a page of the manual."""
     parts = src_uri.split("/")
     return len(parts) > 2 and parts[0] == "results"
 
 
-def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Leave a results folder's generated reports out of the search index."""
-    if kept_file(page.file.src_uri):
-        page.meta["search"] = {"exclude": True}
-    return markdown
+class KeptMarkdown(File):
+    """A results folder's Markdown file, copied as it is (a static file, not a page)."""
+
+    def is_documentation_page(self) -> bool:
+        return False
+
+    def is_media_file(self) -> bool:
+        return True
+
+
+def as_kept(f: File) -> File:
+    """``f`` as a plain copied file when it is a results folder's Markdown file."""
+    if not (kept_file(f.src_uri) and f.src_uri.endswith(".md")):
+        return f
+    out = KeptMarkdown(f.src_uri, f.src_dir, f.dest_dir, f.use_directory_urls,
+                       dest_uri=f.src_uri, inclusion=f.inclusion)
+    return out
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Every results folder's Markdown file published as it was written."""
+    return Files([as_kept(f) for f in files])

@@ -1,6 +1,6 @@
 """The byte-identity check of reports: renders the Markdown and HTML report of every
-snapshot recorded under ``docs/results`` (and ``tests/``' fixtures) and writes, or checks
-against, one SHA-256 per report.
+snapshot recorded under ``data/results`` (the results' raw data) and ``tests/``' fixtures
+and writes, or checks against, one SHA-256 per report.
 
 A refactor that must not change what a user reads (issue 66: "reports stay byte-identical
 on every recorded snapshot") records the hashes before and checks them after::
@@ -10,7 +10,9 @@ on every recorded snapshot") records the hashes before and checks them after::
     python -m tools.report_hashes check /tmp/before.json
 
 ``check`` prints each report that differs and exits 1; a snapshot that no longer loads
-is a difference too.
+is a difference too. A file written before the results' snapshots moved from
+``docs/results`` to ``data/results`` (same paths below) is read under the new names
+(``MOVED``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ import json
 import sys
 from pathlib import Path
 
-ROOTS = ("docs/results", "tests")
+ROOTS = ("data/results", "tests")
+#: old key prefix -> new: where recorded snapshots moved (issue 66 goal 6)
+MOVED = {"docs/results/": "data/results/"}
 NAMES = ("snapshot.json", "snapshot.json.gz")
 
 
@@ -57,6 +61,14 @@ def hashes(root: Path) -> dict[str, str]:
     return out
 
 
+def renamed(key: str) -> str:
+    """A key of an older hashes file under the snapshot's path today."""
+    for old, new in MOVED.items():
+        if key.startswith(old):
+            return new + key[len(old):]
+    return key
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in ("write", "check"):
         print(__doc__)
@@ -68,7 +80,8 @@ def main(argv: list[str]) -> int:
         path.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         print(f"{len(now)} reports -> {path}")
         return 0
-    before: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    before: dict[str, str] = {renamed(k): v for k, v in
+                              json.loads(path.read_text(encoding="utf-8")).items()}
     bad = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
     for k in bad:
         print(f"differs: {k}  before={before.get(k, '-')[:16]}  now={now.get(k, '-')[:16]}")

@@ -1,111 +1,19 @@
-"""Run the server workload's load generator alone, against the fake OpenAI server (or a
-real one), and read its events back; and free ports for them."""
+"""The serving tests' own helpers (a scenario with a server workload, the fake servers
+left behind); running the load generator alone lives in ``xwatch.testing.serving``,
+shared with ``benchmarks/measure/loadgen.py``, and is re-exported here."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import threading
 import time
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import psutil
 
-from tests.conftest import PY, ROOT
-from xwatch.core.engine.serve import CONFIG_ENV
-from xwatch.core.engine.serve.config import ServeConfig
+from xwatch.testing.serving import FAKE, Ran, config, fake_server, free_port, run_loadgen
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def fake_server(port: int, *extra: str) -> tuple[str, ...]:
-    return (PY, "-m", "tests.helpers.fake_openai", str(port), *extra)
-
-
-@dataclass
-class Ran:
-    rc: int
-    events: list[dict[str, Any]]
-    stderr: str
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("type", "req") == kind]
-
-    @property
-    def requests(self) -> list[dict[str, Any]]:
-        return self.of("req")
-
-
-def config(port: int, *extra: str, **kw: Any) -> ServeConfig:
-    base = ServeConfig(name="chat", server=fake_server(port, *extra), rate=20.0, port=port,
-                       cwd=str(ROOT), ready_timeout_s=20.0, warmup=1, new_tokens=8,
-                       prompt_len=16)
-    return replace(base, **kw)
-
-
-def run_loadgen(cfg: ServeConfig, timeout: float = 60.0, stop_after_s: float | None = None,
-                env: dict[str, str] | None = None, stop_after_requests: int | None = None
-                ) -> Ran:
-    """The generator as the supervisor starts it (its own process group, the event pipe
-    on a fd); ``stop_after_s``: SIGINT to its group then, as xwatch stops a phase;
-    ``stop_after_requests``: the same once that many requests were reported (a condition,
-    not a time a busy machine outlasts; ``timeout`` bounds the wait)."""
-    r, w = os.pipe()
-    e = {**os.environ, **(env or {}), CONFIG_ENV: cfg.to_json(), "XWATCH_EVENT_FD": str(w),
-         "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([PY, "-m", "xwatch.core.engine.serve"], env=e, pass_fds=(w,),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, cwd=str(ROOT))
-    os.close(w)
-    chunks: list[bytes] = []
-    enough = threading.Event()
-
-    def drain() -> None:  # read as it comes: a full pipe would block the generator
-        with os.fdopen(r, "rb") as f:
-            while data := f.read1(1 << 16):
-                chunks.append(data)
-                if stop_after_requests is not None and not enough.is_set() and \
-                        _requests(b"".join(chunks)) >= stop_after_requests:
-                    enough.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    if stop_after_requests is not None:
-        end = time.monotonic() + timeout
-        while not enough.wait(0.1) and p.poll() is None and time.monotonic() < end:
-            pass
-        if p.poll() is None:
-            os.killpg(p.pid, 2)
-    if stop_after_s is not None:
-        try:
-            p.wait(stop_after_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 2)
-    try:
-        _, err = p.communicate(timeout=timeout)
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, 9)
-    reader.join(timeout)
-    events = [json.loads(x) for x in b"".join(chunks).splitlines() if x.strip()]
-    return Ran(p.returncode, events, err)
-
-
-def _requests(data: bytes) -> int:
-    """How many request events the complete lines of ``data`` hold."""
-    n = 0
-    for x in data.splitlines()[:-1] if not data.endswith(b"\n") else data.splitlines():
-        if x.strip() and json.loads(x).get("type", "req") == "req":
-            n += 1
-    return n
+__all__ = ["Ran", "config", "fake_server", "free_port", "gone", "left", "run_loadgen",
+           "write_scenario"]
 
 
 def write_scenario(tmp_path: Path, server: tuple[str, ...], port: int, duration: float = 3,
@@ -143,7 +51,7 @@ def left(port: int) -> list[int]:
     out = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         cmd = p.info["cmdline"] or []
-        if "tests.helpers.fake_openai" in cmd and str(port) in cmd:
+        if FAKE in cmd and str(port) in cmd:
             out.append(p.info["pid"])
     return out
 

@@ -37,7 +37,7 @@ platform = "hip"
 [[workload]]
 name = "chat"
 priority = "high"
-server = ["{PY}", "-m", "tests.helpers.fake_openai", "{{port}}", "--first-ms", "5"]
+server = ["{PY}", "-m", "xwatch.testing.fake_openai", "{{port}}", "--first-ms", "5"]
 port = "auto"
 rate = 10
 warmup = 1

@@ -1,5 +1,5 @@
 """The load generator's metrics as vLLM's ``bench serve`` defines them, one fake server
-per case (``tests/helpers/fake_openai.py``), each checked against the fake's own
+per case (``xwatch/testing/fake_openai.py``), each checked against the fake's own
 schedule: the first token ``--first-ms`` after the request arrives, then one every
 ``--token-ms``. The sleeps make lower bounds exact whatever the machine's load; the
 counts (gaps, chunks, tokens, failures) are exact."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.phase_start import breakdown
 from tests.conftest import run_xwatch
 from tests.helpers.scenarios import tiny_models
+from xwatch.testing.starts import breakdown
 
 LOW = "start_delay_s = 0.3\nwarmup = 1"
 

@@ -1,16 +1,16 @@
 """The capacity search's statistics (``analysis.capacity.search``): the bracket narrows to
 a planted knee, stops where the rates asked end, says when even the lowest misses or
 the metric falls with the load, and keeps its promise over planted knees with
-run-to-run effects (the fast version of ``benchmarks/capacity_sim.py``)."""
+run-to-run effects (the fast version of ``benchmarks/stats/capacity_sim.py``)."""
 
 from __future__ import annotations
 
 import math
 import random
 
-from benchmarks.capacity_sim import summary, trial
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.testing.capacity_sim import summary, trial
 
 
 def _search(truth: object, lo: float = 10.0, hi: float = 1000.0, slo: float = 10.0,

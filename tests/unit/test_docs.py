@@ -149,6 +149,8 @@ def test_results_keep_snapshots_packed_and_every_folder_has_its_page() -> None:
     assert len(owned) == len(set(owned)), "a folder claimed by two results pages"
     folders = {d for d in (docs.DOCS / "results").iterdir() if d.is_dir()}
     assert folders - set(owned) == set(), "a results folder no page links (front matter data:)"
+    raw = {docs.DOCS / "results" / d.name for d in docs.RAW.iterdir() if d.is_dir()}
+    assert raw - set(owned) == set(), "raw data under data/results that no page owns"
 
 
 def test_a_plain_snapshot_in_the_results_is_found_and_packed(tmp_path: Path) -> None:
@@ -157,17 +159,24 @@ def test_a_plain_snapshot_in_the_results_is_found_and_packed(tmp_path: Path) -> 
     from tools import pack_results
 
     raw = (ROOT / "tests" / "data" / "snapshot_two_gpus.json").read_bytes()
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "snapshot.json").write_bytes(raw)
-    (tmp_path / "run" / "table.json").write_text('{"rows": []}')
-    assert pack_results.unpacked(tmp_path) == [tmp_path / "run" / "snapshot.json"]
-    assert pack_results.main(["--check", str(tmp_path)]) == 1
-    assert pack_results.main([str(tmp_path)]) == 0
-    assert pack_results.unpacked(tmp_path) == []
-    packed = (tmp_path / "run" / "snapshot.json.gz").read_bytes()
+    base, data = tmp_path / "results", tmp_path / "data"
+    (base / "run").mkdir(parents=True)
+    (base / "run" / "snapshot.json").write_bytes(raw)
+    (base / "run" / "table.json").write_text('{"rows": []}')
+    (base / "run" / "report.html").write_text("<html></html>")
+    assert pack_results.unpacked(base, data) == [base / "run" / "snapshot.json"]
+    assert pack_results.main(["--check", str(base), str(data)]) == 1
+    assert pack_results.main([str(base), str(data)]) == 0
+    assert pack_results.unpacked(base, data) == [] and pack_results.misplaced(base) == []
+    assert pack_results.main(["--check", str(base), str(data)]) == 0
+    # packed, and moved with the HTML report to the raw tree at the same path
+    assert sorted(p.name for p in (base / "run").iterdir()) == ["table.json"]
+    assert sorted(p.name for p in (data / "run").iterdir()) == ["report.html",
+                                                                "snapshot.json.gz"]
+    packed = (data / "run" / "snapshot.json.gz").read_bytes()
     assert gzip.decompress(packed) == raw
-    (tmp_path / "run" / "snapshot.json").write_bytes(raw)  # packing twice: the same bytes
-    assert pack_results.pack(tmp_path / "run" / "snapshot.json").read_bytes() == packed
+    (tmp_path / "snapshot.json").write_bytes(raw)  # packing twice: the same bytes
+    assert pack_results.pack(tmp_path / "snapshot.json").read_bytes() == packed
 
 
 def test_each_results_page_links_every_file_it_kept() -> None:
@@ -177,11 +186,23 @@ def test_each_results_page_links_every_file_it_kept() -> None:
             for f in folder.rglob("*"):
                 if f.is_file():
                     assert f"]({f.relative_to(page.parent).as_posix()})" in text, (page.name, f)
+            for f in (docs.RAW / folder.relative_to(page.parent)).rglob("*"):
+                if f.is_file():  # its raw data: named in its folder's row
+                    row = f"| `data/results/{f.parent.relative_to(docs.RAW).as_posix()}/` |"
+                    line = next((ln for ln in text.splitlines() if ln.startswith(row)), "")
+                    assert f"`{f.name}`" in line, (page.name, f)
 
 
-def test_kept_reports_are_published_but_not_searched() -> None:
-    from tools.mkdocs_hooks import kept_file
+def test_kept_reports_are_published_as_written_not_as_pages() -> None:
+    pytest.importorskip("mkdocs")
+    from mkdocs.structure.files import File
+
+    from tools.mkdocs_hooks import as_kept, kept_file
 
     assert kept_file("results/h100-2026-11-24-xsched12/llm/report.md")
     assert not kept_file("results/h100-2026-11-24-xsched12.md")
     assert not kept_file("results/README.md") and not kept_file("commands.md")
+    report = as_kept(File("results/x/llm/report.md", "docs", "site", True))
+    assert not report.is_documentation_page() and report.dest_uri == "results/x/llm/report.md"
+    page = as_kept(File("results/x.md", "docs", "site", True))
+    assert page.is_documentation_page() and page.dest_uri == "results/x/index.html"

@@ -24,10 +24,10 @@ DATA = ROOT / "tests" / "data"
 
 
 def recorded() -> list[Path]:
-    """Every snapshot file in the repository (docs/results, kept gzipped there too, and
-    the test data)."""
+    """Every snapshot file in the repository (the results' raw data, kept gzipped in
+    data/results, and the test data)."""
     out = []
-    results = ROOT / "docs" / "results"
+    results = ROOT / "data" / "results"
     for p in sorted([*results.rglob("*.json"), *results.rglob("*.json.gz"),
                      *DATA.rglob("*.json")]):
         with (gzip.open(p) if p.suffix == ".gz" else p.open("rb")) as f:
@@ -44,7 +44,7 @@ def test_committed_schema_is_the_structs() -> None:
 
 def test_every_recorded_snapshot_loads_and_fits_the_schema() -> None:
     files = recorded()
-    assert len(files) >= 40  # docs/results and the fixtures, from 2026-11-21 on
+    assert len(files) >= 40  # data/results and the fixtures, from 2026-11-21 on
     for f in files:
         load_snapshot_dict(f)  # upgraded, then validated against the structs
         snap = load_snapshot(f)

@@ -265,7 +265,7 @@ def test_a_graphed_decoder_gets_a_graph_probe_and_fails_on_it(tmp_path) -> None:
 
     inst = XschedInstall(Path(tmp_path), "test")
     root = Path(__file__).parents[2]
-    scen = load_scenario(str(root / "benchmarks" / "scenarios" / "llm-graphed.toml")
+    scen = load_scenario(str(root / "benchmarks" / "gpu" / "scenarios" / "llm-graphed.toml")
                          ).with_overrides(device="cuda:0")
     plats = {w.name: "cuda" for w in scen.workloads}
     envs = {w.name: xsched_env(w, inst, "cuda") for w in scen.workloads}
@@ -314,7 +314,7 @@ def test_the_preflight_names_a_crash_before_what_may_follow_from_it(tmp_path) ->
     from xwatch.scenario import load_scenario
 
     root = Path(__file__).parents[2]
-    scen = load_scenario(str(root / "benchmarks" / "scenarios" / "llm-graphed.toml")
+    scen = load_scenario(str(root / "benchmarks" / "gpu" / "scenarios" / "llm-graphed.toml")
                          ).with_overrides(device="cuda:0")
 
     def verdict(stream: str, status: str, detail: str) -> Verdict:

@@ -1,6 +1,6 @@
 """Recorded snapshots still load and report exactly as they did.
 
-Each case is a snapshot written by some earlier xwatch (``docs/results``, the test
+Each case is a snapshot written by some earlier xwatch (``data/results``, the test
 fixtures, one with a kernel capture and its traces in ``tests/data/golden/capture``);
 its Markdown and HTML reports (what ``xwatch report --format md|html`` writes) are
 compared byte for byte with the files in ``tests/data/golden``, which were rendered by
@@ -31,15 +31,15 @@ GOLDEN = ROOT / "tests" / "data" / "golden"
 
 #: case name -> recorded snapshot (a folder or a file), relative to the repository
 CASES = {
-    "native-2026-11-21": "docs/results/h100-2026-11-21/bert",
-    "xserver-kill-2026-11-22": "docs/results/h100-2026-11-22/xserver-kill",
-    "sweep-2026-11-22": "docs/results/h100-2026-11-22/sweep",
+    "native-2026-11-21": "data/results/h100-2026-11-21/bert",
+    "xserver-kill-2026-11-22": "data/results/h100-2026-11-22/xserver-kill",
+    "sweep-2026-11-22": "data/results/h100-2026-11-22/sweep",
     "two-gpus": "tests/data/snapshot_two_gpus.json",
-    "mps-2026-11-23": "docs/results/h200x2-2026-11-23-mps/mps2",
-    "advise-2026-11-23": "docs/results/h100-2026-11-23f/snapshot-seed1.json.gz",
-    "compare-2026-11-24": "docs/results/h100-2026-11-24-xsched12/llm",
-    "calibrate-2026-11-24": "docs/results/h100-2026-11-24-xsched12/calibrate",
-    "kernel-lane-2026-11-24": "docs/results/h100-2026-11-24-xsched12/kernel-lane",
+    "mps-2026-11-23": "data/results/h200x2-2026-11-23-mps/mps2",
+    "advise-2026-11-23": "data/results/h100-2026-11-23f/snapshot-seed1.json.gz",
+    "compare-2026-11-24": "data/results/h100-2026-11-24-xsched12/llm",
+    "calibrate-2026-11-24": "data/results/h100-2026-11-24-xsched12/calibrate",
+    "kernel-lane-2026-11-24": "data/results/h100-2026-11-24-xsched12/kernel-lane",
     "capture": "tests/data/golden/capture",
 }
 

@@ -85,7 +85,7 @@ def test_eight_gpus_headless_lines_stay_readable() -> None:
 
 
 def test_many_workloads_on_one_gpu_make_a_short_progress_line() -> None:
-    """Sixteen workloads without --gpus (as benchmarks/scenarios/sixteen-on-one.toml):
+    """Sixteen workloads without --gpus (as benchmarks/gpu/scenarios/sixteen-on-one.toml):
     loading, a count per state; measuring, the top priority's worst and best P99."""
     from tests.helpers.fleet import fleet_snapshot
 

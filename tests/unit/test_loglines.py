@@ -40,7 +40,7 @@ def test_a_short_stream_is_all_tail_and_a_long_one_keeps_its_start() -> None:
 
 
 def test_a_failed_workloads_report_shows_its_first_stderr_lines_then_its_last() -> None:
-    snap = load_snapshot(ROOT / "docs/results/h100-2026-11-24-xsched12/llm")
+    snap = load_snapshot(ROOT / "data/results/h100-2026-11-24-xsched12/llm")
     p = next(p for p in snap.phases if any(w.state == "failed" for w in p.workloads))
     i = next(i for i, w in enumerate(p.workloads) if w.state == "failed")
     ws = list(p.workloads)

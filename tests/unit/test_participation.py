@@ -214,7 +214,7 @@ def test_a_sweep_setting_that_took_no_part_is_on_no_frontier() -> None:
     from xwatch.core.export.snapshot import load_snapshot
 
     root = Path(__file__).resolve().parents[2]
-    snap = load_snapshot(root / "docs" / "results" / "h100-2026-11-22" / "sweep")
+    snap = load_snapshot(root / "data" / "results" / "h100-2026-11-22" / "sweep")
     rows, _ = frontier_rows(snap)
     assert rows[1][-1] == "yes"  # xsched-1, threshold 1: on the frontier as recorded
     p = snap.phases[1]

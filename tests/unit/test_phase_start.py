@@ -1,4 +1,4 @@
-"""``benchmarks/phase_start.py``'s account of how copies started (issue 51 goal 5): forked
+"""``benchmarks/measure/phase_start.py``'s account of how copies started (issue 51 goal 5): forked
 or exec'd and why, whether each ran on the GPU it was pinned to, and the goal line on the
 phases where every copy was forked."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.phase_start import breakdown, render
+from xwatch.testing.starts import breakdown, render
 
 FORK = "fork (fork server pid 7)"
 IMPORTING = "exec (the fork server is still importing)"
@@ -101,7 +101,7 @@ def test_xsched_s_goal_counts_every_phase_after_the_run_s_first() -> None:
 
 
 def test_restart_s_goal_line_names_the_first_x() -> None:
-    from benchmarks.restart import goal_lines, key_of
+    from xwatch.testing.starts import goal_lines, key_of
 
     assert key_of("native", "xsched") == key_of("xsched", "native") == "x"
     assert key_of("native", "mps") == "m" and key_of("native", "native") is None

@@ -725,7 +725,7 @@ def test_an_older_record_without_rounds_per_candidate_says_the_races_rounds() ->
     from xwatch.core.export.snapshot import load_snapshot
 
     root = Path(__file__).resolve().parents[2]
-    snap = load_snapshot(root / "docs/results/h100-2026-11-25/second/advise-intensive")
+    snap = load_snapshot(root / "data/results/h100-2026-11-25/second/advise-intensive")
     assert snap.advice is not None
     s = race.sentence(snap.advice)
     assert s.startswith("Use XSched, low threshold 1, low batch_size 1 (the only setting "

@@ -1,4 +1,4 @@
-"""Issue 65's race rebuilt from its numbers (``benchmarks/race_case.py``): one H200,
+"""Issue 65's race rebuilt from its numbers (``benchmarks/stats/race_case.py``): one H200,
 ``advise llm-graphed --slo chat.itl_ms:P99=5``, 5 minutes. Before 2026-11-29 the
 candidate whose three runs agreed (th=8 b=4: 1766.1, 1766.0, 1766.0 samples/s) got a
 price interval of [17, 178,992] from a within-run floor its runs refute, and the race
@@ -7,8 +7,8 @@ and MPS at 50% is dropped as dominated within the budget."""
 
 from __future__ import annotations
 
-from benchmarks import race_case as case
 from xwatch.core.analysis.stats import race
+from xwatch.testing import race_case as case
 
 
 def _by(r: case.Replay) -> dict[str, race.Candidate]:

@@ -1,4 +1,4 @@
-"""A small version of ``benchmarks/race_coverage.py``: simulated races from the
+"""A small version of ``benchmarks/stats/race_coverage.py``: simulated races from the
 iterations up (a closed loop's count over a 10 s window with a warm-up, the HIGH's
 requests and rare Pareto-long iterations; an ITL-like P99 from its order statistics;
 run-to-run effects from 0.01% to 8% a run, as the H100 race of 2026-11-27 showed), five
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from benchmarks import race_coverage as cov
+from xwatch.testing import race_coverage as cov
 
 RACES, LOOKS = 150, 4
 TOLERANCE = 3.09 * math.sqrt(0.95 * 0.05 / RACES)

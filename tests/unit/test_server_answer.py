@@ -15,7 +15,7 @@ from xwatch.core.export.snapshot import load_snapshot
 from xwatch.scenario.model import Slo
 
 ROOT = Path(__file__).resolve().parents[2]
-LLM = ROOT / "docs" / "results" / "h100-2026-11-24-xsched12" / "llm"  # chat: a served LLM
+LLM = ROOT / "data" / "results" / "h100-2026-11-24-xsched12" / "llm"  # chat: a served LLM
 
 
 def test_the_slo_metric_first_then_ttft_tpot_then_the_request() -> None:

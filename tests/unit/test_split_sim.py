@@ -1,5 +1,5 @@
 """``compare --layout split`` by simulation with a known truth
-(``benchmarks/split_width_sim.py``): the 95% interval over runs that pair the modes
+(``benchmarks/stats/split_width_sim.py``): the 95% interval over runs that pair the modes
 inside each phase covers the truth (run-to-run and GPU effects included) at its rate,
 and at equal wall time it is narrower than today's layout where the runs share noise."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.split_width_sim import STRUCTURES, width_and_coverage
 from xwatch.core.plans.box import split_gpus
+from xwatch.testing.split_width import STRUCTURES, width_and_coverage
 
 
 @pytest.mark.parametrize("metric", sorted(STRUCTURES))

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import jsonschema
 
-from benchmarks.phase_start import breakdown, render
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import STAGES
 from xwatch.core.export.document.schema import SCHEMA_PATH
 from xwatch.core.export.snapshot import load_snapshot, write_snapshot
 from xwatch.scenario import load_scenario
+from xwatch.testing.starts import breakdown, render
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SCHEMA = json.loads(SCHEMA_PATH.read_text())

@@ -65,7 +65,7 @@ def test_the_reports_legend_defines_the_verdicts_it_shows() -> None:
     from xwatch.core.export.report import build_report
     from xwatch.core.export.snapshot import load_snapshot
 
-    snap = load_snapshot(ROOT / "docs/results/h100-2026-11-24-xsched12/llm")
+    snap = load_snapshot(ROOT / "data/results/h100-2026-11-24-xsched12/llm")
     md = render_markdown(build_report(snap))
     shown = set(re.findall(r"\| (engaged|not-scheduled|no-xqueue|shim-not-loaded|clean"
                            r"|shim-loaded|in-mps) \|", md))

@@ -39,7 +39,7 @@ PORT_PLACEHOLDER = "{port}"
 DEVICE_PLACEHOLDER = "{device}"
 #: the /xqueues polls' settled pace by default (``[xsched] settled_poll_ms``): on recorded
 #: H100 phases, 5 polls a second gave 90% of slow requests the attribution that 10 gave
-#: (``benchmarks/attribution_pace.py``) for 40% less of the observer's poll CPU
+#: (``benchmarks/stats/attribution_pace.py``) for 40% less of the observer's poll CPU
 SETTLED_POLL_MS = 200
 #: every policy name an XSched release has had; which an install has, and their numbers,
 #: come from the install itself (``xwatch.core.xsched.meta``) when XSched mode starts

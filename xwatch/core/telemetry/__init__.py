@@ -11,7 +11,7 @@ temperature, clock) every ``interval_s``; the per-process figures (process
 lists, per-process utilization: most of a poll's cost) every ``proc_interval_s``,
 carried forward in between with the time they were read (``procs_t``): by default
 every 5 s, as NVML's per-process utilization alone costs 2.4-3.3 ms of CPU a call on
-the H100 (``benchmarks/poll_costs.py``), whatever the time stamp it is given.
+the H100 (``benchmarks/measure/poll_costs.py``), whatever the time stamp it is given.
 """
 
 from __future__ import annotations

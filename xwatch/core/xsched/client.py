@@ -138,7 +138,7 @@ class XserverClient:
     once showed a ready XQueue while fresh connections saw them ready in 62 of ~70
     polls, so the engagement verdict was wrong. ``XWATCH_XSERVER_KEEPALIVE=1`` turns keep-alive on
     (one connection per calling thread), for xserver builds that serve it correctly.
-    Against 1.2.0 (H100, 2026-11-25, ``benchmarks/keepalive_probe.py``) one plain
+    Against 1.2.0 (H100, 2026-11-25, ``benchmarks/investigations/xsched/keepalive_probe.py``) one plain
     kept-alive socket read what fresh connections read, for 0.12 ms a poll less, but
     with kept-alive connections held open another client's polls timed out: not worth
     0.03-0.06% of a core (``docs/results/h100-2026-11-25e.md``).

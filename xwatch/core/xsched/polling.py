@@ -4,7 +4,7 @@ counts worked out once per distinct answer, and when the next poll is due.
 The poll runs ten times a second over XSched's whole queue table (about 150 XQueues
 per PyTorch process under the shim). On the H100 three polls in four answered
 exactly what the one before had (the same queues, none changed state), and decoding
-was 60% of a poll's CPU (``benchmarks/poll_costs.py``): an answer whose bytes equal
+was 60% of a poll's CPU (``benchmarks/measure/poll_costs.py``): an answer whose bytes equal
 the last one's is not decoded again (``AnswerCache``), and the controller's fold
 reuses the counts of an answer it has already counted (``Answer.counts``). Every
 poll still counts as a poll of its own: the evidence is unchanged.
@@ -165,7 +165,7 @@ class Pace:
     workload's verdict is pending, for the measurement's first ``FAST_FIRST_S``,
     ``CHANGE_FAST_S`` after a live change and while polls fail; ``settled_s``
     (``settled_poll_ms``) otherwise. No verdict waits on the slower pace; the lane and the
-    tail attribution sample less often (``benchmarks/attribution_pace.py``: at 5 Hz, 90%
+    tail attribution sample less often (``benchmarks/stats/attribution_pace.py``: at 5 Hz, 90%
     of slow requests keep the category 10 Hz gave them). ``now_s`` is set on the loop and
     read by the poll thread (one attribute: atomic)."""
 

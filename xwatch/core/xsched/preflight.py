@@ -83,7 +83,7 @@ PROGRESS_POLL_S = 0.5  # how often a probe's CPU time is read once another crash
 POLL_S = 0.02
 
 _CACHE: dict[tuple[Any, ...], Verdict] = {}
-#: "0": every XSched phase probes afresh (benchmarks/plans/probe-race.sh: each phase's
+#: "0": every XSched phase probes afresh (benchmarks/gpu/plans/probe-race.sh: each phase's
 #: probes leave beside its own xserver)
 CACHE_ENV = "XWATCH_PREFLIGHT_CACHE"
 GPU_PIN_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")

@@ -35,7 +35,7 @@ probe (``max_loads``: a search never probes more), and the rest to the throughpu
 the work beside (LOW), evenly over the same loads and LOW alone. When the SLO metric
 rises with the load, every ``met`` load is below the true knee and every ``failed`` one
 above it, so each bracket holds the knee, at every look, with 95% probability
-(simulated against planted knees with run-to-run effects: ``benchmarks/capacity_sim.py``
+(simulated against planted knees with run-to-run effects: ``benchmarks/stats/capacity_sim.py``
 and ``tests/unit/test_capacity_search.py``). A load whose interval lies wholly above a
 higher load's breaks that premise: the search says the metric is not monotone in the
 load and stops (``NON_MONOTONE``).

@@ -11,7 +11,7 @@ mean of the copies' values, in ms; samples/s, which add up, take the arithmetic 
 values, with ``k - 1`` degrees of freedom however many GPUs there are.
 
 Why this and not a model with run, GPU and copy effects (``docs/gpus-answer.md``,
-``tests/unit/test_gpu_copies.py``, ``benchmarks/gpu_width_sim.py``): with the same
+``tests/unit/test_gpu_copies.py``, ``benchmarks/stats/gpu_width_sim.py``): with the same
 GPUs in every run the GPU effects are the same in every run's mean, so they cancel in
 a paired difference and never inflate it; the copies' noise enters each run's mean
 divided by the GPUs; the effects every GPU of a run shares (clocks, the host) stay in

@@ -23,7 +23,7 @@ from xwatch.core.engine.serve.server import Fatal
 from xwatch.core.engine.worker import LATE_THRESHOLD_S
 from xwatch.core.engine.worker.arrivals import Schedule
 
-#: the interpreter's thread switch interval in the generator (``benchmarks/loadgen.py``)
+#: the interpreter's thread switch interval in the generator (``benchmarks/measure/loadgen.py``)
 SWITCH_S = 0.0005
 
 

@@ -1,0 +1,1 @@
+"""Investigations of XSched 1.2 (README.md here links their results pages)."""

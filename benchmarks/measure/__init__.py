@@ -1,0 +1,1 @@
+"""Measurements of xwatch itself (docs/benchmarks.md#layout)."""
