@@ -17,9 +17,9 @@ __all__ = ["Ran", "config", "fake_server", "free_port", "gone", "left", "run_loa
 
 
 def write_scenario(tmp_path: Path, server: tuple[str, ...], port: int, duration: float = 3,
-                   extra: str = "", low: bool = True) -> Path:
+                   extra: str = "", low: bool = True, low_count: int | None = None) -> Path:
     """A scenario with the server workload ``chat`` (HIGH) and, with ``low``, a LOW
-    pipe producer beside it."""
+    pipe producer beside it (``low_count``: it exits after that many requests)."""
     from tests.helpers.scenarios import producer
 
     argv = ", ".join(json.dumps(a) for a in server)
@@ -41,7 +41,7 @@ ready_timeout_s = 20
 [[workload]]
 name = "low"
 priority = "low"
-command = {producer(20, "--service-ms", "20")}
+command = {producer(20, *([str(low_count)] if low_count else []), "--service-ms", "20")}
 """ if low else ""))
     return f
 

@@ -64,7 +64,12 @@ def test_a_stop_while_the_server_loads_is_clean_and_says_how_far_it_got() -> Non
 
 def test_xwatch_runs_a_server_beside_a_low_workload(tmp_path: Path) -> None:
     port = free_port()
-    scen = write_scenario(tmp_path, fake_server(port), port, duration=3)
+    # ended by its requests, not by a clock: the phase measures from LOW's start (a
+    # command starts measuring when it starts), and on a busy machine the server took
+    # longer than a 3 s phase to answer /health; now the phase ends once chat has made
+    # its 10 requests and LOW its 60, whenever that is (60 s: only a bound)
+    scen = write_scenario(tmp_path, fake_server(port), port, duration=60,
+                          extra="requests = 10", low_count=60)
     out = run_xwatch("run", str(scen), "--headless", "--telemetry", "off",
                      "--export", str(tmp_path / "out"))
     assert out.returncode == 0, out.stdout + out.stderr

