@@ -54,14 +54,13 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.neighbours import MpsDaemon, Strangers
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
-from xwatch.core.procs import tree
+from xwatch.core.procs import pid_alive, tree
 from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 

@@ -24,13 +24,13 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
-from xwatch.core.engine.strays import pid_alive
 from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK, switchable
 from xwatch.core.modes.base import XSCHED, ModeBackend
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.modes.neighbours import Strangers, Xserver
+from xwatch.core.procs import pid_alive
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (
     check_policy,
