@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import threading
 import time
@@ -24,10 +23,9 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
-from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK, switchable
-from xwatch.core.modes.base import XSCHED, ModeBackend
-from xwatch.core.modes.daemon import read_lines, stop_group
+from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes.daemon import DaemonBackend
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.modes.neighbours import Strangers, Xserver
 from xwatch.core.procs import pid_alive
@@ -62,10 +60,13 @@ SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
 
 
-class XschedController(ModeBackend):  # its last_look: none (the poller watched)
+class XschedController(DaemonBackend):  # its last_look: none (the poller watched)
     """The XSched mode backend: xserver lifecycle, environments, polling, control."""
 
     mode = XSCHED
+    NOTE, SOURCE, DAEMON = "xsched", "xserver", "xserver"
+    STOP_STEPS = ((2, 3.0), (15, 2.0), (9, 5.0))  # SIGINT, SIGTERM, SIGKILL
+    log: XserverLog  # counts each process's XQueues as lines come
 
     #: consecutive failed /xqueues polls, over at least this long, mean xserver is gone
     UNREACHABLE_POLLS = 5
@@ -74,6 +75,7 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
     def __init__(self, install: XschedInstall, scenario: Scenario,
                  poll_s: float | None = None, start_timeout_s: float = 15.0,
                  preflight: bool = True, settled_s: float | None = None) -> None:
+        super().__init__(XserverLog(maxlen=400))
         self.install = install
         self._left: weakref.WeakSet[WorkloadRun] = weakref.WeakSet()  # said they leave
         self.preflight = preflight
@@ -84,16 +86,9 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
         self.start_timeout_s = start_timeout_s
         self.policy = scenario.xsched.policy
         self.meta: InstallMeta | None = None  # read when a phase starts (and by doctor)
-        self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.client: XserverClient | None = None
         self.joined: Xserver | None = None  # another session's xserver, used as it runs
-        self.phase: Phase | None = None
-        self._poller: asyncio.Task[None] | None = None
-        self._probe: asyncio.Task[None] | None = None  # the preflight, until settled
-        self._readers: list[asyncio.Task[None]] = []
-        self.log = XserverLog(maxlen=400)  # counts each process's XQueues as lines come
-        self._failure: str | None = None
         self._stats: dict[str, QueueStats] = {}
         self._answers: AnswerCache | None = None  # the poll thread's (hits: benchmarks)
         self._table_t = 0.0  # when the per-queue table was last rebuilt
@@ -143,7 +138,7 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
         self._probe = asyncio.create_task(preflight(
             phase, scen, self.install, self.client, plats, envs, self._note, self.launcher,
             self._quiet)) if self.preflight and self.client is not None else None
-        self._poller = asyncio.create_task(self._poll_loop(phase))
+        self._watch = asyncio.create_task(self._poll_loop(phase))
         return envs
 
     async def fork_env(self, w: Workload) -> dict[str, str] | None:
@@ -156,33 +151,13 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
             return None
         return xsched_env(w, self.install, plat)
 
-    async def settle(self, phase: Phase) -> None:
-        """Wait for the preflight, which runs beside the workloads' start (the start gate
-        holds them until it passed); raise its failure, and the runner stops them. A
-        shim that fails still fails the phase in the probes' seconds, not after a load."""
-        probe, self._probe = self._probe, None
-        if probe is not None:
-            await probe
-
-    async def leave(self, phase: Phase) -> None:
-        probe, self._probe = self._probe, None
-        if probe is not None:  # left before it settled: its probes are killed on the way out
-            probe.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await probe
-        if self._poller is not None:
-            self._poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._poller
-            self._poller = None
+    async def _judge_last(self, phase: Phase, watched: bool) -> None:
+        if watched:  # the poller's last answers folded: the final verdicts
             self._refresh_engagement(phase, final=True)
-        await self._stop_xserver()
+
+    def _keep_logs(self, phase: Phase) -> None:
         if phase.xsched is not None:
             phase.xsched = replace(phase.xsched, log_tail=list(self.log)[-60:])
-
-    def failure(self) -> str | None:
-        """Why this phase cannot go on under XSched (xserver gone), else None."""
-        return self._failure
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """The maps proof: a running workload without the shim mapped is not scheduled."""
@@ -200,11 +175,6 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
                 t=round(time.monotonic() - self.phase.t_start, 3), returncode=rc,
                 reason=reason))
         self._note(reason, "error")
-
-    def kill_now(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, 9)
 
     # -- xserver
     def other_xserver(self) -> Xserver | None:
@@ -236,60 +206,23 @@ class XschedController(ModeBackend):  # its last_look: none (the poller watched)
         if phase.xsched is not None:
             phase.xsched = replace(phase.xsched, xserver_cmd=argv, port=port)
         self.log.clear()
-        try:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=child_setup(15), cwd=str(self.install.root))
-        except OSError as e:
-            raise XschedError(f"cannot start {argv[0]}: {e}", title="xserver did not start")
+        title = "xserver did not start"
+        proc = self._spawn(argv, str(self.install.root), XschedError, title, argv[0])
         self.port = port
-        self.client = XserverClient(port)
-        assert self.proc.stdout is not None
-        self._readers = [asyncio.create_task(read_lines(self.proc.stdout, self._on_log))]
-        self._note(f"xserver started: {' '.join(argv)} (pid {self.proc.pid})")
-        deadline = time.monotonic() + self.start_timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                await asyncio.sleep(0.1)
-                tail = " | ".join(list(self.log)[-5:])
-                rc = self.proc.returncode
-                self.proc = None
-                raise XschedError(f"xserver exited with code {rc} before its HTTP API "
-                                  f"answered on port {port}. Log: {tail or '(empty)'}",
-                                  title="xserver did not start")
-            try:
-                running = await asyncio.to_thread(self.client.get_policy)
-                self._check_running_policy(phase, running)
-                break
-            except XschedError:
-                if time.monotonic() > deadline:
-                    await self._stop_xserver()
-                    raise XschedError(f"xserver did not answer on port {port} within "
-                                      f"{self.start_timeout_s:.0f} s",
-                                      title="xserver did not start")
-                await asyncio.sleep(0.1)
+        client = self.client = XserverClient(port)
+        self._note(f"xserver started: {' '.join(argv)} (pid {proc.pid})")
+        running = await self._answer(
+            client.get_policy, self.start_timeout_s, XschedError, title,
+            lambda rc: f"xserver exited with code {rc} before its HTTP API answered on "
+                       f"port {port}. Log: {' | '.join(list(self.log)[-5:]) or '(empty)'}",
+            lambda e: f"xserver did not answer on port {port} within "
+                      f"{self.start_timeout_s:.0f} s")
+        self._check_running_policy(phase, running)
 
-    def _on_log(self, line: str) -> None:
-        self.log.append(line)
-        if self.phase is not None:
-            self.phase.session.log("xserver", "stdout", line)
-
-    async def _stop_xserver(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
+    async def _halt(self, proc: subprocess.Popen[bytes]) -> None:
         if (why := died_by_itself(proc, self.phase, self.log)) is not None:
             self._fail(why, proc.returncode)  # an abort its polls had not seen yet
-        await stop_group(proc, ((2, 3.0), (15, 2.0), (9, 5.0)))  # SIGINT, SIGTERM, SIGKILL
-        for t in self._readers:
-            with contextlib.suppress(asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(t, 2.0)
-        self._note(f"xserver stopped (exit {proc.returncode})")
-
-    def _note(self, text: str, level: str = "info") -> None:
-        if self.phase is not None:
-            self.phase.session.log("xwatch", level, f"xsched: {text}")
+        await super()._halt(proc)
 
     # -- evidence
     def _watch_line(self, run: WorkloadRun, stream: str, line: str) -> None:
