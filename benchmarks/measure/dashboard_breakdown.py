@@ -72,7 +72,7 @@ def install() -> None:
 
     from xwatch.core.engine.live.session import Session
     from xwatch.core.xsched.client import XserverClient
-    from xwatch.core.xsched.polling import AnswerCache
+    from xwatch.core.xsched.xqueues.polling import AnswerCache
 
     wrap(Session, "snapshot")
     wrap(XserverClient, "xqueues_raw")  # the HTTP exchange

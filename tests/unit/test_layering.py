@@ -290,6 +290,37 @@ def test_size_checks_find_a_planted_long_module_and_crowded_folder(tmp_path: Pat
     assert too_crowded(tmp_path) == ["ui: 11"]
 
 
+def tree_walkers(root: Path) -> list[str]:
+    """Modules other than ``core/procs.py`` that walk the process tree themselves:
+    psutil's ``children(...)`` or ``/proc``'s parent links (``procs.parent``)."""
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        rel = str(p.relative_to(root))
+        if rel == "core/procs.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(), rel)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr == "children":
+                out.append(f"{rel}:{node.lineno} children()")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("procs") \
+                    and any(a.name == "parent" for a in node.names):
+                out.append(f"{rel}:{node.lineno} procs.parent")
+    return out
+
+
+def test_the_process_tree_is_walked_in_procs_alone(tmp_path: Path) -> None:
+    """Issue 66 goal 4: ``core/procs.py`` walks the process tree (``tree``,
+    ``descendants``, ``is_below``); everything else asks it. A walk planted elsewhere is
+    found."""
+    assert tree_walkers(ROOT) == []
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "procs.py").write_text("def f(p):\n    return p.children(recursive=True)\n")
+    (tmp_path / "core" / "own.py").write_text(
+        "import psutil\nfrom xwatch.core.procs import parent\n"
+        "def f(pid):\n    return psutil.Process(pid).children(recursive=True)\n")
+    assert tree_walkers(tmp_path) == ["core/own.py:2 procs.parent", "core/own.py:4 children()"]
+
+
 def test_every_module_says_what_it_owns() -> None:
     bare = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
             if p.stat().st_size and ast.get_docstring(ast.parse(p.read_text())) is None]

@@ -1,4 +1,4 @@
-"""``engine.strays.pid_alive``: the one "does this process still run" check, against
+"""``procs.pid_alive``: the one "does this process still run" check, against
 real processes (this one, a child running, a zombie child, a reaped one)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from xwatch.core.engine.strays import pid_alive
+from xwatch.core.procs import pid_alive
 
 
 def test_a_running_process_is_alive_and_no_pid_is_none() -> None:

@@ -96,7 +96,7 @@ def test_a_servers_queues_are_those_of_its_process_tree() -> None:
     from types import SimpleNamespace
 
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.polling import Answer, ProcessTrees
+    from xwatch.core.xsched.xqueues.polling import Answer, ProcessTrees
 
     ans = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=12),
                      XQueueRow(handle=3, pid=12, ready=True), XQueueRow(handle=4, pid=99)])

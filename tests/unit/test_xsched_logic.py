@@ -41,7 +41,7 @@ def _controller_in_phase(tmp_path: Path) -> tuple[Any, Any, Any, dict[str, Queue
     ctl.phase = ph
     ph.xsched = M.Xsched(root="")
     stats = {w.name: QueueStats() for w in scen.workloads}
-    ctl._stats = stats
+    ctl.evidence.stats = stats
     return ctl, s, ph, stats
 
 
@@ -256,7 +256,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     from xwatch.core.xsched.client import XQueueRow, decode_xqueues
     from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.install import XschedInstall
-    from xwatch.core.xsched.polling import Answer
+    from xwatch.core.xsched.xqueues.polling import Answer
     from xwatch.scenario import load_scenario
 
     scen = load_scenario("demo")
@@ -267,7 +267,7 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
     ph.runs["high"].state = ph.runs["low"].state = "running"
     stats = {w.name: QueueStats() for w in scen.workloads}
-    ctl._stats = stats
+    ctl.evidence.stats = stats
     raw = json.dumps({"xqueues": [
         {"handle": 7, "device": 0, "level": 1, "pid": 22, "threshold": 1, "batch_size": 1,
          "ready": True, "suspended": True, "extra": "ignored"},
@@ -279,11 +279,11 @@ def test_poll_folding_keeps_the_last_queue_table_of_a_stopping_process(tmp_path:
     rows = decode_xqueues(raw)
     assert rows[3] == XQueueRow(handle=3, pid=99)
     runs = [(n, (r.pid,), r.state, r.rec.count) for n, r in ph.runs.items()]
-    ctl._ingest(ph, Answer.of(rows), stats, ph.t_start + 0.1, runs)
+    ctl.evidence.ingest(ph, Answer.of(rows), stats, ph.t_start + 0.1, runs)
     assert (stats["low"].queues, stats["low"].ready, stats["low"].suspended) == (2, 1, 1)
     assert stats["low"].handles == (7, 9) and stats["high"].handles == (5,)
-    ctl._ingest(ph, Answer.of([]), stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
-    ctl._refresh_engagement(ph, final=True)
+    ctl.evidence.ingest(ph, Answer.of([]), stats, ph.t_start + 0.2, runs)  # shutting down: no queues listed
+    ctl.evidence.refresh(ph, final=True)
     low = ph.xsched.workloads["low"]
     assert low.stats.queues == 0 and low.stats.max_queues == 2
     assert [q.handle for q in low.queues] == [7, 9] and low.stats.handles == [7, 9]
@@ -303,8 +303,7 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     from collections import deque
 
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.controller import _Fails, _Poll
-    from xwatch.core.xsched.polling import Answer
+    from xwatch.core.xsched.xqueues.polling import Answer, Fails, Poll
     from xwatch.errors import XschedError
 
     ctl, s, ph, stats = _controller_in_phase(tmp_path)
@@ -312,31 +311,31 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     good = Answer.of([XQueueRow(handle=1, pid=11, ready=True), XQueueRow(handle=2, pid=22)])
     down = XschedError("xserver at x not reachable: refused")
     t = ph.t_start
-    fails = _Fails()
+    fails = Fails()
 
-    def drain(*polls: _Poll) -> list[str]:
+    def drain(*polls: Poll) -> list[str]:
         before = len(s.logs)
-        ctl._drain(ph, deque(polls), stats, fails)
+        ctl.evidence.drain(ph, deque(polls), stats, fails)
         return [ln.text for ln in list(s.logs)[before:]]
 
     # an outage shorter than UNREACHABLE_S is noted once, and a good poll ends it
-    out = drain(*(_Poll(t + 0.1 * i, None, down, runs) for i in range(8)),
-                _Poll(t + 0.9, None, good, runs))
+    out = drain(*(Poll(t + 0.1 * i, None, down, runs) for i in range(8)),
+                Poll(t + 0.9, None, good, runs))
     assert sum("poll failed" in x for x in out) == 1 and ctl.failure() is None
     assert fails.count == 0 and stats["high"].polls == 1 and stats["high"].ready == 1
     assert stats["high"].active_polls == 1 and stats["low"].active_polls == 0
     # a malformed answer is noted, not counted as an outage
-    out = drain(_Poll(t + 1.0, None, ValueError("bad json"), runs))
+    out = drain(Poll(t + 1.0, None, ValueError("bad json"), runs))
     assert any("not understood" in x for x in out) and fails.count == 0
     # UNREACHABLE_POLLS failures over UNREACHABLE_S fail the phase, in one batch
-    n = ctl.UNREACHABLE_POLLS
-    step = ctl.UNREACHABLE_S / (n - 1)
-    drain(*(_Poll(t + 2 + step * i, None, down, runs) for i in range(n)))
+    n = ctl.evidence.UNREACHABLE_POLLS
+    step = ctl.evidence.UNREACHABLE_S / (n - 1)
+    drain(*(Poll(t + 2 + step * i, None, down, runs) for i in range(n)))
     assert ctl.failure() is not None and "has not answered" in ctl.failure()  # type: ignore[operator]
     # a dead xserver: its exit status, even when the same batch holds good polls
     ctl._failure = None
     ctl.proc = type("P", (), {"pid": 4242})()  # type: ignore[assignment]
-    drain(_Poll(t + 9, None, good, runs), _Poll(t + 9.1, -9, down, runs))
+    drain(Poll(t + 9, None, good, runs), Poll(t + 9.1, -9, down, runs))
     assert "died (killed by signal 9)" in (ctl.failure() or "")
     assert ph.xsched.xserver_exit and ph.xsched.xserver_exit.returncode == -9
     assert len(ph.xsched.samples) == 2  # the good polls, folded in order
@@ -393,7 +392,7 @@ def test_an_answer_repeated_byte_for_byte_is_decoded_once_and_still_counted(
     from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.engagement import QueueStats
     from xwatch.core.xsched.install import XschedInstall
-    from xwatch.core.xsched.polling import Answer, AnswerCache
+    from xwatch.core.xsched.xqueues.polling import Answer, AnswerCache
     from xwatch.scenario import load_scenario
 
     def answer(ready: bool) -> bytes:
@@ -424,12 +423,12 @@ def test_an_answer_repeated_byte_for_byte_is_decoded_once_and_still_counted(
         ph = s.new_phase("xsched")
         ph.xsched = M.Xsched(root="")
         stats = {w.name: QueueStats() for w in scen.workloads}
-        ctl._stats = stats
+        ctl.evidence.stats = stats
         runs = [("high", (11,), "running", 3), ("low", (22,), "running", 3)]
         cache = AnswerCache()
         for i, raw in enumerate(seqs):
             ans = cache.answer(raw) if cached else Answer.of(decode_xqueues(raw))
-            ctl._ingest(ph, ans, stats, ph.t_start + 0.1 * (i + 1), runs)
+            ctl.evidence.ingest(ph, ans, stats, ph.t_start + 0.1 * (i + 1), runs)
         results.append(([(st.polls, st.samples, st.ready, st.suspended, st.handles)
                           for st in stats.values()], ph.xsched.workloads["low"].lane,
                          [x.workloads for x in ph.xsched.samples]))
@@ -446,7 +445,7 @@ def test_polls_are_jittered_so_a_periodic_workload_is_not_aliased() -> None:
     as ``expected_ready_polls`` assumes."""
     import random
 
-    from xwatch.core.xsched.polling import next_poll_wait
+    from xwatch.core.xsched.xqueues.polling import next_poll_wait
 
     def busy(t: float) -> bool:
         return (t % 0.05) < 0.004
@@ -476,8 +475,7 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
     from collections import deque
 
     from xwatch.core.xsched.client import XQueueRow
-    from xwatch.core.xsched.controller import _Fails, _Poll
-    from xwatch.core.xsched.polling import Answer
+    from xwatch.core.xsched.xqueues.polling import Answer, Fails, Poll
 
     assert load_scenario("demo").xsched.settled_ms == 200
     ctl, s, ph, stats = _controller_in_phase(tmp_path)
@@ -485,13 +483,13 @@ def test_polls_slow_to_the_settled_pace_only_once_nothing_waits_on_them(tmp_path
     for r in ph.runs.values():
         r.state = "running"
     ph.runs["high"].pid, ph.runs["low"].pid = 11, 22
-    fails = _Fails()
+    fails = Fails()
     t0 = ph.t_start
     ready = Answer.of([XQueueRow(handle=1, pid=11, ready=True),
                        XQueueRow(handle=2, pid=22, ready=True)])
 
     def drain(ans: Answer | Exception, t: float) -> None:
-        ctl._drain(ph, deque([_Poll(t, None, ans, [(n, (r.pid,), r.state, 1)
+        ctl.evidence.drain(ph, deque([Poll(t, None, ans, [(n, (r.pid,), r.state, 1)
                                                      for n, r in ph.runs.items()])]),
                    stats, fails)
 
@@ -545,7 +543,7 @@ def test_a_process_that_left_or_is_leaving_is_told_apart_from_a_live_one() -> No
     import subprocess
     import sys
 
-    from xwatch.core.xsched.polling import Answer, Stalls, leaving
+    from xwatch.core.xsched.xqueues.polling import Answer, Stalls, leaving
 
     assert not leaving(os.getpid())
     p = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -153,7 +153,7 @@ def xsched_checks(root: str | None, info: dict[str, object]) -> list[Check]:
             verdicts = await run_probes(probes, inst, ctl.client, use_cache=False) \
                 if gpu else []
         finally:
-            await ctl._stop_xserver()
+            await ctl._stop_daemon()
             ph.finish()
             s.close()
         return f"started on port {port}, GET /policy -> {pol_text}, stopped", verdicts

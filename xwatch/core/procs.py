@@ -1,8 +1,11 @@
-"""Processes and ``/proc``: a process's owner and command line, its environment, its
-parent and the tree below it, the CPU time it used, its memory maps, and the System V
-message queues of ``/proc/sysvipc/msg``. A leaf below every stage: it imports nothing
-of xwatch, so the mode backends, the search for other sessions' daemons and the load
-generator's server all read processes through it.
+"""Processes and ``/proc``: whether a process still runs, its owner and command line,
+its environment, its parent, the processes above it and the tree below it, the CPU time
+it used, its memory maps, and the System V message queues of ``/proc/sysvipc/msg``. A
+leaf below every stage: it imports nothing of xwatch, so the mode backends, the search
+for other sessions' daemons, the strays' sweep and the load generator's server all read
+processes through it. The process tree is walked here and nowhere else (``tree``,
+``descendants`` below a process, ``is_below`` up from one; ``signal_each`` signals what
+``tree`` found).
 
 Every reader takes the ``/proc`` root as ``proc`` (tests pass a made-up one) and says
 "unknown" with None rather than raising: a process may be gone by the time it is read,
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -46,6 +50,28 @@ class MsgQueue:
     cuid: int  # its creator's uid
     lspid: int  # the last process that sent to it (0: none yet)
     lrpid: int  # the last process that received from it
+
+
+def pid_alive(pid: int, zombie: bool = True) -> bool:
+    """Whether a process ``pid`` exists (one of another user's included). A zombie
+    (exited, not yet reaped) counts as alive only with ``zombie``. No pid (0 or less)
+    is no process (``kill(0, 0)`` would ask about our own process group)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if zombie:
+        return True
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def user_name(uid: int) -> str:
@@ -200,6 +226,26 @@ def descendants(pid: int) -> list[int] | None:
 def tree(pid: int) -> list[int]:
     """``pid`` and every process below it (just ``pid`` when its tree cannot be read)."""
     return [pid, *(descendants(pid) or ())]
+
+
+def is_below(pid: int, root: int, proc: str = PROC) -> bool:
+    """Whether ``root`` is among process ``pid``'s ancestors (its parent, theirs, ...,
+    up to init); False once the chain cannot be read further."""
+    seen, up = set(), parent(pid, proc)
+    while up is not None and up > 1 and up not in seen:
+        if up == root:
+            return True
+        seen.add(up)
+        up = parent(up, proc)
+    return False
+
+
+def signal_each(pids: list[int], sig: int = signal.SIGKILL) -> None:
+    """Send ``sig`` to each of ``pids`` (a ``tree``: a process that left its group
+    included); one already gone, or not ours to signal, is passed over."""
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, sig)
 
 
 def own_pids() -> set[int]:

@@ -1,34 +1,14 @@
 """Processes an xwatch left behind: every process started under it carries its pid
 in ``XWATCH_OWNER`` (``launch``), daemonized children that left the process group
 included; ``kill_strays`` finds them by that mark and kills them (this xwatch's at
-exit, or a dead one's). ``pid_alive`` is the one "does this process still run"
-check (a stray's owner, a kept session's xwatch, an MPS client)."""
+exit, or a dead one's). Whether a mark's owner still runs is asked of
+``procs.pid_alive``, the one "does this process still run" check."""
 
 from __future__ import annotations
 
 import os
 
-
-def pid_alive(pid: int, zombie: bool = True) -> bool:
-    """Whether a process ``pid`` exists (one of another user's included). A zombie
-    (exited, not yet reaped) counts as alive only with ``zombie``. No pid (0 or less)
-    is no process (``kill(0, 0)`` would ask about our own process group)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    if zombie:
-        return True
-    import psutil
-
-    try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-    except psutil.Error:
-        return False
+from xwatch.core.procs import pid_alive
 
 
 def _xwatch_alive(pid_text: str) -> bool:

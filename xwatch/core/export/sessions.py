@@ -29,7 +29,7 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import STOPPED
 from xwatch.core.engine.spool import EventSpool, read_rows
 from xwatch.core.engine.stats import Recorder
-from xwatch.core.engine.strays import pid_alive
+from xwatch.core.procs import pid_alive
 from xwatch.errors import UsageError
 
 LIVE = ".live"

@@ -44,8 +44,8 @@ from xwatch.core.procs import (
     BoxProcess,
     MsgQueue,
     environ,
+    is_below,
     msg_queues,
-    parent,
     process,
     processes,
     program_index,
@@ -214,13 +214,7 @@ class Strangers:
         env = environ(pid, self.proc)
         if env is not None and env.get(OWNER_ENV) == str(self.me):
             return None
-        seen, up = set(), parent(pid, self.proc)
-        while up is not None and up > 1 and up not in seen:
-            if up == self.me:
-                return None
-            seen.add(up)
-            up = parent(up, self.proc)
-        return p
+        return None if is_below(pid, self.me, self.proc) else p
 
     def foreign(self, pids: Iterable[int]) -> list[int]:
         """Those of ``pids`` that are not this session's, judged once each."""

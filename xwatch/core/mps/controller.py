@@ -54,14 +54,12 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.strays import pid_alive
-from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
-from xwatch.core.modes.daemon import read_lines, stop_group
+from xwatch.core.modes.daemon import DaemonBackend, stop_group
 from xwatch.core.modes.neighbours import MpsDaemon, Strangers
 from xwatch.core.mps import control
 from xwatch.core.mps.env import client_params, mps_env
-from xwatch.core.procs import tree
+from xwatch.core.procs import pid_alive, tree
 from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 
@@ -71,28 +69,24 @@ JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
 
 
-class MpsController:
+class MpsController(DaemonBackend):
     """The MPS mode backend (see the module)."""
 
     mode = MPS
+    NOTE, SOURCE, DAEMON = "mps", "mps", "control daemon"
 
     def __init__(self, tool: str, scenario: Scenario, preflight: bool = True,
                  start_timeout_s: float = 15.0, probe_s: float = 3.0,
                  poll_s: float = 2.0) -> None:
+        super().__init__(deque(maxlen=LOG_KEPT))
         self.tool = tool
         self.scenario = scenario
         self.preflight = preflight
         self.start_timeout_s = start_timeout_s
         self.probe_s = probe_s
         self.poll_s = poll_s
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.phase: Phase | None = None
         self.pipe_dir = ""
         self.log_dir = ""
-        self.log: deque[str] = deque(maxlen=LOG_KEPT)
-        self._failure: str | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._watch: asyncio.Task[None] | None = None
         self._pending: dict[str, tuple[WorkloadRun, float]] = {}
         self._looked: set[str] = set()  # workloads a client list was read for while alive
         #: workloads that had completed requests when a client list was read
@@ -101,7 +95,6 @@ class MpsController:
         #: once, not at its next 2 s poll (a short phase's workloads may be gone by then)
         self._wake: asyncio.Event | None = None
         self._hung = False  # it stopped answering: no quit, straight to SIGKILL
-        self._probe: asyncio.Task[None] | None = None  # the preflight, until ``settle``
         self.joined: MpsDaemon | None = None  # another session's daemon, used as it runs
         self._box = Strangers()  # clients not of this session, per phase
         self.gpus: list[int] = []  # a split phase: the GPUs its own daemon serves
@@ -153,13 +146,6 @@ class MpsController:
         self._watch = asyncio.create_task(self._watch_loop(phase))
         return envs
 
-    async def settle(self, phase: Phase) -> None:
-        """Wait for the preflight, which runs beside the workloads' start (they are
-        held by the start gate until it passed); raise its failure as ``enter`` would."""
-        probe, self._probe = self._probe, None
-        if probe is not None:
-            await probe
-
     async def last_look(self, phase: Phase) -> None:
         """The client lists read once more before the workloads stop, for those not
         proven yet (none pending, a failed daemon: nothing to read); a daemon that does
@@ -168,32 +154,16 @@ class MpsController:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._judge_pending(final=False), self.LAST_LOOK_S)
 
-    async def leave(self, phase: Phase) -> None:
-        probe, self._probe = self._probe, None
-        if probe is not None:  # left before it settled: the probe is killed on its way out
-            probe.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await probe
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._watch
-            self._watch = None
+    async def _judge_last(self, phase: Phase, watched: bool) -> None:
+        """Those not proven clients yet are judged on a last client-list read."""
         if self.phase is phase:
             await self._judge_pending(final=True)
-        await self._stop_daemon()
+
+    def _keep_logs(self, phase: Phase) -> None:
         if phase.mps is not None:
             phase.mps = replace(
                 phase.mps, control_log=self._read_log("control.log") or list(self.log)[-60:],
                 server_log=self._read_log("server.log"))
-
-    def failure(self) -> str | None:
-        return self._failure
-
-    def kill_now(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, 9)
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """Queue the workload for the client-list check (done off the event loop, at
@@ -229,51 +199,29 @@ class MpsController:
         if self.gpus:  # a split phase: its own copies' GPUs alone
             env.update(CUDA_VISIBLE_DEVICES=",".join(map(str, self.gpus)),
                        CUDA_DEVICE_ORDER="PCI_BUS_ID")
-        try:
-            self.proc = subprocess.Popen(
-                [self.tool, "-f"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                preexec_fn=child_setup(15), cwd=self.log_dir)
-        except OSError as e:
-            raise MpsError(f"cannot start {self.tool} -f: {e}", title="MPS daemon did not start")
+        title = "MPS daemon did not start"
+        proc = self._spawn([self.tool, "-f"], self.log_dir, MpsError, title,
+                           f"{self.tool} -f", env)
         if phase.mps is not None:
-            phase.mps = replace(phase.mps, daemon_pid=self.proc.pid)
-        self._note(f"control daemon started: {self.tool} -f (pid {self.proc.pid}), pipe "
+            phase.mps = replace(phase.mps, daemon_pid=proc.pid)
+        self._note(f"control daemon started: {self.tool} -f (pid {proc.pid}), pipe "
                    f"directory {self.pipe_dir}")
-        assert self.proc.stdout is not None
-        self._reader = asyncio.create_task(read_lines(self.proc.stdout, self._on_output))
-        deadline = time.monotonic() + self.start_timeout_s
-        while True:
-            if self.proc.poll() is not None:
-                await asyncio.sleep(0.1)
-                rc = self.proc.returncode
-                tail = " | ".join(list(self.log)[-5:]) or " | ".join(
-                    self._read_log("control.log")[-5:]) or "(empty)"
-                self.proc = None
-                raise MpsError(f"{self.tool} exited with code {rc} before it answered. "
-                               f"Log: {tail}", title="MPS daemon did not start")
-            try:
-                await asyncio.to_thread(control.command, self.tool, self.pipe_dir,
-                                        "get_server_list", 3.0)
-                break
-            except MpsError as e:
-                if time.monotonic() > deadline:
-                    await self._stop_daemon()
-                    raise MpsError(f"the MPS control daemon did not answer within "
-                                   f"{self.start_timeout_s:.0f} s: {e}",
-                                   title="MPS daemon did not start")
-                await asyncio.sleep(0.1)
+
+        def exited(rc: int) -> str:
+            tail = " | ".join(list(self.log)[-5:]) or " | ".join(
+                self._read_log("control.log")[-5:]) or "(empty)"
+            return f"{self.tool} exited with code {rc} before it answered. Log: {tail}"
+
+        await self._answer(
+            lambda: control.command(self.tool, self.pipe_dir, "get_server_list", 3.0),
+            self.start_timeout_s, MpsError, title, exited,
+            lambda e: f"the MPS control daemon did not answer within "
+                      f"{self.start_timeout_s:.0f} s: {e}")
         self._note("control daemon answers")
 
-    def _on_output(self, line: str) -> None:
-        self.log.append(line)
-        if self.phase is not None:
-            self.phase.session.log("mps", "stdout", line)
-
-    async def _stop_daemon(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
+    async def _halt(self, proc: subprocess.Popen[bytes]) -> None:
+        """``quit``, waited for (it is not instant), then what is left of the group
+        killed; a hung daemon is killed at once."""
         hung, self._hung = self._hung, False
         if proc.poll() is None and not hung:
             with contextlib.suppress(MpsError):
@@ -284,11 +232,6 @@ class MpsController:
         await stop_group(proc, ((9, 5.0),) if hung else ((15, 2.0), (9, 5.0)))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, 9)  # a server left in the daemon's group
-        if self._reader is not None:
-            with contextlib.suppress(asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(self._reader, 2.0)
-            self._reader = None
-        self._note(f"control daemon stopped (exit {proc.returncode})")
 
     def _read_log(self, name: str) -> list[str]:
         try:
@@ -296,10 +239,6 @@ class MpsController:
                 return [ln.rstrip() for ln in f.readlines()[-LOG_KEPT:]]
         except OSError:
             return []
-
-    def _note(self, text: str, level: str = "info") -> None:
-        if self.phase is not None:
-            self.phase.session.log("xwatch", level, f"mps: {text}")
 
     # -- evidence
     def _set_wl(self, name: str, **changes: object) -> M.MpsWorkload:

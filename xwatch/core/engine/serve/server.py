@@ -33,6 +33,7 @@ from xwatch.core.engine.serve.ports import (
     owned_by_xwatch,
     port_holder,
 )
+from xwatch.core.procs import signal_each, tree
 
 HOST = "127.0.0.1"
 #: the server's stderr lines a failure quotes
@@ -75,22 +76,6 @@ def _server_preexec() -> None:
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR2})
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and every process below it (psutil; the server's workers)."""
-    try:
-        import psutil
-
-        return [pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))]
-    except Exception:
-        return [pid]
-
-
-def kill_tree(pids: list[int], sig: int) -> None:
-    for p in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(p, sig)
 
 
 class Server:
@@ -243,11 +228,11 @@ class Server:
             return
         pids = tree(proc.pid)
         if proc.returncode is None:
-            kill_tree(pids, signal.SIGTERM)
+            signal_each(pids, signal.SIGTERM)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
-        kill_tree([p for p in pids if p != proc.pid or proc.returncode is None],
-                  signal.SIGKILL)
+        signal_each([p for p in pids if p != proc.pid or proc.returncode is None],
+                    signal.SIGKILL)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), STOP_GRACE_S)
         await self._drain_pumps()

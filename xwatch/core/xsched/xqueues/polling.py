@@ -5,7 +5,7 @@ The poll runs ten times a second over XSched's whole queue table (about 150 XQue
 per PyTorch process under the shim). On the H100 three polls in four answered
 exactly what the one before had (the same queues, none changed state), and decoding
 was 60% of a poll's CPU (``benchmarks/measure/poll_costs.py``): an answer whose bytes equal
-the last one's is not decoded again (``AnswerCache``), and the controller's fold
+the last one's is not decoded again (``AnswerCache``), and the evidence's fold
 reuses the counts of an answer it has already counted (``Answer.counts``). Every
 poll still counts as a poll of its own: the evidence is unchanged.
 """
