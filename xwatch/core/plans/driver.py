@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
+
 from xwatch.core import model as M
-from xwatch.core.analysis.verdict import answer_lines
+from xwatch.core.analysis.verdict import answer_lines, session_answer
 from xwatch.core.engine.causes import collapse
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
@@ -224,7 +226,7 @@ class Driver:
         if self.telemetry is not None:
             await asyncio.to_thread(self.telemetry.stop)
         if self.session is not None:
-            self.final_snap = self.session.snapshot()
+            self.final_snap = self.settle()
             if self.keep_dir is not None:
                 await asyncio.to_thread(self.keep)
             self.session.close()
@@ -250,6 +252,15 @@ class Driver:
         if found:
             self.session.noise_floors = {m: f.as_model() for m, f in found.items()}
         return found
+
+    def settle(self) -> SessionSnapshot:
+        """The session's answer computed once, now, and stored on the session (every
+        reader reads it: the console, the gate, the snapshot and its report, the
+        dashboard); the snapshot that carries it."""
+        assert self.session is not None
+        snap = self.session.snapshot()
+        self.session.answer = session_answer(snap)
+        return msgspec.structs.replace(snap, answer=self.session.answer)
 
     def _on_signal(self, sig: int) -> None:
         self.got.append(sig)
@@ -376,6 +387,7 @@ class Driver:
         if first is not None and xserver_died_early(phase) is not None:
             failed_twice(phase, first)
         self.phases.append(phase)
+        self.settle()
         tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
             else None
         out.phase_ended(phase.snapshot(time.monotonic()), tel, ending)
@@ -433,7 +445,7 @@ class Driver:
     def _conclude(self, plan: Plan, session: Session, repeat: int) -> int:
         out, got, fail_if = self.observer, self.got, self.opts.fail_if
         own = plan.finish(session) if plan.finish is not None and not got else None
-        final = session.snapshot()
+        final = self.settle()
         if (len({st.key for st in plan.steps}) > 1 or repeat > 1) and not plan.tolerant:
             lines = answer_lines(final)
             if lines:
