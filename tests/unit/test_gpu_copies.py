@@ -16,16 +16,11 @@ import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
+from xwatch.core.analysis.answer.stored import answer_lines, session_answer, with_answer
 from xwatch.core.analysis.stats.copies import combine, name_gpus, width_words
 from xwatch.core.analysis.stats.resolution import resolution_ms
 from xwatch.core.analysis.stats.runs import RATE, RunValue, mean_interval, paired_interval, run_value, t95
-from xwatch.core.analysis.verdict import (
-    answer,
-    answer_lines,
-    findings,
-    session_answer,
-    with_answer,
-)
+from xwatch.core.analysis.verdict import answer, findings
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
 from xwatch.scenario import parse_scenario

@@ -11,15 +11,15 @@ import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core import model as M
-from xwatch.core.analysis.participation import NoPart, participation
-from xwatch.core.analysis.verdict import (
-    answer,
+from xwatch.core.analysis.answer.stored import (
     answer_lines,
     gate,
     session_answer,
     unjudged,
     with_answer,
 )
+from xwatch.core.analysis.participation import NoPart, participation
+from xwatch.core.analysis.verdict import answer
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.scenario import parse_scenario

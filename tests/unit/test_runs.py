@@ -13,20 +13,12 @@ import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
+from xwatch.core.analysis.answer.stored import answer_lines, gate, session_answer, with_answer
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.stats.intervals import diff_interval, hist_of, merge
 from xwatch.core.analysis.stats.noise import Floor, floor_of, one_run_interval
 from xwatch.core.analysis.stats.runs import Split, mean_interval, run_value, t_ppf
-from xwatch.core.analysis.verdict import (
-    FLOOR,
-    RUNS,
-    UNMEASURED,
-    answer_lines,
-    change,
-    gate,
-    session_answer,
-    with_answer,
-)
+from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.scenario import parse_scenario

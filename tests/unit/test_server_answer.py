@@ -9,8 +9,9 @@ from pathlib import Path
 
 import msgspec
 
+from xwatch.core.analysis.answer.stored import session_answer
 from xwatch.core.analysis.stats.intervals import diff_interval, hist_of
-from xwatch.core.analysis.verdict import answer, session_answer
+from xwatch.core.analysis.verdict import answer
 from xwatch.core.export.snapshot import load_snapshot
 from xwatch.scenario.model import Slo
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from xwatch.core.analysis.answer.stored import answer_lines, gate, session_answer, stored, unjudged
 from xwatch.core.analysis.metric_view import metric_view
-from xwatch.core.analysis.verdict import answer_lines, gate, session_answer, stored, unjudged
 from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.report import build_report
 from xwatch.core.export.snapshot import encode_document, load_snapshot, snapshot_document

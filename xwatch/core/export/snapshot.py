@@ -43,11 +43,11 @@ from msgspec import UNSET
 
 import xwatch
 from xwatch.core import model as D
+from xwatch.core.analysis.answer.stored import with_answer
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import too_few
-from xwatch.core.analysis.verdict import with_answer
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
     CaptureSnapshot,

@@ -13,11 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from xwatch.core import model as M
+from xwatch.core.analysis.answer.stored import answer_lines, with_answer
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
-from xwatch.core.analysis.verdict import answer_lines, with_answer
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.sections.modes import policy_label, xsched_version

@@ -9,19 +9,14 @@ from typing import Any
 
 from msgspec import UNSET
 
+from xwatch.core.analysis.answer.stored import stored
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import by_priority, side_by_side
 from xwatch.core.analysis.stats.copies import copies_of, role
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
-from xwatch.core.analysis.verdict import (
-    UNMEASURED,
-    latency_change,
-    rate_change,
-    steps,
-    stored,
-)
+from xwatch.core.analysis.verdict import UNMEASURED, latency_change, rate_change, steps
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none
 from xwatch.core.export.render.model import Section, Table, change, num
