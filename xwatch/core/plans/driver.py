@@ -6,9 +6,8 @@ as phases end, the kept session and the export) and the runner; it runs a ``Plan
 prints (``console.Console``); the dashboard's posts messages to the app. The runner
 (``plans.runner``) runs each phase.
 
-Long because its job is: a plan's whole life, from the session's start to the exit
-status scripts trust (the gate, the failures, the export that never loses what was
-measured)."""
+Its job is a plan's run, from its first step to the exit status scripts trust (the
+gate over the stored answer, the failures); the session around it is the host's."""
 
 from __future__ import annotations
 

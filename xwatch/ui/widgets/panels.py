@@ -181,9 +181,11 @@ class AnswerPanel(QuietStatic):
 
     def show(self, snap: SessionSnapshot) -> None:
         adv, cap = snap.advice, snap.capacity
+        # the stored answer itself: its host settles it just after a phase ends, and a
+        # refresh between the two must not keep the older one
         key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
                adv.runs if adv is not None else None, adv.final if adv is not None else None,
-               (cap.runs, cap.final) if cap is not None else None)
+               (cap.runs, cap.final) if cap is not None else None, snap.metric, snap.answer)
         if key == self._key:
             return
         self._key = key
