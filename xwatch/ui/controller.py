@@ -1,10 +1,10 @@
 """The dashboard's session controller: what the keys do to the live session, through
 the plan driver it holds (``plans.driver``: the runner, and the session's host,
 ``core.host``: the session, telemetry, noise floors, signals, the answer, the export
-and the kept session, as headless plans have them). It starts the session, runs what the keys ask, each
-phase one ``Driver.step`` (started, watched to its end by the runner as headless
-phases are: ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's four phases
-``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
+and the kept session, as headless plans have them). It starts the session, runs what
+the keys ask, each phase one ``Driver.step`` (started, watched to its end by the
+runner as headless phases are: ``x``/``m`` switching the mode, ``r`` rerunning,
+calibrate's four phases ``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
 controls XSched and MPS live (``k``) and quits (``q``, ctrl+c, SIGTERM/SIGHUP: every
 workload stopped, telemetry stopped, the session kept). It tells the app what to show
 by notifications and by messages (``PlanSaid``, ``ShowTab``), as harlequin's workers

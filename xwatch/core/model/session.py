@@ -151,7 +151,7 @@ class NoPart(Doc, frozen=True, kw_only=True):
 
 
 class Answer(Doc, frozen=True, kw_only=True):
-    """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
+    """One change of the comparison's answer (``analysis.answer.stored.session_answer``)."""
 
     step: str
     baseline: str
@@ -204,10 +204,11 @@ class StepVerdict(Doc, frozen=True, kw_only=True):
 
 class AnswerBox(Doc, frozen=True, kw_only=True):
     """The comparison's answer as every front end says it, computed once per session
-    (``analysis.verdict.session_answer``): a sentence per step, then the notes (the GPUs
-    unlike the others, "To tell", how to measure the noise, the method). The console,
-    the report's Answer section, the dashboard's Compare tab and the ``--fail-if`` gate
-    read it; a snapshot written before it gets it computed when it is loaded."""
+    (``analysis.answer.stored.session_answer``): a sentence per step, then the notes
+    (the GPUs unlike the others, "To tell", how to measure the noise, the method). The
+    console, the report's Answer section, the dashboard's Compare tab and the
+    ``--fail-if`` gate read it; a snapshot written before it gets it computed when it
+    is loaded."""
 
     steps: list[StepVerdict] = []
     notes: list[str] = []
@@ -219,7 +220,7 @@ class AnswerBox(Doc, frozen=True, kw_only=True):
 
 class GpuFinding(Doc, frozen=True, kw_only=True):
     """A GPU whose copies differ from the other GPUs' beyond noise
-    (``analysis.verdict.finding_records``): its value relative to theirs, over runs,
+    (``analysis.answer.stored.session_answer``): its value relative to theirs, over runs,
     with its interval (95% over every GPU and number compared)."""
 
     workload: str
