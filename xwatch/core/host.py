@@ -175,7 +175,7 @@ class SessionHost:
     # ------------------------------------------------------------ the answer
     def settle(self) -> SessionSnapshot:
         """The session's answer computed once, now, from its phases, and stored on the
-        session (``analysis.verdict.session_answer``): every reader reads it. Called as
+        session (``analysis.answer.stored``): every reader reads it. Called as
         each phase ends and at the session's end; the snapshot that carries it."""
         assert self.session is not None
         snap = self.session.snapshot()

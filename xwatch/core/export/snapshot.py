@@ -15,10 +15,10 @@ per snapshot would cost every tick); on reading, what a file may lack and a snap
 memory always has (``_workload_from``). A phase's optional facts are None in memory and
 absent (``UNSET``) in the document. Snapshots of earlier xwatch versions are brought to
 the current shape first (``document.upgrade``, on the raw JSON); one written before the
-answer was stored gets it computed once, as it is read (``analysis.verdict.with_answer``).
-The answer itself is the session's, settled by its host as phases end: written as it is.
-Writing is atomic: a temporary file in the
-target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
+answer was stored gets it computed once, as it is read
+(``analysis.answer.stored.with_answer``). The answer itself is the session's, settled
+by its host as phases end: written as it is. Writing is atomic: a temporary file in
+the target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.
 """

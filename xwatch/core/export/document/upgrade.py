@@ -24,8 +24,8 @@ within it over time:
   by its host): a snapshot without ``answer_box`` gets all three computed from its phases
   when it is read, by the current analysis, as every report of it always was. That step
   needs the analysis, which this module may not import: it is the loader's
-  (``export.snapshot.snapshot_from_dict``, through ``analysis.verdict.with_answer``),
-  after this one.
+  (``export.snapshot.snapshot_from_dict``, through
+  ``analysis.answer.stored.with_answer``), after this one.
 
 A snapshot is never upgraded in place on disk.
 """

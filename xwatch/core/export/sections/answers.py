@@ -69,7 +69,7 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
 
 
 def answer_section(snap: SessionSnapshot) -> Section | None:
-    """The verdict box as the snapshot stores it (``analysis.verdict.session_answer``):
+    """The verdict box as the snapshot stores it (``analysis.answer.stored``):
     what changed, with intervals, pooled over repeats; then each repeat, so a reader
     sees the spread."""
     box = stored(snap).box
