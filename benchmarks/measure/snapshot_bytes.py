@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 STAMP = "2026-11-25T00:00:00.000+00:00"
@@ -48,6 +49,11 @@ def measure(tree: str, out: str) -> None:
         if getattr(m, "__name__", "").startswith("xwatch") and hasattr(m, "utc_now"):
             m.utc_now = lambda: STAMP  # type: ignore[union-attr]
     from xwatch.core.analysis.metric_view import metric_names, metric_view
+    try:  # a view's answer is its own (trees before the stored answer computed it anyway)
+        from xwatch.core.analysis.answer.stored import with_answer
+    except ImportError:
+        def with_answer(snap: Any) -> Any:
+            return snap
     from xwatch.core.export.prometheus import families
     from xwatch.core.export.render.charts import build_charts
     from xwatch.core.export.render.html import render_html
@@ -93,7 +99,7 @@ def measure(tree: str, out: str) -> None:
         rel = os.path.relpath(f, tree).replace("docs/results/", "data/results/", 1)
         snap = load_snapshot(f)
         rep = build_report(snap)
-        views = "".join(render_markdown(build_report(metric_view(snap, m)))
+        views = "".join(render_markdown(build_report(with_answer(metric_view(snap, m))))
                         for m in metric_names(snap)[1:])
         prom = "\n".join(f"{m.name} {sorted((x.name, sorted(x.labels.items()), x.value) for x in m.samples)}"
                          for m in families(snap, "h"))

@@ -5,13 +5,15 @@ three-GPU compare, ``tests/unit/test_gpu_copies.py``)."""
 from __future__ import annotations
 
 from tests.unit.test_gpu_copies import _session
+from xwatch.core.analysis.answer.stored import with_answer
 from xwatch.ui.app import make_app
 
 
 async def test_compare_tab_counts_every_gpu_and_names_the_slow_one() -> None:
     from xwatch.ui.widgets.panels import AnswerPanel
 
-    app = make_app(replay=_session(2, 1.5), replay_source="three gpus")
+    # a replay's snapshot is a file's, which carries its answer (loading computes it)
+    app = make_app(replay=with_answer(_session(2, 1.5)), replay_source="three gpus")
     async with app.run_test(size=(160, 44)) as pilot:
         await pilot.press("2")
         await pilot.pause()

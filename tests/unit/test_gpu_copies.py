@@ -16,10 +16,11 @@ import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
+from xwatch.core.analysis.answer.stored import answer_lines, session_answer, with_answer
 from xwatch.core.analysis.stats.copies import combine, name_gpus, width_words
 from xwatch.core.analysis.stats.resolution import resolution_ms
 from xwatch.core.analysis.stats.runs import RunValue, mean_interval, paired_interval, run_value, t95
-from xwatch.core.analysis.verdict import answer, answer_lines, answer_records, findings
+from xwatch.core.analysis.verdict import answer, findings
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments, bucket_index, bucket_value
 from xwatch.core.model.metric import THROUGHPUT, Metric
@@ -288,10 +289,10 @@ def test_every_copy_counts_and_the_answer_says_runs_x_gpus() -> None:
     assert gm > 0 and hi.way > 0
     lows = [c for c in a.changes if c.metric == THROUGHPUT]
     assert [c.workload for c in lows] == ["low"]  # once, not once per GPU
-    lines = answer_lines(snap)
+    lines = answer_lines(with_answer(snap))
     assert "3 runs x 3 GPUs each, paired" in lines[0]
     assert "(3 runs x 3 GPUs)" in lines[0]
-    rec = answer_records(snap)
+    rec = session_answer(snap).records
     assert {r.gpus for r in rec} == {3}
     assert width_words(1, 1) == "1 run" and width_words(3, 2) == "3 runs x 2 GPUs"
 
@@ -300,7 +301,7 @@ def test_a_slow_gpu_is_named_in_the_answer_not_averaged_away() -> None:
     snap = _session(2, 1.0)
     fs = findings(snap)
     assert {(f.gpu, f.way) for f in fs if str(f.metric) in ("P50", "P99")} == {(2, 1)}
-    text = "\n".join(answer_lines(snap))
+    text = "\n".join(answer_lines(with_answer(snap)))
     assert "Finding: GPU 2's high P50 is +100% [" in text and " natively, +" in text
     assert not findings(_session(None, 1.0))
 
@@ -309,7 +310,6 @@ def test_a_gpu_slow_only_under_a_mechanism_is_named_per_mode_in_the_answer() -> 
     """GPU 2's copies at 2x under MPS only: the answer names it under MPS with its own
     number (about +100%), says it is within noise natively, and the snapshot's record
     carries the step; a GPU slow in both modes is one sentence with both numbers."""
-    from xwatch.core.analysis.verdict import finding_records
 
     rng = random.Random(12)
     phases = []
@@ -325,12 +325,12 @@ def test_a_gpu_slow_only_under_a_mechanism_is_named_per_mode_in_the_answer() -> 
     assert {(f.gpu, f.step) for f in fs} == {(2, "mps")}
     (f,) = fs
     assert f.rel.lo is not None and f.rel.hi is not None and f.rel.lo < 1.0 < f.rel.hi
-    text = "\n".join(answer_lines(snap))
+    text = "\n".join(answer_lines(with_answer(snap)))
     assert "Finding: under MPS, GPU 2's high P50 is +" in text
     assert "; natively within noise (95% over" in text
-    recs = [x for x in finding_records(snap) if x.metric == "P50"]
+    recs = [x for x in session_answer(snap).gpu_findings if x.metric == "P50"]
     assert [x.step for x in recs] == ["mps"] and recs[0].text.startswith("under MPS, GPU 2's")
-    both = "\n".join(answer_lines(_session(2, 1.0)))
+    both = "\n".join(answer_lines(with_answer(_session(2, 1.0))))
     assert "Finding: GPU 2's high P50 is +" in both and "natively, +" in both \
         and "under MPS vs the other GPUs (3 runs each;" in both
 

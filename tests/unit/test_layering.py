@@ -28,7 +28,7 @@ CORE = ["xwatch.cli", "xwatch.scenario",
 # engine and every stage above it read), neither importing the other.
 LEAVES = {"procs", "archs", "schedulers"}
 STAGES = [*sorted(LEAVES), "model", "scenario", "engine", "modes", "xsched", "mps",
-          "telemetry", "analysis", "export", "plans"]
+          "telemetry", "analysis", "export", "host", "plans"]
 MAY_IMPORT = {
     **{leaf: set() for leaf in LEAVES},
     "model": set(),
@@ -40,8 +40,10 @@ MAY_IMPORT = {
     "telemetry": {*LEAVES, "model", "scenario", "engine"},
     "analysis": {*LEAVES, "model", "scenario", "engine", "modes"},
     "export": {*LEAVES, "model", "scenario", "engine", "modes", "analysis"},
+    # the session's life both front ends share (``core/host.py``), under the plans
+    "host": {*LEAVES, "model", "scenario", "engine", "modes", "telemetry", "analysis", "export"},
     "plans": {*LEAVES, "model", "scenario", "engine", "modes", "xsched", "mps", "telemetry",
-              "analysis", "export"},
+              "analysis", "export", "host"},
 }
 
 
@@ -189,10 +191,14 @@ MAY_NOT_IMPORT = {
                                          "xwatch.core.engine.live.session"),
     "xwatch.core.engine.live.phase": ("xwatch.core.engine.live.session",),
     "xwatch.core.analysis.stats": ("xwatch.core.analysis.gpu", "xwatch.core.analysis.verdict",
+                                   "xwatch.core.analysis.answer",
                                    "xwatch.core.analysis.calibrate",
                                    "xwatch.core.analysis.phases"),
     "xwatch.core.analysis.gpu": ("xwatch.core.analysis.stats", "xwatch.core.analysis.verdict",
+                                 "xwatch.core.analysis.answer",
                                  "xwatch.core.analysis.calibrate"),
+    # the changes know nothing of the stored answer made of them
+    "xwatch.core.analysis.verdict": ("xwatch.core.analysis.answer",),
     "xwatch.core.export.render": ("xwatch.core.export.snapshot", "xwatch.core.export.report",
                                   "xwatch.core.export.sections", "xwatch.core.export.sessions"),
     # the data model is data only: it knows nothing of what fills or reads it

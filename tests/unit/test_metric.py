@@ -52,10 +52,10 @@ def _metric_strings(o: Any, path: tuple[str, ...] = ()) -> Iterator[str]:
 
 
 def test_every_recorded_snapshots_metrics_round_trip() -> None:
-    """The recorded snapshots (docs/results, the fixtures) hold metric strings: each
+    """The recorded snapshots (data/results, the fixtures) hold metric strings: each
     reads as a Metric and writes back as it was."""
     seen: set[str] = set()
-    for p in sorted([*ROOT.glob("docs/results/**/snapshot.json*"),
+    for p in sorted([*ROOT.glob("data/results/**/snapshot.json*"),
                      *ROOT.glob("tests/**/snapshot.json*")]):
         raw = gzip.open(p).read() if p.suffix == ".gz" else p.read_bytes()
         seen |= set(_metric_strings(json.loads(raw)))

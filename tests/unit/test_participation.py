@@ -11,8 +11,15 @@ import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
 from xwatch.core import model as M
+from xwatch.core.analysis.answer.stored import (
+    answer_lines,
+    gate,
+    session_answer,
+    unjudged,
+    with_answer,
+)
 from xwatch.core.analysis.participation import NoPart, participation
-from xwatch.core.analysis.verdict import answer, answer_lines, answer_records, gate, unjudged
+from xwatch.core.analysis.verdict import answer
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.scenario import parse_scenario
@@ -113,33 +120,33 @@ def test_neither_took_part_no_effect_verdict_anywhere() -> None:
                                                "train": "shim-not-loaded"}))
     (a,) = answer(snap)
     assert not a.took_part and all(c.way == 0 for c in a.changes)  # 3 ms: beyond noise
-    line = answer_lines(snap)[0]
+    line = answer_lines(with_answer(snap))[0]
     assert "no verdict: XSched took no part: infer shim not loaded" in line
     assert "within noise" not in line and "slower" not in line
-    recs = answer_records(snap)
+    recs = session_answer(snap).records
     assert recs and all(r.took_part is False and r.way == "within" for r in recs)
     assert [n.workload for n in recs[0].no_part] == ["infer", "train"]
     assert recs[0].no_part[0].verdict == "shim-not-loaded"
-    assert not gate(snap, "slower")
-    assert unjudged(snap) == ["XSched: not judged: " + a.part.no_verdict()[len("no verdict: "):]]
+    assert not gate(with_answer(snap), "slower")
+    assert unjudged(with_answer(snap)) == ["XSched: not judged: " + a.part.no_verdict()[len("no verdict: "):]]
 
 
 def test_high_only_keeps_the_verdict_and_says_what_it_measures() -> None:
     snap = _session("xsched", xsched=_xsched({"infer": "engaged", "train": "no-xqueue"}))
     (a,) = answer(snap)
     assert a.took_part
-    line = answer_lines(snap)[0]
+    line = answer_lines(with_answer(snap))[0]
     assert ("only infer was scheduled by XSched: the change measures XSched's effect on "
             "infer alone; train ran unscheduled beside it (train had no XQueue") in line
     assert "infer P99 +" in line and "slower" in line  # the verdict kept
-    assert gate(snap, "slower") and not unjudged(snap)
-    rec = answer_records(snap)[0]
+    assert gate(with_answer(snap), "slower") and not unjudged(with_answer(snap))
+    rec = session_answer(snap).records[0]
     assert rec.took_part is True and rec.scope and rec.no_part[0].workload == "train"
 
 
 def test_low_only_says_so() -> None:
     snap = _session("xsched", xsched=_xsched({"infer": "app-managed", "train": "engaged"}))
-    line = answer_lines(snap)[0]
+    line = answer_lines(with_answer(snap))[0]
     assert "only train was scheduled by XSched: the change measures XSched's effect on " \
         "train alone; infer ran unscheduled beside it (infer app-managed scheduler" in line
 
@@ -148,16 +155,17 @@ def test_both_took_part_the_answer_is_as_before() -> None:
     snap = _session("xsched", xsched=_xsched({"infer": "engaged", "train": "engaged"}))
     (a,) = answer(snap)
     assert a.part.whole and a.part.line() == ""
-    assert answer_lines(snap)[0].startswith("XSched vs native (3 runs each, paired): infer P50")
-    assert answer_records(snap)[0].no_part == [] and answer_records(snap)[0].scope is msgspec.UNSET
+    assert answer_lines(with_answer(snap))[0].startswith("XSched vs native (3 runs each, paired): infer P50")
+    rec = session_answer(snap).records[0]
+    assert rec.no_part == [] and rec.scope is msgspec.UNSET
 
 
 def test_mps_non_client() -> None:
     snap = _session("mps", mps=_mps({"infer": "not-in-mps", "train": "not-in-mps"}))
-    line = answer_lines(snap)[0]
+    line = answer_lines(with_answer(snap))[0]
     assert "no verdict: MPS took no part: infer not a client of the MPS daemon" in line
     part = _session("mps", mps=_mps({"infer": "in-mps", "train": "not-in-mps"}))
-    assert "only infer was a client of MPS" in answer_lines(part)[0]
+    assert "only infer was a client of MPS" in answer_lines(with_answer(part))[0]
 
 
 def test_undecided_claims_no_effect() -> None:
@@ -166,8 +174,8 @@ def test_undecided_claims_no_effect() -> None:
     assert not a.took_part
     assert "no verdict: XSched was not proven to take part: infer undecided" in a.sentence()
     mps = _session("mps", mps=_mps({"infer": "in-mps", "train": "unverified"}))
-    assert "train undecided (its client list could not be read)" in answer_lines(mps)[0]
-    assert "train may have run outside MPS" in answer_lines(mps)[0]
+    assert "train undecided (its client list could not be read)" in answer_lines(with_answer(mps))[0]
+    assert "train may have run outside MPS" in answer_lines(with_answer(mps))[0]
 
 
 def test_a_workload_out_in_one_run_of_several_is_out() -> None:
@@ -204,7 +212,7 @@ def test_a_snapshot_without_the_evidence_says_so_and_keeps_its_verdicts() -> Non
     snap = _session("xsched")
     (a,) = answer(snap)
     assert a.took_part and "XSched's part not recorded" in a.sentence()
-    assert gate(snap, "slower")
+    assert gate(with_answer(snap), "slower")
 
 
 def test_a_sweep_setting_that_took_no_part_is_on_no_frontier() -> None:

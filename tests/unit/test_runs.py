@@ -13,19 +13,12 @@ import msgspec
 import pytest
 
 from tests.helpers.fixture_snapshot import latency_hist, workload_snapshot
+from xwatch.core.analysis.answer.stored import answer_lines, gate, session_answer, with_answer
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.stats.intervals import diff_interval, hist_of, merge
 from xwatch.core.analysis.stats.noise import Floor, floor_of, one_run_interval
 from xwatch.core.analysis.stats.runs import Split, mean_interval, run_value, t_ppf
-from xwatch.core.analysis.verdict import (
-    FLOOR,
-    RUNS,
-    UNMEASURED,
-    answer_lines,
-    answer_records,
-    change,
-    gate,
-)
+from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
 from xwatch.core.model.metric import Metric
@@ -257,14 +250,14 @@ def test_answer_records_and_the_gate() -> None:
     b = [msgspec.structs.replace(p, workloads=(*p.workloads, lw)) for p, lw in zip(b, lows_b)]
     phases = tuple(x for pair in zip(a, b) for x in pair)
     snap = SessionSnapshot(SCEN, phases, (), 0.0, 10.0)
-    recs = answer_records(snap)
+    recs = session_answer(snap).records
     p99 = next(r for r in recs if r.metric == "P99")
     assert p99.way == "slower" and p99.runs == 4 and p99.basis == "runs"
     assert p99.lo is not None and p99.lo > 0 and p99.step == "mps" and p99.baseline == "native"
-    assert gate(snap, "slower") and "high P99" in gate(snap, "slower")[0]
+    assert gate(with_answer(snap), "slower") and "high P99" in gate(with_answer(snap), "slower")[0]
     a_a = SessionSnapshot(SCEN, tuple(x for pair in zip(*_pair_sets(rng, 4, 0.02, 0.0))
                                       for x in pair), (), 0.0, 10.0)
-    assert not gate(a_a, "slower")
+    assert not gate(with_answer(a_a), "slower")
 
 
 def test_to_tell_names_the_step_when_there_are_several() -> None:
@@ -276,11 +269,11 @@ def test_to_tell_names_the_step_when_there_are_several() -> None:
     c = [msgspec.structs.replace(p, mode="xsched", name=f"xsched-{p.index}",
                              step="xsched") for p in c]
     phases = tuple(x for trio in zip(a, b, c) for x in trio)
-    lines = answer_lines(SessionSnapshot(SCEN, phases, (), 0.0, 10.0))
+    lines = answer_lines(with_answer(SessionSnapshot(SCEN, phases, (), 0.0, 10.0)))
     tell = next(x for x in lines if x.startswith("To tell: "))
     assert "MPS vs native, high P" in tell and "XSched vs native, high P" in tell, tell
-    one = answer_lines(SessionSnapshot(SCEN, tuple(x for p in zip(a, b) for x in p), (),
-                                       0.0, 10.0))
+    one = answer_lines(with_answer(SessionSnapshot(SCEN, tuple(x for p in zip(a, b) for x in p), (),
+                                       0.0, 10.0)))
     assert next(x for x in one if x.startswith("To tell: ")).startswith("To tell: high P"), one
 
 
@@ -331,9 +324,9 @@ def test_a_calibration_answers_each_role_against_its_own_native_step() -> None:
                                         None, 10.0, True, (w,),
                                         calibrate=role, repeat=r, step=f"{role}-{mode}"))
     snap = SessionSnapshot(SCEN, tuple(phases), (), 0.0, 10.0)
-    pairs = {(r.step, r.baseline) for r in answer_records(snap)}
+    pairs = {(r.step, r.baseline) for r in session_answer(snap).records}
     assert pairs == {("alone-xsched", "alone-native"), ("together-xsched", "together-native")}
-    together = next(r for r in answer_records(snap)
+    together = next(r for r in session_answer(snap).records
                     if r.step == "together-xsched" and r.metric == "P50")
     assert together.estimate == pytest.approx(-4.0, abs=0.3)
 

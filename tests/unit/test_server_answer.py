@@ -9,8 +9,9 @@ from pathlib import Path
 
 import msgspec
 
+from xwatch.core.analysis.answer.stored import session_answer
 from xwatch.core.analysis.stats.intervals import diff_interval, hist_of
-from xwatch.core.analysis.verdict import answer, answer_records
+from xwatch.core.analysis.verdict import answer
 from xwatch.core.export.snapshot import load_snapshot
 from xwatch.scenario.model import Slo
 
@@ -44,7 +45,7 @@ def test_a_named_metrics_one_run_interval_is_its_own() -> None:
     """On the H100 the TPOT P99 change read "-3.61 ms within-run [-1289.56, -3.53]": the
     whole request's interval beside TPOT's estimate."""
     snap = load_snapshot(LLM)
-    rec = next(r for r in answer_records(snap) if r.step == "mps" and r.metric == "tpot_ms:P99")
+    rec = next(r for r in session_answer(snap).records if r.step == "mps" and r.metric == "tpot_ms:P99")
     native, mps = snap.phases[0], snap.phases[1]
     nw, mw = native.workload("chat"), mps.workload("chat")
     assert nw is not None and mw is not None

@@ -299,7 +299,7 @@ def _run(cmd: str, args: argparse.Namespace, opts: Options, scen: Scenario,
 
 def _print_end(driver: Driver) -> None:
     """What headless prints at the end, after the dashboard: the tables and the path."""
-    from xwatch.core.analysis.verdict import answer_lines
+    from xwatch.core.analysis.answer.stored import answer_lines
     from xwatch.core.plans.console import final_table, interval_lines
 
     snap = driver.final_snap

@@ -1,9 +1,10 @@
 """The dashboard's session controller: what the keys do to the live session, through
-the plan driver it holds (``plans.driver``: the session, runner, telemetry, noise
-floors and the kept session). It starts the session, runs what the keys ask, each
-phase one ``Driver.step`` (started, watched to its end by the runner as headless
-phases are: ``x``/``m`` switching the mode, ``r`` rerunning, calibrate's four phases
-``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
+the plan driver it holds (``plans.driver``: the runner, and the session's host,
+``core.host``: the session, telemetry, noise floors, signals, the answer, the export
+and the kept session, as headless plans have them). It starts the session, runs what
+the keys ask, each phase one ``Driver.step`` (started, watched to its end by the
+runner as headless phases are: ``x``/``m`` switching the mode, ``r`` rerunning,
+calibrate's four phases ``C``, the A/B repeated ``a``, advise's race ``A``), exports (``s``),
 controls XSched and MPS live (``k``) and quits (``q``, ctrl+c, SIGTERM/SIGHUP: every
 workload stopped, telemetry stopped, the session kept). It tells the app what to show
 by notifications and by messages (``PlanSaid``, ``ShowTab``), as harlequin's workers
@@ -12,7 +13,6 @@ post theirs."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import sys
@@ -126,15 +126,13 @@ class SessionController:
         (in a thread) and the first phase (unless ``autostart`` is off)."""
         assert self.driver is not None
         app, driver = self.app, self.driver
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self._on_signal, sig)
+        driver.host.catch_signals(self._on_signal)
+        driver.live_answer = True  # the Compare tab's answer, settled as each phase ends
         if driver.opts.keep:
             from xwatch.core.export import sessions
 
             try:
-                driver.begin_keeping(sys.argv[:])
+                driver.host.begin_keeping(sys.argv[:])
             except OSError as e:
                 app.notify(f"sessions folder not writable ({e}): this session will not be "
                            "kept; press s to snapshot", title="Session not kept",
@@ -159,8 +157,9 @@ class SessionController:
         """The sampler, then this machine's recorded noise floors for the scenario (every
         mode): one-run comparisons in the Compare tab are judged against them."""
         assert self.driver is not None and self.driver.session is not None
-        self.driver.start_telemetry()
-        found = self.driver.load_floors(MODES)
+        host = self.driver.host
+        host.start_telemetry()
+        found = host.load_floors(MODES)
         if found:
             self.driver.session.log("xwatch", "info", "noise floors: " + "; ".join(
                 f.describe() for f in found.values()))
@@ -355,29 +354,25 @@ class SessionController:
 
     # ------------------------------------------------------------ the session
     async def export(self) -> None:
-        """``s``: the snapshot taken now, written with its reports in a thread."""
+        """``s``: the snapshot taken now (its answer as it stands), written with its
+        reports in a thread (``SessionHost.prepared``, ``write``)."""
         session, driver = self.session, self.driver
         if session is None or driver is None:
             if self.replay_source:
                 self.app.notify(f"replay: the snapshot is already on disk "
                                 f"({self.replay_source})")
             return
-        from xwatch.core.export.snapshot import prepare_export
-
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         target = Path(driver.opts.export or ".") / f"xwatch-{driver.scen.name}-{stamp}"
-        prep = prepare_export(session)
+        prep = driver.host.prepared()
         self.app.notify(f"writing snapshot to {target} …", timeout=3)
         self.app.run_worker(lambda: self._write_export(prep, target), thread=True,
                             exit_on_error=False, group="export", description="export")
 
     def _write_export(self, prep: Any, target: Path) -> None:
-        from xwatch.core.export.report import write_reports
-        from xwatch.core.export.snapshot import write_export
-
+        assert self.driver is not None
         try:
-            path = write_export(prep, target)
-            write_reports(path)
+            path = self.driver.host.write(prep, target)
         except Exception as e:
             self.app.call_from_thread(self.app.notify, f"{type(e).__name__}: {e}",
                                       title="Snapshot not written", severity="error",

@@ -81,4 +81,5 @@ def metric_view(snap: SessionSnapshot, name: str) -> SessionSnapshot:
         return snap
     phases = tuple(msgspec.structs.replace(p, workloads=tuple(_as(w, name) for w in p.workloads))
                    for p in snap.phases)
-    return msgspec.structs.replace(snap, phases=phases, metric=name)
+    # the stored answer judges the latency: the view's is another question (None)
+    return msgspec.structs.replace(snap, phases=phases, metric=name, answer=None)

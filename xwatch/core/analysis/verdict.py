@@ -12,7 +12,8 @@ is no run-level interval: the change is judged against the machine's recorded
 noise floor (``analysis.stats.noise``) when the snapshot carries one, and otherwise
 gets no verdict, only its within-run interval and the words "run-to-run noise
 unmeasured". A change is beyond noise only when its interval excludes 0.
-Pure functions of snapshots.
+Pure functions of snapshots. The session's answer made of them, computed once and
+stored in the snapshot, is ``analysis.answer.stored``'s.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from msgspec import UNSET
-
 from xwatch.core import model as M
 from xwatch.core.analysis.participation import Participation, participation
 from xwatch.core.analysis.phases import (
@@ -32,7 +31,6 @@ from xwatch.core.analysis.phases import (
     by_priority,
     metric_words,
     per_setting,
-    side_by_side,
     slo_metric,
 )
 from xwatch.core.analysis.stats.copies import (
@@ -40,7 +38,6 @@ from xwatch.core.analysis.stats.copies import (
     copies_of,
     copies_resolution,
     gpu_findings,
-    grouped_text,
     role,
     run_copies,
     width_words,
@@ -471,60 +468,7 @@ def _pairs_of_steps(groups: Mapping[str, Sequence[PhaseSnapshot]], bkey: str
     return out
 
 
-def answer_records(snap: SessionSnapshot) -> list[M.Answer]:
-    """The answer as the snapshot carries it, for scripts: one record per change."""
-    def r(v: float | None) -> float | None:
-        return None if v is None or v != v else round(v, 6)
-
-    def absent(a: StepAnswer) -> list[M.NoPart]:
-        return [M.NoPart(workload=n.workload, verdict=n.verdict, reason=n.reason,
-                         runs=n.runs, of=n.of) for n in a.part.absent]
-
-    return [M.Answer(step=a.step, baseline=a.base_step, workload=c.workload,
-                     metric=str(c.metric), unit=c.unit, estimate=r(c.diff.est),
-                     lo=r(c.diff.lo), hi=r(c.diff.hi), way=c.way_word(), runs=c.repeats,
-                     basis=c.basis, base=r(c.base.est), value=r(c.other.est),
-                     floor=c.floor if c.floor else UNSET,
-                     few_requests=c.few if c.few else UNSET,
-                     pooled=c.pooled if c.few else UNSET,
-                     gpus=c.gpus if c.gpus > 1 else UNSET,
-                     took_part=a.took_part, no_part=absent(a),
-                     scope=a.part.scope() or UNSET)
-            for a in answer(snap) for c in a.changes]
-
-
 GATES = ("slower", "lower-throughput")
-
-
-def gate(snap: SessionSnapshot, fail_if: str) -> list[str]:
-    """Why ``--fail-if fail_if`` trips (empty: it does not). ``slower``: the SLO
-    workload's metric (the scenario's ``[slo]`` percentile, else HIGH's P99) is worse
-    beyond noise in some step; ``lower-throughput``: some LOW's samples/s is lower
-    beyond noise."""
-    wl, metric = slo_metric(snap)
-    out = []
-    for a in answer(snap):
-        for c in a.changes:
-            if (fail_if == "slower" and wl is not None and role(c.workload) == role(wl)
-                    and c.metric == metric and c.way > 0):
-                out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
-            if fail_if == "lower-throughput" and c.metric.kind == "throughput" and c.way < 0:
-                out.append(f"{step_label(a.step)}: {c.workload} {c.metric} {c.text()}")
-    return out
-
-
-def unjudged(snap: SessionSnapshot) -> list[str]:
-    """Why steps could not be judged, a line each (``step: why``): the step's mechanism
-    took no part (``analysis.participation``), or its changes got no verdict (one run
-    each, no floor)."""
-    out = []
-    for a in answer(snap):
-        if not a.took_part:
-            out.append(f"{step_label(a.step)}: not judged: "
-                       + a.part.no_verdict().removeprefix("no verdict: "))
-        elif any(c.basis == UNMEASURED for c in a.changes):
-            out.append(f"{step_label(a.step)}: not judged (one run each, no noise floor)")
-    return out
 
 
 METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's estimate, runs "
@@ -540,45 +484,3 @@ METHOD_GPUS = ("Several GPUs: each run's value is the mean over its GPUs' copies
 METHOD_BOX = ("Sweep on several GPUs: the settings ran side by side, one a GPU, the "
               "assignment rotated every repeat; a setting's run is its own copy on its GPU "
               "(each run's GPU is in the table of phases), native's the mean over every GPU.")
-
-
-def finding_records(snap: SessionSnapshot) -> list[M.GpuFinding]:
-    """The GPUs named as unlike the others, as the snapshot carries them."""
-    def r(v: float | None) -> float | None:
-        return None if v is None or v != v else round(v, 6)
-
-    return [M.GpuFinding(workload=f.workload, metric=str(f.metric), gpu=f.gpu,
-                         others=list(f.others), relative=r(f.rel.est), lo=r(f.rel.lo),
-                         hi=r(f.rel.hi), runs=f.runs, tests=f.tests, text=f.text(step_where),
-                         step=f.step if len(f.steps) > 1 else None)
-            for f in findings(snap)]
-
-
-def answer_lines(snap: SessionSnapshot) -> list[str]:
-    """The verdict box as plain lines (headless end, Markdown report)."""
-    ans = answer(snap)
-    if not ans:
-        return []
-    lines = [a.sentence() for a in ans]
-    gpus = max(a.gpus for a in ans)
-    if gpus > 1:
-        fs = findings(snap)
-        lines += [f"Finding: {t}, not averaged away." for t in grouped_text(fs, step_where)]
-        if not fs:
-            lines.append(f"No GPU's copies differ from the others' beyond noise ({gpus} "
-                         "GPUs compared; it needs 2 runs of a step or more).")
-    many = len(ans) > 1  # name the step, or two steps' "high P99" read as one
-    advice = [f"{step_label(a.step)} vs {step_label(a.base_step)}, {x}" if many else x
-              for a in ans for c in a.changes if c.way == 0 for x in [c.advice()] if x]
-    if advice:
-        lines.append("To tell: " + "; ".join(advice[:3]) + ".")
-    if any(c.basis == UNMEASURED for a in ans for c in a.changes):
-        lines.append(f"One run per step cannot tell a change from run-to-run noise: record "
-                     f"this machine's floor once with `xwatch noise {snap.scenario.name}"
-                     f" --mode native` (and each mode), or run with --repeat 3 or more.")
-    lines.append(METHOD)
-    if gpus > 1:
-        lines.append(METHOD_GPUS)
-    if any(side_by_side(p) for p in snap.phases):
-        lines.append(METHOD_BOX)
-    return lines

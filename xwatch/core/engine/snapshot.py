@@ -188,6 +188,10 @@ class SessionSnapshot(msgspec.Struct, frozen=True):
     noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
     advice: M.Advice | None = None  # ``xwatch advise``'s race and its answer
     capacity: M.Capacity | None = None  # ``xwatch capacity``'s searches and shares
+    #: the comparison's answer, computed once per session by its host (and for a
+    #: snapshot written before it, on load); None: not computed (a session's start, or a
+    #: ``metric`` view: its answer is another question)
+    answer: M.SessionAnswer | None = None
     #: the named per-request metric the snapshot is seen through (the dashboard's
     #: ``M``; ``analysis.metric_view``), None: latency
     metric: str | None = None

@@ -8,14 +8,17 @@ MPS, telemetry, advice, ...) is the same structs in memory and in the document, 
 and read as they are; a workload's snapshot is the document's ``Workload`` itself (with
 what only a live snapshot has beside it), so its fields are copied by name, none listed
 here. What is computed here is derived at export: the percentile intervals from the
-histograms, the captures' analyses, the per-GPU groups, the answer, the combined log
+histograms, the captures' analyses, the per-GPU groups, the combined log
 tail, a metric's short rows, and the rounding of what the dashboard reads every 2 s
 unrounded (the CDF, the slowest requests, goodput, the exact latency sum; rounding them
 per snapshot would cost every tick); on reading, what a file may lack and a snapshot in
 memory always has (``_workload_from``). A phase's optional facts are None in memory and
 absent (``UNSET``) in the document. Snapshots of earlier xwatch versions are brought to
-the current shape first (``document.upgrade``, on the raw JSON). Writing is atomic: a temporary file in the
-target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
+the current shape first (``document.upgrade``, on the raw JSON); one written before the
+answer was stored gets it computed once, as it is read
+(``analysis.answer.stored.with_answer``). The answer itself is the session's, settled
+by its host as phases end: written as it is. Writing is atomic: a temporary file in
+the target folder, fsync, then ``os.replace``, so a crash mid-write never leaves a half
 snapshot. ``load_snapshot`` rebuilds a ``SessionSnapshot`` so that replay and
 reports read exactly what the live dashboard read.
 """
@@ -40,11 +43,11 @@ from msgspec import UNSET
 
 import xwatch
 from xwatch.core import model as D
+from xwatch.core.analysis.answer.stored import with_answer
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze
 from xwatch.core.analysis.stats.intervals import CI_PERCENTILES, Hist, hist_of, percentile_interval
 from xwatch.core.analysis.stats.pooled import too_few
-from xwatch.core.analysis.verdict import answer_records, finding_records
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import (
     CaptureSnapshot,
@@ -189,6 +192,8 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
     env = snap.environment or host_environment()
     telemetry = snap.telemetry
     spool = snap.spool
+    ans = with_answer(snap).answer  # the host's; computed here only where none was settled
+    assert ans is not None
     return D.Snapshot(
         schema=D.SCHEMA_ID,
         created_at=snap.created_at,
@@ -203,8 +208,9 @@ def snapshot_document(snap: SessionSnapshot, events_file: str | None = EVENTS_FI
         events_dropped=spool.rows_dropped if spool else None,
         extra=D.Extra(spool=_opt(spool), noise_floor=_opt(snap.noise_floor),
                       noise_floors=_opt(snap.noise_floors)),
-        answer=answer_records(snap),
-        gpu_findings=finding_records(snap),
+        answer=ans.records,
+        gpu_findings=ans.gpu_findings,
+        answer_box=ans.box,
         advice=snap.advice,
         capacity=snap.capacity,
     )
@@ -427,14 +433,19 @@ def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> Sessi
     msgs = tuple(LogLine(i, m.t, "xwatch", m.level, m.text)
                  for i, m in enumerate(doc.messages))
     x = doc.extra
-    return SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
+    box = _unset(doc.answer_box)
+    snap = SessionSnapshot(scenario=scenario_from_dict(doc.scenario, source), phases=phases,
                            messages=msgs, taken_at=0.0, window_s=doc.window_s,
                            created_at=doc.created_at,
                            environment=doc.environment if "environment" in raw else None,
                            spool=_unset(x.spool), telemetry=doc.telemetry,
                            noise_floors=_unset(x.noise_floors),
                            noise_floor=_unset(x.noise_floor),
-                           advice=doc.advice, capacity=doc.capacity)
+                           advice=doc.advice, capacity=doc.capacity,
+                           answer=None if box is None else D.SessionAnswer(
+                               records=doc.answer, gpu_findings=doc.gpu_findings, box=box))
+    # written before the answer was stored: computed once, here (``document.upgrade``)
+    return with_answer(snap)
 
 
 def _capture_from(c: D.Capture, source: str) -> CaptureSnapshot:

@@ -151,7 +151,7 @@ class NoPart(Doc, frozen=True, kw_only=True):
 
 
 class Answer(Doc, frozen=True, kw_only=True):
-    """One change of the comparison's answer (``analysis.verdict.answer_records``)."""
+    """One change of the comparison's answer (``analysis.answer.stored.session_answer``)."""
 
     step: str
     baseline: str
@@ -181,11 +181,46 @@ class Answer(Doc, frozen=True, kw_only=True):
     #: what the change measures when only some workloads took part ("only train was
     #: scheduled by XSched: ...")
     scope: str | UnsetType = UNSET
+    #: the change as the answer says it ("+1.20 ms (+3.1%) [+0.40, +2.00], slower"), as
+    #: a ``--fail-if`` gate prints it; empty in records written before it was stored
+    text: str = ""
+
+
+class StepVerdict(Doc, frozen=True, kw_only=True):
+    """One step of the answer box: its sentence (every change against its baseline step,
+    or why there is no verdict) and whether it could be judged."""
+
+    step: str
+    baseline: str
+    sentence: str
+    #: the step's mechanism took part (native: always); false: ``no_verdict`` says why
+    took_part: bool = True
+    #: why no change of the step is judged ("no verdict: XSched took no part: ..."),
+    #: where its mechanism took no part
+    no_verdict: str = ""
+    #: some change has one run each and no recorded noise floor: not judged
+    unmeasured: bool = False
+
+
+class AnswerBox(Doc, frozen=True, kw_only=True):
+    """The comparison's answer as every front end says it, computed once per session
+    (``analysis.answer.stored.session_answer``): a sentence per step, then the notes
+    (the GPUs unlike the others, "To tell", how to measure the noise, the method). The
+    console, the report's Answer section, the dashboard's Compare tab and the
+    ``--fail-if`` gate read it; a snapshot written before it gets it computed when it
+    is loaded."""
+
+    steps: list[StepVerdict] = []
+    notes: list[str] = []
+
+    def lines(self) -> list[str]:
+        """The box as plain lines: the sentences, then the notes (none without steps)."""
+        return [s.sentence for s in self.steps] + self.notes if self.steps else []
 
 
 class GpuFinding(Doc, frozen=True, kw_only=True):
     """A GPU whose copies differ from the other GPUs' beyond noise
-    (``analysis.verdict.finding_records``): its value relative to theirs, over runs,
+    (``analysis.answer.stored.session_answer``): its value relative to theirs, over runs,
     with its interval (95% over every GPU and number compared)."""
 
     workload: str
@@ -201,6 +236,16 @@ class GpuFinding(Doc, frozen=True, kw_only=True):
     #: the step (mode or setting) whose runs differ, where the session compared several:
     #: each step is judged on its own runs (a GPU may differ under one mechanism only)
     step: str | None = None
+
+
+class SessionAnswer(Doc, frozen=True, kw_only=True):
+    """The session's answer as one value in memory (``SessionSnapshot.answer``): what
+    the document writes as its ``answer`` (the records), ``gpu_findings`` and
+    ``answer_box`` fields."""
+
+    records: list[Answer] = []
+    gpu_findings: list[GpuFinding] = []
+    box: AnswerBox = AnswerBox()
 
 
 class Slo(Doc, frozen=True, kw_only=True):
@@ -349,5 +394,7 @@ class Snapshot(Doc, frozen=True, kw_only=True):
     answer: list[Answer] = []
     #: GPUs whose copies differ from the others' beyond noise (several GPUs only)
     gpu_findings: list[GpuFinding] = []
+    #: the answer as it is said (absent in snapshots written before it: computed on load)
+    answer_box: AnswerBox | UnsetType = UNSET
     advice: Advice | None = None
     capacity: Capacity | None = None  # ``xwatch capacity`` (absent in older snapshots)

@@ -1,13 +1,13 @@
-"""The plan driver: one engine under every front end. A ``Driver`` owns a plan's
-session, its runner, the telemetry, the machine's noise floors, the signals, the
-kept session and the export; it runs a ``Plan`` (phases, compare, sweep, noise,
-calibrate; an advise race or a capacity run through ``race``) as ``Step``s and tells an ``Observer``
-what happens. Headless, the observer prints (``console.Console``); the dashboard's
-posts messages to the app. The runner (``plans.runner``) runs each phase.
+"""The plan driver: one engine under every front end. A ``Driver`` holds the session's
+host (``core.host``: the session, telemetry, noise floors, signals, the answer settled
+as phases end, the kept session and the export) and the runner; it runs a ``Plan``
+(phases, compare, sweep, noise, calibrate; an advise race or a capacity run through
+``race``) as ``Step``s and tells an ``Observer`` what happens. Headless, the observer
+prints (``console.Console``); the dashboard's posts messages to the app. The runner
+(``plans.runner``) runs each phase.
 
-Long because its job is: a plan's whole life, from the session's start to the exit
-status scripts trust (the gate, the failures, the export that never loses what was
-measured)."""
+Its job is a plan's run, from its first step to the exit status scripts trust (the
+gate over the stored answer, the failures); the session around it is the host's."""
 
 from __future__ import annotations
 
@@ -21,25 +21,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from xwatch.core import model as M
-from xwatch.core.analysis.verdict import answer_lines
+from xwatch.core.analysis.answer.stored import answer_lines
 from xwatch.core.engine.causes import collapse
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
+from xwatch.core.host import SessionHost
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
-from xwatch.core.plans.options import Backends, MetricsSink, Options
+from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
 from xwatch.core.xsched.leave.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario, Workload
 
 if TYPE_CHECKING:
-    from xwatch.core.analysis.stats.noise import Floor
     from xwatch.core.telemetry import TelemetrySampler
 
 EXIT_OK, EXIT_FAILED, EXIT_GATE = 0, 1, 3
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Observer(Protocol):
@@ -161,58 +160,52 @@ class Driver:
         self.opts = opts
         self.backends = backends or Backends()
         self.observer: Observer = observer or Console()
-        self.session: Session | None = None
+        #: the session's life, shared with the dashboard (``core.host``)
+        self.host = SessionHost(scen, opts, self.observer)
         self.runner: Runner | None = None
-        self.telemetry: TelemetrySampler | None = None
         self.got: list[int] = []  # the signals that stopped the plan
         self.phases: list[Phase] = []  # the plan's phases that ran (headless)
         self._ran = 0  # steps started
-        #: the kept session's folder (``begin_keeping``), and what keeping it gave
-        self.keep_dir: Path | None = None
-        self.kept_path: Path | None = None
-        self.keep_error: str | None = None
-        self.final_snap: SessionSnapshot | None = None
         self.stop = asyncio.Event()
+        #: settle the answer as each phase ends, for a front end that shows it live (the
+        #: dashboard's Compare tab); else once, at the plan's end
+        self.live_answer = False
+        self._racing = False  # a race's phases: its own record is its answer
 
     # ------------------------------------------------------------ the session
+    @property
+    def session(self) -> Session | None:
+        return self.host.session
+
+    @property
+    def telemetry(self) -> TelemetrySampler | None:
+        return self.host.telemetry
+
+    @property
+    def final_snap(self) -> SessionSnapshot | None:
+        """The dashboard's last snapshot, its answer settled (``close``)."""
+        return self.host.final_snap
+
+    @property
+    def kept_path(self) -> Path | None:
+        return self.host.kept_path
+
+    @property
+    def keep_error(self) -> str | None:
+        return self.host.keep_error
+
     def open(self) -> Session:
-        """The session and its runner; a kept session (``begin_keeping``) spools its
-        events into its folder and records each phase there as it ends."""
+        """The session (``SessionHost.open``) and its runner."""
         b = self.backends
-        self.session = Session(self.scen, spool_max_mb=self.opts.spool_max_mb,
-                               spool_dir=str(self.keep_dir) if self.keep_dir else None)
-        if self.keep_dir is not None:
-            from xwatch.core.export.sessions import phase_recorder
-
-            self.session.on_phase = phase_recorder(self.keep_dir)
-        self.runner = Runner(self.scen, self.session, xsched=b.xsched, mps=b.mps,
+        session = self.host.open()
+        self.runner = Runner(self.scen, session, xsched=b.xsched, mps=b.mps,
                              mps_unavailable=b.mps_unavailable)
-        return self.session
-
-    def begin_keeping(self, argv: list[str]) -> Path:
-        """Keep this session in the sessions folder (before ``open``); raises OSError
-        when the folder is not writable."""
-        from xwatch.core.export import sessions
-
-        self.keep_dir = sessions.begin(self.scen, argv, self.opts.sessions_dir)
-        return self.keep_dir
-
-    def keep(self) -> None:
-        """Write this session into the sessions folder (on any exit but SIGKILL)."""
-        from xwatch.core.export.sessions import keep
-
-        assert self.session is not None and self.keep_dir is not None
-        try:
-            self.kept_path = keep(self.session, self.keep_dir, self.opts.keep,
-                                  self.opts.keep_max_bytes)
-        except Exception as e:  # the events stay in the .live folder: recoverable
-            self.keep_error = f"{type(e).__name__}: {e} (events left in {self.keep_dir}; " \
-                              "`xwatch sessions --recover` rebuilds them)"
+        return session
 
     async def close(self, planned_end: bool = False) -> None:
         """The end of an interactive session: the phase stopped (20 s at most, then
-        killed), the telemetry stopped, the final snapshot taken, the session kept
-        (when keeping) and closed."""
+        killed), then the host's end (``SessionHost.close``: the telemetry stopped, the
+        answer settled, the session kept and closed)."""
         if self.runner is not None:
             try:
                 await asyncio.wait_for(self.runner.stop_phase(planned_end=planned_end),
@@ -221,35 +214,7 @@ class Driver:
                 pass
             finally:
                 self.runner.kill_now()
-        if self.telemetry is not None:
-            await asyncio.to_thread(self.telemetry.stop)
-        if self.session is not None:
-            self.final_snap = self.session.snapshot()
-            if self.keep_dir is not None:
-                await asyncio.to_thread(self.keep)
-            self.session.close()
-
-    def start_telemetry(self) -> TelemetrySampler:
-        """Start sampling the GPUs (a few hundred ms: the dashboard calls it in a thread)."""
-        from xwatch.core.telemetry import start_telemetry
-
-        assert self.session is not None
-        o = self.opts
-        self.telemetry = start_telemetry(self.session, o.telemetry, o.telemetry_interval,
-                                         o.telemetry_proc_interval)
-        return self.telemetry
-
-    def load_floors(self, modes: Sequence[str]) -> dict[str, Floor]:
-        """This machine's recorded noise floors for the scenario in ``modes``, carried by
-        the session (one-run answers are judged against them)."""
-        from xwatch.core.export.floors import lookup, this_machine
-
-        assert self.session is not None
-        info = self.telemetry.info if self.telemetry is not None else None
-        found = lookup(this_machine(info), self.scen.to_dict(), list(modes))
-        if found:
-            self.session.noise_floors = {m: f.as_model() for m, f in found.items()}
-        return found
+        await self.host.close()
 
     def _on_signal(self, sig: int) -> None:
         self.got.append(sig)
@@ -259,28 +224,25 @@ class Driver:
     async def run(self, plan: Plan) -> int:
         """Run ``plan`` into one session; tell the observer; apply ``--fail-if``;
         export. Returns the process exit status."""
-        out, opts, scen = self.observer, self.opts, self.scen
-        session = self.open()
+        out, opts, scen, host = self.observer, self.opts, self.scen, self.host
+        self.open()
         runner = self.runner
         assert runner is not None
-        loop = asyncio.get_running_loop()
-        for s in SIGNALS:
-            loop.add_signal_handler(s, self._on_signal, s)
-        telemetry = self.start_telemetry()
+        host.catch_signals(self._on_signal)
+        telemetry = host.start_telemetry()
         for name, why in telemetry.rejected.items():
             out.say(f"telemetry: skipped {name}: {why}")
         steps = plan.steps
         repeat = max(1, opts.repeat)
         fail_if = opts.fail_if
         modes = list(dict.fromkeys(st.mode for st in steps))
-        found = self.load_floors(modes) if plan.floors else {}
+        found = host.load_floors(modes) if plan.floors else {}
         for f in found.values():
             out.say(f"noise floor: {f.describe()} (one-run answers are judged against it)")
         if fail_if and repeat < 2 and plan.race is None and modes[0] not in found:
-            for s in SIGNALS:
-                loop.remove_signal_handler(s)
-            telemetry.stop()
-            session.close()
+            host.release_signals()
+            host.stop_telemetry()
+            host.end()
             raise UsageError(
                 f"--fail-if {fail_if} needs a run-level answer: with one run per step a "
                 f"change can only be judged against this machine's recorded noise floor, "
@@ -289,8 +251,8 @@ class Driver:
                 f"{modes[0]}", title="Gate cannot be judged")
         phase_s = opts.phase_s(scen)
         metrics = opts.metrics
-        publisher = asyncio.create_task(_publish(session, metrics)) \
-            if metrics is not None else None
+        if metrics is not None:
+            host.publish(metrics)
         try:
             per = "until stopped" if phase_s == math.inf else f"{phase_s:g} s per phase"
             gpus = f" on GPUs {','.join(map(str, scen.gpus))}" if scen.gpus else ""
@@ -320,13 +282,11 @@ class Driver:
         finally:
             await runner.stop_phase()
             runner.kill_now()
-            telemetry.stop()
-            if publisher is not None and metrics is not None:
-                publisher.cancel()
-                metrics.publish(session.snapshot())  # the final numbers, until it stops
-            for s in SIGNALS:
-                loop.remove_signal_handler(s)
-        return self._conclude(plan, session, repeat)
+            host.stop_telemetry()
+            if metrics is not None:
+                host.stop_publishing(metrics)
+            host.release_signals()
+        return self._conclude(plan, repeat)
 
     # ------------------------------------------------------------ one step
     async def step(self, step: Step, rnd: int | None = None, duration_s: float | None = None,
@@ -376,6 +336,8 @@ class Driver:
         if first is not None and xserver_died_early(phase) is not None:
             failed_twice(phase, first)
         self.phases.append(phase)
+        if self.live_answer and not self._racing:
+            self.host.settle()
         tel = self.session.telemetry.export(None) if self.session.telemetry is not None \
             else None
         out.phase_ended(phase.snapshot(time.monotonic()), tel, ending)
@@ -413,6 +375,7 @@ class Driver:
         session, runner = self.session, self.runner
         assert session is not None and runner is not None
         saved = dict(runner.backends)  # each candidate brings its own backend
+        self._racing = True
         try:
             while order := rc.round():
                 for placed, step in order:
@@ -428,12 +391,14 @@ class Driver:
             return True
         finally:
             runner.backends.update(saved)
+            self._racing = False
 
     # ------------------------------------------------------------ the end
-    def _conclude(self, plan: Plan, session: Session, repeat: int) -> int:
-        out, got, fail_if = self.observer, self.got, self.opts.fail_if
-        own = plan.finish(session) if plan.finish is not None and not got else None
-        final = session.snapshot()
+    def _conclude(self, plan: Plan, repeat: int) -> int:
+        out, got, fail_if, host = self.observer, self.got, self.opts.fail_if, self.host
+        assert host.session is not None
+        own = plan.finish(host.session) if plan.finish is not None and not got else None
+        final = host.settle()  # the answer every reader below reads
         if (len({st.key for st in plan.steps}) > 1 or repeat > 1) and not plan.tolerant:
             lines = answer_lines(final)
             if lines:
@@ -450,16 +415,16 @@ class Driver:
             status = own
         if fail_if and status == EXIT_OK:
             status = self._gate(final, fail_if)
-        if self.opts.export and not self.export(self.opts.export):
+        if self.opts.export and not host.export(self.opts.export):
             status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
-        session.close()
+        host.end()
         return status
 
-    def _gate(self, snap: Any, fail_if: str) -> int:
-        """``--fail-if``: EXIT_GATE when the answer is worse beyond noise, or cannot be
-        judged (a step's mechanism took no part, or one run per step and no recorded
-        floor)."""
-        from xwatch.core.analysis.verdict import gate, unjudged
+    def _gate(self, snap: SessionSnapshot, fail_if: str) -> int:
+        """``--fail-if``: EXIT_GATE when the stored answer is worse beyond noise, or
+        cannot be judged (a step's mechanism took no part, or one run per step and no
+        recorded floor)."""
+        from xwatch.core.analysis.answer.stored import gate, unjudged
 
         tripped = gate(snap, fail_if)
         for line in tripped:
@@ -493,41 +458,6 @@ class Driver:
             self.observer.warn(f"FAILED {line}")
         return EXIT_FAILED if failed else EXIT_OK
 
-    def export(self, directory: str) -> bool:
-        """Write the snapshot and reports; True when everything asked for was written.
-        A snapshot that cannot be written where asked goes to a safe place instead, and
-        the message says where: what was measured is never lost."""
-        from xwatch.core.export.snapshot import write_snapshot
-
-        assert self.session is not None
-        out = self.observer
-        try:
-            path = write_snapshot(self.session, directory)
-        except OSError as e:
-            out.warn(f"xwatch: snapshot not written to {directory}: {e}")
-            safe = _safe_place(self.session)
-            try:
-                path = write_snapshot(self.session, safe)
-            except OSError as e2:
-                out.warn(f"xwatch: and not to {safe} either: {e2}")
-                return False
-            out.warn(f"xwatch: snapshot saved instead to {path} (nothing measured is lost)")
-            self._reports(path)
-            return False
-        out.say(f"snapshot: {path}")
-        return self._reports(path)
-
-    def _reports(self, path: Any) -> bool:
-        from xwatch.core.export.report import write_reports
-
-        try:
-            for p in write_reports(path):
-                self.observer.say(f"report: {p}")
-            return True
-        except Exception as e:  # a report problem never loses the snapshot
-            self.observer.warn(f"xwatch: report not written: {e}")
-            return False
-
 
 def _label(phase: Phase, step: Step, rnd: int | None) -> None:
     """A plan's phase as a run of its step (``label_phase``); the dashboard's own
@@ -558,31 +488,3 @@ async def run_headless(scen: Scenario, opts: Options, modes: list[str],
                        backends: Backends | None = None) -> int:
     """Run ``modes`` back to back (``run --headless``, ``compare``); the exit status."""
     return await Driver(scen, opts, backends).run(Plan([Step(m) for m in modes]))
-
-
-async def _publish(session: Session, metrics: MetricsSink, every_s: float = 1.0) -> None:
-    """Hand the metrics exporter a fresh snapshot every ``every_s`` (scrapes read it)."""
-    while True:
-        metrics.publish(session.snapshot())
-        await asyncio.sleep(every_s)
-
-
-def _safe_place(session: Session) -> str:
-    """Where a snapshot goes when the asked-for folder fails: the sessions folder,
-    else the temporary folder."""
-    import tempfile
-    from datetime import datetime
-
-    from xwatch.core.export.sessions import root
-
-    name = f"{datetime.now():%Y%m%d-%H%M%S}-{session.scenario.name}-unsaved"
-    for base in (root(), Path(tempfile.gettempdir())):
-        try:
-            base.mkdir(parents=True, exist_ok=True)
-            probe = base / f".{name}.probe"
-            probe.write_bytes(b"")
-            probe.unlink()
-            return str(base / name)
-        except OSError:
-            continue
-    return str(Path(tempfile.gettempdir()) / name)

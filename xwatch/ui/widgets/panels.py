@@ -13,11 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from xwatch.core import model as M
+from xwatch.core.analysis.answer.stored import answer_lines, with_answer
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
-from xwatch.core.analysis.verdict import answer_lines
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.sections.modes import policy_label, xsched_version
@@ -172,20 +172,26 @@ class CalibrationPanel(QuietStatic):
 class AnswerPanel(QuietStatic):
     """The comparison's answer over runs (Compare tab): each mode against the first
     native one, judged over paired runs, against the recorded noise floor for one run
-    each, or plainly unjudged; recomputed only when a phase starts or ends."""
+    each, or plainly unjudged. The session's stored answer (its host settles it as
+    phases end); seen through another metric (``M``), that view's own answer, computed
+    only when a phase starts or ends."""
 
     plain = ""
     _key: tuple[object, ...] = ()
 
     def show(self, snap: SessionSnapshot) -> None:
         adv, cap = snap.advice, snap.capacity
+        # the stored answer itself: its host settles it just after a phase ends, and a
+        # refresh between the two must not keep the older one
         key = (tuple((p.name, p.status) for p in snap.phases if p.ended_at is not None),
                adv.runs if adv is not None else None, adv.final if adv is not None else None,
-               (cap.runs, cap.final) if cap is not None else None)
+               (cap.runs, cap.final) if cap is not None else None, snap.metric, snap.answer)
         if key == self._key:
             return
         self._key = key
-        lines = answer_lines(snap) if adv is None and cap is None else []
+        view = snap.metric is not None  # ``M``: the view's answer, not the session's
+        lines = answer_lines(with_answer(snap) if view else snap) \
+            if adv is None and cap is None else []
         self.set_display(bool(lines) or adv is not None or cap is not None)
         if cap is not None:  # a capacity session: its progress, table and consolidation
             from xwatch.core.analysis.capacity.lines import capacity_lines

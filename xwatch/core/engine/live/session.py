@@ -50,6 +50,9 @@ class Session:
         self.noise_floor: M.NoiseFloor | None = None  # the floor ``xwatch noise`` recorded
         self.advice: M.Advice | None = None  # ``xwatch advise``'s race, live, then final
         self.capacity: M.Capacity | None = None  # ``xwatch capacity``, live, then final
+        #: the comparison's answer, settled by the session host as phases end
+        #: (``core.host``); None until then
+        self.answer: M.SessionAnswer | None = None
         #: the sampler, attached by ``telemetry.start_telemetry`` (None: off)
         self.telemetry: TelemetrySource | None = None
         self.created_at = utc_now()
@@ -123,7 +126,8 @@ class Session:
             messages=tuple(ln for ln in self.logs if ln.source == "xwatch"),
             taken_at=time.time(), window_s=self.window_s, created_at=self.created_at,
             spool=spool, telemetry=telemetry, noise_floors=self.noise_floors,
-            noise_floor=self.noise_floor, advice=self.advice, capacity=self.capacity)
+            noise_floor=self.noise_floor, advice=self.advice, capacity=self.capacity,
+            answer=self.answer)
 
     def close(self) -> None:
         self.spool.close()

@@ -19,6 +19,14 @@ within it over time:
   ``max_queues`` (the most queues seen in one poll); before it, every reader showed the
   last poll's ``queues`` in its place, which is what an older snapshot gets.
 
+- the answer (``answer``, ``gpu_findings``) was computed by every reader from the
+  phases until ``answer_box`` was stored beside it (the session's answer, computed once
+  by its host): a snapshot without ``answer_box`` gets all three computed from its phases
+  when it is read, by the current analysis, as every report of it always was. That step
+  needs the analysis, which this module may not import: it is the loader's
+  (``export.snapshot.snapshot_from_dict``, through
+  ``analysis.answer.stored.with_answer``), after this one.
+
 A snapshot is never upgraded in place on disk.
 """
 

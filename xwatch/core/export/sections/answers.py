@@ -9,20 +9,14 @@ from typing import Any
 
 from msgspec import UNSET
 
+from xwatch.core.analysis.answer.stored import stored
 from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import by_priority, side_by_side
 from xwatch.core.analysis.stats.copies import copies_of, role
 from xwatch.core.analysis.stats.intervals import hist_of, percentile_interval
-from xwatch.core.analysis.verdict import (
-    UNMEASURED,
-    answer,
-    answer_lines,
-    latency_change,
-    rate_change,
-    steps,
-)
+from xwatch.core.analysis.verdict import UNMEASURED, latency_change, rate_change, steps
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none
 from xwatch.core.export.render.model import Section, Table, change, num
@@ -75,15 +69,15 @@ def advice_section(snap: SessionSnapshot) -> Section | None:
 
 
 def answer_section(snap: SessionSnapshot) -> Section | None:
-    """The verdict box: what changed, with intervals, pooled over repeats; then each
-    repeat, so a reader sees the spread."""
-    ans = answer(snap)
-    if not ans:
+    """The verdict box as the snapshot stores it (``analysis.answer.stored``):
+    what changed, with intervals, pooled over repeats; then each repeat, so a reader
+    sees the spread."""
+    box = stored(snap).box
+    if not box.steps:
         return None
     s = Section("Answer")
-    lines = answer_lines(snap)
-    s.paragraphs.append("  \n".join(f"**{ln}**" if i < len(ans) else ln
-                                     for i, ln in enumerate(lines)))
+    s.paragraphs.append("  \n".join(f"**{ln}**" if i < len(box.steps) else ln
+                                     for i, ln in enumerate(box.lines())))
     groups = steps(snap)
     rows = []
     hi = by_priority(snap.phases[0])[0] if snap.phases else None
