@@ -125,6 +125,21 @@ def clean_env(env: Mapping[str, str], mode: str, install_libs: Iterable[str] = (
     return c
 
 
+def private_dir(scratch_dir: str) -> str:
+    """The empty folder every non-MPS mode's workloads get as their MPS pipe folder
+    (made here, in the session's scratch folder)."""
+    d = os.path.join(scratch_dir, NO_MPS_DIR)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def private_pipe(envs: Mapping[str, Mapping[str, str]]) -> str | None:
+    """The private pipe folder the non-MPS modes of a phase were given (``envs``: each
+    mode's cleaned environment), for the isolation record."""
+    return next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in envs.items() if m != MPS),
+                None)
+
+
 # ------------------------------------------------------------ proof from the maps
 def scheduler_libraries(pid: int, install_libs: Iterable[str] = ()) -> list[str] | None:
     """XSched libraries mapped by ``pid`` or any of its children (sorted, unique);

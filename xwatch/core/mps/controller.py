@@ -38,6 +38,7 @@ get the client variables; the others keep their private, empty pipe folder.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -59,7 +60,7 @@ from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.neighbours import MpsDaemon, Strangers
-from xwatch.core.mps import control
+from xwatch.core.mps import MpsBackend, control
 from xwatch.core.mps.env import client_params, mps_env
 from xwatch.core.procs import tree
 from xwatch.errors import MpsError
@@ -71,10 +72,8 @@ JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
 
 
-class MpsController:
+class MpsController(MpsBackend):
     """The MPS mode backend (see the module)."""
-
-    mode = MPS
 
     def __init__(self, tool: str, scenario: Scenario, preflight: bool = True,
                  start_timeout_s: float = 15.0, probe_s: float = 3.0,
@@ -107,6 +106,9 @@ class MpsController:
         self.gpus: list[int] = []  # a split phase: the GPUs its own daemon serves
 
     # -- mode backend protocol
+    def for_scenario(self, scenario: Scenario) -> MpsController:
+        return MpsController(self.tool, scenario, preflight=self.preflight)
+
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         scen = phase.own(self.scenario, MPS)
         base = Path(phase.session.scratch_dir) / f"mps-{phase.index}"
@@ -588,3 +590,9 @@ def backend_from_args(scen: Scenario, preflight: bool = True,
         return None, str(e)
     assert tool is not None
     return MpsController(tool, scen, preflight=preflight), None
+
+
+def backend_of(args: argparse.Namespace, scen: Scenario,
+               explicit: bool) -> tuple[MpsController | None, str | None]:
+    """The mode's ``backend_factory``."""
+    return backend_from_args(scen, preflight=not args.no_preflight, explicit=explicit)

@@ -185,8 +185,7 @@ class Driver:
             from xwatch.core.export.sessions import phase_recorder
 
             self.session.on_phase = phase_recorder(self.keep_dir)
-        self.runner = Runner(self.scen, self.session, xsched=b.xsched, mps=b.mps,
-                             mps_unavailable=b.mps_unavailable)
+        self.runner = Runner(self.scen, self.session, backends=b)
         return self.session
 
     def begin_keeping(self, argv: list[str]) -> Path:
