@@ -180,3 +180,7 @@ class Mode(Protocol):
 
     def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
         """``w`` with this mode's ``--set`` keys of ``kv`` applied."""
+
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        """The scenario lines (TOML, in a workload's table) that set a workload's
+        ``--set`` keys ``kv`` of this mode: how advice is deployed."""

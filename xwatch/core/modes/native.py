@@ -33,5 +33,8 @@ class NativeMode:
     def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
         return w
 
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return []
+
 
 MODE = NativeMode()

@@ -74,6 +74,13 @@ def _load() -> None:
         register(mode)
 
 
+def refresh() -> None:
+    """Read the modes again when next asked (a package installed or removed since)."""
+    global _loaded
+    _registered.clear()
+    _loaded = False
+
+
 def modes() -> tuple[Mode, ...]:
     """Every registered mode, the tree's first."""
     _load()

@@ -79,5 +79,8 @@ class MpsMode:
         own = {k[len(PREFIX):]: v for k, v in kv.items() if k.startswith(PREFIX)}
         return dataclasses.replace(w, mps=dataclasses.replace(w.mps, **own)) if own else w
 
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]
+
 
 MODE = MpsMode()

@@ -201,5 +201,8 @@ class XschedMode:
         return dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **own)) \
             if own else w
 
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return ["[workload.xsched]", *(f"{k} = {v}" for k, v in kv.items())]
+
 
 MODE = XschedMode()

@@ -54,6 +54,7 @@ from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, rate_resolution, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.modes import registry
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 DROPPED_NO_PART = "dropped-no-part"
@@ -582,12 +583,11 @@ def toml_for(advice: M.Advice) -> list[str]:
     for k, v in settings.items():
         wl, _, key = k.partition(".")
         by_wl.setdefault(wl, {})[key] = v
+    declared = registry.find(mode)
     for wl, kv in by_wl.items():
         lines.append(f'# in the [[workload]] table with name = "{wl}":')
-        table = "mps" if mode == "mps" else "xsched"
-        lines.append(f"[workload.{table}]")
-        for key, v in kv.items():
-            lines.append(f"{key.removeprefix('mps.')} = {v}")
+        lines += declared.deploy(kv) if declared is not None else \
+            [f"# {mode} (not installed here): {k} = {v}" for k, v in kv.items()]
     if not by_wl:
         lines.append("# no settings: every workload as it is")
     return lines
