@@ -54,7 +54,7 @@ from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import RATE, percentile_of, rate_resolution, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
-from xwatch.core.modes import registry
+from xwatch.core.modes import base, registry
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 DROPPED_NO_PART = "dropped-no-part"
@@ -456,7 +456,7 @@ def settings_of(step_setting: Mapping[str, Mapping[str, M.SettingValue]] | None
 
 # ------------------------------------------------------------ words
 def _mode_words(mode: str, settings: Mapping[str, Any]) -> str:
-    name = {"native": "native (no sharing mechanism)", "mps": "MPS", "xsched": "XSched"}[mode]
+    name = "native (no sharing mechanism)" if mode == "native" else base.label(mode)
     if not settings:
         return name
     parts = []
