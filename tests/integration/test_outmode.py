@@ -51,8 +51,8 @@ def test_advise_races_the_modes_settings_and_deploys_the_winner(tmp_path: Path) 
     assert r.returncode in (0, 3), r.stdout + r.stderr
     doc = json.loads((out / "snapshot.json").read_text())
     labels = {c["label"] for c in doc["advice"]["candidates"]}
-    assert labels == {"native", "outmode low outmode.share=0.5",
-                      "outmode low outmode.share=0.25"}, labels
+    assert labels == {"native", "outmode low share=0.5",
+                      "outmode low share=0.25"}, labels
     assert {p["mode"] for p in doc["phases"]} == {"native", "outmode"}
     choice = doc["advice"]["choice"]
     if choice is not None and choice["mode"] == "outmode":  # deployed as the mode says

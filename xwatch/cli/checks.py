@@ -7,7 +7,6 @@ its own and checks what it can before anything starts: ``ModeBackend.check_now``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from xwatch.cli.parser import until_stopped
 from xwatch.core.modes import registry
@@ -32,16 +31,15 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
     gpus = parse_gpus(args.gpus) if args.gpus is not None else None
     duration = None if forever else args.duration
     scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
-    if args.join_xserver:
-        scen = dataclasses.replace(scen, xsched=dataclasses.replace(
-            scen.xsched, join=args.join_xserver))
-    if args.join_mps:
-        scen = dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
+    for mode in registry.modes():  # what the command line says of each mode (joins)
+        scen = mode.with_args(args, scen)
     return scen
 
 
 def modes_of(args: argparse.Namespace) -> list[str]:
     """The modes this command will run (checked before anything starts)."""
+    from xwatch.core.plans.advise import race_modes
+
     cmd = args.command
     if cmd == "compare":
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -50,11 +48,12 @@ def modes_of(args: argparse.Namespace) -> list[str]:
         if bad or not modes:
             raise UsageError(f"--modes {args.modes!r}: unknown mode {bad[0] if bad else ''!r}; "
                              f"allowed: {', '.join(names)} (comma-separated, e.g. "
-                             "native,mps,xsched)")
+                             f"{','.join(race_modes())})")
         if len(set(modes)) != len(modes):
             raise UsageError(f"--modes {args.modes!r} names a mode twice")
         if len(modes) < 2:
-            raise UsageError("compare needs at least two modes (e.g. --modes native,mps)")
+            raise UsageError("compare needs at least two modes (e.g. --modes "
+                             f"{','.join(race_modes()[:2])})")
         return modes
     if cmd == "calibrate":
         return ["native", args.mode]

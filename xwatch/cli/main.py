@@ -133,7 +133,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return write_report_cli(args.snapshot, args.format, args.out)
     if cmd == "doctor":
         from xwatch.cli.doctor import run_doctor
-        return run_doctor(args.xsched, args.python)
+        return run_doctor(args)
     if cmd == "replay":
         from xwatch.core.export.snapshot import load_snapshot
         snap = load_snapshot(args.snapshot)

@@ -167,6 +167,8 @@ class Mode(Protocol):
     report_sections: tuple[tuple[int, str], ...]
     #: the ``--set`` keys a sweep or advise varies in its settings
     sweep_keys: tuple[str, ...]
+    #: how a candidate's name in tables spells each of them (``mps.priority``: ``pri``)
+    short_keys: Mapping[str, str]
     #: advise's candidates: each a setting of the lower-priority workloads
     advise_grid: tuple[Mapping[str, Any], ...]
     #: why it cannot run where no backend was configured
@@ -180,6 +182,9 @@ class Mode(Protocol):
 
     def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
         """``w`` with this mode's ``--set`` keys of ``kv`` applied."""
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        """``scen`` with what the command line says of this mode (``--join-xserver``)."""
 
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         """The scenario lines (TOML, in a workload's table) that set a workload's

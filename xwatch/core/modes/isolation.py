@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xwatch.core import model as M
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.procs import environ, maps, tree
 
@@ -133,11 +134,14 @@ def private_dir(scratch_dir: str) -> str:
     return d
 
 
-def private_pipe(envs: Mapping[str, Mapping[str, str]]) -> str | None:
-    """The private pipe folder the non-MPS modes of a phase were given (``envs``: each
-    mode's cleaned environment), for the isolation record."""
-    return next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in envs.items() if m != MPS),
+def record(mode: str, removed: list[dict[str, str]],
+           envs: Mapping[str, Mapping[str, str]]) -> M.Isolation:
+    """A phase's isolation record: what was removed, and the private pipe folder its
+    non-MPS modes were given (``envs``: each mode's cleaned environment)."""
+    pipe = next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in envs.items() if m != MPS),
                 None)
+    return M.Isolation(mode=mode, removed=[M.Removed(**r) for r in removed], mps_pipe=pipe,
+                       workloads={})
 
 
 # ------------------------------------------------------------ proof from the maps

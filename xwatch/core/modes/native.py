@@ -4,12 +4,13 @@ runs without a backend and has no settings, controls or sections of its own."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from xwatch.scenario import Workload
+    from xwatch.scenario import Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class NativeMode:
     control_screen: str | None = None
     report_sections: tuple[tuple[int, str], ...] = ()
     sweep_keys: tuple[str, ...] = ()
+    short_keys: Mapping[str, str] = field(default_factory=dict)
     advise_grid: tuple[Mapping[str, Any], ...] = ()
     unavailable: str = ""
     backend_factory: str | None = None
@@ -32,6 +34,9 @@ class NativeMode:
 
     def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
         return w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        return scen
 
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return []

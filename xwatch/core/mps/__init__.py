@@ -14,6 +14,7 @@ control). It imports the rest of the package only inside functions.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from xwatch.core.modes.contract import Control, Controls, ModeBackend
 
 if TYPE_CHECKING:
-    from xwatch.scenario import Workload
+    from xwatch.scenario import Scenario, Workload
 
 #: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
 SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
@@ -67,6 +68,8 @@ class MpsMode:
     report_sections: tuple[tuple[int, str], ...] = (
         (30, "xwatch.core.export.sections.modes:mps_section"),)
     sweep_keys: tuple[str, ...] = SWEEP_KEYS
+    short_keys: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
+        "mps.priority": "pri", "mps.active_thread_percentage": "sm"})
     advise_grid: tuple[Mapping[str, Any], ...] = tuple(
         {"mps.priority": 1, "mps.active_thread_percentage": p} for p in (100, 75, 50, 25))
     unavailable: str = "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)"
@@ -78,6 +81,12 @@ class MpsMode:
     def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
         own = {k[len(PREFIX):]: v for k, v in kv.items() if k.startswith(PREFIX)}
         return dataclasses.replace(w, mps=dataclasses.replace(w.mps, **own)) if own else w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        """``--join-mps``: the control daemon already serving these GPUs, joined."""
+        if not args.join_mps:
+            return scen
+        return dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
 
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]

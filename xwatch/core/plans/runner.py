@@ -130,10 +130,7 @@ class Runner:
             cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
             out[mode] = cleaned.env
             removed += [r for r in cleaned.as_record() if r not in removed]
-        pipe = isolation.private_pipe(out)
-        phase.isolation = M.Isolation(
-            mode=phase.mode, removed=[M.Removed(**r) for r in removed], mps_pipe=pipe,
-            workloads={})
+        phase.isolation = isolation.record(phase.mode, removed, out)
         for r in removed:
             self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
                              f"the workloads' environment: {r['why']}")

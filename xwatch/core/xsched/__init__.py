@@ -13,6 +13,7 @@ package only inside functions, so that listing the modes costs nothing.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import sys
@@ -186,6 +187,8 @@ class XschedMode:
         (10, "xwatch.core.export.sections.modes:engagement_section"),
         (40, "xwatch.core.export.sections.modes:preflight_section"))
     sweep_keys: tuple[str, ...] = SWEEP_KEYS
+    short_keys: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
+        "threshold": "th", "batch_size": "b", "priority": "prio", "level": "lvl"})
     advise_grid: tuple[Mapping[str, Any], ...] = tuple(
         {"threshold": t, "batch_size": b}
         for t, b in ((1, 1), (2, 1), (4, 2), (8, 4), (16, 8)))
@@ -200,6 +203,13 @@ class XschedMode:
         own = {k: v for k, v in kv.items() if k in SWEEP_KEYS}
         return dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **own)) \
             if own else w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        """``--join-xserver``: another session's xserver, used as it runs."""
+        if not args.join_xserver:
+            return scen
+        return dataclasses.replace(scen, xsched=dataclasses.replace(
+            scen.xsched, join=args.join_xserver))
 
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return ["[workload.xsched]", *(f"{k} = {v}" for k, v in kv.items())]

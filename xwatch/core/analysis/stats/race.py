@@ -414,12 +414,11 @@ def undecided_note(cands: Sequence[Candidate], obj: Objective,
 
 def short_label(mode: str, settings: Mapping[str, Any]) -> str:
     """``mps low pri=1 sm=50%``, ``xsched low th=4 b=2``: a candidate's name in tables."""
-    short = {"mps.priority": "pri", "mps.active_thread_percentage": "sm", "threshold": "th",
-             "batch_size": "b", "priority": "prio", "level": "lvl"}
+    short = {k: v for m in registry.modes() for k, v in m.short_keys.items()}
     by_wl: dict[str, list[str]] = {}
     for k, v in settings.items():
         wl, _, key = k.partition(".")
-        word = short.get(key, key.removeprefix("mps."))
+        word = short.get(key, key.rpartition(".")[2])
         by_wl.setdefault(wl, []).append(f"{word}={v}%" if word == "sm" else f"{word}={v}")
     return " ".join([mode, *(f"{wl} {' '.join(kv)}" for wl, kv in by_wl.items())])
 
