@@ -208,8 +208,7 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
     from xwatch.core.plans.options import Backends
     from xwatch.core.plans.runner import Runner
     from xwatch.core.xsched.controller import XschedController
-    from xwatch.core.xsched.install import XschedInstall
-    from xwatch.errors import XschedError
+    from xwatch.core.xsched.install import XschedError, XschedInstall
     from xwatch.scenario import load_scenario
 
     install = make_install(tmp_path / f"xs-{version}", platforms=("hip",), version=version)
@@ -271,9 +270,8 @@ def test_hung_xserver_is_named(tmp_path: Path, install: Path) -> None:
     from xwatch.core.plans.options import Backends
     from xwatch.core.plans.runner import Runner
     from xwatch.core.xsched.controller import XschedController
-    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.install import XschedError, XschedInstall
     from xwatch.core.xsched.meta import read_meta
-    from xwatch.errors import XschedError
     from xwatch.scenario import load_scenario
 
     sc = load_scenario(str(scen(tmp_path, duration=30)))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xwatch.core.modes.contract import Control, Controls, ModeBackend
+from xwatch.errors import ModeError
 
 if TYPE_CHECKING:
     from xwatch.scenario import Scenario, Workload
@@ -28,6 +29,13 @@ if TYPE_CHECKING:
 #: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
 SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
 PREFIX = "mps."
+
+
+class MpsError(ModeError):
+    """MPS cannot run here: no control tool, a GPU mode MPS cannot use, a daemon
+    already serving the GPU, or the phase's daemon would not start."""
+
+    title = "MPS problem"
 
 
 class MpsBackend(ModeBackend):

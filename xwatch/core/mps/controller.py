@@ -60,10 +60,9 @@ from xwatch.core.engine.supervisor import child_setup
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import read_lines, stop_group
 from xwatch.core.modes.neighbours import MpsDaemon, Strangers
-from xwatch.core.mps import MpsBackend, control
+from xwatch.core.mps import MpsBackend, MpsError, control
 from xwatch.core.mps.env import client_params, mps_env
 from xwatch.core.procs import tree
-from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 
 SMOKE_MODULE = "xwatch.core.engine.worker.smoke"

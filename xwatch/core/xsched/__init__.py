@@ -142,8 +142,8 @@ class XschedBackend(ModeBackend):
         from msgspec.structs import replace
 
         from xwatch.core.xsched.compat import check_policy, policy_failure
+        from xwatch.core.xsched.install import XschedError
         from xwatch.core.xsched.meta import read_meta
-        from xwatch.errors import XschedError
 
         if self.client is None:
             raise XschedError("XSched mode is not running")

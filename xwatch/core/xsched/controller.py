@@ -48,14 +48,14 @@ from xwatch.core.xsched.engagement import (
     expected_ready_polls,
 )
 from xwatch.core.xsched.env import queue_params, xsched_env
-from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
+from xwatch.core.xsched.install import XschedError, XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.leave.quiet import XserverQuiet, died_by_itself
 from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.polling import Answer, AnswerCache, Pace, Stalls, poll_thread, queue_row, strangers
 from xwatch.core.xsched.polling import Fails as _Fails
 from xwatch.core.xsched.polling import Poll as _Poll
 from xwatch.core.xsched.preflight import Launcher, preflight
-from xwatch.errors import UsageError, XschedError
+from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
