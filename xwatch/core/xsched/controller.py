@@ -561,9 +561,10 @@ def backend_from_args(root: str | None, scen: Scenario,
 def backend_of(args: argparse.Namespace, scen: Scenario,
                explicit: bool) -> tuple[XschedController | None, str | None]:
     """The mode's ``backend_factory`` (``--xsched``, else XSCHED_HOME, else the
-    scenario's root): asked for by name, no install is an error."""
+    scenario's root): asked for by name, no install is an error (a race's, advise's or
+    capacity's, says so itself: ``usable_modes``)."""
     ctl = backend_from_args(args.xsched, scen, preflight=not args.no_preflight)
-    if ctl is None and explicit:
+    if ctl is None and explicit and args.command not in ("advise", "capacity"):
         raise UsageError(f"{args.command} with XSched needs an XSched install: --xsched "
                          "ROOT or XSCHED_HOME", title="XSched not configured")
     return ctl, None if ctl is not None else "no XSched install (--xsched ROOT or XSCHED_HOME)"
