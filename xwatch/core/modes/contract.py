@@ -152,30 +152,53 @@ class ModeBackend(abc.ABC):
 class Mode(Protocol):
     """A scheduling mode's declaration (see the module)."""
 
-    #: its name on the command line, in scenarios and snapshots (``native``, ``mps``)
-    name: str
-    #: how it is named on screen and in reports
-    label: str
-    #: the dashboard key that switches between native and it (None: none)
-    key: str | None
-    #: the dashboard's tab (``module:Widget``, ``show(snap, reason)``; None: none)
-    tab: str | None
-    #: the live-control screen for its ``Controls`` (``module:Screen``; None: none)
-    control_screen: str | None
-    #: its report sections: (place among the modes' sections, ``module:function``
-    #: of the snapshot, returning a section or None)
-    report_sections: tuple[tuple[int, str], ...]
-    #: the ``--set`` keys a sweep or advise varies in its settings
-    sweep_keys: tuple[str, ...]
-    #: how a candidate's name in tables spells each of them (``mps.priority``: ``pri``)
-    short_keys: Mapping[str, str]
-    #: advise's candidates: each a setting of the lower-priority workloads
-    advise_grid: tuple[Mapping[str, Any], ...]
-    #: why it cannot run where no backend was configured
-    unavailable: str
-    #: its backend from the command line (``module:function`` of ``Configure``); None:
-    #: it runs without one (native)
-    backend_factory: str | None
+    @property
+    def name(self) -> str:
+        """Its name on the command line, in scenarios and snapshots (``native``,
+        ``mps``)."""
+
+    @property
+    def label(self) -> str:
+        """How it is named on screen and in reports."""
+
+    @property
+    def key(self) -> str | None:
+        """The dashboard key that switches between native and it (None: none)."""
+
+    @property
+    def tab(self) -> str | None:
+        """The dashboard's tab (``module:Widget``, ``show(snap, reason)``; None: none)."""
+
+    @property
+    def control_screen(self) -> str | None:
+        """The live-control screen for its ``Controls`` (``module:Screen``; None: none)."""
+
+    @property
+    def report_sections(self) -> tuple[tuple[int, str], ...]:
+        """Its report sections: (place among the modes' sections, ``module:function`` of
+        the snapshot, returning a section or None)."""
+
+    @property
+    def sweep_keys(self) -> tuple[str, ...]:
+        """The ``--set`` keys a sweep or advise varies in its settings."""
+
+    @property
+    def short_keys(self) -> Mapping[str, str]:
+        """How a candidate's name in tables spells each of them (``mps.priority``:
+        ``pri``)."""
+
+    @property
+    def advise_grid(self) -> tuple[Mapping[str, Any], ...]:
+        """Advise's candidates: each a setting of the lower-priority workloads."""
+
+    @property
+    def unavailable(self) -> str:
+        """Why it cannot run where no backend was configured."""
+
+    @property
+    def backend_factory(self) -> str | None:
+        """Its backend from the command line (``module:function`` of ``Configure``);
+        None: it runs without one (native)."""
 
     def owns_key(self, key: str) -> bool:
         """Whether a ``--set`` key is one of this mode's settings."""

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from xwatch.core.modes.contract import Mode
+
 if TYPE_CHECKING:
     from xwatch.scenario import Scenario, Workload
 
@@ -42,4 +44,4 @@ class NativeMode:
         return []
 
 
-MODE = NativeMode()
+MODE: Mode = NativeMode()  # checked against the contract

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, ModeBackend
+from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend
 from xwatch.errors import ModeError
 
 if TYPE_CHECKING:
@@ -100,4 +100,4 @@ class MpsMode:
         return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]
 
 
-MODE = MpsMode()
+MODE: Mode = MpsMode()  # checked against the contract

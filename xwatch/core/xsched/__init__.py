@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, ModeBackend, ServerFor
+from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend, ServerFor
 
 if TYPE_CHECKING:
     import subprocess
@@ -215,4 +215,4 @@ class XschedMode:
         return ["[workload.xsched]", *(f"{k} = {v}" for k, v in kv.items())]
 
 
-MODE = XschedMode()
+MODE: Mode = XschedMode()  # checked against the contract
