@@ -31,7 +31,7 @@ def test_compare_measures_a_mode_installed_from_outside_the_tree(tmp_path: Path)
     assert "OUTMODE_SHARE" not in low["native"].launch.env
     report = (out / "report.md").read_text()
     assert "## OutMode" in report and "| outmode-1 | low | engaged |" in report, report
-    assert "outmode vs native" in r.stdout and "low samples/s +" in r.stdout, r.stdout
+    assert "OutMode vs native" in r.stdout and "low samples/s +" in r.stdout, r.stdout
 
 
 def test_an_unknown_mode_is_refused_naming_the_installed_ones(tmp_path: Path) -> None:
