@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_xwatch
 from tests.helpers import outmode
 from xwatch.core.export.snapshot import load_snapshot
@@ -57,3 +59,18 @@ def test_advise_races_the_modes_settings_and_deploys_the_winner(tmp_path: Path) 
     choice = doc["advice"]["choice"]
     if choice is not None and choice["mode"] == "outmode":  # deployed as the mode says
         assert 'env = { OUTMODE_SHARE = "' in r.stdout, r.stdout
+
+
+@pytest.mark.slow
+def test_compare_demo_runs_it_beside_native_with_torch_workers(tmp_path: Path) -> None:
+    """The issue's words: ``xwatch compare demo --modes native,outmode`` headless, the
+    built-in torch workers on the CPU, a short phase each."""
+    out = tmp_path / "out"
+    r = run_xwatch("compare", "demo", "--modes", "native,outmode", "--duration", "3",
+                   "--device", "cpu", "--telemetry", "off", "--export", str(out),
+                   env=outmode.env(tmp_path / "site"), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    snap = load_snapshot(out / "snapshot.json")
+    assert [p.mode for p in snap.phases] == ["native", "outmode"]
+    assert snap.phases[1].proof == {"high": "engaged", "low": "engaged"}
+    assert "OutMode vs native" in r.stdout
