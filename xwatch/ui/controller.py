@@ -29,10 +29,10 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes import registry
-from xwatch.core.modes.base import NATIVE, XSCHED, ModeBackend
+from xwatch.core.modes.base import NATIVE, ModeBackend
 from xwatch.core.modes.base import label as mode_label
 from xwatch.core.modes.contract import Control
-from xwatch.core.plans.calibrate import calibrate_steps
+from xwatch.core.plans.calibrate import CALIBRATED, calibrate_steps
 from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
 from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
@@ -230,10 +230,10 @@ class SessionController:
             return
         assert self.runner is not None and self.driver is not None
         scen = self.driver.scen
-        reason = self.runner.can_run(XSCHED)
+        reason = self.runner.can_run(CALIBRATED)
         if reason:
-            self.app.notify(reason, title="Calibrate needs XSched", severity="warning",
-                            timeout=10, markup=False)
+            self.app.notify(reason, title=f"Calibrate needs {mode_label(CALIBRATED)}",
+                            severity="warning", timeout=10, markup=False)
             return
         try:
             steps = calibrate_steps(scen)
