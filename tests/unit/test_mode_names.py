@@ -5,9 +5,9 @@ comments or docstrings), capped so the count only goes down; the plumbing that r
 phases, plans and the command line (``PLUMBING``) names no mode at all, and probes no
 backend with ``hasattr``/``getattr``.
 
-Issue 66 counted 47 modules naming XSched and 36 naming MPS at 021cf77 (this count: 58
-and 44 at d8138a9, which counts the ``modes`` package and the worker too); its target is
-12 each. What is left is the snapshot's and the scenario's own fields (``model/``,
+Issue 66 counted 47 modules naming XSched and 36 naming MPS at 021cf77 (this count: 52
+and 38 there, 58 and 44 at d8138a9, 46 and 31 once the contract took the plumbing's);
+its target is 12 each. What is left is the snapshot's and the scenario's own fields (``model/``,
 ``scenario/``), the engine's and the report's readers of them, XSched's fork support in
 the worker, and the dashboard's help and control screens."""
 
