@@ -38,19 +38,6 @@ class ModeError(XwatchError):
     title = "Mode unavailable"
 
 
-class XschedError(ModeError):
-    """An XSched install is missing files, or xserver would not start."""
-
-    title = "XSched problem"
-
-
-class MpsError(ModeError):
-    """MPS cannot run here: no control tool, a GPU mode MPS cannot use, a daemon
-    already serving the GPU, or the phase's daemon would not start."""
-
-    title = "MPS problem"
-
-
 class TelemetryError(XwatchError):
     """A telemetry backend was asked for explicitly and cannot run."""
 

@@ -57,7 +57,10 @@ async def measure(scenario_ref: str, seconds: float, profile: str | None = None,
         from xwatch.core.mps.controller import backend_from_args as mps_backend
         mps, _ = mps_backend(scen, explicit=True)
     kw = {} if proc_interval is None else {"telemetry_proc_interval": proc_interval}
-    app = make_app(scen, telemetry=telemetry, xsched=backend, mps=mps, mode=mode, **kw)
+    from xwatch.core.plans.options import Backends
+
+    app = make_app(scen, telemetry=telemetry, backends=Backends.of(backend, mps), mode=mode,
+                   **kw)
     me = psutil.Process()
     async with app.run_test(size=size) as pilot:
         # models load, warm up (XSched: preflight too): wait until every workload has

@@ -40,32 +40,17 @@ from xwatch.ui.app import make_app
 def _setup(a: argparse.Namespace) -> dict[str, Any]:
     """The app's arguments as ``xwatch run`` makes them: its parser, its scenario
     overrides (--device, --gpus) and its XSched/MPS backends with their checks."""
-    from xwatch.cli.checks import (
-        check_box,
-        check_devices,
-        mps_backend_of,
-        platforms_of,
-        scenario_of,
-        xsched_backend_of,
-    )
+    from xwatch.cli.checks import backends_of, check_devices, scenario_of
     from xwatch.cli.parser import build_parser
-    from xwatch.errors import UsageError
 
     argv = ["run", a.scenario, "--mode", a.mode, "--telemetry", a.telemetry]
     argv += [f"--{k}={v}" for k, v in (("device", a.device), ("gpus", a.gpus),
                                        ("xsched", a.xsched)) if v]
     args = build_parser().parse_args(argv)
     scen = scenario_of(args)
-    xs = xsched_backend_of(args, scen)
-    if a.mode == "xsched":
-        if xs is None:
-            raise UsageError("--mode xsched needs --xsched ROOT or XSCHED_HOME")
-        xs.install.check(platforms_of(scen))
-        check_box(xs, scen)
-    mps, mps_why = mps_backend_of(args, scen, explicit=a.mode == "mps")
+    backends = backends_of(args, scen, [a.mode])  # a mode that cannot run: refused
     check_devices(scen)
-    return {"scenario": scen, "mode": a.mode, "telemetry": a.telemetry, "xsched": xs,
-            "mps": mps, "mps_unavailable": mps_why}
+    return {"scenario": scen, "mode": a.mode, "telemetry": a.telemetry, "backends": backends}
 
 
 async def main() -> None:

@@ -100,7 +100,9 @@ async def main(argv: list[str] | None = None) -> int:
         if xs is None:
             ap.error("--modes has xsched: give --xsched ROOT (or XSCHED_ROOT)")
     session = Session(scen)
-    runner = Runner(scen, session, xsched=xs, mps=mps)
+    from xwatch.core.plans.options import Backends
+
+    runner = Runner(scen, session, backends=Backends.of(xs, mps))
     switches: list[dict[str, Any]] = []
     try:
         await runner.start_phase(modes[0])

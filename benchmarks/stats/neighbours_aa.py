@@ -172,7 +172,7 @@ def main(argv: list[str]) -> int:
         return EXIT_GATE if bad or blind else EXIT_OK
 
     opts = Options(export=str(out / "session"), telemetry=a.telemetry)
-    driver = Driver(scen, opts, Backends(xs, mps, why))
+    driver = Driver(scen, opts, Backends.of(xs, mps, unavailable={"mps": why} if why else None))
     return asyncio.run(driver.run(Plan([alone, beside], rounds=rounds, finish=finish,
                                        floors=False, tolerant=True)))
 

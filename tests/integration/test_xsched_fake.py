@@ -205,10 +205,10 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
     """Live control against an install of each numbering: CFS is 10 in 1.2 and 9 in
     49079bc's 1.0.0, read from the install, set and read back; SPUP, which 1.2 lists
     but cannot create, is refused before anything is sent."""
+    from xwatch.core.plans.options import Backends
     from xwatch.core.plans.runner import Runner
     from xwatch.core.xsched.controller import XschedController
-    from xwatch.core.xsched.install import XschedInstall
-    from xwatch.errors import XschedError
+    from xwatch.core.xsched.install import XschedError, XschedInstall
     from xwatch.scenario import load_scenario
 
     install = make_install(tmp_path / f"xs-{version}", platforms=("hip",), version=version)
@@ -216,7 +216,7 @@ def test_live_hint_policy_and_config(tmp_path: Path, version: str, cfs: int) -> 
 
     async def go() -> dict[str, object]:
         ctl = XschedController(XschedInstall(install, "test"), sc, poll_s=0.1)
-        runner = Runner(sc, xsched=ctl)
+        runner = Runner(sc, backends=Backends.of(ctl))
         phase = await runner.start_phase("xsched")
         try:
             for _ in range(100):
@@ -267,18 +267,18 @@ def test_hung_xserver_is_named(tmp_path: Path, install: Path) -> None:
     check is bypassed (the install's table claims SPUP can be created) to get there."""
     import dataclasses
 
+    from xwatch.core.plans.options import Backends
     from xwatch.core.plans.runner import Runner
     from xwatch.core.xsched.controller import XschedController
-    from xwatch.core.xsched.install import XschedInstall
+    from xwatch.core.xsched.install import XschedError, XschedInstall
     from xwatch.core.xsched.meta import read_meta
-    from xwatch.errors import XschedError
     from xwatch.scenario import load_scenario
 
     sc = load_scenario(str(scen(tmp_path, duration=30)))
 
     async def go() -> tuple[str, str | None, bool]:
         ctl = XschedController(XschedInstall(install, "test"), sc, poll_s=0.1)
-        runner = Runner(sc, xsched=ctl)
+        runner = Runner(sc, backends=Backends.of(ctl))
         await runner.start_phase("xsched")
         try:
             meta = read_meta(install)

@@ -16,6 +16,7 @@ from tests.conftest import PY, WORKLOADS
 from tests.helpers.fake_xsched import calls, have_cc, make_install, pid_alive, xserver_pid
 from tests.helpers.procs import wait_gone
 from xwatch.core.export.snapshot import load_snapshot
+from xwatch.core.plans.options import Backends
 from xwatch.scenario import load_scenario
 from xwatch.ui.app import XwatchApp, make_app
 from xwatch.ui.screens.control import ControlScreen
@@ -105,7 +106,7 @@ async def test_at_80x24_the_footer_keeps_help_and_quit_and_the_table_its_rates()
             return {a for a, k in keys.items() if k.display and k.region.width > 0
                     and k.region.right <= 80}
 
-        await wait_for(lambda: {"help", "quit", "toggle_mode", "restart"} <= shown(), pilot)
+        await wait_for(lambda: {"help", "quit", "mode_on_off('xsched')", "restart"} <= shown(), pilot)
         assert not keys["control"].display  # a spare key
         assert table.region.right <= 80
         header = table.render_line(0).text
@@ -250,7 +251,7 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
     scen = load_scenario(str(live_scenario(tmp_path, extra=f'[xsched]\nplatform = "hip"\n'
                                                               f"port = {port}\n")))
     ctl = XschedController(XschedInstall(inst, "--xsched"), scen, poll_s=0.2)
-    app = make_app(scen, telemetry="off", xsched=ctl)
+    app = make_app(scen, telemetry="off", backends=Backends.of(ctl))
     notes = record_notes(app)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(lambda: app.session and app.session.current and all(  # type: ignore[truthy-function]
@@ -295,7 +296,7 @@ async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
     record = tmp_path / "cmds.txt"
     os.environ["FAKE_MPS_RECORD"] = str(record)
     scen = load_scenario(str(live_scenario(tmp_path)))
-    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3))
+    app = make_app(scen, telemetry="off", backends=Backends.of(MpsController(str(tool), scen, poll_s=0.3)))
     notes = record_notes(app)
     try:
         async with app.run_test(size=(120, 36)) as pilot:
@@ -324,7 +325,8 @@ async def test_m_into_mps_live_control_and_back(tmp_path: Path) -> None:
             await app.action_quit()
     finally:
         os.environ.pop("FAKE_MPS_RECORD", None)
-    plain = make_app(scen, telemetry="off", mps_unavailable="MPS mode needs an NVIDIA GPU (test)")
+    plain = make_app(scen, telemetry="off", backends=Backends(
+        unavailable={"mps": "MPS mode needs an NVIDIA GPU (test)"}))
     notes = record_notes(plain)
     async with plain.run_test(size=(120, 36)) as pilot:
         await wait_for(lambda: plain.session and plain.session.current is not None, pilot)  # type: ignore[truthy-function]
@@ -346,7 +348,7 @@ async def test_a_repeats_the_last_a_b_and_the_answer_is_over_runs(tmp_path: Path
     tool = make_tool(tmp_path / "bin")
     os.environ["FAKE_MPS_RECORD"] = str(tmp_path / "cmds.txt")
     scen = load_scenario(str(live_scenario(tmp_path, duration=1)))
-    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3))
+    app = make_app(scen, telemetry="off", backends=Backends.of(MpsController(str(tool), scen, poll_s=0.3)))
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             done = lambda k: len([p for p in app.session.phases  # noqa: E731  # type: ignore[union-attr]
@@ -385,7 +387,7 @@ async def test_shift_a_races_to_the_cheapest_setting_live(tmp_path: Path) -> Non
     f = two(tmp_path, 1, hi=producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"),
             lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 3')
     scen = load_scenario(str(f))
-    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
+    app = make_app(scen, telemetry="off", backends=Backends.of(MpsController(str(tool), scen, poll_s=0.3)),
                    autostart=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -423,7 +425,7 @@ async def test_shift_a_races_over_the_gpus_that_gpus_names(tmp_path: Path) -> No
     f = two(tmp_path, 1, hi=producer(40, "--add-ms-if-env", "CUDA_MPS_CLIENT_PRIORITY:3"),
             lo=producer(20), top='[slo]\nworkload = "high"\npercentile = 90\nlatency_ms = 3')
     scen = load_scenario(str(f)).with_overrides(gpus=(0, 1))
-    app = make_app(scen, telemetry="off", mps=MpsController(str(tool), scen, poll_s=0.3),
+    app = make_app(scen, telemetry="off", backends=Backends.of(MpsController(str(tool), scen, poll_s=0.3)),
                    autostart=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

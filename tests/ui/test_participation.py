@@ -16,6 +16,7 @@ from textual.widgets import TabbedContent
 from tests.helpers.fake_xsched import have_cc, make_install
 from tests.helpers.scenarios import producer, two
 from tests.ui.test_app import wait_for
+from xwatch.core.plans.options import Backends
 from xwatch.scenario import load_scenario
 from xwatch.ui.app import XwatchApp, make_app
 from xwatch.ui.widgets.status import AlertBar
@@ -54,7 +55,8 @@ async def test_a_workload_xsched_does_not_schedule_is_named_on_the_main_screen(
             lo_extra='[workload.xsched]\nenv = { FAKE_XQUEUE_READY = "never" }')
     scen = load_scenario(str(f))
     app = make_app(scen, telemetry="off", mode="xsched",
-                   xsched=XschedController(XschedInstall(inst, "--xsched"), scen, poll_s=0.1))
+                   backends=Backends.of(XschedController(XschedInstall(inst, "--xsched"), scen,
+                                                       poll_s=0.1)))
     async with app.run_test(size=(120, 36)) as pilot:
         await _named_within(app, pilot, "low", "XSched is not scheduling it")
         bar = app.query_one(AlertBar)
@@ -75,7 +77,7 @@ async def test_a_workload_outside_mps_is_named_on_the_main_screen(tmp_path: Path
     f = two(tmp_path, 60, lo_extra='[workload.mps]\nenv = { FAKE_MPS_OUTSIDE = "1" }')
     scen = load_scenario(str(f))
     app = make_app(scen, telemetry="off", mode="mps",
-                   mps=MpsController(str(tool), scen, poll_s=0.3))
+                   backends=Backends.of(MpsController(str(tool), scen, poll_s=0.3)))
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             took = await _named_within(app, pilot, "low", "MPS is not serving it")

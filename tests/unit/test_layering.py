@@ -43,7 +43,7 @@ MAY_IMPORT = {
     # the session's life both front ends share (``core/host.py``), under the plans
     "host": {*LEAVES, "model", "scenario", "engine", "modes", "telemetry", "analysis", "export"},
     "plans": {*LEAVES, "model", "scenario", "engine", "modes", "xsched", "mps", "telemetry",
-              "analysis", "export", "host"},
+              "analysis", "export", "host"},  # xsched, mps: only as MODE_IMPORTS_ALLOWED says
 }
 
 
@@ -214,6 +214,53 @@ MAY_NOT_IMPORT = {
                                     "xwatch.core.export.sections", "xwatch.core.export.sessions",
                                     "xwatch.core.export.render", "xwatch.scenario"),
 }
+
+
+#: the mode packages, reached by everything else through the registry (by name)
+MODE_PACKAGES = ("xwatch.core.xsched", "xwatch.core.mps")
+#: the exceptions, each with its reason
+MODE_IMPORTS_ALLOWED = {
+    # XSched's install checks: doctor's own lines (python, torch, GPUs, XSched)
+    "xwatch.cli.doctor": "xwatch.core.xsched",
+    # the one retry of a phase whose xserver died before its first measured second
+    "xwatch.core.plans.driver": "xwatch.core.xsched.leave.retry",
+    # XSched's dashboard tab (``Mode.tab``), which lives with the UI: a crash's exit code
+    "xwatch.ui.widgets.panels": "xwatch.core.xsched.engagement",
+}
+
+
+def mode_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a mode package from outside it, the allowed ones left out."""
+    bad = []
+    for mod, deps in graph.items():
+        own = next((p for p in MODE_PACKAGES if mod == p or mod.startswith(p + ".")), None)
+        for d in sorted(deps):
+            theirs = next((p for p in MODE_PACKAGES if d == p or d.startswith(p + ".")), None)
+            if theirs is None or theirs == own:
+                continue
+            allowed = MODE_IMPORTS_ALLOWED.get(mod)
+            if allowed is None or not (d == allowed or d.startswith(allowed + ".")):
+                bad.append(f"{mod} -> {d}")
+    return sorted(bad)
+
+
+def test_modes_are_reached_through_the_registry() -> None:
+    """Nothing outside a mode's package imports it (the registry loads each by its
+    ``module:attr`` reference); the contract and the registry import no mode."""
+    assert mode_imports(import_graph()) == []
+    graph = import_graph()
+    for core in ("xwatch.core.modes.contract", "xwatch.core.modes.registry"):
+        assert not any(d.startswith(MODE_PACKAGES) for d in graph[core])
+
+
+def test_mode_imports_finds_a_planted_one() -> None:
+    graph = {"xwatch.core.plans.runner": {"xwatch.core.xsched.preflight"},
+             "xwatch.core.xsched.controller": {"xwatch.core.xsched.env"},
+             "xwatch.core.mps.controller": {"xwatch.core.xsched"},
+             "xwatch.cli.doctor": {"xwatch.core.xsched.meta", "xwatch.core.mps.control"}}
+    assert mode_imports(graph) == ["xwatch.cli.doctor -> xwatch.core.mps.control",
+                                   "xwatch.core.mps.controller -> xwatch.core.xsched",
+                                   "xwatch.core.plans.runner -> xwatch.core.xsched.preflight"]
 
 
 def test_sub_folders_import_one_way() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import random
-from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -22,6 +21,7 @@ from xwatch.core.analysis.stats.runs import t_ppf
 from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.plans import box
+from xwatch.core.plans.options import Backends
 
 #: the snapshot record of OBJ (what advise writes)
 SLO = M.Slo(workload="high", metric="P99", percentile=99.0, latency_ms=10.0)
@@ -365,40 +365,52 @@ def test_more_candidates_than_gpus_fill_phases_and_rotate() -> None:
     assert all(on[1][c] != on[2][c] for c in on[1])
 
 
-def _xs(policy: str = "HPF", port: int = 50000) -> Any:
+def _xs(policy: str = "HPF", port: int = 50000, preflight: bool = True) -> Any:
+    """An XSched backend whose xserver would run ``policy`` on ``port``."""
     import dataclasses
+    from pathlib import Path
 
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
     from xwatch.scenario import XschedSettings
-    sc = SimpleNamespace(xsched=dataclasses.replace(XschedSettings(), policy=policy, port=port))
-    return SimpleNamespace(scenario=sc, install=SimpleNamespace(root="/opt/xsched"),
-                           preflight=True)
+
+    sc = dataclasses.replace(_two_workloads(), xsched=dataclasses.replace(
+        XschedSettings(), policy=policy, port=port))
+    return XschedController(XschedInstall(Path("/opt/xsched"), "test"), sc,
+                            preflight=preflight)
+
+
+def _mps(tool: str = "/t", preflight: bool = False) -> Any:
+    from xwatch.core.mps.controller import MpsController
+
+    return MpsController(tool, _two_workloads(), preflight=preflight)
 
 
 def test_candidates_that_differ_in_an_xserver_wide_setting_never_share_a_phase() -> None:
     """XSched: one xserver, one policy for every GPU; per-process settings (threshold,
     batch size) may differ within a phase, the policy or port may not."""
-    es = [box.Entry("th2", XSCHED, box.phase_wide(XSCHED, _xs())),
-          box.Entry("th8", XSCHED, box.phase_wide(XSCHED, _xs())),
-          box.Entry("hpf-other-port", XSCHED, box.phase_wide(XSCHED, _xs(port=50001))),
-          box.Entry("cbs", XSCHED, box.phase_wide(XSCHED, _xs("CBS"))),
+    es = [box.Entry("th2", XSCHED, box.phase_wide(_xs())),
+          box.Entry("th8", XSCHED, box.phase_wide(_xs())),
+          box.Entry("hpf-other-port", XSCHED, box.phase_wide(_xs(port=50001))),
+          box.Entry("cbs", XSCHED, box.phase_wide(_xs("CBS"))),
           box.Entry("native", NATIVE)]
     for rnd in (1, 2, 3):
         phases = box.layout(es, [0, 1, 2, 3], rnd)
         groups = sorted(sorted(lb for lb, _ in p.placed) for p in phases)
         assert groups == [["cbs"], ["hpf-other-port"], ["native"], ["th2", "th8"]]
     # planted: a rule that ignored the policy would put cbs beside th2
-    assert box.phase_wide(XSCHED, _xs("CBS")) != box.phase_wide(XSCHED, _xs())
+    assert box.phase_wide(_xs("CBS")) != box.phase_wide(_xs())
 
 
 def test_mps_client_settings_share_a_phase_a_daemon_wide_one_never() -> None:
     """MPS: one control daemon for the phase; each client's priority, SM share and pinned
     memory limit come from its own environment (``box_scenario`` gives each copy its
     candidate's), the daemon (its tool) is one."""
-    mps_a = SimpleNamespace(tool="/usr/bin/nvidia-cuda-mps-control", preflight=True)
-    mps_b = SimpleNamespace(tool="/opt/other/nvidia-cuda-mps-control", preflight=True)
-    es = [box.Entry("sm100", MPS, box.phase_wide(MPS, mps_a)),
-          box.Entry("sm50", MPS, box.phase_wide(MPS, mps_a)),
-          box.Entry("other-daemon", MPS, box.phase_wide(MPS, mps_b))]
+    mps_a = _mps("/usr/bin/nvidia-cuda-mps-control", preflight=True)
+    mps_b = _mps("/opt/other/nvidia-cuda-mps-control", preflight=True)
+    es = [box.Entry("sm100", MPS, box.phase_wide(mps_a)),
+          box.Entry("sm50", MPS, box.phase_wide(mps_a)),
+          box.Entry("other-daemon", MPS, box.phase_wide(mps_b))]
     phases = box.layout(es, [0, 1], 1)
     assert sorted(sorted(lb for lb, _ in p.placed) for p in phases) == \
         [["other-daemon"], ["sm100", "sm50"]]
@@ -430,11 +442,10 @@ def test_advise_sets_mps_and_xsched_keys_together_each_on_its_own_mode() -> None
     from xwatch.errors import UsageError
 
     scen = _two_workloads()
-    xs = SimpleNamespace(install=SimpleNamespace(root="/x"), poll_s=0.1, preflight=False)
-    mp = SimpleNamespace(tool="/t", preflight=False)
+    xs, mp = _xs(preflight=False), _mps()
     plan = plan_candidates(scen, OBJ, [NATIVE, MPS, XSCHED],
                            ["low.mps.active_thread_percentage=100,50", "low.threshold=2,8"],
-                           xs, mp)
+                           Backends.of(xs, mp))
     got = {(c.mode, tuple(sorted(c.settings.items()))) for c, _ in plan}
     assert got == {(NATIVE, ()),
                    (MPS, (("low.mps.active_thread_percentage", 100),)),
@@ -446,10 +457,11 @@ def test_advise_sets_mps_and_xsched_keys_together_each_on_its_own_mode() -> None
             assert low.xsched.threshold in (2, 8) and low.mps.active_thread_percentage is None
     with pytest.raises(UsageError, match="is an MPS key, but --modes native,xsched races no mps"):
         plan_candidates(scen, OBJ, [NATIVE, XSCHED],
-                        ["low.mps.active_thread_percentage=50", "low.threshold=2"], xs, mp)
+                        ["low.mps.active_thread_percentage=50", "low.threshold=2"],
+                        Backends.of(xs, mp))
     with pytest.raises(UsageError, match="is an XSched key, but xsched is skipped here: no "
                                          "XSched install"):
-        plan_candidates(scen, OBJ, [NATIVE, MPS], ["low.threshold=2"], xs, mp,
+        plan_candidates(scen, OBJ, [NATIVE, MPS], ["low.threshold=2"], Backends.of(xs, mp),
                         {XSCHED: "no XSched install"})
 
 
@@ -461,10 +473,10 @@ def test_a_box_round_runs_each_candidate_on_its_gpu_and_records_it() -> None:
 
     scen = _two_workloads((0, 1))
     obj = Objective("high", Metric.parse("P90"), 10.0)
-    mp = SimpleNamespace(tool="/t", preflight=False)
+    mp = _mps()
     plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100,50"],
-                           None, mp)
-    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, mps=mp)
+                           Backends.of(mp))
+    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, backends=Backends.of(mp))
     gpus_of: dict[str, list[int]] = {}
     for _ in range(2):
         phases = rc.round()
@@ -494,9 +506,9 @@ def test_fill_packs_the_issues_round_into_one_phase_on_four_gpus() -> None:
     """Issue 58's round 3 (native; mps sm=50%; two XSched settings) took three phases with
     2 or 3 of 4 GPUs idle in each: with ``mix`` it is one phase, every GPU busy, one
     candidate a GPU, each mode's copies under its own backend."""
-    es = [box.Entry("native", NATIVE), box.Entry("mps50", MPS, box.phase_wide(MPS, SimpleNamespace(
-        tool="/t", preflight=True))), box.Entry("th8", XSCHED, box.phase_wide(XSCHED, _xs())),
-        box.Entry("th2", XSCHED, box.phase_wide(XSCHED, _xs()))]
+    es = [box.Entry("native", NATIVE), box.Entry("mps50", MPS, box.phase_wide(_mps(
+        preflight=True))), box.Entry("th8", XSCHED, box.phase_wide(_xs())),
+        box.Entry("th2", XSCHED, box.phase_wide(_xs()))]
     seen: dict[str, set[int]] = {}
     for rnd in range(1, 5):
         phases = box.layout(es, [0, 1, 2, 3], rnd, fill=True, mix=True)
@@ -520,8 +532,8 @@ def test_fill_packs_the_issues_round_into_one_phase_on_four_gpus() -> None:
 def test_mix_keeps_one_daemon_per_mode_a_phase() -> None:
     """Two XSched groups (different policies) never share a phase, even with room;
     native joins any phase."""
-    es = [box.Entry("hpf", XSCHED, box.phase_wide(XSCHED, _xs())),
-          box.Entry("cbs", XSCHED, box.phase_wide(XSCHED, _xs("CBS"))),
+    es = [box.Entry("hpf", XSCHED, box.phase_wide(_xs())),
+          box.Entry("cbs", XSCHED, box.phase_wide(_xs("CBS"))),
           box.Entry("native", NATIVE)]
     phases = box.layout(es, [0, 1, 2, 3], 1, fill=True, mix=True)
     assert sorted(sorted(p.labels) for p in phases) == [["cbs"], ["hpf", "native"]]
@@ -536,10 +548,11 @@ def test_a_mixed_race_phase_and_a_spread_run_are_recorded_over_their_copies() ->
 
     scen = _two_workloads((0, 1, 2))
     obj = Objective("high", Metric.parse("P90"), 10.0)
-    mp = SimpleNamespace(tool="/t", preflight=False)
+    mp = _mps()
     plan = plan_candidates(scen, obj, [NATIVE, MPS], ["low.mps.active_thread_percentage=100"],
-                           None, mp)
-    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, mps=mp, mix=True)
+                           Backends.of(mp))
+    rc = Race(scen, obj, plan, 600.0, say=lambda _: None, backends=Backends.of(mp),
+              mix=True)
     (placed, step), = rc.round()
     assert step.mode == "native+mps" and step.copy_modes is not None
     assert step.backends is not None and set(step.backends) == {NATIVE, MPS}

@@ -27,10 +27,15 @@ def _scen(gpus: tuple[int, ...]) -> Scenario:
 
 def _backend(policy_of: Any = lambda sc: "HPF") -> Any:
     """What ``phase_wide`` reads of an XSched backend; the policy from the scenario."""
+    from pathlib import Path
+
+    from xwatch.core.xsched.controller import XschedController
+    from xwatch.core.xsched.install import XschedInstall
+
     def make(sc: Scenario) -> Any:
         xs = dataclasses.replace(sc.xsched, policy=policy_of(sc))
-        return SimpleNamespace(scenario=SimpleNamespace(xsched=xs), preflight=True,
-                               install=SimpleNamespace(root="/opt/xsched"), built_for=sc)
+        return XschedController(XschedInstall(Path("/opt/xsched"), "test"),
+                                dataclasses.replace(sc, xsched=xs))
     return make
 
 
@@ -65,7 +70,7 @@ def test_settings_side_by_side_rotated_native_alone(gpus: tuple[int, ...]) -> No
                 on = st.label.split(f"{lb} @GPU", 1)[1].split(" |")[0].split(",")
                 assert str(g) in on, st.label  # every GPU named, one a setting or several
                 # the phase's backend gives that GPU's copy its own threshold
-                wl = st.backend.built_for.workload(f"low@{g}")
+                wl = st.backend.scenario.workload(f"low@{g}")
                 assert wl.xsched.threshold == settings[[setting_label(s) for s in
                                                         settings].index(lb)]["low"]["threshold"]
         assert sorted(set(labels)) == sorted(setting_label(s) for s in settings)

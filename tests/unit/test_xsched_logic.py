@@ -15,8 +15,8 @@ from xwatch.core.engine.launch import build_launch
 from xwatch.core.xsched.client import validate_config
 from xwatch.core.xsched.engagement import QueueStats, engagement
 from xwatch.core.xsched.env import queue_params, xsched_env
-from xwatch.core.xsched.install import XschedInstall
-from xwatch.errors import UsageError, XschedError
+from xwatch.core.xsched.install import XschedError, XschedInstall
+from xwatch.errors import UsageError
 from xwatch.scenario import Workload, WorkloadXsched, load_scenario
 
 INST = XschedInstall(Path("/opt/xsched"), "--xsched")
@@ -303,8 +303,8 @@ def test_drained_polls_count_outages_deaths_and_bad_answers_in_order(tmp_path: P
     from collections import deque
 
     from xwatch.core.xsched.client import XQueueRow
+    from xwatch.core.xsched.install import XschedError
     from xwatch.core.xsched.xqueues.polling import Answer, Fails, Poll
-    from xwatch.errors import XschedError
 
     ctl, s, ph, stats = _controller_in_phase(tmp_path)
     runs = [("high", (11,), "running", 5), ("low", (22,), "running", 0)]

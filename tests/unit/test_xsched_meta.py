@@ -13,8 +13,9 @@ import tomllib
 from tests.helpers.fake_xsched import RELEASES, write_meta
 from xwatch.core.xsched.compat import check_policy, check_scenario, unknown_settings
 from xwatch.core.xsched.engagement import EXIT_CRASH, probe_verdict
+from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.meta import parse_policy_enum, parse_version, read_meta, short_name
-from xwatch.errors import ScenarioError, XschedError
+from xwatch.errors import ScenarioError
 from xwatch.scenario import parse_scenario
 
 # 49079bc's header has a preprocessor line and comments inside the enum

@@ -1,28 +1,23 @@
 """What a command asks for, read and checked before anything starts, so a typo never
 costs a run: the scenario with the command line's overrides (``--duration``,
 ``--device``, ``--gpus``, ``--server``, joins), the modes, the export folder, the
-GPUs, an explicit telemetry backend, another session's xserver, and the XSched and
-MPS backends."""
+GPUs, an explicit telemetry backend, and the modes' backends (each mode configures
+its own and checks what it can before anything starts: ``ModeBackend.check_now``)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import sys
-from typing import TYPE_CHECKING
 
 from xwatch.cli.parser import until_stopped
-from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.core.modes import registry
+from xwatch.core.modes.base import NATIVE, ModeBackend
+from xwatch.core.plans.options import Backends
 from xwatch.errors import UsageError
 from xwatch.scenario import (
     Scenario,
     load_scenario,
     parse_gpus,
 )
-
-if TYPE_CHECKING:
-    from xwatch.core.mps.controller import MpsController
-    from xwatch.core.xsched.controller import XschedController
 
 
 def scenario_of(args: argparse.Namespace) -> Scenario:
@@ -36,34 +31,37 @@ def scenario_of(args: argparse.Namespace) -> Scenario:
     gpus = parse_gpus(args.gpus) if args.gpus is not None else None
     duration = None if forever else args.duration
     scen = scen.with_overrides(duration_s=duration, device=args.device, gpus=gpus)
-    if args.join_xserver:
-        scen = dataclasses.replace(scen, xsched=dataclasses.replace(
-            scen.xsched, join=args.join_xserver))
-    if args.join_mps:
-        scen = dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
+    for mode in registry.modes():  # what the command line says of each mode (joins)
+        scen = mode.with_args(args, scen)
     return scen
 
 
 def modes_of(args: argparse.Namespace) -> list[str]:
     """The modes this command will run (checked before anything starts)."""
+    from xwatch.core.plans.advise import race_modes
+
     cmd = args.command
     if cmd == "compare":
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-        bad = [m for m in modes if m not in MODES]
+        names = registry.names()
+        bad = [m for m in modes if m not in names]
         if bad or not modes:
             raise UsageError(f"--modes {args.modes!r}: unknown mode {bad[0] if bad else ''!r}; "
-                             f"allowed: {', '.join(MODES)} (comma-separated, e.g. "
-                             "native,mps,xsched)")
+                             f"allowed: {', '.join(names)} (comma-separated, e.g. "
+                             f"{','.join(race_modes())})")
         if len(set(modes)) != len(modes):
             raise UsageError(f"--modes {args.modes!r} names a mode twice")
         if len(modes) < 2:
-            raise UsageError("compare needs at least two modes (e.g. --modes native,mps)")
+            raise UsageError("compare needs at least two modes (e.g. --modes "
+                             f"{','.join(race_modes()[:2])})")
         return modes
     if cmd == "calibrate":
         return ["native", args.mode]
-    if cmd == "sweep":
-        sets = " ".join(args.set)
-        return ["native", MPS if ".mps." in sets else XSCHED]
+    if cmd == "sweep":  # the mode of its first key (a key of no mode: refused later)
+        keys = [spec.partition("=")[0].partition(".")[2] for spec in args.set]
+        owner = next((o for k in keys if (o := registry.owner_of(k))), None) or \
+            next(m for m in registry.modes() if m.sweep_keys)
+        return [NATIVE, owner.name]
     if cmd == "noise":
         if args.repeat < 2:
             raise UsageError(f"noise needs --repeat 2 or more (got {args.repeat}): the "
@@ -148,32 +146,32 @@ def check_telemetry(choice: str) -> None:
         backend.close()
 
 
-def check_box(xs: XschedController, scen: Scenario) -> None:
-    """Another session's xserver on this machine: refused now, before anything starts
-    (or, joining it, its answer and policy checked)."""
-    from xwatch.core.xsched.compat import check_join
-
-    other = xs.other_xserver()
-    if other is not None:
-        change = check_join(xs.meta, scen, other)
-        print(f"xwatch: joining {other.describe()}", file=sys.stderr)
-        if change:
-            print(f"xwatch: WARNING: {change}", file=sys.stderr)
-
-
-def platforms_of(scen: Scenario) -> set[str]:
-    from xwatch.core.xsched.install import workload_platform
-    return {workload_platform(w, scen) for w in scen.workloads}
-
-
-def mps_backend_of(args: argparse.Namespace, scen: Scenario,
-                   explicit: bool) -> tuple[MpsController | None, str | None]:
-    """(backend, why not): asked for explicitly, what stops MPS is an error (exit 2)."""
-    from xwatch.core.mps.controller import backend_from_args
-    return backend_from_args(scen, preflight=not args.no_preflight, explicit=explicit)
+def backends_of(args: argparse.Namespace, scen: Scenario, modes: list[str],
+                wanted: list[str] | None = None, explicit: bool = True,
+                check: bool = True) -> Backends:
+    """The backends of the modes configured here (``wanted``: only these; None: every
+    registered mode, for the dashboard's keys), in the registry's order. A mode this
+    command runs (``modes``, with ``explicit``) that cannot run is an error; with
+    ``check``, each of them is checked now (``ModeBackend.check_now``)."""
+    configured: dict[str, ModeBackend] = {}
+    unavailable: dict[str, str] = {}
+    for mode in registry.modes():
+        if wanted is not None and mode.name not in wanted:
+            continue
+        backend, why = registry.configure(mode, args, scen,
+                                          explicit=explicit and mode.name in modes)
+        if backend is not None:
+            configured[mode.name] = backend
+            if check and mode.name in modes:
+                backend.check_now()
+        elif why:
+            unavailable[mode.name] = why
+    return Backends(configured, unavailable)
 
 
-def xsched_backend_of(args: argparse.Namespace, scen: Scenario) -> XschedController | None:
-    """The XSched backend (``--xsched``, else XSCHED_HOME, else the scenario's root)."""
-    from xwatch.core.xsched.controller import backend_from_args
-    return backend_from_args(args.xsched, scen, preflight=not args.no_preflight)
+def check_modes(backends: Backends, modes: list[str]) -> None:
+    """Each mode of ``modes`` configured here, checked before anything starts."""
+    for m in modes:
+        backend = backends.get(m)
+        if backend is not None:
+            backend.check_now()

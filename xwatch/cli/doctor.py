@@ -7,6 +7,7 @@ will be used.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import subprocess
@@ -223,8 +224,9 @@ def summary(results: list[Check]) -> str:
             f"{n['FAIL']} failed")
 
 
-def run_doctor(xsched_root: str | None, python: str | None) -> int:
-    results = checks(xsched_root, python)
+def run_doctor(args: argparse.Namespace) -> int:
+    """``xwatch doctor``: a line each, the summary, 1 when a check failed."""
+    results = checks(args.xsched, args.python)
     for c in results:
         print(c.line(), flush=True)
     print(summary(results))

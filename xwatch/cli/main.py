@@ -15,19 +15,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xwatch.cli.checks import (
-    check_box,
+    backends_of,
     check_devices,
     check_export,
+    check_modes,
     check_ports,
     check_telemetry,
     modes_of,
-    mps_backend_of,
-    platforms_of,
     scenario_of,
-    xsched_backend_of,
 )
 from xwatch.cli.parser import build_parser, options_of
-from xwatch.core.modes.base import MODES, MPS, XSCHED
+from xwatch.core.modes import registry
 from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import (
@@ -38,9 +36,7 @@ from xwatch.scenario import (
 
 if TYPE_CHECKING:
     from xwatch.core.export.prometheus import MetricsServer
-    from xwatch.core.mps.controller import MpsController
     from xwatch.core.plans.driver import Driver
-    from xwatch.core.xsched.controller import XschedController
     from xwatch.scenario import Scenario
 
 EXIT_FAILED = 1
@@ -137,7 +133,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return write_report_cli(args.snapshot, args.format, args.out)
     if cmd == "doctor":
         from xwatch.cli.doctor import run_doctor
-        return run_doctor(args.xsched, args.python)
+        return run_doctor(args)
     if cmd == "replay":
         from xwatch.core.export.snapshot import load_snapshot
         snap = load_snapshot(args.snapshot)
@@ -153,21 +149,14 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     opts = options_of(args)
     if opts.repeat < 1:
         raise UsageError(f"--repeat must be >= 1 (got {opts.repeat})")
-    xs = xsched_backend_of(args, scen)
-    if XSCHED in modes and xs is None:
-        raise UsageError(f"{cmd} with XSched needs an XSched install: --xsched ROOT or "
-                         "XSCHED_HOME", title="XSched not configured")
-    if xs is not None and XSCHED in modes:
-        xs.install.check(platforms_of(scen))
-        check_box(xs, scen)
-    mps = mps_backend_of(args, scen, explicit=MPS in modes)
+    backends = backends_of(args, scen, modes)
     check_telemetry(opts.telemetry)
     check_export(opts.export)
     check_devices(scen)
     check_ports(scen)
     metrics = _metrics(args)
     try:
-        return _run(cmd, args, dataclasses.replace(opts, metrics=metrics), scen, xs, mps,
+        return _run(cmd, args, dataclasses.replace(opts, metrics=metrics), scen, backends,
                     modes)
     finally:
         if metrics is not None:
@@ -177,27 +166,28 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def _race_modes(args: argparse.Namespace) -> tuple[bool, list[str]]:
     """A race's (advise's, capacity's) ``--modes`` (whether named, and which: each known,
     once) and ``--budget``, checked before anything starts."""
-    wanted = [m.strip() for m in (args.modes or "native,mps,xsched").split(",") if m.strip()]
-    bad = [m for m in wanted if m not in MODES]
+    from xwatch.core.plans.advise import race_modes
+
+    wanted = [m.strip() for m in (args.modes or ",".join(race_modes())).split(",")
+              if m.strip()]
+    names = registry.names()
+    bad = [m for m in wanted if m not in names]
     if bad or not wanted or len(set(wanted)) != len(wanted):
-        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(MODES)}, each once")
+        raise UsageError(f"--modes {args.modes!r}: allowed: {', '.join(names)}, each once")
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 minutes (got {args.budget:g})")
     return args.modes is not None, wanted
 
 
 def _race_backends(args: argparse.Namespace, scen: Scenario, wanted: list[str],
-                   explicit: bool) -> tuple[XschedController | None, MpsController | None,
-                                            str | None, list[str], dict[str, str]]:
+                   explicit: bool) -> tuple[Backends, list[str], dict[str, str]]:
     """A race's backends and the modes this box can run (one asked for by name that
-    cannot is an error): (XSched, MPS, why MPS cannot, modes, the skipped and why)."""
+    cannot is an error): (the backends, the modes, the skipped and why)."""
     from xwatch.core.plans.advise import usable_modes
 
-    xs = xsched_backend_of(args, scen) if XSCHED in wanted else None
-    mps_backend, mps_why = mps_backend_of(args, scen, explicit=explicit and MPS in wanted) \
-        if MPS in wanted else (None, None)
-    modes, skipped = usable_modes(wanted, explicit, xs, mps_backend, mps_why)
-    return xs, mps_backend, mps_why, modes, skipped
+    backends = backends_of(args, scen, wanted, wanted=wanted, explicit=explicit, check=False)
+    modes, skipped = usable_modes(wanted, explicit, backends)
+    return backends, modes, skipped
 
 
 def _advise(args: argparse.Namespace, scen: Scenario) -> int:
@@ -207,11 +197,9 @@ def _advise(args: argparse.Namespace, scen: Scenario) -> int:
 
     explicit, wanted = _race_modes(args)
     obj = objective(scen, args.slo)  # a missing or malformed objective: before anything
-    xs, mps_backend, mps_why, modes, skipped = _race_backends(args, scen, wanted, explicit)
-    if xs is not None and XSCHED in modes:
-        xs.install.check(platforms_of(scen))
-        check_box(xs, scen)
-    plan_candidates(scen, obj, modes, args.set, xs, mps_backend, skipped)  # --set errors now
+    backends, modes, skipped = _race_backends(args, scen, wanted, explicit)
+    check_modes(backends, modes)
+    plan_candidates(scen, obj, modes, args.set, backends, skipped)  # --set errors now
     check_telemetry(args.telemetry)
     check_export(args.export)
     check_devices(scen)
@@ -219,7 +207,7 @@ def _advise(args: argparse.Namespace, scen: Scenario) -> int:
     metrics = _metrics(args)
     try:
         return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped,
-                                      Backends(xs, mps_backend, mps_why)))
+                                      backends))
     finally:
         if metrics is not None:
             metrics.stop()
@@ -232,13 +220,10 @@ def _capacity(args: argparse.Namespace, scen: Scenario) -> int:
     from xwatch.core.plans.capacity import make_run, run_capacity
 
     explicit, wanted = _race_modes(args)
-    xs, mps_backend, mps_why, modes, skipped = _race_backends(args, scen, wanted, explicit)
-    backends = Backends(xs, mps_backend, mps_why)
+    backends, modes, skipped = _race_backends(args, scen, wanted, explicit)
     opts = options_of(args)
     make_run(scen, opts, modes, skipped, backends, say=lambda _: None)  # its errors now
-    if xs is not None and XSCHED in modes:
-        xs.install.check(platforms_of(scen))
-        check_box(xs, scen)
+    check_modes(backends, modes)
     check_telemetry(args.telemetry)
     check_export(args.export)
     check_devices(scen)
@@ -264,10 +249,7 @@ def _check_split(scen: Scenario, modes: list[str]) -> None:
 
 
 def _run(cmd: str, args: argparse.Namespace, opts: Options, scen: Scenario,
-         xs: XschedController | None, mps: tuple[MpsController | None, str | None],
-         modes: list[str]) -> int:
-    mps_backend, mps_why = mps
-    backends = Backends(xs, mps_backend, mps_why)
+         backends: Backends, modes: list[str]) -> int:
     if cmd == "compare" and opts.layout == "split":
         from xwatch.core.plans.box import split_rounds
         from xwatch.core.plans.driver import Driver, Plan, Step

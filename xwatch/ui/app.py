@@ -23,6 +23,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import RichLog, TabbedContent, TabPane
 
@@ -35,7 +36,7 @@ from xwatch.core.analysis.metric_view import (
 )
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
-from xwatch.core.modes.base import MPS, XSCHED, ModeBackend
+from xwatch.core.modes import registry
 from xwatch.core.plans.driver import Driver
 from xwatch.core.plans.options import Backends, Options
 from xwatch.scenario import Scenario, load_scenario
@@ -51,7 +52,6 @@ from xwatch.ui.widgets.panels import (
     GpuPanel,
     KernelLane,
     LaneStrip,
-    XschedPanel,
 )
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
@@ -109,6 +109,11 @@ class XwatchApp(App[int]):
         self._widget_errors: set[str] = set()
         self._chart_sig: tuple[object, ...] | None = None
         self._alerted: tuple[object, ...] = ()  # ``_states`` at the last snapshot
+        bound = {b.key for b in bindings() if isinstance(b, Binding)}
+        for mode in registry.modes():  # a mode from outside the tree: its key too
+            if mode.key is not None and mode.key not in bound:
+                self.bind(mode.key, f"mode_on_off({mode.name!r})",
+                          description=f"{mode.label} on/off", show=False)
 
     @property
     def session(self) -> Session | None:
@@ -140,8 +145,11 @@ class XwatchApp(App[int]):
                 yield AnswerPanel()
                 yield CalibrationPanel()
                 yield CompareTable()
-            with TabPane("XSched", id="xsched"), VerticalScroll(id="xsched-scroll"):
-                yield XschedPanel()
+            for mode in registry.modes():  # each mode's own tab (``Mode.tab``)
+                if mode.tab is not None:
+                    with TabPane(mode.label, id=mode.name), \
+                            VerticalScroll(id=f"{mode.name}-scroll"):
+                        yield registry.load_ref(mode.tab)(id=f"{mode.name}-panel")
             with TabPane("Logs", id="logs"):
                 yield RichLog(highlight=False, markup=False, wrap=True, max_lines=5000)
         yield KeysFooter()
@@ -269,10 +277,11 @@ class XwatchApp(App[int]):
             self._safe("compare", lambda: self.query_one(CompareTable).show(snap))
             self._safe("calibration", lambda: self.query_one(CalibrationPanel).show(snap))
             self._safe("answer", lambda: self.query_one(AnswerPanel).show(snap))
-        elif tab == "xsched":
+        elif (mode := registry.find(tab)) is not None and mode.tab is not None:
             runner = self.ctl.runner
-            reason = runner.can_run(XSCHED) if runner else None
-            self._safe("xsched", lambda: self.query_one(XschedPanel).show(snap, reason))
+            reason = runner.can_run(tab) if runner else None
+            panel: Any = self.query_one(f"#{tab}-panel")
+            self._safe(tab, lambda: panel.show(snap, reason))
         if force_charts and not self.paused and tab == "live":
             sig = _chart_signature(snap)
             if sig != self._chart_sig:  # new per-second rows or samples since the last draw
@@ -306,13 +315,9 @@ class XwatchApp(App[int]):
             self.query_one(RichLog).write(t)
 
     # ------------------------------------------------------------ actions
-    def action_toggle_mode(self) -> None:
-        """``x``: XSched on/off."""
-        self.ctl.switch(XSCHED)
-
-    def action_toggle_mps(self) -> None:
-        """``m``: MPS on/off."""
-        self.ctl.switch(MPS)
+    def action_mode_on_off(self, mode: str) -> None:
+        """A mode's key (``x``: XSched, ``m``: MPS): that mode on/off."""
+        self.ctl.switch(mode)
 
     def action_restart(self) -> None:
         self.ctl.restart()
@@ -408,13 +413,11 @@ class XwatchApp(App[int]):
 
 def make_app(scenario: Scenario | str | None = None, options: Options | None = None,
              replay: SessionSnapshot | None = None, replay_source: str | None = None,
-             backends: Backends | None = None, xsched: ModeBackend | None = None,
-             mps: ModeBackend | None = None, mps_unavailable: str | None = None,
-             **kw: Any) -> XwatchApp:
+             backends: Backends | None = None, **kw: Any) -> XwatchApp:
     """The one app factory (CLI and tests). ``scenario`` may be a name or path; the
     options come whole (``options``) or as their fields by name (``telemetry="off"``,
-    ``autostart=False``, ``export_dir`` for ``export``, ...); the backends whole
-    (``backends``) or as ``xsched``, ``mps``, ``mps_unavailable``."""
+    ``autostart=False``, ``export_dir`` for ``export``, ...); the modes' backends as
+    ``backends`` (``Backends.of(backend, ...)``)."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
     if scenario is None and replay is None:
@@ -426,8 +429,11 @@ def make_app(scenario: Scenario | str | None = None, options: Options | None = N
         raise TypeError(f"make_app: no option {', '.join(unknown)}; options: "
                         f"{', '.join(sorted(known))}")
     opts = Options(**kw) if options is None else options
-    return XwatchApp(scenario, opts, backends or Backends(xsched, mps, mps_unavailable),
-                     replay, replay_source)
+    if replay is not None:  # one loaded from a file has its answer; one built may not
+        from xwatch.core.analysis.answer.stored import with_answer
+
+        replay = with_answer(replay)
+    return XwatchApp(scenario, opts, backends or Backends(), replay, replay_source)
 
 
 __all__ = ["XwatchApp", "make_app"]

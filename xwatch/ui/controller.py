@@ -28,14 +28,15 @@ from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import PhaseSnapshot
-from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED
+from xwatch.core.modes import registry
+from xwatch.core.modes.base import NATIVE, ModeBackend
 from xwatch.core.modes.base import label as mode_label
-from xwatch.core.plans.calibrate import calibrate_steps
+from xwatch.core.modes.contract import Control
+from xwatch.core.plans.calibrate import CALIBRATED, calibrate_steps
 from xwatch.core.plans.driver import STOPPED, Driver, Race, Step, Stopped
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN
 from xwatch.core.plans.runner import OWN_ENDINGS, REFUSED, Ending, Runner
 from xwatch.errors import XwatchError
-from xwatch.ui.screens.control import ControlRequest, ControlScreen, MpsControlScreen
 
 
 class PlanSaid(Message):
@@ -85,9 +86,9 @@ class DashboardObserver:
         if ending == REFUSED:
             return
         if ending in OWN_ENDINGS:
-            self.app.notify(f"phase {phase.name} {phase.status}: x = XSched on/off, m = MPS "
-                            "on/off, r = rerun, s = snapshot", title="Phase complete",
-                            timeout=10)
+            keys = ", ".join(f"{m.key} = {m.label} on/off" for m in registry.modes() if m.key)
+            self.app.notify(f"phase {phase.name} {phase.status}: {keys}, r = rerun, s = "
+                            "snapshot", title="Phase complete", timeout=10)
         elif phase.status == "failed" and phase.error:
             self.app.notify(str(phase.error), title=f"Phase {phase.name} failed",
                             severity="error", timeout=15, markup=False)
@@ -159,7 +160,7 @@ class SessionController:
         assert self.driver is not None and self.driver.session is not None
         host = self.driver.host
         host.start_telemetry()
-        found = host.load_floors(MODES)
+        found = host.load_floors(registry.names())
         if found:
             self.driver.session.log("xwatch", "info", "noise floors: " + "; ".join(
                 f.describe() for f in found.values()))
@@ -228,10 +229,10 @@ class SessionController:
             return
         assert self.runner is not None and self.driver is not None
         scen = self.driver.scen
-        reason = self.runner.can_run(XSCHED)
+        reason = self.runner.can_run(CALIBRATED)
         if reason:
-            self.app.notify(reason, title="Calibrate needs XSched", severity="warning",
-                            timeout=10, markup=False)
+            self.app.notify(reason, title=f"Calibrate needs {mode_label(CALIBRATED)}",
+                            severity="warning", timeout=10, markup=False)
             return
         try:
             steps = calibrate_steps(scen)
@@ -285,15 +286,14 @@ class SessionController:
         ``--gpus``, each round spreads its candidates over those GPUs (``plans.box``)."""
         if self.not_live():
             return
-        from xwatch.core.plans.advise import make_race, objective
+        from xwatch.core.plans.advise import make_race, objective, race_modes
 
         assert self.runner is not None and self.driver is not None
         runner, scen, driver = self.runner, self.driver.scen, self.driver
-        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
-        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
+        skipped = {m: why for m in race_modes()[1:] if (why := runner.can_run(m))}
+        modes = [m for m in race_modes() if m not in skipped]
         try:
-            rc = make_race(scen, objective(scen, None), modes, [],
-                           runner.backends.get(XSCHED), runner.backends.get(MPS),
+            rc = make_race(scen, objective(scen, None), modes, [], runner.configured(),
                            DEFAULT_BUDGET_MIN, 0, skipped, say=driver.observer.say)
         except XwatchError as e:
             self.app.notify(str(e), title=e.title, severity="warning", timeout=10,
@@ -314,17 +314,17 @@ class SessionController:
         the Compare tab shows the progress and the answer."""
         if self.not_live():
             return
+        from xwatch.core.plans.advise import race_modes
         from xwatch.core.plans.capacity import make_run
-        from xwatch.core.plans.options import Backends, Options
+        from xwatch.core.plans.options import Options
 
         assert self.runner is not None and self.driver is not None
         runner, scen, driver = self.runner, self.driver.scen, self.driver
-        skipped = {m: why for m in (MPS, XSCHED) if (why := runner.can_run(m))}
-        modes = [NATIVE] + [m for m in (MPS, XSCHED) if m not in skipped]
+        skipped = {m: why for m in race_modes()[1:] if (why := runner.can_run(m))}
+        modes = [m for m in race_modes() if m not in skipped]
         try:
             cr = make_run(scen, Options(budget_min=DEFAULT_BUDGET_MIN), modes, skipped,
-                          Backends(runner.backends.get(XSCHED), runner.backends.get(MPS)),
-                          say=driver.observer.say)
+                          runner.configured(), say=driver.observer.say)
         except XwatchError as e:
             self.app.notify(str(e), title=e.title, severity="warning", timeout=10,
                             markup=False)
@@ -384,50 +384,37 @@ class SessionController:
                                   title="Snapshot written", timeout=10, markup=False)
 
     def control(self) -> None:
-        """``k``: live control of the running XSched (or MPS) phase, in a dialog."""
+        """``k``: live control of the running phase's mode (XSched's, MPS's), in its
+        control screen."""
         if self.not_live():
             return
         assert self.runner is not None and self.driver is not None
-        ctl = self.runner.xsched
         phase = self.runner.phase
-        if phase is not None and phase.mode == MPS and phase.t_end is None:
-            self.app.push_screen(MpsControlScreen(), self._on_control)
-            return
-        if ctl is None or phase is None or phase.mode != XSCHED or phase.t_end is not None:
-            self.app.notify("live control works while an XSched phase runs (press x first)"
-                            if ctl is not None else (self.runner.can_run(XSCHED) or ""),
-                            title="XSched control", severity="warning", timeout=8,
+        names = [w.name for w in self.driver.scen.workloads]
+        live = phase is not None and phase.t_end is None
+        backend = self.runner.backends.get(phase.mode) if live and phase else None
+        mode = registry.find(backend.mode) if backend is not None else None
+        controls = backend.controls() if backend is not None else None
+        if backend is None or mode is None or mode.control_screen is None or controls is None:
+            first = next(m for m in registry.modes() if m.control_screen and m.key)
+            ready = self.runner.backends.get(first.name) is not None
+            self.app.notify(f"live control works while an {first.label} phase runs (press "
+                            f"{first.key} first)" if ready else
+                            (self.runner.can_run(first.name) or ""),
+                            title=f"{first.label} control", severity="warning", timeout=8,
                             markup=False)
             return
-        names = [w.name for w in self.driver.scen.workloads]
-        pols = ctl.policy_names() if hasattr(ctl, "policy_names") else None
-        self.app.push_screen(ControlScreen(names, getattr(ctl, "policy", "HPF"), pols),
-                             self._on_control)
+        screen = registry.load_ref(mode.control_screen)
+        self.app.push_screen(screen(names, controls),
+                             lambda req: self._on_control(backend, mode.label, req))
 
-    def _on_control(self, req: ControlRequest | None) -> None:
+    def _on_control(self, backend: ModeBackend, title: str, req: Control | None) -> None:
         if req is not None:
-            self.spawn(self._do_control(req))
+            self.spawn(self._do_control(backend, title, req))
 
-    async def _do_control(self, req: ControlRequest) -> None:
-        assert self.runner is not None
-        ctl: Any = self.runner.xsched
+    async def _do_control(self, backend: ModeBackend, title: str, req: Control) -> None:
         try:
-            if req.action == "mps_threads":
-                mps: Any = self.runner.backends.get(MPS)
-                servers = await mps.set_active_thread_percentage(int(req.priority or 100))
-                self.app.notify(f"active thread percentage {req.priority} on MPS server(s) "
-                                f"{', '.join(map(str, servers))}", title="MPS", timeout=6)
-                return
-            if req.action == "priority":
-                n = await ctl.set_priority(req.workload, req.priority)
-                msg = f"{req.workload}: priority {req.priority} on {n} XQueue(s)"
-            elif req.action == "config":
-                n = await ctl.configure(req.workload, req.level, req.threshold, req.batch_size)
-                msg = f"{req.workload}: config applied to {n} XQueue(s)"
-            else:
-                await ctl.set_policy(req.policy)
-                msg = f"policy {req.policy}"
-            self.app.notify(msg, title="XSched", timeout=6)
+            self.app.notify(await backend.control(req), title=title, timeout=6)
         except XwatchError as e:
             self.app.notify(str(e), title=e.title, severity="error", timeout=12, markup=False)
 

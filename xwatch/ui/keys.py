@@ -21,9 +21,9 @@ class Key:
 
 KEYS = (
     Key("`x`", "stop every workload, switch NATIVE <-> XSCHED, restart them: a new phase",
-        (Binding("x", "toggle_mode", "XSched on/off"),)),
+        (Binding("x", "mode_on_off('xsched')", "XSched on/off"),)),
     Key("`m`", "the same for MPS (NVIDIA): NATIVE <-> MPS under a private control daemon",
-        (Binding("m", "toggle_mps", "MPS on/off"),)),
+        (Binding("m", "mode_on_off('mps')", "MPS on/off"),)),
     Key("`k` (MPS phase)", "the MPS server's active thread percentage, live"),
     Key("`r`", "restart every workload in the same mode: a new phase",
         (Binding("r", "restart", "Restart"),)),

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from xwatch.core.xsched.client import XserverClient, free_port
 from xwatch.core.xsched.compat import policy_problem
+from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.meta import read_meta
-from xwatch.errors import XschedError
 
 
 def main() -> int:

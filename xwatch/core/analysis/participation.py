@@ -34,6 +34,8 @@ from xwatch.scenario import Scenario
 
 #: the recorded verdicts that prove a workload took part, by mode
 TOOK_PART = {"xsched": frozenset({"engaged"}), "mps": frozenset({"in-mps"})}
+#: ... by a mode from outside the tree (``PhaseSnapshot.proof``)
+ENGAGED = frozenset({"engaged"})
 #: the recorded verdicts that leave it open (no effect verdict is claimed either way)
 UNDECIDED = frozenset({"pending", "unverified"})
 #: what the verdict means, said after the workload's name (the default stream's reason
@@ -163,7 +165,9 @@ def _verdict(p: PhaseSnapshot, name: str, mode: str) -> str | None:
             return None
         mw = p.mps.workloads.get(name)
         return "unrecorded" if mw is None else mw.status
-    return "native"
+    if mode == "native":
+        return "native"
+    return (p.proof or {}).get(name, "unrecorded")  # a mode from outside the tree
 
 
 def _reason(verdict: str, name: str, p: PhaseSnapshot, scenario: Scenario | None) -> str:
@@ -213,7 +217,7 @@ def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = N
             recorded = False
             continue
         bad = [(p, m, v) for p, m, v in verdicts
-               if v is not None and v != "native" and v not in TOOK_PART.get(m, ())]
+               if v is not None and v != "native" and v not in TOOK_PART.get(m, ENGAGED)]
         out = [b for b in bad if not _open(b[2])]  # decided: it did not take part
         if not out and len(bad) < len(verdicts):  # proven in a run, in none decided out
             took.append(name)

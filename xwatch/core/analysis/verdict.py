@@ -57,6 +57,7 @@ from xwatch.core.analysis.stats.resolution import widen
 from xwatch.core.analysis.stats.runs import Z95, RunValue, Split, mean_interval, paired_interval
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.model.metric import THROUGHPUT, Metric
+from xwatch.core.modes import registry
 from xwatch.core.modes.base import label as mode_label
 
 #: a step whose mechanism needs no proof (the default of a ``StepAnswer``)
@@ -87,10 +88,7 @@ def step_where(key: str) -> str:
 
 
 def step_label(key: str) -> str:
-    for m in ("native", "xsched", "mps"):
-        if key == m:
-            return mode_label(m)
-    return key
+    return mode_label(key) if key in registry.names() else key
 
 
 def steps(snap: SessionSnapshot) -> dict[str, list[PhaseSnapshot]]:

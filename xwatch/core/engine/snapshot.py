@@ -164,6 +164,8 @@ class PhaseSnapshot(msgspec.Struct, frozen=True):
     retried: M.PhaseRetry | None = None  # run again: xserver died before its first second
     #: a split phase: each copy's mode by copy name (None: every copy in ``mode``)
     copy_modes: dict[str, str] | None = None
+    #: each workload's participation verdict, by a mode from outside the tree
+    proof: dict[str, str] | None = None
 
     def workload(self, name: str) -> WorkloadSnapshot | None:
         return next((w for w in self.workloads if w.name == name), None)

@@ -4,13 +4,14 @@ Markdown and as one self-contained HTML file.
 Both renderings come from the same model, so the numbers in the two are the same
 by construction. Charts in the HTML are inline SVG (``charts``): no network, no
 scripts. The sections are built in ``export/sections/``, by theme; ``build_report``
-puts them in order.
+puts them in order, each mode's where it declares it (``Mode.report_sections``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from xwatch.core.engine.snapshot import SessionSnapshot
@@ -26,12 +27,7 @@ from xwatch.core.export.sections.answers import (
 )
 from xwatch.core.export.sections.capacity import capacity_section
 from xwatch.core.export.sections.gpu import attribution_section, capture_sections, gpu_section
-from xwatch.core.export.sections.modes import (
-    engagement_section,
-    isolation_section,
-    mps_section,
-    preflight_section,
-)
+from xwatch.core.export.sections.modes import isolation_section
 from xwatch.core.export.sections.session import (
     environment_section,
     failures_section,
@@ -41,6 +37,20 @@ from xwatch.core.export.sections.session import (
 )
 from xwatch.core.export.sections.workloads import slo_section, tradeoff_section, workload_sections
 from xwatch.core.export.snapshot import atomic_write, load_snapshot
+from xwatch.core.modes import registry
+
+#: where the isolation section sits among the modes' own (``Mode.report_sections``)
+ISOLATION_PLACE = 20
+
+
+def mode_sections(snap: SessionSnapshot) -> list[Section | None]:
+    """The modes' sections (each registered mode's, ``Mode.report_sections``) and the
+    isolation section, by their places."""
+    placed: list[tuple[int, Callable[[SessionSnapshot], Section | None]]] = [
+        (ISOLATION_PLACE, isolation_section)]
+    placed += [(at, registry.load_ref(ref)) for mode in registry.modes()
+               for at, ref in mode.report_sections]
+    return [fn(snap) for _, fn in sorted(placed, key=lambda p: p[0])]
 
 
 def build_report(snap: SessionSnapshot) -> Report:
@@ -49,8 +59,7 @@ def build_report(snap: SessionSnapshot) -> Report:
         advice_section(snap), capacity_section(snap), answer_section(snap), scenario_section(snap),
         environment_section(snap), phases_section(snap), gpu_section(snap),
         *capture_sections(snap), *workload_sections(snap), tradeoff_section(snap),
-        slo_section(snap), engagement_section(snap), isolation_section(snap),
-        mps_section(snap), preflight_section(snap), calibrate_section(snap),
+        slo_section(snap), *mode_sections(snap), calibrate_section(snap),
         attribution_section(snap), sweep_section(snap), failures_section(snap),
         reproduce_section(snap)]
     return Report(f"xwatch report: {snap.scenario.name}", [s for s in parts if s is not None])

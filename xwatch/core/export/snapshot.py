@@ -178,7 +178,7 @@ def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
         preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
         repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
         retried=_opt(p.retried),
-        candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes),
+        candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes), proof=_opt(p.proof),
         captures=_captures(p), annotations=list(p.annotations),
         gpus=_per_gpu(p, telemetry))
 
@@ -421,7 +421,7 @@ def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
         setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
         repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
         cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes),
-        retried=_unset(p.retried))
+        retried=_unset(p.retried), proof=_unset(p.proof))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:

@@ -281,6 +281,9 @@ class Phase(Doc, frozen=True, kw_only=True):
     #: a split phase (``compare --layout split``): each copy's mode, by copy name
     #: (``{"high@0": "native", "high@1": "xsched"}``); unset: every copy in ``mode``
     copy_modes: dict[str, str] | UnsetType = UNSET
+    #: each workload's participation verdict, recorded by a mode from outside the tree
+    #: (``engaged``: it took part; XSched and MPS keep theirs in their own records)
+    proof: dict[str, str] | UnsetType = UNSET
     #: run again once: xserver died before the first attempt's first measured second
     retried: PhaseRetry | UnsetType = UNSET
     captures: list[Capture] | UnsetType = UNSET

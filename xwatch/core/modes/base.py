@@ -1,18 +1,13 @@
-"""The modes a phase can run in, and what a mode backend provides to the runner.
+"""The names of the modes a phase can run in, and of a split phase's.
 
-A backend prepares its mode for a phase (start a daemon, build each workload's
-environment), watches it while the phase runs (a dead daemon fails the phase),
-judges each running workload (is it really scheduled by the mode?), and tears
-the mode down. Native has no backend: it is the absence of one.
+The tree's own modes are named here (the snapshot and the reports spell them so);
+every mode, a registered one from outside the tree too, is known by ``modes.registry``
+and declares what it can do by ``modes.contract`` (``ModeBackend``, re-exported here).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from xwatch.core.engine.live.phase import Phase
-    from xwatch.core.engine.live.workload import WorkloadRun
+from xwatch.core.modes.contract import ModeBackend
 
 NATIVE, XSCHED, MPS = "native", "xsched", "mps"
 MODES = (NATIVE, XSCHED, MPS)
@@ -25,8 +20,11 @@ SPLIT = "+"
 
 
 def split_name(modes: tuple[str, ...] | list[str]) -> str:
-    """The mode of a phase whose copies run in ``modes`` (in ``MODES`` order)."""
-    return SPLIT.join(m for m in MODES if m in modes)
+    """The mode of a phase whose copies run in ``modes`` (in the registry's order:
+    ``MODES``, then the modes from outside the tree)."""
+    from xwatch.core.modes import registry
+
+    return SPLIT.join(m for m in registry.names() if m in modes)
 
 
 def modes_of(mode: str) -> tuple[str, ...]:
@@ -35,36 +33,16 @@ def modes_of(mode: str) -> tuple[str, ...]:
 
 
 def label(mode: str) -> str:
-    return " + ".join(LABELS.get(m, m) for m in modes_of(mode))
+    return " + ".join(LABELS.get(m) or _label(m) for m in modes_of(mode))
 
 
-class ModeBackend(Protocol):
-    """What a non-native mode (XSched, MPS) provides to the runner."""
+def _label(name: str) -> str:
+    """A registered mode's label (one from outside the tree), else its name."""
+    from xwatch.core.modes import registry
 
-    mode: str
+    mode = registry.find(name)
+    return mode.label if mode is not None else name
 
-    async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
-        """Prepare the mode; return extra environment per workload name."""
 
-    async def settle(self, phase: Phase) -> None:
-        """Wait for what ``enter`` left running beside the workloads' start (the MPS
-        preflight); raise its failure. The start gate stays shut until this returns."""
-
-    async def last_look(self, phase: Phase) -> None:
-        """The phase's workloads are about to be stopped: the last moment they are seen
-        running (MPS reads the client lists for those not proven clients yet: on a busy
-        machine a short phase can end before its watch got to them). None here."""
-        return None
-
-    async def leave(self, phase: Phase) -> None:
-        """Undo ``enter`` (stop daemons); must be safe to call twice."""
-
-    def kill_now(self) -> None:
-        """Synchronous emergency stop."""
-
-    def failure(self) -> str | None:
-        """Why the mode can no longer run this phase (its daemon died), else None."""
-
-    def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
-        """A workload of the phase is running; ``libraries``: the scheduler libraries
-        its processes have mapped (None: unreadable). Evidence for the verdicts."""
+__all__ = ["LABELS", "MODES", "MPS", "NATIVE", "SPLIT", "XSCHED", "ModeBackend", "label",
+           "modes_of", "split_name"]

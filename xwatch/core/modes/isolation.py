@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xwatch.core import model as M
 from xwatch.core.modes.base import MPS, NATIVE, XSCHED
 from xwatch.core.procs import environ, maps, tree
 
@@ -123,6 +124,24 @@ def clean_env(env: Mapping[str, str], mode: str, install_libs: Iterable[str] = (
         if private_dir:
             out["CUDA_MPS_PIPE_DIRECTORY"] = private_dir  # empty: no MPS daemon can answer
     return c
+
+
+def private_dir(scratch_dir: str) -> str:
+    """The empty folder every non-MPS mode's workloads get as their MPS pipe folder
+    (made here, in the session's scratch folder)."""
+    d = os.path.join(scratch_dir, NO_MPS_DIR)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def record(mode: str, removed: list[dict[str, str]],
+           envs: Mapping[str, Mapping[str, str]]) -> M.Isolation:
+    """A phase's isolation record: what was removed, and the private pipe folder its
+    non-MPS modes were given (``envs``: each mode's cleaned environment)."""
+    pipe = next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in envs.items() if m != MPS),
+                None)
+    return M.Isolation(mode=mode, removed=[M.Removed(**r) for r in removed], mps_pipe=pipe,
+                       workloads={})
 
 
 # ------------------------------------------------------------ proof from the maps

@@ -1,7 +1,103 @@
-"""The MPS mode (NVIDIA Multi-Process Service): a private control daemon per phase,
-each workload's client settings, and proof that every workload joined it.
+"""The MPS mode (NVIDIA Multi-Process Service), one package: a private control daemon per
+phase, each workload's client settings, and proof that every workload joined it.
 
 ``control`` finds and talks to ``nvidia-cuda-mps-control`` and checks that MPS can
 run here; ``env`` gives each workload its client variables; ``controller`` is the
 mode backend the runner drives.
+
+This module is the mode's face to the rest of xwatch (``modes.contract``): ``MODE``, its
+declaration (registered by ``modes.registry``: name, key, report section, scenario keys,
+the backend it configures from the command line), and ``MpsBackend``, what the backend
+declares beyond a phase's lifecycle (the settings one daemon holds for a phase, the live
+control). It imports the rest of the package only inside functions.
 """
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend
+from xwatch.errors import ModeError
+
+if TYPE_CHECKING:
+    from xwatch.scenario import Scenario, Workload
+
+#: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
+SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
+PREFIX = "mps."
+
+
+class MpsError(ModeError):
+    """MPS cannot run here: no control tool, a GPU mode MPS cannot use, a daemon
+    already serving the GPU, or the phase's daemon would not start."""
+
+    title = "MPS problem"
+
+
+class MpsBackend(ModeBackend):
+    """What the MPS backend (``controller.MpsController``) declares beyond a phase's
+    lifecycle, and its live control."""
+
+    mode = "mps"
+    if TYPE_CHECKING:  # the controller's state these read
+        tool: str
+        preflight: bool
+
+        async def set_active_thread_percentage(self, pct: int) -> list[int]: ...
+
+    def phase_wide(self) -> tuple[tuple[str, str], ...]:
+        """The control daemon is one per phase: its tool."""
+        return (("tool", self.tool), ("preflight", str(self.preflight)))
+
+    def controls(self) -> Controls:
+        """The share of SMs for new work; the rest is read when a client starts."""
+        return Controls(("threads",))
+
+    async def control(self, request: Control) -> str:
+        pct = request.values.get("percentage")
+        servers = await self.set_active_thread_percentage(int(pct or 100))
+        return f"active thread percentage {pct} on MPS server(s) " \
+               f"{', '.join(map(str, servers))}"
+
+
+@dataclass(frozen=True)
+class MpsMode:
+    """MPS's declaration (``modes.contract.Mode``)."""
+
+    name: str = "mps"
+    label: str = "MPS"
+    key: str | None = "m"
+    tab: str | None = None
+    control_screen: str | None = "xwatch.ui.screens.control:MpsControlScreen"
+    report_sections: tuple[tuple[int, str], ...] = (
+        (30, "xwatch.core.export.sections.modes:mps_section"),)
+    sweep_keys: tuple[str, ...] = SWEEP_KEYS
+    short_keys: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
+        "mps.priority": "pri", "mps.active_thread_percentage": "sm"})
+    advise_grid: tuple[Mapping[str, Any], ...] = tuple(
+        {"mps.priority": 1, "mps.active_thread_percentage": p} for p in (100, 75, 50, 25))
+    unavailable: str = "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)"
+    backend_factory: str | None = "xwatch.core.mps.controller:backend_of"
+
+    def owns_key(self, key: str) -> bool:
+        return key.startswith(PREFIX)
+
+    def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
+        own = {k[len(PREFIX):]: v for k, v in kv.items() if k.startswith(PREFIX)}
+        return dataclasses.replace(w, mps=dataclasses.replace(w.mps, **own)) if own else w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        """``--join-mps``: the control daemon already serving these GPUs, joined."""
+        if not args.join_mps:
+            return scen
+        return dataclasses.replace(scen, mps=dataclasses.replace(scen.mps, join=True))
+
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]
+
+
+MODE: Mode = MpsMode()  # checked against the contract

@@ -38,6 +38,7 @@ get the client variables; the others keep their private, empty pipe folder.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
@@ -57,10 +58,9 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import DaemonBackend, stop_group
 from xwatch.core.modes.neighbours import MpsDaemon, Strangers
-from xwatch.core.mps import control
+from xwatch.core.mps import MpsBackend, MpsError, control
 from xwatch.core.mps.env import client_params, mps_env
 from xwatch.core.procs import pid_alive, tree
-from xwatch.errors import MpsError
 from xwatch.scenario import Scenario
 
 SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
@@ -69,10 +69,10 @@ JOIN_GRACE_S = 20.0
 LOG_KEPT = 200
 
 
-class MpsController(DaemonBackend):
-    """The MPS mode backend (see the module)."""
+class MpsController(MpsBackend, DaemonBackend):
+    """The MPS mode backend (see the module): what MPS declares (``MpsBackend``) on
+    the daemon lifecycle both daemons share (``DaemonBackend``)."""
 
-    mode = MPS
     NOTE, SOURCE, DAEMON = "mps", "mps", "control daemon"
 
     def __init__(self, tool: str, scenario: Scenario, preflight: bool = True,
@@ -100,6 +100,9 @@ class MpsController(DaemonBackend):
         self.gpus: list[int] = []  # a split phase: the GPUs its own daemon serves
 
     # -- mode backend protocol
+    def for_scenario(self, scenario: Scenario) -> MpsController:
+        return MpsController(self.tool, scenario, preflight=self.preflight)
+
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         scen = phase.own(self.scenario, MPS)
         base = Path(phase.session.scratch_dir) / f"mps-{phase.index}"
@@ -527,3 +530,9 @@ def backend_from_args(scen: Scenario, preflight: bool = True,
         return None, str(e)
     assert tool is not None
     return MpsController(tool, scen, preflight=preflight), None
+
+
+def backend_of(args: argparse.Namespace, scen: Scenario,
+               explicit: bool) -> tuple[MpsController | None, str | None]:
+    """The mode's ``backend_factory``."""
+    return backend_from_args(scen, preflight=not args.no_preflight, explicit=explicit)

@@ -31,19 +31,16 @@ from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.render.braille import scatter
 from xwatch.core.model.metric import Metric
-from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
+from xwatch.core.modes import registry
+from xwatch.core.modes.base import NATIVE
 from xwatch.core.plans import box
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN as DEFAULT_BUDGET_MIN
-from xwatch.core.plans.options import Backends, Options, backend_for
-from xwatch.core.plans.sweep import MPS_SWEEP_KEYS, SWEEP_KEYS, apply_setting, parse_settings
+from xwatch.core.plans.options import Backends, Options
+from xwatch.core.plans.sweep import apply_setting, parse_settings
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
 
-MPS_GRID = tuple({"mps.priority": 1, "mps.active_thread_percentage": p}
-                 for p in (100, 75, 50, 25))
-XSCHED_GRID = tuple({"threshold": t, "batch_size": b}
-                    for t, b in ((1, 1), (2, 1), (4, 2), (8, 4), (16, 8)))
 INTERVALS = ("geometric means over runs, intervals that hold together at 95% over every "
              "candidate and every look")
 
@@ -104,8 +101,8 @@ def _for_lows(scen: Scenario, obj: Objective, kv: dict[str, int]) -> dict[str, d
     return {b: dict(kv) for b in bases}
 
 
-def split_sets(sets: list[str], modes: list[str], skipped: dict[str, str] | None = None
-               ) -> dict[str, list[str]]:
+def split_sets(sets: list[str], modes: list[str], scen: Scenario,
+               skipped: dict[str, str] | None = None) -> dict[str, list[str]]:
     """``--set`` specs by the mode whose candidates they make: MPS keys (``mps.*``) the
     MPS candidates, XSched keys the XSched candidates, native neither. A key for a mode
     the race does not run is an error naming it."""
@@ -113,31 +110,34 @@ def split_sets(sets: list[str], modes: list[str], skipped: dict[str, str] | None
     for spec in sets:
         lhs = spec.partition("=")[0]
         key = lhs.partition(".")[2]
-        mode = MPS if key.startswith("mps.") else XSCHED
+        owner = registry.owner_of(key)
+        if owner is None:  # no mode's: refused as a sweep refuses it
+            parse_settings([spec], scen)
+            continue
+        mode = owner.name
         if mode not in modes:
-            name = "an MPS key" if mode == MPS else "an XSched key"
             why = (f"{mode} is skipped here: {skipped[mode]}" if skipped and mode in skipped
                    else f"--modes {','.join(modes)} races no {mode} candidate")
-            raise UsageError(f"--set {spec!r}: {key or lhs!r} is {name}, but {why}; add "
-                             f"{mode} to --modes or leave this --set out (MPS keys: "
-                             f"{', '.join(MPS_SWEEP_KEYS)}; XSched keys: "
-                             f"{', '.join(SWEEP_KEYS)}; native takes none)",
-                             title="Setting for no candidate")
+            keys = "; ".join(f"{m.label} keys: {', '.join(m.sweep_keys)}"
+                             for m in registry.modes() if m.sweep_keys)
+            raise UsageError(f"--set {spec!r}: {key or lhs!r} is an {owner.label} key, but "
+                             f"{why}; add {mode} to --modes or leave this --set out "
+                             f"({keys}; native takes none)", title="Setting for no candidate")
         out.setdefault(mode, []).append(spec)
     return out
 
 
 def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-                    xsched: ModeBackend | None, mps: ModeBackend | None,
-                    skipped: dict[str, str] | None = None) -> list[tuple[Candidate, Step]]:
+                    backends: Backends, skipped: dict[str, str] | None = None
+                    ) -> list[tuple[Candidate, Step]]:
     """Every candidate with the step that runs it. ``--set`` keys replace their own
     mode's grid (``split_sets``). On ``--gpus`` the candidates are made from the
     workloads as written (a box round copies them onto its GPUs: ``plans.box``)."""
     scen = scen.unreplicated()
     grids: dict[str, list[dict[str, dict[str, int]]]] = {
-        MPS: [_for_lows(scen, obj, kv) for kv in MPS_GRID],
-        XSCHED: [_for_lows(scen, obj, kv) for kv in XSCHED_GRID]}
-    for mode, specs in split_sets(sets, modes, skipped).items():
+        m.name: [_for_lows(scen, obj, dict(kv)) for kv in m.advise_grid]
+        for m in registry.modes()}
+    for mode, specs in split_sets(sets, modes, scen, skipped).items():
         grids[mode] = parse_settings(specs, scen)
     out: list[tuple[Candidate, Step]] = []
     for mode in modes:
@@ -147,7 +147,7 @@ def plan_candidates(scen: Scenario, obj: Objective, modes: list[str], sets: list
             continue
         for s in grids[mode]:
             label = race.short_label(mode, race.settings_of(s))
-            backend = backend_for(mode, apply_setting(scen, s), xsched, mps)
+            backend = backends.for_scenario(mode, apply_setting(scen, s))
             out.append((Candidate(label, mode, race.settings_of(s)),
                         Step(mode, backend, label, s, candidate=True)))
     return out
@@ -241,12 +241,12 @@ class Race:
 
     def __init__(self, scen: Scenario, obj: Objective, plan: list[tuple[Candidate, Step]],
                  budget_s: float, seed: int = 0, skipped: dict[str, str] | None = None,
-                 say: Callable[[str], None] | None = None, xsched: ModeBackend | None = None,
-                 mps: ModeBackend | None = None, mix: bool = False) -> None:
+                 say: Callable[[str], None] | None = None, backends: Backends | None = None,
+                 mix: bool = False) -> None:
         self.scen = scen
         self.mix = mix
         self.gpus = scen.gpus
-        self.xsched, self.mps = xsched, mps
+        self.backends = backends or Backends()
         self.phases = 0  # phases recorded (a box phase holds several runs)
         self.obj = obj
         self.lows = lows_of(scen, obj)
@@ -288,7 +288,7 @@ class Race:
     def _layout(self, order: list[Candidate], rnd: int) -> list[box.BoxPhase]:
         """The box phases of round ``rnd`` for ``order`` (in the plan's order: the Latin
         square's rows)."""
-        entries = [box.Entry(c.label, c.mode, box.phase_wide(c.mode, self.steps[c.label].backend))
+        entries = [box.Entry(c.label, c.mode, box.phase_wide(self.steps[c.label].backend))
                    for c in order]
         return box.layout(entries, self.gpus, rnd, fill=True, mix=self.mix)
 
@@ -299,7 +299,7 @@ class Race:
         placed = [(self.steps[lb].setting, g) for lb, g in bp.placed]
         sc = box.box_scenario(self.scen, placed)
         modes = dict.fromkeys(bp.mode_of(lb) for lb in bp.labels)
-        backends = {m: backend_for(m, sc, self.xsched, self.mps) for m in modes}
+        backends = {m: self.backends.for_scenario(m, sc) for m in modes}
         step = Step(bp.mode, backends.get(bp.mode), bp.where(),
                     box.copy_settings(self.scen, placed), only=box.copies(self.scen, bp.gpus),
                     candidate=True, copy_modes=box.phase_copy_modes(self.scen, bp),
@@ -404,15 +404,15 @@ class Race:
 
 
 def make_race(scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-              xsched: ModeBackend | None, mps: ModeBackend | None, budget_min: float,
+              backends: Backends, budget_min: float,
               seed: int = 0, skipped: dict[str, str] | None = None,
               say: Callable[[str], None] | None = None, mix: bool = False) -> Race:
     base = scen.unreplicated()  # on --gpus: candidates are made as written, then copied
     if not lows_of(base, obj):
         raise UsageError(f"advise prices the workloads below {obj.workload}'s priority, and "
                          f"{scen.name} has none")
-    plan = plan_candidates(base, obj, modes, sets, xsched, mps, skipped)
-    rc = Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, xsched, mps, mix)
+    plan = plan_candidates(base, obj, modes, sets, backends, skipped)
+    rc = Race(scen, obj, plan, budget_min * 60.0, seed, skipped, say, backends, mix)
     # the copies a candidate gets in a run: on --gpus the fewest GPUs any candidate holds
     # in a round of all of them (``plans.box``'s fill), else its one copy
     copies = 1
@@ -505,8 +505,8 @@ async def run_advise(scen: Scenario, opts: Options, modes: list[str],
     driver = Driver(scen, opts, backends)
     say = driver.observer.say
     obj = objective(scen, opts.slo)
-    rc = make_race(scen, obj, modes, list(opts.sets), backends.xsched, backends.mps,
-                   opts.budget_min, opts.seed, skipped, say=say, mix=True)
+    rc = make_race(scen, obj, modes, list(opts.sets), backends, opts.budget_min, opts.seed,
+                   skipped, say=say, mix=True)
 
     def finish(session: Session) -> int | None:
         advice = rc.advice()
@@ -519,16 +519,21 @@ async def run_advise(scen: Scenario, opts: Options, modes: list[str],
                                  tolerant=True))
 
 
-def usable_modes(wanted: list[str], explicit: bool, xsched: ModeBackend | None,
-                 mps: ModeBackend | None, mps_why: str | None) -> tuple[list[str], dict[str, str]]:
+def race_modes() -> list[str]:
+    """The modes a race runs unless told (``--modes``): native, then every mode with
+    candidates of its own (``Mode.advise_grid``) by name (``native,mps,xsched``)."""
+    return [NATIVE, *sorted(m.name for m in registry.modes() if m.advise_grid)]
+
+
+def usable_modes(wanted: list[str], explicit: bool, backends: Backends
+                 ) -> tuple[list[str], dict[str, str]]:
     """The mechanisms to race and those skipped (with why); an explicitly asked one
     that cannot run is an error."""
-    why = {XSCHED: None if xsched is not None else
-           "no XSched install (--xsched ROOT or XSCHED_HOME)",
-           MPS: None if mps is not None else (mps_why or "MPS is not available here")}
     keep, skipped = [], {}
     for m in wanted:
-        reason = why.get(m)
+        mode = registry.get(m)
+        reason = None if mode.backend_factory is None or backends.get(m) is not None else \
+            backends.unavailable.get(m) or f"{mode.label} is not available here"
         if reason is None:
             keep.append(m)
         elif explicit:

@@ -53,7 +53,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from xwatch.core import model as M
-from xwatch.core.modes.base import MPS, NATIVE, XSCHED, split_name
+from xwatch.core.modes import registry
+from xwatch.core.modes.base import NATIVE, ModeBackend, split_name
 from xwatch.scenario import Scenario, Workload
 
 #: a candidate's setting as the sweep writes it: {"low": {"threshold": 2}}
@@ -100,25 +101,11 @@ class BoxPhase:
                           for lb in self.labels)
 
 
-def phase_wide(mode: str, backend: Any) -> tuple[tuple[str, str], ...]:
-    """The settings of ``backend`` that hold for a whole phase (one daemon for every GPU):
-    XSched's xserver policy, port, install, platform and poll pace; the MPS control
-    daemon's tool. Candidates that differ in one of them never share a phase. Native
-    has none."""
-    if backend is None:
-        return ()
-    if mode == XSCHED:
-        xs = backend.scenario.xsched
-        inst = getattr(backend, "install", None)
-        return (("policy", str(xs.policy)), ("port", str(xs.port)),
-                ("install", str(getattr(inst, "root", xs.root))),
-                ("platform", str(xs.platform)), ("poll_ms", str(xs.poll_ms)),
-                ("settled_poll_ms", str(xs.settled_poll_ms)),
-                ("preflight", str(getattr(backend, "preflight", True))))
-    if mode == MPS:
-        return (("tool", str(getattr(backend, "tool", ""))),
-                ("preflight", str(getattr(backend, "preflight", True))))
-    return ()
+def phase_wide(backend: ModeBackend | None) -> tuple[tuple[str, str], ...]:
+    """The settings of ``backend`` that hold for a whole phase (one daemon for every GPU:
+    ``ModeBackend.phase_wide``). Candidates that differ in one of them never share a
+    phase. Native (no backend) has none."""
+    return backend.phase_wide() if backend is not None else ()
 
 
 def layout(entries: Sequence[Entry], gpus: Sequence[int], rnd: int,
@@ -199,18 +186,14 @@ def split_copies(scen: Scenario, placed: Mapping[int, str]) -> dict[str, str]:
 
 def apply_setting(scen: Scenario, s: Setting) -> Scenario:
     """``scen`` with a sweep setting (``{"low": {"threshold": 2}}``) applied to the
-    workloads it names (by name or by the scenario's name of a copy): XSched keys to
-    ``[workload.xsched]``, ``mps.*`` keys to ``[workload.mps]``."""
+    workloads it names (by name or by the scenario's name of a copy): each mode's keys
+    to its settings (``Mode.with_settings``)."""
     wls = []
     for w in scen.workloads:
         kv = s.get(w.name) or s.get(w.base_name)
         if kv:
-            xs: dict[str, Any] = {k: v for k, v in kv.items() if not k.startswith("mps.")}
-            mp: dict[str, Any] = {k[4:]: v for k, v in kv.items() if k.startswith("mps.")}
-            if xs:
-                w = dataclasses.replace(w, xsched=dataclasses.replace(w.xsched, **xs))
-            if mp:
-                w = dataclasses.replace(w, mps=dataclasses.replace(w.mps, **mp))
+            for mode in registry.modes():
+                w = mode.with_settings(w, kv)
         wls.append(w)
     return dataclasses.replace(scen, workloads=tuple(wls))
 

@@ -15,8 +15,11 @@ from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
+#: the mode calibrated unless told (``calibrate --mode``; the dashboard's ``C``)
+CALIBRATED = "xsched"
 
-def calibrate_steps(scen: Scenario, mode: str = "xsched") -> list[Step]:
+
+def calibrate_steps(scen: Scenario, mode: str = CALIBRATED) -> list[Step]:
     high = high_names(scen)
     if len(high) == len(scen.workloads):
         raise UsageError("calibrate needs workloads of lower priority than the highest "

@@ -198,8 +198,7 @@ class Driver:
         """The session (``SessionHost.open``) and its runner."""
         b = self.backends
         session = self.host.open()
-        self.runner = Runner(self.scen, session, xsched=b.xsched, mps=b.mps,
-                             mps_unavailable=b.mps_unavailable)
+        self.runner = Runner(self.scen, session, backends=b)
         return session
 
     async def close(self, planned_end: bool = False) -> None:

@@ -1,16 +1,17 @@
 """What a plan is run with: ``Options`` (every choice a command or the dashboard makes,
 each default written once here; the command line and the app build one) and
-``Backends`` (the XSched and MPS backends configured for this machine, and the one
-factory that builds a backend for another scenario: a sweep's setting, an advise
-candidate, a box phase)."""
+``Backends`` (the mode backends configured for this machine, and the one factory that
+builds a backend for another scenario: a sweep's setting, an advise candidate, a box
+phase)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from xwatch.core.modes.base import MPS, NATIVE, XSCHED, ModeBackend
+from xwatch.core.modes.base import NATIVE, ModeBackend
 from xwatch.core.telemetry import PROC_INTERVAL_S
 
 if TYPE_CHECKING:
@@ -71,33 +72,24 @@ class Options:
 
 @dataclass(frozen=True)
 class Backends:
-    """The non-native mode backends configured here (None: that mode cannot run, and
-    ``mps_unavailable`` may say why)."""
+    """The mode backends configured here, by mode (a mode without one cannot run, and
+    ``unavailable`` may say why)."""
 
-    xsched: ModeBackend | None = None
-    mps: ModeBackend | None = None
-    mps_unavailable: str | None = None
+    configured: Mapping[str, ModeBackend] = field(default_factory=dict)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, *backends: ModeBackend | None,
+           unavailable: Mapping[str, str] | None = None) -> Backends:
+        """These backends, each under its mode (None: left out)."""
+        return cls({b.mode: b for b in backends if b is not None}, dict(unavailable or {}))
 
     def get(self, mode: str) -> ModeBackend | None:
-        return self.xsched if mode == XSCHED else self.mps if mode == MPS else None
+        return self.configured.get(mode)
 
     def for_scenario(self, mode: str, sc: Scenario) -> ModeBackend | None:
-        """``backend_for`` with these templates."""
-        return backend_for(mode, sc, self.xsched, self.mps)
-
-
-def backend_for(mode: str, sc: Scenario, xsched: ModeBackend | None,
-                mps: ModeBackend | None) -> ModeBackend | None:
-    """The one backend factory: a backend of ``mode`` for the scenario ``sc``, set up as
-    the configured one (``xsched``/``mps``: its install, poll and preflight); None for
-    native or a mode not configured here."""
-    from xwatch.core.mps.controller import MpsController
-    from xwatch.core.xsched.controller import XschedController
-
-    if mode == MPS and mps is not None:
-        m: Any = mps  # an MpsController (or a test's stand-in with its fields)
-        return MpsController(m.tool, sc, preflight=m.preflight)
-    if mode == XSCHED and xsched is not None:
-        x: Any = xsched  # an XschedController: its install, poll, preflight
-        return XschedController(x.install, sc, poll_s=x.poll_s, preflight=x.preflight)
-    return None
+        """The one backend factory: a backend of ``mode`` for the scenario ``sc`` (a
+        sweep setting, an advise candidate, a box phase), set up as the configured one;
+        None for native or a mode not configured here."""
+        b = self.configured.get(mode)
+        return b.for_scenario(sc) if b is not None else None

@@ -29,7 +29,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from msgspec.structs import replace
 
@@ -42,13 +42,15 @@ from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.engine.snapshot import ALIVE, CaptureSnapshot
 from xwatch.core.engine.supervisor import Supervisor
 from xwatch.core.engine.worker.trace import TRACE_DIR_ENV
-from xwatch.core.modes import isolation
-from xwatch.core.modes.base import MODES, MPS, NATIVE, XSCHED, ModeBackend, label, split_name
-from xwatch.core.xsched.preflight import Launcher, fork_from
+from xwatch.core.modes import isolation, registry
+from xwatch.core.modes.base import NATIVE, ModeBackend, label, split_name
 from xwatch.errors import ModeError
 from xwatch.scenario import Scenario, Workload
 
-__all__ = ["MODES", "MPS", "NATIVE", "XSCHED", "ModeBackend", "Runner"]
+if TYPE_CHECKING:
+    from xwatch.core.plans.options import Backends
+
+__all__ = ["NATIVE", "ModeBackend", "Runner"]
 #: why a phase's watch ended (``Runner.watch``): it stopped the phase itself at its
 #: planned end, once every workload exited, or when none became ready in time; or the
 #: phase was stopped (``stop``, the watchdog failing it, a quit), or replaced by another;
@@ -67,26 +69,18 @@ LOADING_S = 0.25  # a loading phase's watch looks this often (``Runner._pause``)
 #: a watchdog tick this much later than planned means xwatch itself did not run
 PAUSE_S = 1.0
 
-#: why a mode cannot start when no backend was configured for it
-NO_BACKEND = {
-    XSCHED: ("XSched mode needs an XSched install: pass --xsched ROOT, set XSCHED_HOME, "
-             "or set [xsched] root in the scenario"),
-    MPS: "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)",
-}
-
-
 class Runner:
     """Starts and stops phases of a scenario's workload set."""
 
     def __init__(self, scenario: Scenario, session: Session | None = None,
-                 xsched: ModeBackend | None = None, startup_timeout_s: float = 600.0,
-                 mps: ModeBackend | None = None, mps_unavailable: str | None = None) -> None:
+                 backends: Backends | None = None, startup_timeout_s: float = 600.0) -> None:
         self.scenario = scenario
         self.session = session or Session(scenario)
         self.supervisor = Supervisor()
-        #: the backend of each non-native mode (None: not configured here)
-        self.backends: dict[str, ModeBackend | None] = {XSCHED: xsched, MPS: mps}
-        self._unavailable = {MPS: mps_unavailable} if mps_unavailable else {}
+        #: the backend of each mode configured here (absent or None: not configured)
+        self.backends: dict[str, ModeBackend | None] = \
+            dict(backends.configured) if backends is not None else {}
+        self._unavailable = dict(backends.unavailable) if backends is not None else {}
         self.startup_timeout_s = startup_timeout_s
         self.phase: Phase | None = None
         #: the backends the running phase entered (a split phase: one per mode)
@@ -94,37 +88,41 @@ class Runner:
         self._lock = asyncio.Lock()
         self._watchdog: asyncio.Task[None] | None = None
         self._failing: asyncio.Task[None] | None = None
-        self._xsched_warm: asyncio.Task[None] | None = None  # XSched's fork server's start
+        #: the start of the fork server of a mode whose workloads have their own
+        self._mode_warm: dict[str, asyncio.Task[None]] = {}
 
-    @property
-    def xsched(self) -> ModeBackend | None:
-        return self.backends.get(XSCHED)
+    def configured(self) -> Backends:
+        """The backends configured here now, and why the others cannot run."""
+        from xwatch.core.plans.options import Backends
 
-    @xsched.setter
-    def xsched(self, backend: ModeBackend | None) -> None:
-        self.backends[XSCHED] = backend
+        return Backends({m: b for m, b in self.backends.items() if b is not None},
+                        dict(self._unavailable))
 
     def can_run(self, mode: str) -> str | None:
         """None if ``mode`` can start, else the reason it cannot."""
         if mode == NATIVE:
             return None
-        if mode not in MODES:
-            return f"unknown mode {mode!r}: one of {', '.join(MODES)}"
-        if self.backends.get(mode) is None:
-            return self._unavailable.get(mode) or NO_BACKEND[mode]
+        declared = registry.find(mode)
+        if declared is None:
+            return f"unknown mode {mode!r}: one of {', '.join(registry.names())}"
+        if declared.backend_factory is not None and self.backends.get(mode) is None:
+            return self._unavailable.get(mode) or declared.unavailable
         return None
 
+    def _own_fork_server(self, mode: str) -> ModeBackend | None:
+        """``mode``'s backend where its workloads fork from a server of their own."""
+        b = self.backends.get(mode)
+        return b if b is not None and b.own_fork_server else None
+
     def _install_libs(self) -> list[str]:
-        """Library folders of the configured XSched install (scrubbed elsewhere)."""
-        xs = self.backends.get(XSCHED)
-        inst = getattr(xs, "install", None)
-        return [str(inst.lib)] if inst is not None else []
+        """Library folders of the configured modes (each scrubbed from the others')."""
+        return [lib for b in self.backends.values() if b is not None
+                for lib in b.scrubbed_libraries()]
 
     def _clean_bases(self, phase: Phase, modes: tuple[str, ...]) -> dict[str, dict[str, str]]:
         """Each mode's starting environment: the user's minus the other modes' traces
         (a split phase: one per mode of its copies); what was removed is recorded."""
-        private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
-        os.makedirs(private, exist_ok=True)
+        private = isolation.private_dir(self.session.scratch_dir)
         out: dict[str, dict[str, str]] = {}
         removed = isolation.self_cleaned(os.environ)
         for mode in modes:
@@ -132,11 +130,7 @@ class Runner:
             cleaned.env.pop(isolation.SELF_CLEANED_ENV, None)
             out[mode] = cleaned.env
             removed += [r for r in cleaned.as_record() if r not in removed]
-        pipe = next((env.get("CUDA_MPS_PIPE_DIRECTORY") for m, env in out.items() if m != MPS),
-                    None)
-        phase.isolation = M.Isolation(
-            mode=phase.mode, removed=[M.Removed(**r) for r in removed], mps_pipe=pipe,
-            workloads={})
+        phase.isolation = isolation.record(phase.mode, removed, out)
         for r in removed:
             self.session.log("xwatch", "warning", f"{phase.name}: removed {r['name']} from "
                              f"the workloads' environment: {r['why']}")
@@ -179,7 +173,7 @@ class Runner:
         async with self._lock:
             if self.phase is not None and self.phase.t_end is None:
                 await self._stop_locked(planned_end=False)
-            modes = tuple(m for m in MODES if m in set(copy_modes.values())) \
+            modes = tuple(m for m in registry.names() if m in set(copy_modes.values())) \
                 if copy_modes else (mode,)
             for m in modes:
                 reason = self.can_run(m)
@@ -191,11 +185,11 @@ class Runner:
             wls = self.scenario.workloads if workloads is None else tuple(workloads)
             self.phase = phase
             bases = self._clean_bases(phase, modes)
-            if modes != (XSCHED,):  # XSched's workloads fork from a server of their own
+            if len(modes) > 1 or self._own_fork_server(modes[0]) is None:
                 self._warm_forkserver(phase, bases.get(NATIVE) or bases[modes[0]])
-            if XSCHED in modes:  # its own fork server before xserver (they overlap), and
-                # the preflight's probes started as its workloads (``preflight``)
-                await self._warm_mode_server(phase, bases[XSCHED])
+            for m in modes:  # a mode's own fork server before its daemon (they overlap),
+                # and its preflight's probes started as its workloads (XSched's)
+                await self._warm_mode_server(phase, m, bases[m])
             mode_env = await self._enter(phase, modes)
             phase.stages["daemon"] = time.monotonic()  # MPS/XSched: the daemon answers
             if not self._entered:
@@ -240,58 +234,61 @@ class Runner:
         log = os.path.join(self.session.scratch_dir, "forkserver.log")
         self.supervisor.warm_forkserver(
             build_launch(first, base_env=base, gate=self.scenario.start_together), models, log)
-        xs = self.backends.get(XSCHED)
-        if xs is not None and hasattr(xs, "fork_env") and self._xsched_warm is None:
-            self._xsched_warm = asyncio.create_task(self._warm_xsched(xs, first, models, log))
+        for mode in list(self.backends):
+            own = self._own_fork_server(mode)
+            if own is not None and mode not in self._mode_warm:
+                self._mode_warm[mode] = asyncio.create_task(
+                    self._warm_own(own, first, models, log))
 
-    async def _warm_mode_server(self, phase: Phase, base: dict[str, str]) -> None:
-        """Before an XSched phase enters its mode: XSched's fork server with the
-        environment its workloads get (``zygote``), if no earlier phase started it (it
-        needs no xserver: its imports overlap the xserver's start), and the backend's
-        ``launcher``: the preflight forks its probes from that server, from ``base``,
-        as the workloads are (``preflight``; issue 58 goal 4)."""
-        backend = self.backends.get(XSCHED)
-        if backend is None or not hasattr(backend, "launcher"):
+    async def _warm_mode_server(self, phase: Phase, mode: str, base: dict[str, str]) -> None:
+        """Before a phase enters a mode whose workloads fork from a server of their own
+        (XSched's): that server with the environment its workloads get (``zygote``), if
+        no earlier phase started it (it needs no daemon: its imports overlap the
+        daemon's start), and the backend's probes started as its workloads: the
+        preflight forks them from that server, from ``base`` (issue 58 goal 4)."""
+        backend = self.backends.get(mode)
+        if backend is None:
             return
-        sup = self.supervisor
-        backend.launcher = Launcher(  # type: ignore[attr-defined]
-            base, lambda py, mod, args, env: fork_from(sup.server_for(env), py, mod, args, env))
-        pending = self._xsched_warm  # started beside an earlier phase: its env is known
+        backend.start_probes_as_workloads(base, self.supervisor.server_for)
+        if not backend.own_fork_server:
+            return
+        pending = self._mode_warm.get(mode)  # started beside an earlier phase
         if pending is not None and not pending.done():
             with contextlib.suppress(Exception):
                 await pending
         first = next((w for w in self.scenario.workloads
                       if w.model is not None and w.name in phase.runs
-                      and phase.mode_of(w.name) == XSCHED), None)
+                      and phase.mode_of(w.name) == mode), None)
         if first is None:
             return
         with contextlib.suppress(Exception):
-            env = await backend.fork_env(first)  # type: ignore[attr-defined]
+            env = await backend.fork_env(first)
             if env is not None:  # (None: HIP's preloaded shim, an old install: exec'd)
                 self.supervisor.warm_forkserver(
                     build_launch(first, env, base_env=base, gate=self.scenario.start_together),
                     [w.model for w in self.scenario.workloads if w.model is not None],
                     os.path.join(self.session.scratch_dir, "forkserver.log"), wait=True)
 
-    async def _warm_xsched(self, backend: ModeBackend, first: Workload, models: list[str],
-                           log: str) -> None:
-        """Start the fork server of XSched phases (issue 58 goal 4): the environment its
-        workloads get (the shim's library folder and ``XSCHED_*``, read after the fork:
-        ``zygote``), started beside the first phase so that XSched's first phase forks
-        its copies too. Nothing is started where the backend cannot say it beforehand."""
+    async def _warm_own(self, backend: ModeBackend, first: Workload, models: list[str],
+                        log: str) -> None:
+        """Start the fork server of a mode's phases whose workloads have their own
+        (XSched's, issue 58 goal 4): the environment its workloads get (XSched: the
+        shim's library folder and ``XSCHED_*``, read after the fork: ``zygote``), started
+        beside the first phase so that the mode's first phase forks its copies too.
+        Nothing is started where the backend cannot say it beforehand."""
         with contextlib.suppress(Exception):
-            env = await backend.fork_env(first)  # type: ignore[attr-defined]
+            env = await backend.fork_env(first)
             if env is None:
                 return
             self.supervisor.warm_forkserver(build_launch(
-                first, env, base_env=self._base(XSCHED), gate=self.scenario.start_together),
+                first, env, base_env=self._base(backend.mode),
+                gate=self.scenario.start_together),
                 models, log, wait=True)
 
     def _base(self, mode: str) -> dict[str, str]:
         """``mode``'s starting environment before one of its phases (``_clean_bases``,
         unrecorded): what a fork server for its later phases starts from."""
-        private = os.path.join(self.session.scratch_dir, isolation.NO_MPS_DIR)
-        os.makedirs(private, exist_ok=True)
+        private = isolation.private_dir(self.session.scratch_dir)
         base = isolation.clean_env(os.environ, mode, self._install_libs(), private).env
         base.pop(isolation.SELF_CLEANED_ENV, None)
         return base
@@ -526,8 +523,8 @@ class Runner:
             await asyncio.sleep(0.1)
 
     def kill_now(self) -> None:
-        if self._xsched_warm is not None:
-            self._xsched_warm.cancel()
+        for warm in self._mode_warm.values():
+            warm.cancel()
         self.supervisor.kill_now()
         for backend in self._entered:
             backend.kill_now()

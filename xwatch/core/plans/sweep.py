@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xwatch.core.analysis.phases import setting_label as setting_label
+from xwatch.core.modes import registry
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans import box
 from xwatch.core.plans.box import apply_setting as apply_setting
@@ -26,14 +27,18 @@ from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
-SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
-MPS_SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
+
+def sweep_keys() -> tuple[str, ...]:
+    """Every key a sweep can vary: each mode's (``Mode.sweep_keys``)."""
+    return tuple(k for m in registry.modes() for k in m.sweep_keys)
 
 
 def sweep_mode(settings: list[dict[str, dict[str, int]]]) -> str:
-    """'mps' when the settings are MPS knobs, else 'xsched'."""
-    keys = {k for s in settings for kv in s.values() for k in kv}
-    return "mps" if keys and all(k.startswith("mps.") for k in keys) else "xsched"
+    """The mode whose settings these are (``parse_settings`` allows one a sweep)."""
+    key = next(k for s in settings for kv in s.values() for k in kv)
+    owner = registry.owner_of(key)
+    assert owner is not None  # parse_settings refused the keys of no mode
+    return owner.name
 
 
 def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str, int]]]:
@@ -50,9 +55,9 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
                              "(e.g. low.threshold=1,2,4,8)")
         if wl not in names:
             raise UsageError(f"--set {spec!r}: no workload {wl!r}; workloads: {', '.join(names)}")
-        if key not in SWEEP_KEYS + MPS_SWEEP_KEYS:
+        if key not in sweep_keys():
             raise UsageError(f"--set {spec!r}: key {key!r} cannot be swept; one of "
-                             + ", ".join(SWEEP_KEYS + MPS_SWEEP_KEYS))
+                             + ", ".join(sweep_keys()))
         try:
             vals = [int(v) for v in rhs.split(",") if v.strip()]
         except ValueError:
@@ -60,9 +65,9 @@ def parse_settings(specs: list[str], scen: Scenario) -> list[dict[str, dict[str,
         if not vals:
             raise UsageError(f"--set {spec!r}: no values")
         columns.append((wl, key, vals))
-    kinds = {k.startswith("mps.") for _, k, _ in columns}
+    kinds = {owner.label for _, k, _ in columns if (owner := registry.owner_of(k))}
     if len(kinds) > 1:
-        raise UsageError("a sweep varies either XSched keys or MPS keys (mps.*), not both")
+        raise UsageError(f"a sweep varies one mode's keys, not {' and '.join(sorted(kinds))}'s")
     n = max(len(v) for _, _, v in columns)
     for wl, key, vals in columns:
         if len(vals) not in (1, n):
@@ -99,7 +104,7 @@ def box_rounds(scen: Scenario, settings: list[dict[str, dict[str, int]]], mode: 
     under one backend a phase."""
     base = scen.unreplicated()
     by_label = {setting_label(s): s for s in settings}
-    entries = [box.Entry(lb, mode, box.phase_wide(mode, backend(apply_setting(base, s))))
+    entries = [box.Entry(lb, mode, box.phase_wide(backend(apply_setting(base, s))))
                for lb, s in by_label.items()]
     out: list[tuple[int, Step]] = []
     for rnd in range(1, max(1, repeat) + 1):

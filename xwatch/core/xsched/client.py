@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from xwatch.errors import XschedError
+from xwatch.core.xsched.install import XschedError
 
 
 def _decode(raw: bytes) -> Any:

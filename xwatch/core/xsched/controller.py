@@ -11,6 +11,7 @@ links XSched; it starts processes with the shim's environment and talks to
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import subprocess
 import time
@@ -27,32 +28,32 @@ from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import DaemonBackend
 from xwatch.core.modes.isolation import is_shim
 from xwatch.core.modes.neighbours import Xserver
-from xwatch.core.procs import pid_alive
+from xwatch.core.xsched import XschedBackend
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (
     check_policy,
     check_scenario,
     join,
     other_xserver,
-    policy_failure,
     running_policy_note,
 )
 from xwatch.core.xsched.engagement import XserverLog
 from xwatch.core.xsched.env import queue_params, xsched_env
-from xwatch.core.xsched.install import XschedInstall, find_install, workload_platform
+from xwatch.core.xsched.install import XschedError, XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.leave.quiet import XserverQuiet, died_by_itself
 from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.preflight import Launcher, preflight
 from xwatch.core.xsched.xqueues.evidence import Evidence
 from xwatch.core.xsched.xqueues.polling import Pace
-from xwatch.errors import XschedError
+from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
 
 
-class XschedController(DaemonBackend):  # its last_look: none (the poller watched)
-    """The XSched mode backend: environments, xserver's lifecycle, live control."""
+class XschedController(XschedBackend, DaemonBackend):  # its last_look: none (the poller watched)
+    """The XSched mode backend: environments, xserver's lifecycle, live control; what
+    XSched declares (``XschedBackend``) on the daemon lifecycle both daemons share
+    (``DaemonBackend``)."""
 
-    mode = XSCHED
     NOTE, SOURCE, DAEMON = "xsched", "xserver", "xserver"
     STOP_STEPS = ((2, 3.0), (15, 2.0), (9, 5.0))  # SIGINT, SIGTERM, SIGKILL
     log: XserverLog  # counts each process's XQueues as lines come
@@ -78,6 +79,10 @@ class XschedController(DaemonBackend):  # its last_look: none (the poller watche
         self.launcher: Launcher | None = None
 
     # -- mode backend protocol
+    def for_scenario(self, scenario: Scenario) -> XschedController:
+        return XschedController(self.install, scenario, poll_s=self.poll_s,
+                                preflight=self.preflight)
+
     async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
         scen = phase.own(self.scenario, XSCHED)  # split: its copies alone get the shim
         plats = {w.name: await asyncio.to_thread(workload_platform, w, scen)
@@ -245,49 +250,6 @@ class XschedController(DaemonBackend):  # its last_look: none (the poller watche
         if note:
             self._note(note, "warning")
 
-    def policy_names(self) -> list[str]:
-        """The policies this install can create (for the control screen)."""
-        meta = self.meta or read_meta(self.install.root)
-        return meta.policies.usable()
-
-    def hung_or_gone(self) -> str:
-        """'hung' while xserver's process lives (its HTTP API silent), else 'gone'."""
-        alive = self.proc.poll() is None if self.proc is not None else \
-            self.joined is not None and pid_alive(self.joined.pid or 0, zombie=False)
-        return "hung" if alive else "gone"
-
-    async def set_policy(self, name: str) -> None:
-        """Set the policy by the install's own number, then read it back from xserver.
-        A policy the install cannot create is refused before sending; an xserver that
-        stops answering (alive) is named hung and fails the phase."""
-        if self.client is None:
-            raise XschedError("XSched mode is not running")
-        if self.joined is not None and self.scenario.xsched.join != "set-policy":
-            raise XschedError(f"this session joined another's xserver (pid {self.joined.pid})"
-                              ": its policy is theirs too ([xsched] join = \"set-policy\" "
-                              "allows changing it)", title="Policy of a joined xserver")
-        meta = self.meta or read_meta(self.install.root)
-        number = check_policy(meta, name, "k policy")
-        try:
-            await asyncio.to_thread(self.client.set_policy, number)
-            back = await asyncio.to_thread(self.client.get_policy)
-        except XschedError as e:
-            state = self.hung_or_gone()
-            pid = self.proc.pid if self.proc is not None else \
-                self.joined.pid if self.joined is not None else None
-            why = policy_failure(state, pid, number, name, e)
-            tail = " | ".join(list(self.log)[-3:])
-            self._fail(why + (f". Its log: {tail}" if tail else ""))
-            raise XschedError(why, title=f"xserver {state}") from None
-        if back != number:
-            raise XschedError(f"xserver was asked for {name} ({number}) and reports "
-                              f"{meta.policies.label(back)}", title="Policy not applied")
-        self.policy = name
-        if self.phase is not None and self.phase.xsched is not None:
-            self.phase.xsched = replace(self.phase.xsched, policy=name, policy_number=number,
-                                        policy_running=back)
-        self._annotate(f"policy -> {name} ({number}, read back)", policy=name, number=number)
-
     async def configure(self, name: str, level: int | None = None,
                         threshold: int | None = None, batch_size: int | None = None) -> int:
         """POST /config/<hex handle> for every queue of ``name`` (validated first)."""
@@ -320,3 +282,15 @@ def backend_from_args(root: str | None, scen: Scenario,
     ctl.meta = read_meta(inst.root)
     check_scenario(ctl.meta, scen)  # before any phase: the policy and settings it asks
     return ctl
+
+
+def backend_of(args: argparse.Namespace, scen: Scenario,
+               explicit: bool) -> tuple[XschedController | None, str | None]:
+    """The mode's ``backend_factory`` (``--xsched``, else XSCHED_HOME, else the
+    scenario's root): asked for by name, no install is an error (a race's, advise's or
+    capacity's, says so itself: ``usable_modes``)."""
+    ctl = backend_from_args(args.xsched, scen, preflight=not args.no_preflight)
+    if ctl is None and explicit and args.command not in ("advise", "capacity"):
+        raise UsageError(f"{args.command} with XSched needs an XSched install: --xsched "
+                         "ROOT or XSCHED_HOME", title="XSched not configured")
+    return ctl, None if ctl is not None else "no XSched install (--xsched ROOT or XSCHED_HOME)"

@@ -1,5 +1,7 @@
 """Where XSched is installed (``--xsched``, ``XSCHED_HOME``, ``[xsched] root``), what
-an install must contain, and which platform (CUDA or HIP) a workload's torch is."""
+an install must contain, and which platform (CUDA or HIP) a workload's torch is; and
+``XschedError``, the mode's titled error (a leaf of the package: every module raises
+it)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from xwatch.errors import XschedError
+from xwatch.errors import ModeError
 from xwatch.scenario import Scenario, Workload
+
+
+class XschedError(ModeError):
+    """An XSched install is missing files, or xserver would not start (XSched's titled
+    error: every module of the mode raises it)."""
+
+    title = "XSched problem"
+
 
 SHIMS = {"cuda": "libshimcuda.so", "hip": "libshimhip.so"}
 

@@ -64,7 +64,7 @@ from xwatch.core.engine.worker.zygote import SMOKE_MODULE, ForkedProcess, ForkSe
 from xwatch.core.procs import cpu_ticks
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import EXIT_CRASH, FAILING_VERDICTS, probe_verdict
-from xwatch.core.xsched.install import XschedInstall
+from xwatch.core.xsched.install import XschedError, XschedInstall
 from xwatch.core.xsched.leave.probes import (
     HOLD_ENV,
     LEFT_TIMEOUT_S,
@@ -73,7 +73,6 @@ from xwatch.core.xsched.leave.probes import (
     leave,
     wait_on,
 )
-from xwatch.errors import XschedError
 from xwatch.scenario import Scenario, Workload
 
 SMOKE_SECONDS = 2.0

@@ -1,13 +1,13 @@
 """Live control (modal forms): XSched's priority hint, XQueue config and policy; MPS's
 active thread percentage.
 
-The screen only collects and validates input; it returns a ``ControlRequest``
-and the app performs it off the UI thread, showing xserver's answer.
+Each is a mode's control screen (``Mode.control_screen``), made from the workloads'
+names and the backend's ``Controls``. The screen only collects and validates input; it
+returns a ``modes.contract.Control`` and the app has the backend perform it off the UI
+thread, showing its answer.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,18 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
 
+from xwatch.core.modes.contract import Control, Controls
 from xwatch.scenario import POLICIES
-
-
-@dataclass(frozen=True)
-class ControlRequest:
-    action: str  # "priority" | "config" | "policy" | "mps_threads" (value in priority)
-    workload: str | None = None
-    priority: int | None = None
-    level: int | None = None
-    threshold: int | None = None
-    batch_size: int | None = None
-    policy: str | None = None
 
 
 def _int(value: str, what: str) -> int | None:
@@ -39,14 +29,18 @@ def _int(value: str, what: str) -> int | None:
         raise ValueError(f"{what} must be an integer (got {value!r})")
 
 
-class ControlScreen(ModalScreen[ControlRequest | None]):
+class ControlScreen(ModalScreen[Control | None]):
+    """XSched live control: a workload's priority hint, its XQueues' config, the
+    policy (a mode's control screen: made from the workloads' names and the backend's
+    ``Controls``)."""
+
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, workloads: list[str], policy: str,
-                 policies: list[str] | None = None) -> None:
+    def __init__(self, workloads: list[str], controls: Controls) -> None:
         super().__init__()
         self.workloads = workloads
-        self.policy = policy
+        policy = self.policy = controls.policy or "HPF"
+        policies = controls.policies
         #: the install's own policies that its build can create (XSched renumbered and
         #: added policies between releases; the controller reads them from the install)
         self.policies = policies or list(POLICIES)
@@ -83,27 +77,30 @@ class ControlScreen(ModalScreen[ControlRequest | None]):
                 prio = _int(self.query_one("#priority", Input).value, "priority")
                 if prio is None or not -255 <= prio <= 255:
                     raise ValueError("priority must be an integer from -255 to 255")
-                self.dismiss(ControlRequest("priority", wl, priority=prio))
+                self.dismiss(Control("priority", wl, {"priority": prio}))
             elif event.button.id == "do-config":
                 th = _int(self.query_one("#threshold", Input).value, "threshold")
                 bs = _int(self.query_one("#batch", Input).value, "batch size")
                 lv = _int(self.query_one("#level", Input).value, "level")
                 if th is None and bs is None and lv is None:
                     raise ValueError("give a threshold, a batch size or a level")
-                self.dismiss(ControlRequest("config", wl, level=lv, threshold=th,
-                                            batch_size=bs))
+                self.dismiss(Control("config", wl, {"level": lv, "threshold": th,
+                                                    "batch_size": bs}))
             elif event.button.id == "do-policy":
-                self.dismiss(ControlRequest("policy",
-                                            policy=str(self.query_one("#policy", Select).value)))
+                self.dismiss(Control("policy", values={
+                    "policy": str(self.query_one("#policy", Select).value)}))
         except ValueError as e:
             self.query_one("#control-error", Label).update(f"[red]{e}[/]")
 
 
-class MpsControlScreen(ModalScreen[ControlRequest | None]):
+class MpsControlScreen(ModalScreen[Control | None]):
     """MPS live control: what MPS lets change while clients run (the share of SMs for
     new work on the server); the per-client settings need a restart, and say so."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, workloads: list[str], controls: Controls) -> None:
+        super().__init__()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="control-box"):
@@ -125,6 +122,6 @@ class MpsControlScreen(ModalScreen[ControlRequest | None]):
             pct = _int(self.query_one("#pct", Input).value, "active thread percentage")
             if pct is None or not 1 <= pct <= 100:
                 raise ValueError("active thread percentage must be an integer from 1 to 100")
-            self.dismiss(ControlRequest("mps_threads", priority=pct))
+            self.dismiss(Control("threads", values={"percentage": pct}))
         except ValueError as e:
             self.query_one("#control-error", Label).update(f"[red]{e}[/]")

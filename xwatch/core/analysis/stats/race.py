@@ -55,6 +55,7 @@ from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.analysis.stats.runs import rate_resolution, run_value
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.model.metric import THROUGHPUT, Metric
+from xwatch.core.modes import base, registry
 
 CHOSEN, DROPPED_SLO, DROPPED_DOMINATED = "chosen", "dropped-slo", "dropped-dominated"
 DROPPED_NO_PART = "dropped-no-part"
@@ -413,12 +414,11 @@ def undecided_note(cands: Sequence[Candidate], obj: Objective,
 
 def short_label(mode: str, settings: Mapping[str, Any]) -> str:
     """``mps low pri=1 sm=50%``, ``xsched low th=4 b=2``: a candidate's name in tables."""
-    short = {"mps.priority": "pri", "mps.active_thread_percentage": "sm", "threshold": "th",
-             "batch_size": "b", "priority": "prio", "level": "lvl"}
+    short = {k: v for m in registry.modes() for k, v in m.short_keys.items()}
     by_wl: dict[str, list[str]] = {}
     for k, v in settings.items():
         wl, _, key = k.partition(".")
-        word = short.get(key, key.removeprefix("mps."))
+        word = short.get(key, key.rpartition(".")[2])
         by_wl.setdefault(wl, []).append(f"{word}={v}%" if word == "sm" else f"{word}={v}")
     return " ".join([mode, *(f"{wl} {' '.join(kv)}" for wl, kv in by_wl.items())])
 
@@ -455,7 +455,7 @@ def settings_of(step_setting: Mapping[str, Mapping[str, M.SettingValue]] | None
 
 # ------------------------------------------------------------ words
 def _mode_words(mode: str, settings: Mapping[str, Any]) -> str:
-    name = {"native": "native (no sharing mechanism)", "mps": "MPS", "xsched": "XSched"}[mode]
+    name = "native (no sharing mechanism)" if mode == "native" else base.label(mode)
     if not settings:
         return name
     parts = []
@@ -582,12 +582,11 @@ def toml_for(advice: M.Advice) -> list[str]:
     for k, v in settings.items():
         wl, _, key = k.partition(".")
         by_wl.setdefault(wl, {})[key] = v
+    declared = registry.find(mode)
     for wl, kv in by_wl.items():
         lines.append(f'# in the [[workload]] table with name = "{wl}":')
-        table = "mps" if mode == "mps" else "xsched"
-        lines.append(f"[workload.{table}]")
-        for key, v in kv.items():
-            lines.append(f"{key.removeprefix('mps.')} = {v}")
+        lines += declared.deploy(kv) if declared is not None else \
+            [f"# {mode} (not installed here): {k} = {v}" for k, v in kv.items()]
     if not by_wl:
         lines.append("# no settings: every workload as it is")
     return lines

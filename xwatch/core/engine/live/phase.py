@@ -71,6 +71,8 @@ class Phase:
         self.setting: str | None = None
         self.setting_values: dict[str, dict[str, M.SettingValue]] | None = None
         self.calibrate: str | None = None
+        #: each workload's participation verdict, by a mode from outside the tree
+        self.proof: dict[str, str] = {}
         self.repeat: int | None = None
         self.step: str | None = None
         self.candidate: str | None = None
@@ -276,7 +278,8 @@ class Phase:
             annotations=tuple(self.annotations), error=self.error, setting=self.setting,
             setting_values=self.setting_values, calibrate=self.calibrate,
             repeat=self.repeat, step=self.step, candidate=self.candidate,
-            cut_short=self.cut_short, copy_modes=self.copy_modes, retried=self.retried)
+            cut_short=self.cut_short, copy_modes=self.copy_modes, retried=self.retried,
+            proof=dict(self.proof) or None)
 
 
 CAPTURE_GRACE_S = 15.0  # for the profiler's teardown after a capture

@@ -41,11 +41,11 @@ from xwatch.core.analysis.stats.race import Objective
 from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.engine.live.session import Session
 from xwatch.core.model.metric import THROUGHPUT
-from xwatch.core.modes.base import NATIVE, ModeBackend
+from xwatch.core.modes.base import NATIVE
 from xwatch.core.plans import box
 from xwatch.core.plans.advise import lows_of, objective, plan_candidates, values_a_request
 from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
-from xwatch.core.plans.options import Backends, Options, backend_for
+from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
 
@@ -152,7 +152,7 @@ class CapacityRun:
     ``after_round``, ``publish``)."""
 
     def __init__(self, scen: Scenario, obj: Objective, modes: list[str], sets: list[str],
-                 xsched: ModeBackend | None, mps: ModeBackend | None, budget_min: float,
+                 backends: Backends, budget_min: float,
                  rates: str | None = None, seed: int = 0,
                  skipped: dict[str, str] | None = None,
                  say: Callable[[str], None] | None = None) -> None:
@@ -162,14 +162,14 @@ class CapacityRun:
         self.high = slo_workload(scen, obj)
         self.lo, self.hi = parse_rates(rates, self.high,
                                        lowest_bounded(self.base, obj, self.high))
-        self.xsched, self.mps = xsched, mps
+        self.backends = backends
         self.lows = lows_of(self.base, obj)
         self.gpus = scen.gpus
         check_bounded(self.base, obj, self.high, self.lo)
         self.steps: dict[str, Step] = {}
         searches: list[cap.Search] = []
         if self.lows:
-            for c, st in plan_candidates(self.base, obj, modes, sets, xsched, mps, skipped):
+            for c, st in plan_candidates(self.base, obj, modes, sets, backends, skipped):
                 searches.append(cap.Search(c.label, c.mode, dict(c.settings)))
                 self.steps[c.label] = st
         alone = tuple(w.name for w in self.base.workloads if w.base_name == self.high.name)
@@ -223,8 +223,8 @@ class CapacityRun:
             self.scen.workloads, self.high.name, p.rate))
 
     def _layout(self, probes: list[Probe], rnd: int) -> list[box.BoxPhase]:
-        entries = [box.Entry(p.key, self._mode(p), box.phase_wide(self._mode(p), self._step(
-            p).backend)) for p in probes]
+        entries = [box.Entry(p.key, self._mode(p), box.phase_wide(self._step(p).backend))
+                   for p in probes]
         return box.layout(entries, self.gpus, rnd)
 
     def _mode(self, p: Probe) -> str:
@@ -250,7 +250,7 @@ class CapacityRun:
                 settings[box.copy_name(wl, g)] = dict(kv)
         sc = dataclasses.replace(self.base, workloads=tuple(wls), gpus=bp.gpus,
                                  single=self.base.workloads)
-        backend = backend_for(bp.mode, sc, self.xsched, self.mps)
+        backend = self.backends.for_scenario(bp.mode, sc)
         step = Step(bp.mode, backend, bp.where(), settings or None, only=tuple(only),
                     candidate=True, workloads=tuple(wls))
         return [(by[k], g) for k, g in bp.placed], step
@@ -363,8 +363,8 @@ def make_run(scen: Scenario, opts: Options, modes: list[str], skipped: dict[str,
              backends: Backends, say: Callable[[str], None] | None = None) -> CapacityRun:
     """The run ``opts`` asks for (every refusal is raised here, before anything starts)."""
     obj = objective(scen, opts.slo)
-    return CapacityRun(scen, obj, modes, list(opts.sets), backends.xsched, backends.mps,
-                       opts.budget_min, opts.rates, opts.seed, skipped, say)
+    return CapacityRun(scen, obj, modes, list(opts.sets), backends, opts.budget_min,
+                       opts.rates, opts.seed, skipped, say)
 
 
 async def run_capacity(scen: Scenario, opts: Options, modes: list[str],

@@ -37,7 +37,7 @@ from typing import Protocol
 from xwatch.core import model as M
 from xwatch.core.engine.worker.smoke import HOLD_ENV
 from xwatch.core.xsched.client import XserverClient
-from xwatch.errors import XschedError
+from xwatch.core.xsched.install import XschedError
 
 #: "0": the probes leave as their work ends, beside whatever else runs (the old way)
 WAIT_ENV = "XWATCH_XSCHED_PROBE_WAIT"

@@ -38,6 +38,7 @@ from xwatch.core.xsched.engagement import (
     engagement,
     expected_ready_polls,
 )
+from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.xqueues.polling import (
     Answer,
     AnswerCache,
@@ -49,7 +50,6 @@ from xwatch.core.xsched.xqueues.polling import (
     queue_row,
     strangers,
 )
-from xwatch.errors import XschedError
 from xwatch.scenario import Scenario
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase

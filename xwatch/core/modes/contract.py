@@ -1,0 +1,214 @@
+"""The mode contract: what a scheduling mode declares, so that the rest of xwatch knows a
+mode only through it (``registry`` finds them by name).
+
+A mode is two things:
+
+- ``Mode``, its declaration, one per name, registered (``registry.register``; native,
+  MPS, XSched and a mode from outside the tree alike): its name and label; its scenario
+  keys (the ``--set`` keys of a sweep, advise's grid, how they apply to a workload); the
+  backend it configures from the command line (or why it cannot run here); its report
+  sections, its dashboard key, tab and live-control screen. What lives elsewhere is
+  named by ``module:attr`` references that the registry, the report and the dashboard
+  load: a mode's declaration imports neither its backend nor what sits above it.
+- ``ModeBackend``, the configured backend that runs its phases: enter and leave a
+  phase; the environment of its workloads and their fork support; the preflight
+  (``settle``) and the engagement proof (``on_running``, ``last_look``); its health
+  (``failure``); its live controls (``control``); a backend of the same mode for
+  another scenario (``for_scenario``: a sweep's setting, an advise candidate, a box
+  phase) and the settings that hold for a whole phase (``phase_wide``).
+
+Native is the absence of a backend: its ``Mode`` configures none.
+"""
+
+from __future__ import annotations
+
+import abc
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.workload import WorkloadRun
+    from xwatch.core.engine.worker.zygote import ForkServer
+    from xwatch.scenario import Scenario, Workload
+
+#: a mode's backend from the command line's arguments and the scenario: (its backend,
+#: None) where it can run here, else (None, why not); with ``explicit`` (the mode was
+#: asked for by name) what stops it is a titled error instead
+Configure = Callable[[argparse.Namespace, "Scenario", bool],
+                     "tuple[ModeBackend | None, str | None]"]
+#: the fork server a workload with this environment forks from (``Supervisor.server_for``)
+ServerFor = Callable[[Mapping[str, str]], "ForkServer | None"]
+
+
+@dataclass(frozen=True)
+class Control:
+    """A live control request from the dashboard's control screen: its action (one of
+    the backend's ``Controls.actions``), the workload it names (if any) and its values."""
+
+    action: str
+    workload: str | None = None
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Controls:
+    """What a backend lets change while its phase runs, as the control screen shows it:
+    its actions, the policy running and the policies it can switch to (None: unknown)."""
+
+    actions: tuple[str, ...]
+    policy: str | None = None
+    policies: list[str] | None = None
+
+
+class ModeBackend(abc.ABC):
+    """What a non-native mode's configured backend provides to the runner and the
+    plans. The lifecycle is abstract; the capabilities have the defaults of a mode
+    that has none of them."""
+
+    #: the name of its ``Mode``
+    mode: str
+    #: its workloads fork from a fork server of their own, started with ``fork_env``
+    #: (the common fork server's environment is not theirs)
+    own_fork_server: bool = False
+
+    # -- a phase's lifecycle
+    @abc.abstractmethod
+    async def enter(self, phase: Phase) -> dict[str, dict[str, str]]:
+        """Prepare the mode; return extra environment per workload name."""
+
+    async def settle(self, phase: Phase) -> None:
+        """The preflight: wait for what ``enter`` left running beside the workloads'
+        start; raise its failure. The start gate stays shut until this returns."""
+        return None
+
+    async def last_look(self, phase: Phase) -> None:
+        """The phase's workloads are about to be stopped: the last moment they are seen
+        running (MPS reads the client lists for those not proven clients yet: on a busy
+        machine a short phase can end before its watch got to them). None here."""
+        return None
+
+    @abc.abstractmethod
+    async def leave(self, phase: Phase) -> None:
+        """Undo ``enter`` (stop daemons); must be safe to call twice."""
+
+    @abc.abstractmethod
+    def kill_now(self) -> None:
+        """Synchronous emergency stop."""
+
+    @abc.abstractmethod
+    def failure(self) -> str | None:
+        """Why the mode can no longer run this phase (its daemon died), else None."""
+
+    @abc.abstractmethod
+    def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
+        """The engagement proof: a workload of the phase is running; ``libraries``: the
+        scheduler libraries its processes have mapped (None: unreadable)."""
+
+    def check_now(self) -> None:
+        """Before anything starts: what can be checked of its scenario here (an
+        install's platforms, another session's daemon); raises a titled error."""
+        return None
+
+    # -- its workloads' environment and fork support
+    def scrubbed_libraries(self) -> list[str]:
+        """Library folders of this mode that every other mode's environment must not
+        see (``isolation.clean_env``)."""
+        return []
+
+    async def fork_env(self, w: Workload) -> dict[str, str] | None:
+        """With ``own_fork_server``: ``w``'s environment for that server before a phase;
+        None where its copies are exec'd."""
+        return None
+
+    def start_probes_as_workloads(self, base_env: Mapping[str, str],
+                                  server_for: ServerFor) -> None:
+        """Before ``enter``: the preflight's probes start from ``base_env`` and fork as
+        the phase's workloads do (``server_for``). Nothing here."""
+        return None
+
+    # -- configured for other scenarios
+    @abc.abstractmethod
+    def for_scenario(self, scenario: Scenario) -> ModeBackend:
+        """A backend of this mode for ``scenario``, set up as this one."""
+
+    def phase_wide(self) -> tuple[tuple[str, str], ...]:
+        """The settings that hold for a whole phase (one daemon for every GPU):
+        candidates that differ in one of them never share a phase."""
+        return ()
+
+    # -- live controls
+    def controls(self) -> Controls | None:
+        """What can change while a phase runs (None: nothing)."""
+        return None
+
+    async def control(self, request: Control) -> str:
+        """Apply ``request`` live; the line that says what changed."""
+        raise NotImplementedError(f"{self.mode} has no live control {request.action!r}")
+
+
+class Mode(Protocol):
+    """A scheduling mode's declaration (see the module)."""
+
+    @property
+    def name(self) -> str:
+        """Its name on the command line, in scenarios and snapshots (``native``,
+        ``mps``)."""
+
+    @property
+    def label(self) -> str:
+        """How it is named on screen and in reports."""
+
+    @property
+    def key(self) -> str | None:
+        """The dashboard key that switches between native and it (None: none)."""
+
+    @property
+    def tab(self) -> str | None:
+        """The dashboard's tab (``module:Widget``, ``show(snap, reason)``; None: none)."""
+
+    @property
+    def control_screen(self) -> str | None:
+        """The live-control screen for its ``Controls`` (``module:Screen``; None: none)."""
+
+    @property
+    def report_sections(self) -> tuple[tuple[int, str], ...]:
+        """Its report sections: (place among the modes' sections, ``module:function`` of
+        the snapshot, returning a section or None)."""
+
+    @property
+    def sweep_keys(self) -> tuple[str, ...]:
+        """The ``--set`` keys a sweep or advise varies in its settings."""
+
+    @property
+    def short_keys(self) -> Mapping[str, str]:
+        """How a candidate's name in tables spells each of them (``mps.priority``:
+        ``pri``)."""
+
+    @property
+    def advise_grid(self) -> tuple[Mapping[str, Any], ...]:
+        """Advise's candidates: each a setting of the lower-priority workloads."""
+
+    @property
+    def unavailable(self) -> str:
+        """Why it cannot run where no backend was configured."""
+
+    @property
+    def backend_factory(self) -> str | None:
+        """Its backend from the command line (``module:function`` of ``Configure``);
+        None: it runs without one (native)."""
+
+    def owns_key(self, key: str) -> bool:
+        """Whether a ``--set`` key is one of this mode's settings."""
+
+    def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
+        """``w`` with this mode's ``--set`` keys of ``kv`` applied."""
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        """``scen`` with what the command line says of this mode (``--join-xserver``)."""
+
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        """The scenario lines (TOML, in a workload's table) that set a workload's
+        ``--set`` keys ``kv`` of this mode: how advice is deployed."""

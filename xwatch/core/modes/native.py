@@ -1,0 +1,47 @@
+"""Native: the GPU shared as the driver shares it, the baseline every mode is measured
+against. Its declaration (``modes.contract.Mode``) registers as every mode's does; it
+runs without a backend and has no settings, controls or sections of its own."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xwatch.core.modes.contract import Mode
+
+if TYPE_CHECKING:
+    from xwatch.scenario import Scenario, Workload
+
+
+@dataclass(frozen=True)
+class NativeMode:
+    """Native's declaration."""
+
+    name: str = "native"
+    label: str = "native"
+    key: str | None = None
+    tab: str | None = None
+    control_screen: str | None = None
+    report_sections: tuple[tuple[int, str], ...] = ()
+    sweep_keys: tuple[str, ...] = ()
+    short_keys: Mapping[str, str] = field(default_factory=dict)
+    advise_grid: tuple[Mapping[str, Any], ...] = ()
+    unavailable: str = ""
+    backend_factory: str | None = None
+
+    def owns_key(self, key: str) -> bool:
+        return False
+
+    def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
+        return w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        return scen
+
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return []
+
+
+MODE: Mode = NativeMode()  # checked against the contract
