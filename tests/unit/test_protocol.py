@@ -127,8 +127,10 @@ def test_a_programs_own_lines_are_read_as_before() -> None:
         b'{"type":"req","latency_ms":2.5,"seq":"x","batch":2.0,"late":1,"ok":null}\n'
         b'{"latency_ms":1,"t":7,"gpu_ms":[1,"x",2],"id":3,"tpot_ms":4,"ttft_ms":"no"}\n'
         b'{"latency_ms":1,"itl_ms":5,"ttft_ms":[1,2]}\n'
-        b'{"latency_ms":1,"ok":false,"error":"boom","cause":7}\n')
-    a, b, c, d = r.events
+        b'{"latency_ms":1,"ok":false,"error":"boom","cause":7}\n'
+        b'{"latency_ms":1,"service_ms":1e400,"sched_delay_ms":NaN}\n')
+    a, b, c, d, e = r.events
+    assert isinstance(e, E.Request) and e.service_ms == float("inf") and e.sched_delay_ms is None
     assert a == E.Request(latency_ms=2.5, late=False) and r.malformed == []
     assert a.ok and a.seq is None and a.batch is None
     assert isinstance(b, E.NamedRequest) and b.named == {"gpu_ms": [1.0, 2.0],

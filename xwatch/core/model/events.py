@@ -21,6 +21,7 @@ lines by hand (stdlib only, any interpreter), so it does not import this module.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, TypeGuard
 
@@ -223,8 +224,15 @@ def request_line(line: bytes) -> Request | None:
 
 
 def json_of(line: bytes) -> object:
-    """One line as plain JSON (``DecodeError`` if it is not)."""
-    return _json.decode(line)  # type: ignore[no-any-return]
+    """One line as plain JSON, as Python's ``json`` reads it (numbers out of a double's
+    range, ``NaN``: its checks then say what they mean); ``DecodeError`` if it is not."""
+    try:
+        return _json.decode(line)  # type: ignore[no-any-return]
+    except msgspec.DecodeError:
+        try:
+            return json.loads(line)  # type: ignore[no-any-return]
+        except ValueError as e:
+            raise msgspec.DecodeError(str(e)) from None
 
 
 def _num(v: object) -> TypeGuard[int | float]:
