@@ -4,6 +4,7 @@ what a program's own lines may hold) and the emitter."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -130,7 +131,8 @@ def test_a_programs_own_lines_are_read_as_before() -> None:
         b'{"latency_ms":1,"ok":false,"error":"boom","cause":7}\n'
         b'{"latency_ms":1,"service_ms":1e400,"sched_delay_ms":NaN}\n')
     a, b, c, d, e = r.events
-    assert isinstance(e, E.Request) and e.service_ms == float("inf") and e.sched_delay_ms is None
+    assert isinstance(e, E.Request) and e.service_ms == math.inf  # kept, as json reads it
+    assert e.sched_delay_ms is not None and math.isnan(e.sched_delay_ms)
     assert a == E.Request(latency_ms=2.5, late=False) and r.malformed == []
     assert a.ok and a.seq is None and a.batch is None
     assert isinstance(b, E.NamedRequest) and b.named == {"gpu_ms": [1.0, 2.0],
@@ -166,3 +168,21 @@ def test_a_bad_line_in_a_chunk_of_requests_costs_only_itself() -> None:
     good = encode_events([{"latency_ms": float(i), "seq": i} for i in range(5)])
     r = LineParser().feed(good + b'{"latency_ms": -1}\n' + good)
     assert len(r.events) == 10 and r.malformed == ['{"latency_ms": -1}']
+
+
+def test_a_commands_own_named_metrics_are_typed_by_the_chunk() -> None:
+    """Request lines with keys of their own (a command's named metrics, an id) are
+    typed in one call too, their named metrics in the line's order; a key ``named``
+    of the program's own is no metric."""
+    lines = b"".join(b'{"seq":%d,"latency_ms":1.5,"gpu_ms":%d,"id":"r%d","tpot_ms":2}\n'
+                     % (i, i, i) for i in range(3))
+    r = LineParser().feed(lines + b'{"latency_ms":2,"named":{"x":[1.0]},"q_ms":[3]}\n')
+    assert r.malformed == [] and all(type(e) is E.NamedRequest for e in r.events)
+    assert [e.named for e in r.events if isinstance(e, E.NamedRequest)] == [
+        {"gpu_ms": [0.0], "tpot_ms": [2.0]}, {"gpu_ms": [1.0], "tpot_ms": [2.0]},
+        {"gpu_ms": [2.0], "tpot_ms": [2.0]}, {"q_ms": [3.0]}]
+    first = r.events[0]
+    assert isinstance(first, E.Request) and first.seq == 0 and first.tpot_ms == 2.0
+    # a control event among them: each typed on its own, the same requests
+    r2 = LineParser().feed(lines + b'{"type":"hb","inflight_s":0.5}\n')
+    assert r2.events[:3] == r.events[:3] and r2.events[3] == E.Heartbeat(inflight_s=0.5)

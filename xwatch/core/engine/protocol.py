@@ -68,14 +68,22 @@ def _bad(line: bytes) -> str:
     return line[:200].decode("utf-8", "replace")
 
 
+def _dumps(obj: object) -> bytes:
+    try:
+        return json.dumps(obj).encode()
+    except (TypeError, ValueError):
+        return repr(obj).encode()
+
+
 class LineParser:
     """Incremental parser: feed raw chunks from a pipe, get typed events back.
 
     Keeps the partial last line between chunks. A chunk of plain request lines is
-    decoded in one call (``model.events.requests_of``); a chunk with any other line,
-    line by line (``event_of``: what the protocol tolerates). Malformed lines (bad
-    JSON, not an object, missing/invalid ``latency_ms``, unknown type, too long) are
-    returned separately and never raise. xwatch's side only: it imports msgspec and
+    decoded in one call (``model.events.requests_of``); a chunk with any other line
+    is read as JSON in one call and typed event by event (``event_of``: what the
+    protocol tolerates), or line by line where a line is not JSON. Malformed lines
+    (bad JSON, not an object, missing/invalid ``latency_ms``, unknown type, too long)
+    are returned separately and never raise. xwatch's side only: it imports msgspec and
     the model when it reads (the worker, which may run under another interpreter,
     never does).
     """
@@ -99,22 +107,37 @@ class LineParser:
             self._skipping = True
         if not body:
             return out
+        events, malformed = out.events, out.malformed
         if not self._skipping:
             try:  # the hot path: every line a plain request, in one call
-                out.events.extend(ev.requests_of(body))
+                events.extend(ev.requests_of(body))
                 return out
             except ev.DecodeError:
                 pass
-        events, malformed = out.events, out.malformed
-        for line in body.split(b"\n"):
+            named = ev.named_requests_of(body)  # requests with named metrics of their own
+            if named is not None:
+                events.extend(named)
+                return out
+            try:  # any other line: the chunk as JSON in one call, each typed
+                objs = ev.jsons_of(body)
+            except ev.DecodeError:
+                objs = None
+            if objs is not None:
+                for obj in objs:
+                    try:
+                        e = ev.event_of(obj)
+                    except ev.Unreadable:
+                        continue
+                    if e is None:
+                        malformed.append(_bad(_dumps(obj)))
+                    else:
+                        events.append(e)
+                return out
+        for line in body.split(b"\n"):  # a line that is not JSON: one at a time
             if self._skipping:  # tail of an over-long line
                 self._skipping = False
                 continue
             if not line or line.isspace():
-                continue
-            req = ev.request_line(line)
-            if req is not None:
-                events.append(req)
                 continue
             try:
                 e = ev.event_of(ev.json_of(line))

@@ -8,8 +8,8 @@ them (``engine.protocol.LineParser``), so the engine, the live run and the spool
 named, typed fields and never a dict.
 
 Reading is two ways, one result. The hot path: a chunk of plain request lines is
-decoded by one ``Decoder`` straight into ``Request`` (in C; any line it cannot take,
-an unknown key or a value of another type, sends the chunk line by line). The rest
+decoded by one ``Decoder`` straight into ``Request`` (in C; a request line carries no
+tag, so the union's own tagged decoding cannot take it). A chunk with any other line
 (control events, requests with metrics of their own or odd values) is decoded as
 JSON and typed by ``event_of``, the one place that says what the protocol tolerates:
 a request needs a finite ``latency_ms`` >= 0, an event a known ``type``; a field of
@@ -78,13 +78,15 @@ class Request(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_f
     chunks: int | None = None
 
 
-class NamedRequest(Request, kw_only=True, omit_defaults=True, gc=False):
-    """A request with named metrics beyond ``Request``'s (any other ``*_ms`` key, or one
-    of its own that is not a field's type): every named metric's numbers, its fields'
-    too, in the order sent (a run keeps its metrics in the order it first meets them);
-    only ``event_of`` makes one, never the wire decoder."""
+class NamedRequest(Request, kw_only=True, omit_defaults=True, forbid_unknown_fields=False,
+                   gc=False):
+    """A request line with keys beyond ``Request``'s fields (named metrics of its own,
+    keys the protocol ignores): every named metric's numbers, its fields' too, in the
+    order sent (a run keeps its metrics in the order it first meets them). Only
+    ``event_of`` makes one, never the wire decoder; it ignores the keys that are not
+    fields."""
 
-    named: dict[str, list[float]]
+    named: dict[str, list[float]] = msgspec.field(default_factory=dict)
 
 
 #: a request's named metrics that are ``Request`` fields: a run meets them in this
@@ -215,12 +217,43 @@ def requests_of(body: bytes) -> list[Request]:
     return _requests.decode_lines(body)
 
 
-def request_line(line: bytes) -> Request | None:
-    """One line as a plain request, or None."""
+_named_requests = msgspec.json.Decoder(NamedRequest)
+
+
+def named_of(obj: RawJSON) -> dict[str, list[float]]:
+    """A request line's named metrics (its fields' too), in the line's order."""
+    named: dict[str, list[float]] = {}
+    for k, v in obj.items():
+        if k[-3:] == "_ms" and k not in REQUEST_KEYS:
+            if type(v) is float or type(v) is int:
+                named[k] = [float(v)]
+            elif vals := _values(v):
+                named[k] = vals
+    return named
+
+
+def named_requests_of(body: bytes) -> list[Request] | None:
+    """Every line of ``body`` as a request with keys of its own (a command's named
+    metrics): typed in C, the named metrics read from the same lines as JSON; None
+    where a line is not such a request (an event of another type, a value of another
+    type)."""
     try:
-        return _requests.decode(line)
+        evs = _named_requests.decode_lines(body)
+        objs = _json.decode_lines(body)
     except msgspec.DecodeError:
         return None
+    if len(evs) != len(objs):
+        return None
+    for ev, obj in zip(evs, objs):
+        if type(obj) is not dict or obj.get("type", REQ) != REQ:
+            return None
+        ev.named = named_of(obj)
+    return evs  # type: ignore[return-value]
+
+
+def jsons_of(body: bytes) -> list[object]:
+    """Every line of ``body`` as plain JSON, or ``DecodeError`` (then line by line)."""
+    return _json.decode_lines(body)  # type: ignore[no-any-return]
 
 
 def json_of(line: bytes) -> object:
@@ -271,11 +304,27 @@ def _values(v: object) -> list[float]:
     return [float(x) for x in (v if type(v) is list else (v,)) if _num(x)]
 
 
+_FIELDS = frozenset(Request.__struct_fields__)
+
+
 def _request(obj: RawJSON) -> Request | None:
-    g = obj.get
-    lat = g("latency_ms")
-    if not _num(lat) or not 0.0 <= lat < math.inf:
+    """A request line that the wire decoder could not take: msgspec types it (in C);
+    a value of another type sends it field by field."""
+    lat = obj.get("latency_ms")
+    if (type(lat) is not float and type(lat) is not int) or not 0.0 <= lat < math.inf:
         return None
+    try:
+        if obj.keys() <= _FIELDS:  # only the fields (a value of another type somewhere)
+            return msgspec.convert(obj, Request)
+        return msgspec.convert({**obj, "named": named_of(obj)}, NamedRequest)
+    except msgspec.ValidationError:
+        return _request_field_by_field(obj, lat)
+
+
+def _request_field_by_field(obj: RawJSON, lat: float) -> Request:
+    """A field of the wrong type is absent; a named metric that does not fit its field
+    (``ttft_ms`` as a list, ``itl_ms`` as one number) is counted by name."""
+    g = obj.get
     # the named metrics that are fields, where they fit one; the others by name
     ttft, tpot, tail = (_float_ms(g(k)) for k in ("ttft_ms", "tpot_ms", "tail_ms"))
     itl = g("itl_ms")
