@@ -72,9 +72,9 @@ def measure(tree: str, out: str) -> None:
         p = s.current
         assert p is not None
         for i, run in enumerate(p.runs.values()):
-            run.on_events([{"seq": 10_000 + k, "t": t0 + 300 + k * 0.01,
-                            "latency_ms": 3.0 + k % 7, "ttft_ms": 20.0 + (k * 13) % 17}
-                           for k in range(200)])
+            run.on_events(sc.typed([{"seq": 10_000 + k, "t": t0 + 300 + k * 0.01,
+                                     "latency_ms": 3.0 + k % 7, "ttft_ms": 20.0 + (k * 13) % 17}
+                                    for k in range(200)]))
             for k in range(30):
                 run.stderr.append(f"err {i} {k}")
                 run.stdout.append(f"out {i} {k}")

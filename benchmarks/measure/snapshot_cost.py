@@ -45,6 +45,12 @@ except ImportError:  # a checkout from before issue 42 (--ab against it)
     from xwatch.core.engine.session import Session  # type: ignore[no-redef]
 from xwatch.scenario import parse_scenario  # noqa: E402
 
+try:  # events are typed (issue 66)
+    from xwatch.core.model.events import events_of as typed
+except ImportError:  # a checkout from before: dicts
+    def typed(events: list[dict[str, Any]]) -> Any:  # type: ignore[misc]
+        return events
+
 
 def build(n: int) -> tuple[Session, float]:
     gpus = n // 2
@@ -71,7 +77,7 @@ def feed(s: Session, t_from: float, t_to: float, rng: random.Random) -> None:
         high = run.spec.priority_value > 0
         step = 0.05 if high else 0.5
         t = t_from
-        batch: list[dict[str, object]] = []
+        batch: list[dict[str, Any]] = []
         seq = 0
         while t < t_to:
             lat = rng.lognormvariate(1.6, 0.35) if high else rng.lognormvariate(6.0, 0.1)
@@ -79,10 +85,10 @@ def feed(s: Session, t_from: float, t_to: float, rng: random.Random) -> None:
             seq += 1
             t += step
             if len(batch) >= (5 if high else 1):
-                run.on_events(batch)
+                run.on_events(typed(batch))
                 batch = []
         if batch:
-            run.on_events(batch)
+            run.on_events(typed(batch))
 
 
 def measure(n: int, seconds: int, reps: int = 20) -> dict[str, float]:

@@ -20,6 +20,7 @@ from tests.conftest import DATA, PY, ROOT, WORKLOADS, run_xwatch
 from tests.helpers.fake_mps import make_tool
 from tests.helpers.procs import read_until, wait_gone
 from tests.helpers.scenarios import one, tiny_models, two
+from xwatch.core.model.events import Request
 
 
 def marked(owner: int) -> list[int]:
@@ -123,8 +124,8 @@ def test_disk_full_while_spooling_keeps_the_statistics_exact(tmp_path: Path) -> 
 
     sp._f.close()
     sp._f = FullDisk()  # type: ignore[assignment]
-    ev = [{"seq": i, "t": 1.0 + i, "latency_ms": 2.0, "service_ms": 1.0,
-           "sched_delay_ms": 0.0, "late": False, "batch": 1} for i in range(100)]
+    ev = [Request(seq=i, t=1.0 + i, latency_ms=2.0, service_ms=1.0, sched_delay_ms=0.0,
+                  late=False, batch=1) for i in range(100)]
     sp.write_many(0, "w", ev)
     sp.flush()
     sp.write_many(0, "w", ev)

@@ -14,6 +14,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.export.snapshot import encode_document, snapshot_document
+from xwatch.core.model.events import events_of
 from xwatch.scenario import load_scenario
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -34,18 +35,18 @@ def build() -> dict:  # type: ignore[type-arg]
             r.hello = {"pid": r.pid, "device_name": "AMD Instinct MI308X", "torch": "2.9.0+rocm6.4",
                        "model": r.spec.model, "stream": "created"}
         hi, lo = ph.runs["high"], ph.runs["low"]
-        hi.on_events([{"type": "ready", "t0": t0}])
-        lo.on_events([{"type": "ready", "t0": t0 + 1.0}])
+        hi.on_events(events_of([{"type": "ready", "t0": t0}]))
+        lo.on_events(events_of([{"type": "ready", "t0": t0 + 1.0}]))
         hi.state = lo.state = "running"
         ev_hi = []
         for k in range(600):  # 30 s at 20/s
             lat = (6.0 + rng.lognormvariate(0.3, 0.5) * 2.0) * hi_scale
             ev_hi.append({"seq": k + 1, "t": t0 + k * 0.05 + lat / 1e3, "latency_ms": lat,
                           "late": lat > 50, "batch": 1})
-        hi.on_events(ev_hi)
+        hi.on_events(events_of(ev_hi))
         n_low = 59 if not low_fails else 20
-        lo.on_events([{"seq": k + 1, "t": t0 + 1.0 + (k + 1) * 0.5, "latency_ms": 500.0 + k % 7,
-                       "batch": 1024} for k in range(n_low)])
+        lo.on_events(events_of([{"seq": k + 1, "t": t0 + 1.0 + (k + 1) * 0.5, "latency_ms": 500.0 + k % 7,
+                       "batch": 1024} for k in range(n_low)]))
         ph.t_measure = t0
         ph.t_stop = t0 + 30.0
         if low_fails:

@@ -16,6 +16,7 @@ from xwatch.core import model as M
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import RUNNING, SessionSnapshot
 from xwatch.core.export.snapshot import encode_document, snapshot_document, snapshot_from_dict
+from xwatch.core.model.events import events_of
 from xwatch.scenario import parse_scenario
 
 T0 = 1000.0  # the phase's start on the fake monotonic clock
@@ -74,7 +75,7 @@ def fleet_session(gpus: int = 8, seconds: int = 30, ended: bool = False,
                    "latency_ms": scale * rng.lognormvariate(0.0, 0.25),
                    "batch": 1 if high else 64} for k in range(n)]
         for k in range(0, len(events), 5):
-            run.on_events(events[k:k + 5])
+            run.on_events(events_of(events[k:k + 5]))
         if not high and g == 6:
             run.on_output("stderr", "torch.OutOfMemoryError: CUDA out of memory. Tried to "
                                     "allocate 2.00 GiB")

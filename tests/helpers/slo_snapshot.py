@@ -12,6 +12,7 @@ from pathlib import Path
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
 from xwatch.core.export.snapshot import encode_document, snapshot_document, snapshot_from_dict
+from xwatch.core.model.events import events_of
 from xwatch.scenario import load_scenario
 
 SCENARIO = Path(__file__).resolve().parent.parent / "data" / "scenarios" / "serve-slo.toml"
@@ -27,7 +28,7 @@ def slo_snapshot() -> SessionSnapshot:
         r.rec.t0 = t0
         r.pid = 4242 if r.spec.name == "chat" else 4343
         r.hello = {"pid": r.pid, "device_name": "NVIDIA H200", "stream": "created"}
-        r.on_events([{"type": "ready", "t0": t0}])
+        r.on_events(events_of([{"type": "ready", "t0": t0}]))
         r.state = "running"
     chat, trainer = ph.runs["chat"], ph.runs["trainer"]
     ev = []
@@ -36,9 +37,9 @@ def slo_snapshot() -> SessionSnapshot:
         tpot = 33.0 + rng.random() * 4.0
         ev.append({"seq": k + 1, "t": t0 + k * 0.25 + 1.2, "latency_ms": ttft + 31 * tpot,
                    "ttft_ms": ttft, "tpot_ms": tpot, "itl_ms": tpot + rng.random(), "batch": 1})
-    chat.on_events(ev)
-    trainer.on_events([{"seq": k + 1, "t": t0 + (k + 1) * 0.3, "latency_ms": 295.0 + k % 9,
-                        "batch": 64} for k in range(99)])
+    chat.on_events(events_of(ev))
+    trainer.on_events(events_of([{"seq": k + 1, "t": t0 + (k + 1) * 0.3, "latency_ms": 295.0 + k % 9,
+                        "batch": 64} for k in range(99)]))
     ph.t_measure = t0
     ph.t_stop = t0 + 30.0
     for r in (chat, trainer):

@@ -12,17 +12,18 @@ import os
 from typing import Any
 
 from xwatch.core.engine.supervisor import _EventPipe, _FlushGrid, _Ticket
+from xwatch.core.model.events import Event, Request
 
 
 class _Run:
     """What the reader hands events to (``WorkloadRun``'s intake)."""
 
     def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.at: list[float] = []
         self.stop_requested = False
 
-    def on_events(self, events: list[dict[str, Any]]) -> None:
+    def on_events(self, events: list[Event]) -> None:
         self.events += events
         self.at.append(asyncio.get_running_loop().time())
 
@@ -82,7 +83,7 @@ def test_first_read_at_once_then_paused_and_taken_on_demand() -> None:
         await asyncio.sleep(0.05)
         assert len(mp.run.events) == 5
         proto.deliver_now()  # a snapshot takes what the pipe holds
-        assert [e["seq"] for e in mp.run.events] == list(range(10))
+        assert [e.seq for e in mp.run.events if isinstance(e, Request)] == list(range(10))
         await _close(proto, w)
 
     asyncio.run(main())

@@ -15,6 +15,7 @@ from xwatch.core import host
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import SessionSnapshot
+from xwatch.core.model.events import events_of
 from xwatch.core.plans.console import Console
 from xwatch.core.plans.options import Options
 from xwatch.scenario import parse_scenario
@@ -53,9 +54,9 @@ def _phase(h: host.SessionHost, label: str, shift: float, rng: random.Random) ->
     p.step, p.setting = f"native [{label}]", label
     now = time.monotonic()
     for name in ("high", "low"):
-        p.runs[name].on_events([{"seq": i, "t": now + i * 0.01,
-                                 "latency_ms": 3.0 + shift + rng.random()}
-                                for i in range(1, 200)])
+        p.runs[name].on_events(events_of([{"seq": i, "t": now + i * 0.01,
+                                           "latency_ms": 3.0 + shift + rng.random()}
+                                          for i in range(1, 200)]))
     return p
 
 

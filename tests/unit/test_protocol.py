@@ -1,19 +1,33 @@
-"""The event line protocol: parsing (valid, malformed, split chunks) and the emitter."""
+"""The event line protocol: parsing into typed events (valid, malformed, split chunks,
+what a program's own lines may hold) and the emitter."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 
-from xwatch.core.engine.protocol import MAX_LINE_BYTES, EventWriter, LineParser, encode_events
+import pytest
+
+from xwatch.core.engine.protocol import (
+    KNOWN_TYPES,
+    MAX_LINE_BYTES,
+    EventWriter,
+    LineParser,
+    encode_events,
+)
+from xwatch.core.model import events as E
 
 
 def test_minimal_and_full_events() -> None:
     p = LineParser()
     r = p.feed(b'{"latency_ms": 12.5}\n{"type":"hello","pid":1}\n'
                b'{"seq":1,"t":1.5,"latency_ms":3,"batch":8,"late":false}\n')
-    assert [e.get("type") for e in r.events] == [None, "hello", None]
-    assert r.events[0]["latency_ms"] == 12.5 and r.malformed == []
+    assert [type(e) for e in r.events] == [E.Request, E.Hello, E.Request]
+    assert r.events[0] == E.Request(latency_ms=12.5) and r.malformed == []
+    assert r.events[1] == E.Hello(info={"pid": 1}, stages={})
+    assert r.events[2] == E.Request(seq=1, t=1.5, latency_ms=3, batch=8, late=False)
+    assert type(r.events[2].latency_ms) is int  # kept as sent: the spool writes "3"
 
 
 def test_malformed_lines_are_counted_not_fatal() -> None:
@@ -32,10 +46,10 @@ def test_lines_split_across_chunks_and_close() -> None:
     got = []
     for i in range(0, len(data), 7):
         got += p.feed(data[i:i + 7]).events
-    assert [e["seq"] for e in got] == list(range(100))
+    assert [e.seq for e in got if isinstance(e, E.Request)] == list(range(100))
     p2 = LineParser()
-    assert p2.feed(b'{"latency_ms":1}\n{"latency_ms":2}').events == [{"latency_ms": 1}]
-    assert p2.close().events == [{"latency_ms": 2}]
+    assert p2.feed(b'{"latency_ms":1}\n{"latency_ms":2}').events == [E.Request(latency_ms=1)]
+    assert p2.close().events == [E.Request(latency_ms=2)]
 
 
 def test_overlong_line_is_dropped_and_parser_recovers() -> None:
@@ -43,7 +57,7 @@ def test_overlong_line_is_dropped_and_parser_recovers() -> None:
     r = p.feed(b"x" * (MAX_LINE_BYTES + 10))
     assert r.malformed and "too long" in r.malformed[0]
     r = p.feed(b'yyy\n{"latency_ms":4}\n')
-    assert r.events == [{"latency_ms": 4}]
+    assert r.events == [E.Request(latency_ms=4)]
 
 
 def test_writer_batches_and_round_trips() -> None:
@@ -66,9 +80,10 @@ def test_writer_batches_and_round_trips() -> None:
         data += chunk
     p = LineParser()
     evs = p.feed(data).events
-    assert [e.get("seq") for e in evs[:10]] == list(range(1, 11))
-    assert evs[3]["late"] is True and evs[0]["batch"] == 8
-    assert evs[10]["type"] == "hb" and evs[11] == {"type": "bye", "count": 10}
+    reqs = [e for e in evs if isinstance(e, E.Request)]
+    assert [e.seq for e in reqs] == list(range(1, 11))
+    assert reqs[3].late is True and reqs[0].batch == 8 and reqs[0].service_ms == 2.0
+    assert evs[10] == E.Heartbeat(t=1.0) and evs[11] == E.Bye(count=10)
     assert all(json.loads(line) for line in data.splitlines())
 
 
@@ -96,3 +111,78 @@ def test_the_read_pause_follows_the_rate_and_never_lets_the_pipe_fill() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_the_tagged_union_is_the_protocols_types() -> None:
+    """Every ``type`` the protocol knows is one struct's tag (a request has none)."""
+    tags = {c.__struct_config__.tag for c in (E.Hello, E.Warm, E.Ready, E.Heartbeat,
+                                              E.Error, E.Bye, E.Drain, E.Trace, E.Server)}
+    assert E.TYPES == KNOWN_TYPES == tags | {E.REQ}
+
+
+def test_a_programs_own_lines_are_read_as_before() -> None:
+    """What a program may write and how it reads: ``"type": "req"``, unknown keys (kept
+    as named metrics when they end in ``_ms``, in the line's order; ignored otherwise),
+    values of the wrong type taken as absent."""
+    r = LineParser().feed(
+        b'{"type":"req","latency_ms":2.5,"seq":"x","batch":2.0,"late":1,"ok":null}\n'
+        b'{"latency_ms":1,"t":7,"gpu_ms":[1,"x",2],"id":3,"tpot_ms":4,"ttft_ms":"no"}\n'
+        b'{"latency_ms":1,"itl_ms":5,"ttft_ms":[1,2]}\n'
+        b'{"latency_ms":1,"ok":false,"error":"boom","cause":7}\n'
+        b'{"latency_ms":1,"service_ms":1e400,"sched_delay_ms":NaN}\n')
+    a, b, c, d, e = r.events
+    assert isinstance(e, E.Request) and e.service_ms == math.inf  # kept, as json reads it
+    assert e.sched_delay_ms is not None and math.isnan(e.sched_delay_ms)
+    assert a == E.Request(latency_ms=2.5, late=False) and r.malformed == []
+    assert a.ok and a.seq is None and a.batch is None
+    assert isinstance(b, E.NamedRequest) and b.named == {"gpu_ms": [1.0, 2.0],
+                                                          "tpot_ms": [4.0]}
+    assert b.t is None and b.tpot_ms == 4.0 and b.ttft_ms is None  # integer t: the arrival
+    assert isinstance(c, E.NamedRequest) and c.named == {"itl_ms": [5.0], "ttft_ms": [1.0, 2.0]}
+    assert c.itl_ms is None and c.ttft_ms is None
+    assert not d.ok and d.error == "boom" and d.cause is None
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    (b'{"type":"hello","pid":"odd","stages":{"python":1,"x":"no","y":true}}',
+     E.Hello(info={"pid": "odd"}, stages={"python": 1.0})),
+    (b'{"type":"ready","t0":"x","warmup":4.0,"warmup_ms":20}',
+     E.Ready(t0=None, warmup=4, warmup_ms=20.0, stages={})),
+    (b'{"type":"hb","inflight_s":"x"}', E.Heartbeat()),
+    (b'{"type":"error"}', E.Error(message="error")),
+    (b'{"type":"error","message":3,"traceback":""}', E.Error(message="3")),
+    (b'{"type":"drain","sent":"x","done":true}', E.Drain(sent=None, done=True)),
+    (b'{"type":"bye","t":"x","stopped":true}', E.Bye(stopped=True)),
+    (b'{"type":"trace","id":2,"error":"no room","kernels":3}',
+     E.Trace(id=2, error="no room", kernels=3)),
+    (b'{"type":"warm","stages":[1]}', E.Warm(stages={})),
+])
+def test_control_events_take_what_they_can(line: bytes, want: E.Event) -> None:
+    r = LineParser().feed(line + b"\n")
+    assert r.events == [want] and r.malformed == []
+
+
+def test_a_bad_line_in_a_chunk_of_requests_costs_only_itself() -> None:
+    """The hot path decodes a chunk at once; a line it cannot take sends the chunk line
+    by line, and the malformed one is named as it was written."""
+    good = encode_events([{"latency_ms": float(i), "seq": i} for i in range(5)])
+    r = LineParser().feed(good + b'{"latency_ms": -1}\n' + good)
+    assert len(r.events) == 10 and r.malformed == ['{"latency_ms": -1}']
+
+
+def test_a_commands_own_named_metrics_are_typed_by_the_chunk() -> None:
+    """Request lines with keys of their own (a command's named metrics, an id) are
+    typed in one call too, their named metrics in the line's order; a key ``named``
+    of the program's own is no metric."""
+    lines = b"".join(b'{"seq":%d,"latency_ms":1.5,"gpu_ms":%d,"id":"r%d","tpot_ms":2}\n'
+                     % (i, i, i) for i in range(3))
+    r = LineParser().feed(lines + b'{"latency_ms":2,"named":{"x":[1.0]},"q_ms":[3]}\n')
+    assert r.malformed == [] and all(type(e) is E.NamedRequest for e in r.events)
+    assert [e.named for e in r.events if isinstance(e, E.NamedRequest)] == [
+        {"gpu_ms": [0.0], "tpot_ms": [2.0]}, {"gpu_ms": [1.0], "tpot_ms": [2.0]},
+        {"gpu_ms": [2.0], "tpot_ms": [2.0]}, {"q_ms": [3.0]}]
+    first = r.events[0]
+    assert isinstance(first, E.Request) and first.seq == 0 and first.tpot_ms == 2.0
+    # a control event among them: each typed on its own, the same requests
+    r2 = LineParser().feed(lines + b'{"type":"hb","inflight_s":0.5}\n')
+    assert r2.events[:3] == r.events[:3] and r2.events[3] == E.Heartbeat(inflight_s=0.5)

@@ -21,6 +21,7 @@ from xwatch.core.analysis.stats.runs import Split, mean_interval, run_value, t_p
 from xwatch.core.analysis.verdict import FLOOR, RUNS, UNMEASURED, change
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
+from xwatch.core.model.events import events_of
 from xwatch.core.model.metric import Metric
 from xwatch.scenario import parse_scenario
 
@@ -346,11 +347,11 @@ def test_a_workload_that_did_all_its_requests_is_exiting_not_stalled(tmp_path: o
         phase = session.new_phase("native")
         run = phase.runs["qa"]
         now = time.monotonic()
-        run.on_events([{"seq": i, "t": now, "latency_ms": 3.0} for i in range(1, 5)])
+        run.on_events(events_of([{"seq": i, "t": now, "latency_ms": 3.0} for i in range(1, 5)]))
         assert run.state == RUNNING
         assert run.check_stall(now + 30.0) is not None  # four of five: a real stall
         run.state = RUNNING
-        run.on_events([{"seq": 5, "t": now, "latency_ms": 3.0}])
+        run.on_events(events_of([{"seq": 5, "t": now, "latency_ms": 3.0}]))
         run.state = RUNNING
         assert run.check_stall(now + 30.0) is None
     finally:

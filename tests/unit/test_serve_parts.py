@@ -11,6 +11,7 @@ import pytest
 
 from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.prompts import Asks, DatasetError, load_sharegpt
+from xwatch.core.model.events import events_of
 
 
 def test_chat_and_completion_chunks_are_read_as_the_api_sends_them() -> None:
@@ -137,14 +138,14 @@ def test_a_servers_unfinished_requests_count_the_ones_that_end_out_of_order(
     run.ready_t0 = t0
     events = [{"type": "req", "seq": s, "t": t0 + s / 10 + 0.05, "latency_ms": 50.0}
               for s in (1, 2, 4, 7, 5)]
-    run.on_events(events[:3])
-    run.on_events(events[3:])
+    run.on_events(events_of(events[:3]))
+    run.on_events(events_of(events[3:]))
     run.count_unfinished(t0 + 1.05)  # requests 1..11 were due (t0 + (n - 1) / 10)
     assert run.rec.count == 5
     assert run.unfinished == 6  # 3, 6, 8, 9, 10, 11
     assert run.unfinished_m is not None and run.unfinished_m.n == 6
     assert run.unfinished_m.max == pytest.approx((1.05 - 0.2) * 1e3)  # request 3's wait
-    run.on_events([{"type": "req", "seq": 3, "t": t0 + 1.0, "latency_ms": 800.0}])
+    run.on_events(events_of([{"type": "req", "seq": 3, "t": t0 + 1.0, "latency_ms": 800.0}]))
     run.count_unfinished(t0 + 1.05)
     assert run.unfinished == 5
 

@@ -15,8 +15,10 @@ import pytest
 from xwatch.core import model as M
 from xwatch.core.analysis.saturation import saturation
 from xwatch.core.engine.live.goodput import SloCounter
-from xwatch.core.engine.serve import events, openai
+from xwatch.core.engine.protocol import LineParser
+from xwatch.core.engine.serve import openai
 from xwatch.core.engine.worker.arrivals import Schedule, due_times
+from xwatch.core.model import events
 from xwatch.errors import ScenarioError
 from xwatch.scenario import load_scenario
 
@@ -77,8 +79,9 @@ def test_vllms_goodput_against_an_independent_count() -> None:
                     "e2el": e["latency_ms"]}
             truth += all(vals[k] <= b for k, b in bounds.items())  # type: ignore[operator]
         c = SloCounter(slos)
-        for e in evs:
-            c.add(e)
+        for ev in events.events_of(evs):  # type: ignore[arg-type]
+            assert isinstance(ev, events.Request)
+            c.add(ev)
         ok = sum(e.get("ok") is not False for e in evs)
         failed = len(evs) - ok
         g = c.snapshot(ok, failed, 7, 30.0)
@@ -135,6 +138,14 @@ def test_the_generators_events_read_as_the_protocols_lines() -> None:
     assert bad["ok"] is False and "ttft_ms" not in bad
     assert json.loads(events.line(events.Bye(count=1, errors=0, output_tokens=3, t=2.0,
                                              stopped=True)))["type"] == "bye"
+    # typed end to end: what the generator writes, xwatch reads back as the same structs
+    hello = events.Hello(info={"v": 1, "name": "chat", "burstiness": 0.5},
+                         stages={"python": 1.0})
+    lines = "".join(events.line(e) for e in (hello, ok, events.Drain(sent=3, done=True)))
+    assert json.loads(events.line(hello)) == {"type": "hello", "v": 1, "name": "chat",
+                                              "burstiness": 0.5, "stages": {"python": 1.0}}
+    assert LineParser().feed(lines.encode()).events == [hello, ok,
+                                                        events.Drain(sent=3, done=True)]
 
 
 @pytest.mark.parametrize(("extra", "must"), [

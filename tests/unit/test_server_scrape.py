@@ -15,9 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from xwatch.core import model as M
 from xwatch.core.analysis.server_view import server_line
-from xwatch.core.engine.serve import events
+from xwatch.core.engine.protocol import LineParser
 from xwatch.core.engine.servers import scrape
 from xwatch.core.engine.servers.scrape import Reading, Scraper, parse, quantile
+from xwatch.core.model import events
 
 BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0)
 
@@ -130,20 +131,28 @@ def test_a_server_without_metrics_is_named() -> None:
     v = s.view()
     assert not v.exported and v.note.startswith("GET /metrics: URLError")
     assert server_line(v, None) == f"the server's own metrics: not exported ({v.note})"
-    assert scrape.from_event(json.loads(events.line(events.server(v, 1.0)))) == v
+    got = events.event_of(json.loads(events.line(events.server(v, 1.0))))
+    assert isinstance(got, events.Server) and events.view_of(got) == v
 
 
 def test_the_server_event_is_the_view_flat_with_its_type_and_time() -> None:
     """The load generator's typed ``server`` event: the snapshot's view, flat, read back
-    whole by the supervisor (``from_event``), nested parts included."""
+    whole by the supervisor (``event_of``), nested parts included; one this xwatch cannot
+    read is ignored, as it always was (neither an event nor a malformed line)."""
     v = M.ServerView(engine="vllm", exported=True, scrapes=3, span_s=2.0,
                      ttft=M.ServerLatency(metric="x", count=4, p50_ms=50.0, p99_ms=59.8),
                      running=M.ServerGauge(metric="r", samples=2, mean=1.5, max=2.0))
     e = json.loads(events.line(events.server(v, 12.3456789)))
     assert e["type"] == "server" and e["t"] == 12.345679 and e["engine"] == "vllm"
     assert e["ttft"]["p99_ms"] == 59.8
-    assert scrape.from_event(e) == v
-    assert scrape.from_event({"type": "server", "t": 1.0, "scrapes": "many"}) is None
+    got = events.event_of(e)
+    assert isinstance(got, events.Server) and got.t == 12.345679
+    assert events.view_of(got) == v
+    with pytest.raises(events.Unreadable):
+        events.event_of({"type": "server", "t": 1.0, "scrapes": "many"})
+    p = LineParser()
+    r = p.feed(b'{"type":"server","t":1.0,"scrapes":"many"}\n{"latency_ms":1}\n')
+    assert len(r.events) == 1 and r.malformed == []
 
 
 def test_the_line_sets_the_servers_ttft_beside_the_clients() -> None:

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import jsonschema
+import msgspec
 import pytest
 
 from xwatch.core.engine.live.session import Session
@@ -24,6 +25,7 @@ from xwatch.core.export.snapshot import (
     snapshot_document,
     write_snapshot,
 )
+from xwatch.core.model.events import events_of
 from xwatch.errors import SnapshotError
 from xwatch.scenario import load_scenario
 
@@ -39,8 +41,8 @@ def test_fixture_and_fresh_snapshots_validate(tmp_path: Path) -> None:
     jsonschema.validate(upgrade(json.loads(FIXTURE.read_text())), SCHEMA)
     s = Session(load_scenario("demo"))
     ph = s.new_phase("native")
-    ph.runs["high"].on_events([{"type": "ready", "t0": ph.t_start},
-                               {"latency_ms": 3.0, "t": ph.t_start + 0.5, "seq": 1}])
+    ph.runs["high"].on_events(events_of([{"type": "ready", "t0": ph.t_start},
+                               {"latency_ms": 3.0, "t": ph.t_start + 0.5, "seq": 1}]))
     ph.finish()
     path = write_snapshot(s, tmp_path / "out")
     doc = json.loads(path.read_text())
@@ -62,10 +64,10 @@ def test_named_metrics_keep_their_first_order_and_a_read_snapshot_writes_as_read
     s = Session(load_scenario("demo"))
     ph = s.new_phase("native")
     run = ph.runs["high"]
-    run.on_events([{"type": "ready", "t0": ph.t_start}])
-    run.on_events([{"seq": k + 1, "t": ph.t_start + 0.01 * k, "latency_ms": 5.0 + k % 3,
+    run.on_events(events_of([{"type": "ready", "t0": ph.t_start}]))
+    run.on_events(events_of([{"seq": k + 1, "t": ph.t_start + 0.01 * k, "latency_ms": 5.0 + k % 3,
                     "zeta_ms": 1.0 + k, "alpha_ms": [2.0, 3.0], "tpot_ms": 4.0}
-                   for k in range(50)])
+                   for k in range(50)]))
     ph.finish()
     order = ["zeta_ms", "alpha_ms", "tpot_ms"]
     live = s.snapshot().phases[0].workload("high")
@@ -91,12 +93,12 @@ def test_spool_is_compressed_capped_and_stats_stay_exact(tmp_path: Path) -> None
     s.spool.BUFFER_BYTES = 4096  # small members so the cap is reached within the test
     ph = s.new_phase("native")
     run = ph.runs["high"]
-    run.on_events([{"type": "ready", "t0": ph.t_start}])
+    run.on_events(events_of([{"type": "ready", "t0": ph.t_start}]))
     n = 60000
     for i in range(0, n, 500):
-        run.on_events([{"seq": k + 1, "t": ph.t_start + k * 1e-4,
+        run.on_events(events_of([{"seq": k + 1, "t": ph.t_start + k * 1e-4,
                         "latency_ms": 1.0 + (k % 97) / 10, "service_ms": 1.0}
-                       for k in range(i, i + 500)])
+                       for k in range(i, i + 500)]))
     s.spool.flush()
     assert run.rec.count == n  # statistics never depend on the spool
     assert s.spool.dropped > 0 and s.spool.rows + s.spool.dropped == n
@@ -256,55 +258,56 @@ def test_sweep_report_names_the_frontier(tmp_path: Path) -> None:
 
 def test_spool_rows_fast_path_equals_row_by_row() -> None:
     """The spool's batched row formatting (msgspec) writes the same values as formatting
-    each row, and anything unusual takes the row-by-row path."""
+    each row, and an event with an absent value takes the other path, which writes
+    them as empty cells."""
     import csv
     import io
     import random
 
     from xwatch.core.engine import spool as sm
+    from xwatch.core.model.events import Request
 
     rng = random.Random(5)
-    evs = [{"seq": i, "t": 30000.0 + rng.random() * 1e3, "latency_ms": rng.choice(
-               [rng.lognormvariate(1, 2), 1e-5, 2.5e-7, 1e16, 0.1, 3.0]),
-            "service_ms": rng.random(), "sched_delay_ms": rng.random() / 1e3,
-            "late": rng.random() < 0.3, "batch": rng.choice([1, 1024])} for i in range(2000)]
+    evs = [Request(seq=i, t=30000.0 + rng.random() * 1e3, latency_ms=rng.choice(
+               [rng.lognormvariate(1, 2), 1e-5, 2.5e-7, 1e16, 0.1, 3.0, 7]),
+               service_ms=rng.random(), sched_delay_ms=rng.random() / 1e3,
+               late=rng.random() < 0.3, batch=rng.choice([1, 1024]), ok=rng.random() < 0.9)
+           for i in range(2000)]
 
     def rows(text: bytes) -> list[list[str]]:
         return list(csv.reader(io.StringIO(text.decode())))
 
+    def each(prefix: str, events: list[Request]) -> bytes:  # one row at a time
+        def cell(v: object) -> str:
+            return "" if v is None else str(v)
+        return "".join(f"{prefix}{cell(e.seq)},{cell(e.t)},{e.latency_ms},"
+                       f"{cell(e.service_ms)},{cell(e.sched_delay_ms)},{1 if e.late else 0},"
+                       f"{1 if e.batch is None else e.batch},{1 if e.ok else 0}\n"
+                       for e in events).encode()
+
+    def same(a: bytes, b: bytes) -> bool:  # msgspec writes 1e16 where str() has 1e+16
+        return [[float(x) if x else None for x in r[2:]] for r in rows(a)] == \
+            [[float(x) if x else None for x in r[2:]] for r in rows(b)]
+
     fast = sm._rows_fast("3,low@1,", evs)
-    assert fast is not None
+    assert fast is not None and same(fast, each("3,low@1,", evs))
     got = rows(fast)
-    assert len(got) == len(evs)
-    for r, e in zip(got, evs):
-        assert r[:3] == ["3", "low@1", str(e["seq"])]
-        assert [float(x) for x in r[3:7]] == [e["t"], e["latency_ms"], e["service_ms"],
-                                               e["sched_delay_ms"]]
-        assert r[7:] == ["1" if e["late"] else "0", str(e["batch"]), "1"]
-    for odd in ({"ok": False}, {"note": "a,b"}, {"service_ms": None}, {"batch": [1]},
-                {"t": "soon"}):
-        assert sm._rows_fast("1,w,", [dict(evs[0]), {**evs[1], **odd}]) is None, odd
-    partial = [{"latency_ms": 2.0, "ok": False}, {"latency_ms": 1.5, "service_ms": None}]
-    assert sm._rows_fast("1,w,", partial) is None
+    assert len(got) == len(evs) and got[0][:3] == ["3", "low@1", "0"]
+    assert {r[-1] for r in got} == {"0", "1"} and "7" in {r[4] for r in got}
+    for odd in ({"service_ms": None}, {"late": None}, {"batch": None}, {"seq": None}):
+        e = msgspec.structs.replace(evs[1], **odd)
+        assert sm._rows_fast("1,w,", [evs[0], e]) is None, odd
     # a command workload's own events (any subset of the fields): the batched path
     # writes what row by row writes
     keys = ("seq", "t", "service_ms", "sched_delay_ms", "late", "batch", "ok")
-    some = [{"latency_ms": rng.choice([2, 0.5, 1e-7, 123456.789]),
-             **{k: v for k, v in {"seq": i, "t": 1e3 + rng.random(), "service_ms": 0.25,
-                                  "sched_delay_ms": 1e-4, "late": rng.random() < 0.5,
-                                  "batch": 64, "ok": rng.random() < 0.8}.items()
-                if k in rng.sample(keys, rng.randint(0, len(keys)))}} for i in range(500)]
-    anyp = sm._rows_any("2,cmd,", some)
-    assert anyp is not None
-    each = rows(sm._rows_each("2,cmd,", some))
-    got = rows(anyp)
-    assert len(got) == len(each) == len(some)
-    for a, b in zip(got, each):
-        assert [float(x) if x else None for x in a[2:]] == \
-            [float(x) if x else None for x in b[2:]], (a, b)
-    for odd in ({"seq": "7"}, {"t": True}, {"batch": [2]}, {"service_ms": {"a": 1}}):
-        ev = {"latency_ms": 1.0, **odd}
-        assert sm._rows_any("1,w,", [ev]) is None, odd
+    some = [Request(latency_ms=rng.choice([2, 0.5, 1e-7, 123456.789]),
+                    **{k: v for k, v in {"seq": i, "t": 1e3 + rng.random(), "service_ms": 0.25,
+                                         "sched_delay_ms": 1e-4, "late": rng.random() < 0.5,
+                                         "batch": 64, "ok": rng.random() < 0.8}.items()
+                       if k in rng.sample(keys, rng.randint(0, len(keys)))})
+            for i in range(500)]
+    assert same(sm._rows_any("2,cmd,", some), each("2,cmd,", some))
+    partial = [Request(latency_ms=2.0, ok=False), Request(latency_ms=1.5)]
     spool = sm.EventSpool()
     spool.write_many(1, "w", partial)
     spool.write_many(1, "w", evs[:3])
@@ -314,5 +317,5 @@ def test_spool_rows_fast_path_equals_row_by_row() -> None:
     out = list(csv.DictReader(gzip.open(spool.path, "rt")))
     assert [(r["latency_ms"], r["service_ms"], r["ok"]) for r in out[:2]] == [
         ("2.0", "", "0"), ("1.5", "", "1")]
-    assert [float(r["t"]) for r in out[2:]] == [e["t"] for e in evs[:3]]
+    assert [float(r["t"]) for r in out[2:]] == [e.t for e in evs[:3]]
     spool.close()

@@ -13,6 +13,7 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import STAGES
 from xwatch.core.export.document.schema import SCHEMA_PATH
 from xwatch.core.export.snapshot import load_snapshot, write_snapshot
+from xwatch.core.model.events import events_of
 from xwatch.scenario import load_scenario
 from xwatch.testing.starts import breakdown, render
 
@@ -30,8 +31,8 @@ def _phase(s: Session) -> object:
         r.stage("spawn", t + 0.02 + i)
         r.stage("spawned", t + 0.03 + i)
         ws = {k: t + 0.1 * (j + 1) + i for j, k in enumerate(WORKER)}
-        r.on_events([{"type": "hello", "stages": {k: ws[k] for k in WORKER[:5]}},
-                     {"type": "warm", "stages": {**ws, "bad": "x", "nan": float("nan")}}])
+        r.on_events(events_of([{"type": "hello", "stages": {k: ws[k] for k in WORKER[:5]}},
+                     {"type": "warm", "stages": {**ws, "bad": "x", "nan": float("nan")}}]))
     return ph
 
 
@@ -43,10 +44,10 @@ def test_stages_are_kept_in_order_relative_to_the_phase_start(tmp_path: Path) ->
     assert "gate" in hi.stages and "gate" in lo.stages  # both warm: the gate let them go
     t = ph.t_start  # type: ignore[attr-defined]
     for r in (hi, lo):
-        r.on_events([{"type": "ready", "t0": t + 3.0, "stages": {"released": t + 2.9}}])
-        r.on_events([{"latency_ms": 1.0, "t": t + 3.1, "seq": 1}])
+        r.on_events(events_of([{"type": "ready", "t0": t + 3.0, "stages": {"released": t + 2.9}}]))
+        r.on_events(events_of([{"latency_ms": 1.0, "t": t + 3.1, "seq": 1}]))
         r.stage("stop", t + 4.0)
-        r.on_events([{"type": "bye", "stopped": True, "t": t + 4.1}])
+        r.on_events(events_of([{"type": "bye", "stopped": True, "t": t + 4.1}]))
         r.on_exit(0, None, planned_end=True)
     ph.stages["mode_left"] = t + 9.0  # type: ignore[attr-defined]
     ph.finish()  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 from xwatch.core.engine.stats import EMPTY, RELATIVE_WIDTH, LogHistogram, Moments, Recorder, exact_percentile
+from xwatch.core.model.events import events_of
 
 QS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
 
@@ -156,9 +157,9 @@ def test_window_of_an_ended_phase_ends_where_the_phase_ended() -> None:
     phase = session.new_phase("native")
     run = phase.runs["w"]
     t0 = phase.t_start + 1.0  # simulated clock: ready 1 s in, 10 s measured
-    run.on_events([{"type": "ready", "t0": t0}])
-    run.on_events([{"seq": i + 1, "t": t0 + (i + 1) / 20, "latency_ms": 5.0, "service_ms": 5.0}
-                   for i in range(200)])
+    run.on_events(events_of([{"type": "ready", "t0": t0}]))
+    run.on_events(events_of([{"seq": i + 1, "t": t0 + (i + 1) / 20, "latency_ms": 5.0, "service_ms": 5.0}
+                   for i in range(200)]))
     phase.t_stop = t0 + 10.0
     phase.finish()
     phase.t_end = t0 + 10.5  # when the simulated phase's processes were gone

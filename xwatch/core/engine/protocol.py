@@ -4,7 +4,8 @@ A workload writes one JSON object per line to the file descriptor named by the
 environment variable ``XWATCH_EVENT_FD``. The smallest valid line is a request
 event ``{"latency_ms": 12.5}``. Everything about the format lives here: the
 emitter used by the built-in worker (stdlib only, so it runs under any Python
-the user points at) and the incremental parser used by the supervisor.
+the user points at) and the incremental parser used by the supervisor, which reads
+lines into the typed events of ``model.events`` (msgspec, imported only there).
 ``docs/protocol.md`` is the human-readable version of this module.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 PROTOCOL_VERSION = 1
 EVENT_FD_ENV = "XWATCH_EVENT_FD"
@@ -51,44 +51,16 @@ GATE_ENV = "XWATCH_START_GATE"
 #: make xwatch buffer without bound).
 MAX_LINE_BYTES = 1 << 20
 
-_loads = json.loads
-_DECODE_LINES: Any = False  # False: not looked up yet; None: msgspec is not installed
-
-
-def _lines_decoder() -> Any:
-    """msgspec's newline-delimited JSON decoder, if installed (xwatch's side only: the
-    worker, which may run under another interpreter, never needs it)."""
-    global _DECODE_LINES
-    if _DECODE_LINES is False:
-        try:
-            import msgspec
-
-            dec = msgspec.json.Decoder()
-
-            def decode_lines(buf: bytes) -> list[Any]:
-                try:
-                    return dec.decode_lines(buf)  # type: ignore[no-any-return]
-                except msgspec.DecodeError as e:
-                    raise ValueError(str(e)) from None
-
-            _DECODE_LINES = decode_lines
-        except ImportError:
-            _DECODE_LINES = None
-    return _DECODE_LINES
-
-
-def _dumps(obj: Any) -> bytes:
-    try:
-        return json.dumps(obj).encode()
-    except (TypeError, ValueError):
-        return repr(obj).encode()
+if TYPE_CHECKING:
+    from xwatch.core.model.events import Event
 
 
 @dataclass
 class ParseResult:
-    """Events decoded from one chunk, plus the malformed lines (truncated)."""
+    """Events decoded from one chunk, typed (``model.events``), plus the malformed
+    lines (truncated)."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     malformed: list[str] = field(default_factory=list)
 
 
@@ -96,34 +68,24 @@ def _bad(line: bytes) -> str:
     return line[:200].decode("utf-8", "replace")
 
 
-def validate_event(obj: object) -> dict[str, Any] | None:
-    """Return the event if it is well formed, else None.
-
-    A request event needs a finite, non-negative number ``latency_ms``; other
-    types only need to be objects with a known ``type``. Unknown extra fields
-    are kept (forward compatible).
-    """
-    if type(obj) is not dict:
-        return None
-    kind = obj.get("type", REQ)
-    if kind == REQ:
-        lat = obj.get("latency_ms")
-        if type(lat) is not float and type(lat) is not int:
-            return None
-        if not (lat >= 0.0 and lat != math.inf):  # also rejects NaN
-            return None
-        return obj
-    if kind in KNOWN_TYPES:
-        return obj
-    return None
+def _dumps(obj: object) -> bytes:
+    try:
+        return json.dumps(obj).encode()
+    except (TypeError, ValueError):
+        return repr(obj).encode()
 
 
 class LineParser:
-    """Incremental parser: feed raw chunks from a pipe, get events back.
+    """Incremental parser: feed raw chunks from a pipe, get typed events back.
 
-    Keeps the partial last line between chunks. Malformed lines (bad JSON, not
-    an object, missing/invalid ``latency_ms``, unknown type, too long) are
-    returned separately and never raise.
+    Keeps the partial last line between chunks. A chunk of plain request lines is
+    decoded in one call (``model.events.requests_of``); a chunk with any other line
+    is read as JSON in one call and typed event by event (``event_of``: what the
+    protocol tolerates), or line by line where a line is not JSON. Malformed lines
+    (bad JSON, not an object, missing/invalid ``latency_ms``, unknown type, too long)
+    are returned separately and never raise. xwatch's side only: it imports msgspec and
+    the model when it reads (the worker, which may run under another interpreter,
+    never does).
     """
 
     __slots__ = ("_partial", "_skipping")
@@ -133,6 +95,8 @@ class LineParser:
         self._skipping = False
 
     def feed(self, chunk: bytes) -> ParseResult:
+        from xwatch.core.model import events as ev  # xwatch's side only (see above)
+
         out = ParseResult()
         data = self._partial + chunk if self._partial else chunk
         cut = data.rfind(b"\n")
@@ -143,49 +107,48 @@ class LineParser:
             self._skipping = True
         if not body:
             return out
-        events = out.events
-        decode_lines = _lines_decoder()
-        if decode_lines is not None and not self._skipping:
-            # the whole chunk in one call (msgspec); any bad line: the careful path below
-            try:
-                objs = decode_lines(body)
-            except ValueError:
+        events, malformed = out.events, out.malformed
+        if not self._skipping:
+            try:  # the hot path: every line a plain request, in one call
+                events.extend(ev.requests_of(body))
+                return out
+            except ev.DecodeError:
+                pass
+            named = ev.named_requests_of(body)  # requests with named metrics of their own
+            if named is not None:
+                events.extend(named)
+                return out
+            try:  # any other line: the chunk as JSON in one call, each typed
+                objs = ev.jsons_of(body)
+            except ev.DecodeError:
                 objs = None
             if objs is not None:
                 for obj in objs:
-                    if type(obj) is dict and "type" not in obj:
-                        lat = obj.get("latency_ms")
-                        if (type(lat) is float or type(lat) is int) and 0.0 <= lat < math.inf:
-                            events.append(obj)
-                            continue
-                    ev = validate_event(obj)
-                    if ev is None:
-                        out.malformed.append(_bad(_dumps(obj)))
+                    try:
+                        e = ev.event_of(obj)
+                    except ev.Unreadable:
+                        continue
+                    if e is None:
+                        malformed.append(_bad(_dumps(obj)))
                     else:
-                        events.append(ev)
+                        events.append(e)
                 return out
-        for line in body.split(b"\n"):
+        for line in body.split(b"\n"):  # a line that is not JSON: one at a time
             if self._skipping:  # tail of an over-long line
                 self._skipping = False
                 continue
             if not line or line.isspace():
                 continue
             try:
-                obj = _loads(line)
-            except ValueError:
-                out.malformed.append(_bad(line))
+                e = ev.event_of(ev.json_of(line))
+            except ev.DecodeError:
+                e = None
+            except ev.Unreadable:
                 continue
-            # fast path for the common request event
-            if type(obj) is dict and "type" not in obj:
-                lat = obj.get("latency_ms")
-                if (type(lat) is float or type(lat) is int) and 0.0 <= lat < math.inf:
-                    events.append(obj)
-                    continue
-            ev = validate_event(obj)
-            if ev is None:
-                out.malformed.append(_bad(line))
+            if e is None:
+                malformed.append(_bad(line))
             else:
-                events.append(ev)
+                events.append(e)
         return out
 
     def close(self) -> ParseResult:

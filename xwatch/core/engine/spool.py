@@ -1,4 +1,5 @@
-"""The raw-event spool: every request event as a CSV row, gzip-compressed on disk.
+"""The raw-event spool: every request event (``model.events.Request``) as a CSV row,
+gzip-compressed on disk.
 
 Memory stays bounded whatever the rate: rows are buffered briefly and written as
 independent gzip members, so the file is valid after every flush (an export copies
@@ -15,73 +16,48 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
+
+from xwatch.core.model.events import Request
 
 EVENT_CSV_HEADER = ("phase", "workload", "seq", "t", "latency_ms", "service_ms",
                     "sched_delay_ms", "late", "batch", "ok")
 
 
-_FAST_KEYS = ("seq", "t", "latency_ms", "service_ms", "sched_delay_ms", "late", "batch")
-_fast_get = operator.itemgetter(*_FAST_KEYS)
+_FIELDS = ("seq", "t", "latency_ms", "service_ms", "sched_delay_ms", "late", "batch", "ok")
+_fast_get = operator.attrgetter(*_FIELDS)
 _encode = msgspec.json.Encoder().encode
 
 
-def _cell(v: object) -> str:
-    return "" if v is None else str(v)
+def _rows_fast(prefix: str, events: list[Request]) -> bytes | None:
+    """CSV rows for events that carry every column (the built-in worker's), or None
+    (then ``_rows_any``).
 
-
-def _rows_fast(prefix: str, events: list[dict[str, Any]]) -> bytes | None:
-    """CSV rows for events that carry exactly the built-in worker's seven fields, or
-    None (then the caller formats them one by one).
-
-    The hot path of the spool, once per request: the seven values of every event are
+    The hot path of the spool, once per request: the eight values of every event are
     encoded as one JSON array of arrays by msgspec (in C, floats as shortest
     round-trip text like Python's ``repr``), then turned into rows by a few byte
-    replacements; about a third of formatting each row with ``%``. Anything that
-    would not come out as plain numbers (strings, nulls, nested values, a missing or
-    extra field such as ``ok``) takes the slow path.
+    replacements; about a third of formatting each row with ``%``. An absent value
+    (``null``: a command workload's own events) takes the other path.
     """
-    if not events or sum(map(len, events)) != 7 * len(events):
+    if not events:
         return None
-    try:
-        j = _encode(list(map(_fast_get, events)))
-    except KeyError:
-        return None
-    body = j[2:-2]  # [[a,b,...],[...]] -> a,b,...],[...
-    if b'"' in body or b"{" in body or b"null" in body or body.count(b"[") != len(events) - 1:
+    body = _encode(list(map(_fast_get, events)))[2:-2]  # [[a,b,...],[...]] -> a,b,...],[...
+    if b"null" in body:
         return None
     p = prefix.encode()
-    return (p + body.replace(b",false,", b",0,").replace(b",true,", b",1,")
-            .replace(b"],[", b",1\n" + p) + b",1\n")
+    return p + body.replace(b"false", b"0").replace(b"true", b"1").replace(
+        b"],[", b"\n" + p) + b"\n"
 
 
-def _rows_each(prefix: str, events: list[dict[str, Any]]) -> bytes:
-    """CSV rows formatted one by one (odd values: strings, booleans)."""
-    return "".join([f'{prefix}{_cell(e.get("seq"))},{_cell(e.get("t"))},'
-                    f'{e["latency_ms"]},{_cell(e.get("service_ms"))},'
-                    f'{_cell(e.get("sched_delay_ms"))},{1 if e.get("late") else 0},'
-                    f'{e.get("batch", 1)},{0 if e.get("ok") is False else 1}\n'
-                    for e in events]).encode()
-
-
-def _rows_any(prefix: str, events: list[dict[str, Any]]) -> bytes | None:
+def _rows_any(prefix: str, events: list[Request]) -> bytes:
     """CSV rows for events with any subset of the fields (a command workload's own
     events: ``seq``, ``t``, ``latency_ms``, maybe ``batch``), through msgspec like
-    ``_rows_fast``: missing values become empty cells. None where a value is not a
-    plain number (then the caller formats row by row)."""
-    rows = [(e.get("seq"), e.get("t"), e["latency_ms"], e.get("service_ms"),
-             e.get("sched_delay_ms"), 1 if e.get("late") else 0, e.get("batch", 1),
-             0 if e.get("ok") is False else 1) for e in events]
-    if not rows:
-        return None
-    body = _encode(rows)[2:-2]
-    if b'"' in body or b"{" in body or b"true" in body or b"false" in body \
-            or body.count(b"[") != len(events) - 1:
-        return None
+    ``_rows_fast``: absent values become empty cells, an absent batch 1."""
+    rows = [(e.seq, e.t, e.latency_ms, e.service_ms, e.sched_delay_ms, 1 if e.late else 0,
+             1 if e.batch is None else e.batch, 1 if e.ok else 0) for e in events]
     p = prefix.encode()
-    return p + body.replace(b"null", b"").replace(b"],[", b"\n" + p) + b"\n"
+    return p + _encode(rows)[2:-2].replace(b"null", b"").replace(b"],[", b"\n" + p) + b"\n"
 
 
 class EventSpool:
@@ -122,13 +98,12 @@ class EventSpool:
         return self.failed is not None or (self.max_bytes is not None
                                            and self.bytes_written >= self.max_bytes)
 
-    def write_many(self, phase: int, name: str, events: list[dict[str, Any]]) -> None:
+    def write_many(self, phase: int, name: str, events: list[Request]) -> None:
         if self.full:
             self.dropped += len(events)
             return
         prefix = f"{phase},{name},"
-        text = _rows_fast(prefix, events) or _rows_any(prefix, events) \
-            or _rows_each(prefix, events)
+        text = _rows_fast(prefix, events) or _rows_any(prefix, events)
         self._buf.append(text)
         self._buf_len += len(text)
         self.rows += len(events)

@@ -38,6 +38,7 @@ from xwatch.core.engine.protocol import EVENT_FD_ENV, PIPE_BYTES, LineParser, gr
 from xwatch.core.engine.snapshot import FAILED, PENDING, STARTING, STOPPED, TERMINAL
 from xwatch.core.engine.strays import kill_strays
 from xwatch.core.engine.worker.zygote import ForkedProcess, ForkServer, fixed_env
+from xwatch.core.model.events import event_of
 
 MAX_LOG_LINE = 2000
 _PR_SET_PDEATHSIG = 1
@@ -408,13 +409,16 @@ class ManagedProcess:
             try:
                 if rx is not None:
                     m = rx.search(line)
-                    if m:
+                    if m:  # a request event, through the pipe's own checks
                         try:
-                            lat = float(m.group("latency_ms"))
+                            ev = event_of({"latency_ms": float(m.group("latency_ms")),
+                                           "t": time.monotonic()})
                         except (TypeError, ValueError):
+                            ev = None
+                        if ev is None:
                             run.on_malformed([line])
                         else:
-                            run.on_events([{"latency_ms": lat, "t": time.monotonic()}])
+                            run.on_events([ev])
                 run.on_output(name, line)
             except Exception as e:
                 run.phase.session.log("xwatch", "error", f"{run.spec.name}: log handling: {e!r}")

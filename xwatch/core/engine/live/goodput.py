@@ -7,9 +7,10 @@ failure and an unfinished request are misses)."""
 
 from __future__ import annotations
 
-from typing import Any
+from operator import attrgetter
 
 from xwatch.core import model as M
+from xwatch.core.model.events import Request
 
 #: an SLO's name (the scenario's ``goodput`` key, as vLLM's ``--goodput``) -> the
 #: request event's metric
@@ -31,18 +32,20 @@ class SloCounter:
 
     def __init__(self, items: tuple[str, ...]) -> None:
         self.slos = parse_slos(items)
-        self._checks = [(SLO_METRICS[k], v) for k, v in self.slos.items()]
+        #: (the request's field, its bound, whether absent means 0)
+        self._checks = [(attrgetter(SLO_METRICS[k]), v, k == "tpot")
+                        for k, v in self.slos.items()]
         self.good = 0
 
-    def add(self, e: dict[str, Any]) -> None:
+    def add(self, e: Request) -> None:
         """One counted request event."""
-        if e.get("ok") is False:
+        if not e.ok:
             return
-        for key, bound in self._checks:
-            v = e.get(key)
-            if v is None and key == "tpot_ms":
+        for field, bound, zero in self._checks:
+            v = field(e)
+            if v is None and zero:
                 v = 0.0  # one token: vLLM's TPOT 0
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not v <= bound:
+            if v is None or not v <= bound:
                 return
         self.good += 1
 

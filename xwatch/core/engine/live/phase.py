@@ -11,7 +11,6 @@ import os
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from msgspec.structs import replace
 
@@ -29,6 +28,7 @@ from xwatch.core.engine.snapshot import (
     utc_now,
 )
 from xwatch.core.engine.worker.trace import load_trace, request_path
+from xwatch.core.model.events import Trace
 from xwatch.scenario import Scenario, Workload
 
 #: the start gate lets the warm workloads go after this long even if another is still
@@ -136,31 +136,31 @@ class Phase:
                          + ", ".join(asked))
         return cap
 
-    def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None:
+    def on_trace(self, run: WorkloadRun, e: Trace) -> None:
         """A worker's trace file is ready (or its capture failed): keep it in memory."""
-        at = next((i for i, c in enumerate(self.captures) if c.id == e.get("id")), None)
+        at = next((i for i, c in enumerate(self.captures) if c.id == e.id), None)
         name = run.spec.name
         if at is None:  # e.g. the worker could not read the request: say it anyway
-            if e.get("error"):
+            if e.error:
                 self.session.log("xwatch", "warning", f"{name}: kernel capture failed: "
-                                 f"{e['error']}")
+                                 f"{e.error}")
             return
         cap = self.captures[at]
-        if e.get("error") or not e.get("path"):
-            err = str(e.get("error") or "no trace file")
+        if e.error or not e.path:
+            err = e.error or "no trace file"
             self.captures[at] = replace(cap, errors={**cap.errors, name: err})
             self.session.log("xwatch", "warning", f"{name}: kernel capture failed: {err}")
             return
         try:
-            trace = load_trace(str(e["path"]))
+            trace = load_trace(e.path)
         except (OSError, ValueError) as err:
             self.captures[at] = replace(cap, errors={**cap.errors,
                                                      name: f"trace file unreadable: {err}"})
             return
         self.captures[at] = replace(cap, traces={**cap.traces, name: trace})
         self.session.log("xwatch", "info", f"{name}: kernel capture {cap.id}: "
-                         f"{e.get('kernels')} kernels, {e.get('requests')} requests, "
-                         f"stopping the profiler took {e.get('cost_s')} s")
+                         f"{e.kernels} kernels, {e.requests} requests, "
+                         f"stopping the profiler took {e.cost_s} s")
 
     def stop_measuring(self) -> None:
         """Requests that end after this moment are not counted."""

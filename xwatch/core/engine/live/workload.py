@@ -22,7 +22,6 @@ from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.live.goodput import SloCounter
 from xwatch.core.engine.live.loglines import TAIL, HeadTail
-from xwatch.core.engine.servers.scrape import from_event
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -41,6 +40,7 @@ from xwatch.core.engine.snapshot import (
 from xwatch.core.engine.spool import EventSpool
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, RELATIVE_WIDTH, Moments, Recorder
 from xwatch.core.engine.worker.arrivals import due_times
+from xwatch.core.model import events as E
 from xwatch.scenario import Scenario, Workload
 
 #: A workload is stalled after max(STALL_MIN_S, STALL_P99_FACTOR x its recent service
@@ -56,11 +56,6 @@ PROGRESS_LAG_S = 5.0
 MAX_STAGES = 64  # a workload's own stages beyond these are ignored
 MAX_CAUSES = 16  # kinds of request failure kept by name per workload and phase
 SLOWEST_KEPT = 512  # per workload and phase: enough for every P99 outlier of ~50k requests
-
-#: the keys of a request event that are not named metrics
-REQUEST_KEYS = frozenset({"type", "seq", "t", "latency_ms", "service_ms", "sched_delay_ms",
-                          "late", "batch", "ok"})
-
 
 
 class SessionLike(Protocol):
@@ -95,7 +90,7 @@ class PhaseLike(Protocol):
 
     def on_ready(self, t0: float) -> None: ...
 
-    def on_trace(self, run: WorkloadRun, e: dict[str, Any]) -> None: ...
+    def on_trace(self, run: WorkloadRun, e: E.Trace) -> None: ...
 
     def release_gate(self, now: float) -> None: ...
 
@@ -147,7 +142,7 @@ class WorkloadRun:
         self.unfinished: int | None = None
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
         self.unfinished_note = ""
-        self.ready_info: dict[str, Any] = {}  # the worker's "ready" event
+        self.ready_info: E.Ready | None = None  # the worker's "ready" event
         self.warm_t: float | None = None  # the start gate: when it said it was warm
         self.released = False  # the start gate: its SIGUSR2 was sent
         #: min-heap of (latency_ms, t_end, (seconds after the phase start, latency_ms))
@@ -168,15 +163,12 @@ class WorkloadRun:
         if name not in self.stages:
             self.stages[name] = time.monotonic() if t is None else t
 
-    def _take_stages(self, e: dict[str, Any]) -> None:
+    def _take_stages(self, got: dict[str, float]) -> None:
         """The worker's own stages (its events' ``stages``: monotonic seconds)."""
-        got = e.get("stages")
-        if type(got) is dict:
-            for k, v in got.items():
-                if len(self.stages) >= MAX_STAGES:
-                    break
-                if type(k) is str and type(v) in (int, float) and math.isfinite(v):
-                    self.stages.setdefault(k, float(v))
+        for k, v in got.items():
+            if len(self.stages) >= MAX_STAGES:
+                break
+            self.stages.setdefault(k, v)
 
     def stages_since_start(self) -> dict[str, float]:
         """The stages (the phase-wide ones too) as seconds after the phase's start, in
@@ -186,9 +178,9 @@ class WorkloadRun:
         return {k: round(v - t0, 4) for k, v in sorted(both.items(), key=itemgetter(1))}
 
     # ------------------------------------------------------------ event intake
-    def on_events(self, events: list[dict[str, Any]]) -> None:
+    def on_events(self, events: list[E.Event]) -> None:
         rec_add = self.rec.add
-        reqs: list[dict[str, Any]] = []
+        reqs: list[E.Request] = []
         now = time.monotonic()
         cutoff = self.phase.t_stop
         slow = self.slowest
@@ -196,32 +188,29 @@ class WorkloadRun:
         floor = slow[0][0] if len(slow) >= SLOWEST_KEPT else -1.0
         keep = reqs.append
         default_batch = self.spec.batch
-        plain_keys = REQUEST_KEYS.issuperset
         sv = None
+        req, named = E.Request, E.NamedRequest
         for e in events:
-            get = e.get
-            kind = get("type")
-            if kind is None or kind == "req":
-                t = get("t")
-                if type(t) is not float:
-                    t = now
-                    e["t"] = now
+            if isinstance(e, req):
+                t = e.t
+                if type(t) is not float:  # absent (or an integer): its arrival
+                    t = e.t = now
                 if cutoff is not None and t > cutoff:
                     self.after_end += 1  # ended after the measurement stopped
                     continue
-                b = get("batch")
-                lat = e["latency_ms"]
-                sv = get("service_ms")
-                ok = get("ok") is not False
-                rec_add(lat, t, b if type(b) is int else default_batch,
-                        get("late") is True, ok, sv)
+                b = e.batch
+                lat = e.latency_ms
+                sv = e.service_ms
+                ok = e.ok
+                rec_add(lat, t, b if b is not None else default_batch, e.late is True, ok, sv)
                 if not ok:
                     self._error_cause(e)
                 elif self.slo_good is not None:
                     self.slo_good.add(e)
                 keep(e)
-                if not plain_keys(e):  # named metrics (exact; ~0.2 us for a plain event)
-                    self._named(e, t)
+                if type(e) is named or e.ttft_ms is not None or e.tpot_ms is not None \
+                        or e.itl_ms is not None or e.tail_ms is not None:
+                    self._named(e, t)  # named metrics
                 if lat > floor:  # one of the slowest so far (a min-heap of SLOWEST_KEPT)
                     self._slowest_version += 1
                     item = (lat, t, (round(t - t_start, 4), lat))
@@ -232,7 +221,7 @@ class WorkloadRun:
                     if len(slow) >= SLOWEST_KEPT:
                         floor = slow[0][0]
             else:
-                self._on_control(kind, e, now)
+                self._on_control(e, now)
         # the stall bound reads recent service times (the batch's last), except the
         # request that was in flight through a stall: 3 s frozen is no service time
         if sv is not None and self.state != STALLED:
@@ -243,8 +232,8 @@ class WorkloadRun:
             if self.spec.server is not None:
                 self._seen_out_of_order(reqs)
             else:
-                last = reqs[-1].get("seq")
-                if type(last) is int and last > self.max_seq:
+                last = reqs[-1].seq
+                if last is not None and last > self.max_seq:
                     self.max_seq = last
             # progress is when the last request ended (the reader may have held it back
             # for up to a second), unless its time is implausible for this clock
@@ -252,25 +241,25 @@ class WorkloadRun:
             self.last_progress = lt if now - PROGRESS_LAG_S <= lt <= now else now
             self.phase.session.spool.write_many(self.phase.index, self.spec.name, reqs)
 
-    def _error_cause(self, e: dict[str, Any]) -> None:
+    def _error_cause(self, e: E.Request) -> None:
         """A failed request's cause (its ``cause``, else the start of its ``error``),
         counted; at most ``MAX_CAUSES`` kinds, the rest as ``other``."""
-        got = e.get("cause")
-        if type(got) is not str or not got:
-            err = e.get("error")
-            got = err[:60] if type(err) is str and err else "no cause given"
+        got = e.cause
+        if not got:
+            err = e.error
+            got = err[:60] if err else "no cause given"
         causes = self.error_causes
         if got not in causes and len(causes) >= MAX_CAUSES:
             got = "other"
         causes[got] = causes.get(got, 0) + 1
 
-    def _seen_out_of_order(self, reqs: list[dict[str, Any]]) -> None:
+    def _seen_out_of_order(self, reqs: list[E.Request]) -> None:
         """A server's requests end in any order: every number skipped is a hole until
         its request is counted."""
         holes = self.holes
         for e in reqs:
-            s = e.get("seq")
-            if type(s) is not int or s <= 0:
+            s = e.seq
+            if s is None or s <= 0:
                 continue
             if s > self.max_seq:
                 holes.update(range(self.max_seq + 1, s))
@@ -278,19 +267,21 @@ class WorkloadRun:
             else:
                 holes.discard(s)
 
-    def _named(self, e: dict[str, Any], t: float) -> None:
+    def _named(self, e: E.Request, t: float) -> None:
         """A request's named metrics: numbers (or lists of numbers, e.g. every token's
-        latency) under keys ending in ``_ms``; anything else is ignored. In the order
-        the workload first sent them (the event's key order), whatever the hash seed."""
-        for k in e:
-            if k in REQUEST_KEYS or not k.endswith("_ms"):
+        latency) under keys ending in ``_ms``; in the order the workload first sent them
+        (the line's key order: ``E.NamedRequest``; ``E.NAMED_FIELDS``' on a line of only
+        those), whatever the hash seed."""
+        got: list[tuple[str, float | list[float] | None]] = \
+            list(e.named.items()) if isinstance(e, E.NamedRequest) else [
+                ("ttft_ms", e.ttft_ms), ("tpot_ms", e.tpot_ms), ("itl_ms", e.itl_ms),
+                ("tail_ms", e.tail_ms)]
+        for k, v in got:
+            if v is None:
                 continue
-            v = e[k]
-            vals = v if type(v) is list else (v,)
             rec = self.metrics.get(k)
-            for x in vals:
-                if isinstance(x, (int, float)) and not isinstance(x, bool) and \
-                        0 <= x < math.inf:
+            for x in v if isinstance(v, list) else (v,):
+                if 0 <= x < math.inf:
                     if rec is None:
                         slo = self.phase.session.scenario.slo
                         rec = self.metrics[k] = Recorder(
@@ -309,46 +300,44 @@ class WorkloadRun:
             self.stage("ready", t0)
         self.phase.on_ready(self.ready_t0)
 
-    def _on_control(self, kind: str, e: dict[str, Any], now: float) -> None:
-        if kind == "hello":
-            self.hello = {k: v for k, v in e.items() if k not in ("type", "stages")}
-            self._take_stages(e)
+    def _on_control(self, e: E.Control, now: float) -> None:
+        if isinstance(e, E.Hello):
+            self.hello = e.info
+            self._take_stages(e.stages)
             if self.state in (PENDING, STARTING):
                 self.state = WARMING
-        elif kind == "warm":  # the start gate: warm, waiting for the others
+        elif isinstance(e, E.Warm):  # the start gate: warm, waiting for the others
             self.state = WAITING
             self.warm_t = now
-            self._take_stages(e)
+            self._take_stages(e.stages)
             self.stage("warm_seen", now)
             self.phase.release_gate(now)
-        elif kind == "ready":
-            t0 = e.get("t0")
-            self.ready_t0 = float(t0) if isinstance(t0, (int, float)) else now
-            self._take_stages(e)
+        elif isinstance(e, E.Ready):
+            self.ready_t0 = e.t0 if e.t0 is not None else now
+            self._take_stages(e.stages)
             self.stage("ready", self.ready_t0)
             self.ready_wall = utc_now()
             self.state = RUNNING
             self.last_progress = now
-            self.ready_info = {k: v for k, v in e.items() if k != "type"}
+            self.ready_info = e
             self.phase.on_ready(self.ready_t0)
-        elif kind == "hb":
+        elif isinstance(e, E.Heartbeat):
             self.last_heartbeat = now
-            inflight = e.get("inflight_s")
-            self.inflight_s = float(inflight) if isinstance(inflight, (int, float)) else 0.0
-        elif kind == "bye":  # the worker's clean end: what follows is the process's exit
-            t = e.get("t")
-            self.stage("bye", float(t) if isinstance(t, (int, float)) else now)
-        elif kind == "drain" and type(e.get("sent")) is int:
-            self.drain = (e["sent"], e.get("done") is True)
-        elif kind == "server":  # a server's own metrics, summed over the phase so far
-            if self.phase.t_stop is None or e.get("t", now) <= self.phase.t_stop:
-                self.server = from_event(e) or self.server
-        elif kind == "trace":
+            self.inflight_s = e.inflight_s if e.inflight_s is not None else 0.0
+        elif isinstance(e, E.Bye):  # the worker's clean end: what follows is the process's exit
+            self.stage("bye", e.t if e.t is not None else now)
+        elif isinstance(e, E.Drain):
+            if e.sent is not None:
+                self.drain = (e.sent, e.done)
+        elif isinstance(e, E.Server):  # a server's own metrics, summed over the phase so far
+            if self.phase.t_stop is None or (e.t if e.t is not None else now) <= self.phase.t_stop:
+                self.server = E.view_of(e)
+        elif isinstance(e, E.Trace):
             self.capture_grace_until = 0.0
             self.phase.on_trace(self, e)
-        elif kind == "error":
-            self.error = str(e.get("message", "error"))
-            self.error_traceback = str(e.get("traceback", "")) or None
+        elif isinstance(e, E.Error):
+            self.error = e.message
+            self.error_traceback = e.traceback
             self.phase.session.log(self.spec.name, "error", self.error)
 
     def on_malformed(self, lines: list[str]) -> None:
@@ -419,8 +408,8 @@ class WorkloadRun:
         if rec.count == 0:
             per_iter = 0.0
             ready = self.ready_info
-            if ready.get("warmup") and isinstance(ready.get("warmup_ms"), (int, float)):
-                per_iter = float(ready["warmup_ms"]) / 1e3 / max(1, int(ready["warmup"]))
+            if ready is not None and ready.warmup and ready.warmup_ms is not None:
+                per_iter = ready.warmup_ms / 1e3 / max(1, ready.warmup)
             return max(STALL_FIRST_S, STALL_P99_FACTOR * per_iter)
         if self.recent_service:  # time on the device, not queueing: a backlog is no stall
             recent = max(self.recent_service)

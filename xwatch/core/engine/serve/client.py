@@ -17,11 +17,11 @@ import aiohttp
 from xwatch.core.engine.protocol import EventWriter
 from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.config import ServeConfig
-from xwatch.core.engine.serve.events import Drain, Request, line
 from xwatch.core.engine.serve.prompts import Ask, Asks
 from xwatch.core.engine.serve.server import Fatal
 from xwatch.core.engine.worker import LATE_THRESHOLD_S
 from xwatch.core.engine.worker.arrivals import Schedule
+from xwatch.core.model.events import Drain, Request, line
 
 #: the interpreter's thread switch interval in the generator (``benchmarks/measure/loadgen.py``)
 SWITCH_S = 0.0005

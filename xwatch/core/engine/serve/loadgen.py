@@ -36,14 +36,14 @@ from xwatch.core.engine.protocol import (
     EventWriter,
     open_workload_pipe,
 )
-from xwatch.core.engine.serve import events, openai
+from xwatch.core.engine.serve import openai
 from xwatch.core.engine.serve.client import Client
 from xwatch.core.engine.serve.config import ServeConfig
-from xwatch.core.engine.serve.events import Hello
 from xwatch.core.engine.serve.prompts import Asks, load_sharegpt
 from xwatch.core.engine.serve.server import Fatal, Server, Stopped
 from xwatch.core.engine.servers import scrape
 from xwatch.core.engine.worker import REPORTED_ENV_PREFIXES
+from xwatch.core.model import events
 
 
 class Generator:
@@ -122,20 +122,22 @@ class Generator:
         self.mark("released")
         return round((time.monotonic() - t) * 1e3, 3)
 
-    def hello(self) -> Hello:
+    def hello(self) -> events.Hello:
         cfg = self.cfg
         assert self.server.proc is not None
-        return Hello(v=PROTOCOL_VERSION, pid=os.getpid(), name=cfg.name,
-                     python=sys.version.split()[0], executable=sys.executable,
-                     model=cfg.served_model or " ".join(
-                         [os.path.basename(cfg.server[0]), *cfg.server[1:]])[:80],
-                     server=list(cfg.server), server_pid=self.server.proc.pid, api=cfg.api,
-                     url=self.base + openai.ROUTES[cfg.api], batch=1, rate=cfg.rate,
-                     arrival=cfg.arrival, device="n/a (the server's)", stream="n/a (server)",
-                     burstiness=cfg.burstiness if cfg.arrival == "gamma" else None,
-                     env={k: v for k, v in sorted(os.environ.items())
-                          if k.startswith(REPORTED_ENV_PREFIXES)},
-                     stages=dict(self.stages))
+        info: dict[str, object] = dict(
+            v=PROTOCOL_VERSION, pid=os.getpid(), name=cfg.name,
+            python=sys.version.split()[0], executable=sys.executable,
+            model=cfg.served_model or " ".join(
+                [os.path.basename(cfg.server[0]), *cfg.server[1:]])[:80],
+            server=list(cfg.server), server_pid=self.server.proc.pid, api=cfg.api,
+            url=self.base + openai.ROUTES[cfg.api], batch=1, rate=cfg.rate,
+            arrival=cfg.arrival, device="n/a (the server's)", stream="n/a (server)",
+            env={k: v for k, v in sorted(os.environ.items())
+                 if k.startswith(REPORTED_ENV_PREFIXES)})
+        if cfg.arrival == "gamma":
+            info["burstiness"] = cfg.burstiness
+        return events.Hello(info=info, stages=dict(self.stages))
 
     def emit(self, ev: events.Event) -> None:
         self.w.emit_line(events.line(ev))

@@ -25,9 +25,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import msgspec
 
 from xwatch.core import model as M
 
@@ -248,17 +245,8 @@ def _gauge(name: str, xs: list[float]) -> M.ServerGauge | None:
                          max=max(xs))
 
 
-def from_event(e: dict[str, Any]) -> M.ServerView | None:
-    """A ``server`` event read back (None: not one this xwatch can read)."""
-    try:
-        return msgspec.convert({k: v for k, v in e.items() if k not in ("type", "t")},
-                               M.ServerView)
-    except msgspec.ValidationError:
-        return None
-
-
 #: where a view goes, with its time (the load generator: its ``server`` event,
-#: ``serve.events.Server``)
+#: ``model.events.Server``, read back by ``model.events.event_of``)
 Emit = Callable[[M.ServerView, float], None]
 
 
