@@ -59,8 +59,9 @@ def test_even_the_lowest_rate_missing_is_said_so() -> None:
 
 
 def test_a_metric_that_falls_with_the_load_is_not_monotone() -> None:
-    # met at 10 req/s, missed at 40, and at 20 (the bisection) higher than at 40
-    s = _search(lambda r: 5.0 if r < 15 else 40.0 if r < 30 else 20.0)
+    # under the objective at 10 req/s, missed at 20 (the growth), and a narrowing load
+    # between them (12-16) higher than at 20
+    s = _search(lambda r: 5.0 if r < 12 else 40.0 if r < 16 else 15.0)
     assert s.status == cap.NON_MONOTONE, (s.status, s.reason)
     assert "falls with the load" in s.reason
     assert s.capacity().lo is None and s.capacity().hi is None
@@ -90,7 +91,8 @@ def test_rates_are_given_as_a_scenario_would_write_them() -> None:
     assert cap.nice(141.4213) == 141.0
     assert cap.nice(141.4213, [141.0]) == 141.4
     # the most loads a search may probe: growth, bisection and a few at the knee
-    assert cap.max_loads(10, 1000) == 4 + 1 + 4 + cap.EXTRA_LOADS
+    assert cap.max_loads(10, 1000, cap.BEFORE) == 4 + 1 + 4 + cap.EXTRA_LOADS
+    assert cap.max_loads(10, 1000) == 4 + 1 + 5  # growth and the narrowing (cap.NOW)
 
 
 def test_the_best_candidate_is_named_only_where_the_intervals_separate() -> None:

@@ -54,8 +54,12 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from statistics import NormalDist
 
 from xwatch.core import model as M
+from xwatch.core.analysis.capacity import knee
+from xwatch.core.analysis.stats import looks
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.resolution import widen
@@ -83,14 +87,81 @@ AT_KNEE, NON_MONOTONE, UNDECIDED, BROKEN = "at-knee", "non-monotone", "undecided
 #: the statuses that answer the question at the rates asked
 SETTLED = (DECIDED, ABOVE, BELOW)
 NO_INTERVAL = Interval(math.nan, None, None)
+_NORM = NormalDist()
 
 
-def max_loads(lo: float, hi: float) -> int:
-    """The most loads one search probes over ``[lo, hi]``: the bracket's growth, the
-    bisection from ``GROWTH`` to ``TARGET``, and ``EXTRA_LOADS`` (loads at the knee)."""
+#: a load is left open by ``Design.give_up`` only from this many runs (fewer say
+#: little of its mean)
+GIVE_UP_FROM = 3
+#: a load's first look on one run takes its variance from the pool alone, once the
+#: pool has this many degrees of freedom
+POOL_DF = 4
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a search spends its runs (``NOW`` is xwatch's; ``BEFORE`` the search until
+    2026-11-29, kept for ``benchmarks/capacity_sim.py``, which compares them).
+
+    ``first``: the runs a load has at its first look (1: the variance from the pool
+    alone, once it has ``POOL_DF`` degrees of freedom); ``spread``: how a load's error
+    rate is spread over its looks, from ``first`` to ``max_runs`` runs (``look_alpha``:
+    "even", the same at each; "front", in proportion to 1 / (the look's number);
+    "pocock", one boundary calibrated to the looks' correlation); ``place``: where the
+    next load goes ("knee": ``knee.place``, around the crossing of the loads'
+    estimates; "bisect": the widest gap's geometric middle); ``skip``: a load whose
+    estimate lies on the far side of the objective from the knee's bracket end it
+    could be is not run again (growth loads under it, once a higher load is probed);
+    ``give_up``: a load is left open (``exhausted``) once its mean and variance as
+    they are would need more runs than this to be told from the objective;
+    ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
+    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
+
+    first: int = 1
+    spread: str = "pocock"
+    place: str = "knee"
+    skip: bool = True
+    give_up: int | None = 6
+    narrow: int | None = 5
+    max_runs: int = 10
+
+
+NOW = Design()
+BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
+                narrow=None, max_runs=MAX_RUNS)
+
+
+def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
+    """The most loads one search probes over ``[lo, hi]``: the bracket's growth, and
+    ``design.narrow`` (else the bisection from ``GROWTH`` to ``TARGET`` and
+    ``EXTRA_LOADS``: loads at the knee)."""
     grow = math.ceil(math.log(max(hi / lo, 1.0)) / math.log(GROWTH)) + 1
+    if design.narrow is not None:
+        return grow + design.narrow
     halve = math.ceil(math.log2(math.log(GROWTH) / math.log(TARGET)))
     return grow + halve + EXTRA_LOADS
+
+
+def look_alpha(alpha: float, n: int, design: Design) -> float:
+    """The two-sided error a load's look on ``n`` runs spends of the load's ``alpha``
+    (see ``Design``): "even" and "front" a union bound (over the looks ``design.first``
+    to ``design.max_runs`` the shares sum to ``alpha``); "pocock" the marginal level of
+    the constant boundary that those looks, on cumulative runs, cross together with
+    probability ``alpha`` (``looks.calibrate``: exact for Gaussian runs of a known
+    variance)."""
+    first, last = design.first, design.max_runs
+    if not first <= n <= last:
+        return 0.0
+    if design.spread == "even":
+        return alpha / (last - first + 1)
+    if design.spread == "front":
+        return alpha * (1.0 / (n - first + 1)) / sum(1.0 / m for m in range(1, last - first + 2))
+    return 2.0 * _NORM.cdf(-_boundary(alpha, first, last))
+
+
+@lru_cache(maxsize=64)
+def _boundary(alpha: float, first: int, last: int) -> float:
+    return looks.calibrate(alpha, first, last)
 
 
 def nice(rate: float, taken: Sequence[float] = ()) -> float:
@@ -118,17 +189,14 @@ class Load:
     iv: Interval = NO_INTERVAL
     low_iv: Interval = NO_INTERVAL
     verdict: str = OPEN
+    #: open, and no more runs can tell it (set at each look: ``Hunt.judge``): the most
+    #: runs a load gets, runs that cannot bound the percentile, or (``Design.give_up``)
+    #: more runs than that needed as its mean and variance stand
+    exhausted: bool = False
 
     @property
     def runs(self) -> int:
         return len(self.slo)
-
-    @property
-    def exhausted(self) -> bool:
-        """Open, and no more runs can tell it: ``MAX_RUNS`` runs, or runs that cannot bound
-        the percentile while the estimate is under the objective."""
-        return self.verdict == OPEN and self.runs >= MIN_RUNS and (
-            self.runs >= MAX_RUNS or not self.bounded)
 
 
 @dataclass
@@ -205,13 +273,14 @@ class Hunt:
     hi: float
     searches: list[Search]
     lows: bool = True  # there is work beside the SLO workload
+    design: Design = NOW
     low_alone: list[float] = field(default_factory=list)
     low_alone_ses: list[float] = field(default_factory=list)
     low_alone_iv: Interval = NO_INTERVAL
 
     @property
     def max_loads(self) -> int:
-        return max_loads(self.lo, self.hi)
+        return max_loads(self.lo, self.hi, self.design)
 
     def load_alpha(self) -> float:
         """The error rate of one load's SLO interval, before spending over its looks."""
@@ -236,16 +305,21 @@ class Hunt:
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
         prior = seq.fit_prior([r for r in slo if r is not None and
                                abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
-        a = self.load_alpha()
+        a, d = self.load_alpha(), self.design
         for ld, r in zip(loads, slo):
-            ld.iv = interval(r, prior, a)
+            ld.iv = interval(r, prior, a, d)
             # a verdict errs through one end only: each end at the load's whole rate
-            one = interval(r, prior, 2.0 * a)
-            if ld.verdict == OPEN and ld.runs >= MIN_RUNS:
+            one = interval(r, prior, 2.0 * a, d)
+            if ld.verdict == OPEN and ld.runs >= d.first:
                 if one.hi is not None and one.hi < self.slo_ms:
                     ld.verdict = MET
                 elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED
+            ld.exhausted = ld.verdict == OPEN and ld.runs >= d.first and (
+                ld.runs >= d.max_runs or not ld.bounded or (
+                    d.give_up is not None and r is not None and ld.runs >= GIVE_UP_FROM and
+                    (k := runs_to_clear(r, prior, self.slo_ms, 2.0 * a, d)) is not None and
+                    k > d.give_up))
         if self.lows:
             low = [seq.log_runs(ld.low, ld.low_ses, histogram=False) for ld in loads]
             alone = seq.log_runs(self.low_alone, self.low_alone_ses, histogram=False)
@@ -280,6 +354,8 @@ class Hunt:
 
     def _next(self, s: Search) -> float | None:
         """The next rate ``s`` probes, or None with its status settled."""
+        if self.design.place == "knee":
+            return self._next_knee(s)
         m, f = s.met(), s.failed()
         for r in sorted(s.loads):  # an open load inside the bracket runs again
             ld = s.loads[r]
@@ -314,6 +390,68 @@ class Hunt:
             return self._stop(s, AT_KNEE, f"the runs at {near} req/s cannot tell the SLO "
                               "metric from the objective")
         return self._new(s, math.sqrt(a * b))
+
+    def _next_knee(self, s: Search) -> float | None:
+        """``_next`` as ``Design.place == "knee"`` has it: grow while every load is
+        estimated under the objective, then probe where ``knee.place`` says inside the
+        bracket, running a load again only where its verdict is the bracket's end to be."""
+        m, f = s.met(), s.failed()
+        probed = sorted(s.loads)
+        if not probed:
+            return self._new(s, self.lo)
+        goal = math.log(self.slo_ms)
+        logs = {r: math.log(ld.iv.est) for r, ld in s.loads.items() if ld.iv.est > 0}
+        k = knee.crossing(list(logs), list(logs.values()),
+                          [s.loads[r].runs for r in logs], self.slo_ms)
+        step = TARGET ** knee.HALF
+        live = [r for r in probed if s.loads[r].verdict == OPEN and not s.loads[r].exhausted]
+        if f is None:  # the bracket: grow until a load is estimated over the objective
+            over = [r for r in live if logs.get(r, -math.inf) >= goal or
+                    (not self.design.skip and (m is None or r > m))]
+            if over:
+                return over[0]  # its verdict ends the bracket above
+            top = probed[-1]
+            if top >= self.hi:
+                if m is not None and m >= self.hi:
+                    return self._stop(s, ABOVE, f"meets the SLO at {self.hi:g} req/s, the "
+                                      "highest asked (--rates)")
+                if top in live:
+                    return top
+                return self._stop(s, AT_KNEE, f"at {top:g} req/s, the highest asked, the "
+                                  "runs cannot tell the SLO metric from the objective")
+            if s.loads[top].verdict == OPEN:  # left open within noise of the objective
+                nxt = top * math.sqrt(GROWTH)
+            else:
+                nxt = top * GROWTH if k is None else min(max(k * step, top * step), top * GROWTH)
+            return self._new(s, min(self.hi, nxt))
+        if m is None and f <= self.lo * (1 + 1e-9):
+            return self._stop(s, BELOW, f"even {self.lo:g} req/s misses")
+        if m is not None and f / m <= TARGET * (1 + 1e-9):
+            return self._stop(s, DECIDED, f"within {100 * (f / m - 1):.0f}%")
+        lower = m if m is not None else self.lo
+        if f / lower <= TARGET * (1 + 1e-9):  # nothing met yet, the lowest asked next
+            t = self.lo
+        else:
+            t = knee.place(lower, f, None if k is None else min(max(k, lower), f), TARGET)
+        inside = [r for r in probed if r < f and (m is None or r > m) and
+                  s.loads[r].verdict == OPEN]
+        tol = math.log(step) / 2.0
+
+        def near(x: float) -> list[float]:
+            return sorted((r for r in inside if abs(math.log(r / x)) <= tol),
+                          key=lambda r: abs(math.log(r / x)))
+
+        for r in near(t):
+            if r in live:
+                return r
+            # left open where the knee is: the load half a TARGET away on the side away
+            # from the knee (the other end of a bracket within TARGET is the other side)
+            t2 = r * (1.0 / step if logs.get(r, goal) < goal else step)
+            if lower < t2 < f and not any(q not in live for q in near(t2)):
+                return next(iter(near(t2)), None) or self._new(s, t2)
+            return self._stop(s, AT_KNEE, f"the runs at {', '.join(f'{q:g}' for q in inside)}"
+                              " req/s cannot tell the SLO metric from the objective")
+        return self._new(s, t)
 
     def _new(self, s: Search, rate: float) -> float | None:
         if len(s.loads) >= self.max_loads:
@@ -368,24 +506,48 @@ class Hunt:
         return None
 
 
-def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float) -> Interval:
+def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float,
+             design: Design = NOW) -> Interval:
     """``sequential.interval`` with the error rate spent over a load's looks as a search
-    has them: at most ``MAX_RUNS`` runs of a load, so ``MAX_RUNS - 1`` looks (from 2
-    runs), ``alpha / (MAX_RUNS - 1)`` each (a union bound; the race's spending covers up
-    to 65 looks and beyond, which a load never has). The variance is the race's
-    (``sequential.moderated``: pooled over every load, never below a load's own nor its
-    within-run floor), the interval widened to the values' resolution."""
+    has them: at most ``design.max_runs`` runs of a load, its looks from
+    ``design.first`` runs on, each spending ``look_alpha`` of ``alpha`` (a union bound;
+    the race's spending covers up to 65 looks and beyond, which a load never has). The
+    variance is the race's (``sequential.moderated``: pooled over every load, never
+    below a load's own nor its within-run floor; on one run, the pool's, once it has
+    ``POOL_DF`` degrees of freedom), the interval widened to the values' resolution."""
     if r is None:
         return NO_INTERVAL
     est = math.exp(r.mean)
-    if r.n < MIN_RUNS:
+    if r.n < max(1, design.first) or (r.n < 2 and (prior is None or prior.df < POOL_DF)):
+        return Interval(est, None, None)
+    a = look_alpha(alpha, r.n, design)
+    if not a > 0:  # past the most runs a load gets: no look is spent there
         return Interval(est, None, None)
     var, df = seq.moderated(r, prior)
-    h = seq.half_width(var, df, r.n, alpha / (MAX_RUNS - 1))
+    h = seq.half_width(var, df, r.n, a)
     if h > 50.0:
         return Interval(est, None, None)
     lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
     return Interval(est, max(0.0, lo), hi if r.bounded else None)
+
+
+def runs_to_clear(r: seq.LogRuns, prior: seq.Prior | None, bound: float, alpha: float,
+                  design: Design) -> int | None:
+    """How many more runs would put ``r``'s interval (``interval`` at ``alpha``) wholly on
+    one side of ``bound`` if its mean and variance stay as they are, each run adding a
+    degree of freedom (``design.max_runs`` + 1: none within the most runs a load gets;
+    None: no variance to go on yet)."""
+    never = design.max_runs + 1
+    var, df = seq.moderated(r, prior)
+    if var != var or df < 1:
+        return None
+    gap = abs(r.mean - math.log(bound))
+    if not gap > 0:
+        return never
+    for k in range(max(r.n, design.first), design.max_runs + 1):
+        if seq.half_width(var, df + k - r.n, k, look_alpha(alpha, k, design)) < gap:
+            return k - r.n
+    return never
 
 
 @dataclass(frozen=True)
