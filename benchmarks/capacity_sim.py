@@ -21,7 +21,7 @@ truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
         [--duration S] [--phase-s S] [--slopes LO:HI] [--case intensive|serve-train]
-        [--before]
+        [--before] [--design KEY=VALUE,...]
 
 ``--case`` sets the truth of one of issue 65's goals (every other option then ignored):
 ``intensive`` 11 searches (native, MPS 100-25%, XSched 1/1-16/8 and dedicated), rates
@@ -30,7 +30,9 @@ near saturation); ``serve-train`` 11 searches, rates 1 to 64 req/s, 20 s runs of
 ITL values a request, SD 10% with heavy tails, slopes 0.5-3 (a batching server's ITL
 rises slowly). ``--before``: the search as it was until 2026-11-29
 (``search.BEFORE``: two runs before a load's first look, a union bound over its looks,
-bisection of the widest gap) instead of xwatch's (``search.NOW``).
+bisection of the widest gap) instead of xwatch's (``search.NOW``); ``--design``: one
+idea of ``search.Design`` changed from xwatch's (``spread=even``, ``place=bisect``,
+``skip=false``, ``first=1``, ``give_up=none``...), to see what each is worth.
 
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
 GPU, runs back to back; LOW alone's runs included.
@@ -39,6 +41,7 @@ GPU, runs back to back; LOW alone's runs included.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import random
 import statistics
@@ -57,6 +60,19 @@ CASES: dict[str, dict[str, object]] = {
     "serve-train": dict(searches=11, sigma=0.10, heavy=True, duration=20.0, lo=1.0,
                         hi=64.0, slopes=(0.5, 3.0), per=31.0),
 }
+
+
+def design_of(text: str) -> cap.Design:
+    """``search.NOW`` with ``KEY=VALUE,...`` changed (numbers, true/false, none)."""
+    changes: dict[str, object] = {}
+    for part in filter(None, text.split(",")):
+        key, _, value = part.partition("=")
+        if key not in {f.name for f in dataclasses.fields(cap.Design)}:
+            raise SystemExit(f"--design {text!r}: no field {key!r} in search.Design")
+        low = value.lower()
+        changes[key] = (None if low == "none" else low == "true" if low in ("true", "false")
+                        else int(value) if value.isdigit() else value)
+    return dataclasses.replace(cap.NOW, **changes)  # type: ignore[arg-type]
 
 
 def _quick_outliers() -> None:
@@ -171,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", choices=sorted(CASES))
     ap.add_argument("--before", action="store_true",
                     help="the search as it was until 2026-11-29 (search.BEFORE)")
+    ap.add_argument("--design", default="", metavar="KEY=VALUE,...",
+                    help="search.Design's fields changed from xwatch's (search.NOW)")
     a = ap.parse_args(argv)
     lo_k, _, hi_k = a.slopes.partition(":")
-    design = cap.BEFORE if a.before else cap.NOW
+    design = cap.BEFORE if a.before else design_of(a.design)
     _quick_outliers()
     kw = CASES[a.case] if a.case else dict(
         searches=a.searches, sigma=a.sigma, heavy=a.heavy, duration=a.duration,

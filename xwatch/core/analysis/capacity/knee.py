@@ -14,7 +14,8 @@ estimate costs runs, not coverage.
   probed, extrapolated along the slope of the last two distinct points (``SLOPE`` where
   there is no rise to go on).
 - **The probe** (``place``): inside a bracket ``(lower, upper)`` wider than
-  ``TARGET ** 2`` the knee estimate moved by ``TARGET ** HALF`` to the side that leaves
+  ``TARGET ** 2`` the knee estimate moved by ``TARGET ** HALF`` (or further, where the
+  search says the curve is too flat for its runs to tell a load that near) to the side that leaves
   the narrower gap if it comes out as expected (the load just above the knee fails, the
   one just below meets, and the two end within ``TARGET``), kept ``EDGE`` of the gap's
   log width from its ends; in a bracket narrower than ``TARGET ** 2`` the rate that
@@ -58,6 +59,20 @@ def crossing(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
     """The load at which the non-decreasing fit of the mean log values ``logs`` (at
     ``rates``, weighted by ``ws``) crosses ``log(objective)``: interpolated in log-log
     between the points either side, extrapolated beyond them (None: no load)."""
+    got = _cross(rates, logs, ws, objective)
+    return None if got is None else got[0]
+
+
+def rise(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
+         objective: float) -> float:
+    """The fit's log-log slope where it crosses the objective (``crossing``'s segment,
+    or the slope it extrapolates along; ``SLOPE`` with no load)."""
+    got = _cross(rates, logs, ws, objective)
+    return SLOPE if got is None else got[1]
+
+
+def _cross(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
+           objective: float) -> tuple[float, float] | None:
     pts = sorted(zip(rates, logs, ws))
     if not pts:
         return None
@@ -66,8 +81,8 @@ def crossing(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
     goal = math.log(objective)
     for i in range(1, len(xs)):
         if fit[i - 1] < goal <= fit[i]:
-            return math.exp(xs[i - 1] + (goal - fit[i - 1]) * (xs[i] - xs[i - 1]) /
-                            (fit[i] - fit[i - 1]))
+            slope = (fit[i] - fit[i - 1]) / (xs[i] - xs[i - 1])
+            return math.exp(xs[i - 1] + (goal - fit[i - 1]) / slope), slope
     # beyond the loads: along the slope of the nearest two distinct fitted values
     end = len(xs) - 1 if fit[-1] < goal else 0
     others = [i for i in range(len(xs)) if fit[i] != fit[end]]
@@ -75,14 +90,17 @@ def crossing(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
     slope = SLOPE
     if near is not None:
         slope = max(SLOPE, (fit[end] - fit[near]) / (xs[end] - xs[near]))
-    return math.exp(xs[end] + (goal - fit[end]) / slope)
+    return math.exp(xs[end] + (goal - fit[end]) / slope), slope
 
 
-def place(lower: float, upper: float, knee: float | None, target: float) -> float:
+def place(lower: float, upper: float, knee: float | None, target: float,
+          off: float | None = None) -> float:
     """The next rate inside the bracket ``(lower, upper)`` (see the module): ``target``
-    is the width to reach (``upper / lower`` at most)."""
+    is the width to reach (``upper / lower`` at most); ``off``, how far from the knee
+    estimate (log rate) a load is placed, where more than ``HALF`` of ``target``."""
     g = math.log(upper / lower)
     step = math.log(target)
+    half = HALF * step if off is None else max(off, HALF * step)
     if g <= 2.0 * step:  # one probe ends it, whichever way it is decided
         a, b = math.log(upper) - step, math.log(lower) + step  # a <= b
         if knee is None:
@@ -92,7 +110,7 @@ def place(lower: float, upper: float, knee: float | None, target: float) -> floa
     if knee is None:
         return math.sqrt(lower * upper)
     k = math.log(knee)
-    up, down = k + HALF * step, k - HALF * step
+    up, down = k + half, k - half
     # as expected, ``up`` fails (the gap becomes lower..up), ``down`` meets (down..upper)
     x = up if up - math.log(lower) <= math.log(upper) - down else down
     lo_x, hi_x = math.log(lower) + EDGE * g, math.log(upper) - EDGE * g

@@ -11,22 +11,31 @@ percentile leaves the interval open above), the interval is over runs on the log
 scale, the between-run variance pooled over the loads of every candidate whose
 estimates lie within ``NEAR`` of the objective (``sequential.moderated``: a load
 noisier than the pool keeps its own), its error rate spent over the load's looks (one
-look a run, at most ``MAX_RUNS``: ``interval``), so the interval holds at every look at
-once. A load is ``met`` once its interval's upper end lies under the objective,
-``failed`` once its lower end lies above; the verdict is kept (the intervals hold over
-every look together). A verdict can err through one end only (a load truly under the
-objective is wrongly failed by its lower end alone), so each end is taken at the load's
-whole error rate (the two-sided interval at twice it); the intervals printed, and the
-monotonicity check, which can err through either end, are two-sided at the load's rate.
+look a run, from ``Design.first`` to ``Design.max_runs`` runs, each at the level of one
+boundary calibrated to the looks' correlation: ``look_alpha``, ``interval``), so the
+interval holds at every look at once. A load is ``met`` once its interval's upper end
+lies under the objective, ``failed`` once its lower end lies above; the verdict is kept
+(the intervals hold over every look together). A verdict can err through one end only
+(a load truly under the objective is wrongly failed by its lower end alone), so each end
+is taken at the load's whole error rate (the two-sided interval at twice it); the
+intervals printed, and the monotonicity check, which can err through either end, are
+two-sided at the load's rate.
 
-**The search** of one candidate: the first load is the lowest rate asked; while no load
-has failed, the next is ``GROWTH`` times the highest probed (never past the highest
-asked); then the widest gap between probed loads inside the bracket is split at its
-geometric middle (bisection on log rate), until ``failed / met`` is within ``TARGET``
-(10%). A load is run again while its interval straddles the objective, up to
-``MAX_RUNS`` runs; a load still open then is taken as at the knee within the runs'
-noise (the bracket narrows around it, not through it). The search decides how many
-runs each load gets; there is no fixed repeat.
+**The search** of one candidate (``Design``; ``NOW`` since 2026-11-29, ``BEFORE`` the
+search until then): the first load is the lowest rate asked; while no load is
+estimated over the objective, the next is the knee extrapolated from the loads so far
+(``knee.crossing``), at most ``GROWTH`` times the highest probed (never past the highest
+asked), and a load estimated under the objective is not run again (its verdict is not
+needed: the bracket's lower end will lie nearer the knee). A load estimated over it is
+run until it fails (the bracket's upper end); then each next load is placed around the
+knee estimated from every load's runs (``knee.place``: a pair either side of it within
+``TARGET``, 10%), and a load is run again while its interval straddles the objective,
+until ``failed / met`` is within ``TARGET``. A load that its mean and variance say cannot
+be told from the objective within ``Design.give_up`` more runs, or that has had
+``Design.max_runs``, is left open (``exhausted``): the knee is there within the runs'
+noise, and the next load goes half a ``TARGET`` from it; where no load can go, the
+search stops at the knee. The knee estimate places loads only: no verdict rests on it.
+The search decides how many runs each load gets; there is no fixed repeat.
 
 **The promise**: every verdict of every load of every candidate holds together with
 probability 1 - ``ALPHA`` (95%). The error rate is split ``BRACKET_SHARE`` (80%) to
@@ -90,6 +99,8 @@ NO_INTERVAL = Interval(math.nan, None, None)
 _NORM = NormalDist()
 
 
+#: a load left open at the knee: the next goes where ``AWAY`` runs could tell it
+AWAY = 4
 #: a load is left open by ``Design.give_up`` only from this many runs (fewer say
 #: little of its mean)
 GIVE_UP_FROM = 3
@@ -117,12 +128,12 @@ class Design:
     ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
     from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
 
-    first: int = 1
+    first: int = 2
     spread: str = "pocock"
     place: str = "knee"
     skip: bool = True
     give_up: int | None = 6
-    narrow: int | None = 5
+    narrow: int | None = 6
     max_runs: int = 10
 
 
@@ -277,6 +288,8 @@ class Hunt:
     low_alone: list[float] = field(default_factory=list)
     low_alone_ses: list[float] = field(default_factory=list)
     low_alone_iv: Interval = NO_INTERVAL
+    #: the pooled variance at the last look (``judge``)
+    _prior: seq.Prior | None = field(default=None, init=False, repr=False)
 
     @property
     def max_loads(self) -> int:
@@ -305,6 +318,7 @@ class Hunt:
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
         prior = seq.fit_prior([r for r in slo if r is not None and
                                abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
+        self._prior = prior
         a, d = self.load_alpha(), self.design
         for ld, r in zip(loads, slo):
             ld.iv = interval(r, prior, a, d)
@@ -432,7 +446,15 @@ class Hunt:
         if f / lower <= TARGET * (1 + 1e-9):  # nothing met yet, the lowest asked next
             t = self.lo
         else:
-            t = knee.place(lower, f, None if k is None else min(max(k, lower), f), TARGET)
+            off = self._away(s, logs, step)
+            most = self._away(s, logs, step, self.design.max_runs)
+            if most > math.log(step) * (1 + 1e-9) and math.log(f / lower) <= 2.0 * most:
+                return self._stop(s, AT_KNEE, f"the SLO metric rises too slowly for the runs' "
+                                  f"spread: {self.design.max_runs} runs a load tell it from "
+                                  f"the objective only {100 * (math.exp(most) - 1):.0f}% from "
+                                  "the knee")
+            t = knee.place(lower, f, None if k is None else min(max(k, lower), f), TARGET,
+                           off)
         inside = [r for r in probed if r < f and (m is None or r > m) and
                   s.loads[r].verdict == OPEN]
         tol = math.log(step) / 2.0
@@ -444,14 +466,32 @@ class Hunt:
         for r in near(t):
             if r in live:
                 return r
-            # left open where the knee is: the load half a TARGET away on the side away
-            # from the knee (the other end of a bracket within TARGET is the other side)
-            t2 = r * (1.0 / step if logs.get(r, goal) < goal else step)
+            # left open where the knee is: the next load away from the knee, half a
+            # TARGET (the other end of a bracket within TARGET is the other side), or as
+            # far as a verdict within ``AWAY`` runs needs where the curve is flatter
+            t2 = r * math.exp(self._away(s, logs, step) *
+                              (-1.0 if logs.get(r, goal) < goal else 1.0))
             if lower < t2 < f and not any(q not in live for q in near(t2)):
                 return next(iter(near(t2)), None) or self._new(s, t2)
             return self._stop(s, AT_KNEE, f"the runs at {', '.join(f'{q:g}' for q in inside)}"
                               " req/s cannot tell the SLO metric from the objective")
         return self._new(s, t)
+
+    def _away(self, s: Search, logs: dict[float, float], step: float,
+              runs: int = AWAY) -> float:
+        """How far (log rate) from the knee estimate a load goes (and from a load left
+        open at the knee): ``TARGET ** knee.HALF``, or, where the curve is flatter, as far
+        as its rise (``knee.rise``) takes the SLO metric from the objective by what
+        ``runs`` runs at the pooled variance can tell."""
+        prior = self._prior
+        if prior is None or not prior.var > 0:
+            return math.log(step)
+        k = knee.rise(list(logs), list(logs.values()), [s.loads[r].runs for r in logs],
+                      self.slo_ms)
+        a = look_alpha(2.0 * self.load_alpha(), runs, self.design)
+        z = seq.t_quantile(1.0 - a / 2.0, prior.df + runs - 1) if a > 0 else math.inf
+        return max(math.log(step), z * math.sqrt(prior.var / runs) / max(k, 1e-6))
+
 
     def _new(self, s: Search, rate: float) -> float | None:
         if len(s.loads) >= self.max_loads:
