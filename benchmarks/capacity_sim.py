@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchmarks.race_sim import Scenario, one_run
+from xwatch.core.analysis.capacity import loads
 from xwatch.core.analysis.capacity import search as cap
 
 SLO_MS = 10.0
@@ -62,17 +63,17 @@ CASES: dict[str, dict[str, object]] = {
 }
 
 
-def design_of(text: str) -> cap.Design:
+def design_of(text: str) -> loads.Design:
     """``search.NOW`` with ``KEY=VALUE,...`` changed (numbers, true/false, none)."""
     changes: dict[str, object] = {}
     for part in filter(None, text.split(",")):
         key, _, value = part.partition("=")
-        if key not in {f.name for f in dataclasses.fields(cap.Design)}:
+        if key not in {f.name for f in dataclasses.fields(loads.Design)}:
             raise SystemExit(f"--design {text!r}: no field {key!r} in search.Design")
         low = value.lower()
         changes[key] = (None if low == "none" else low == "true" if low in ("true", "false")
                         else int(value) if value.isdigit() else value)
-    return dataclasses.replace(cap.NOW, **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(loads.NOW, **changes)  # type: ignore[arg-type]
 
 
 def _quick_outliers() -> None:
@@ -112,7 +113,7 @@ class Trial:
 def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
           duration: float = 10.0, lo: float = 50.0, hi: float = 4000.0,
           max_rounds: int = 80, slopes: tuple[float, float] = (0.5, 3.0),
-          design: cap.Design = cap.NOW, per: float = 1.0) -> Trial:
+          design: loads.Design = loads.NOW, per: float = 1.0) -> Trial:
     """One capacity run against planted knees (see the module); ``per``: values of the
     SLO metric a request gives (an ITL: a token each)."""
     rng = random.Random(seed)
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="search.Design's fields changed from xwatch's (search.NOW)")
     a = ap.parse_args(argv)
     lo_k, _, hi_k = a.slopes.partition(":")
-    design = cap.BEFORE if a.before else design_of(a.design)
+    design = loads.BEFORE if a.before else design_of(a.design)
     _quick_outliers()
     kw = CASES[a.case] if a.case else dict(
         searches=a.searches, sigma=a.sigma, heavy=a.heavy, duration=a.duration,

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from benchmarks.capacity_sim import summary, trial
-from xwatch.core.analysis.capacity import knee
+from xwatch.core.analysis.capacity import knee, loads
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.stats import looks
 from xwatch.core.analysis.stats.intervals import Interval
@@ -98,8 +98,8 @@ def test_rates_are_given_as_a_scenario_would_write_them() -> None:
     assert cap.nice(141.4213) == 141.0
     assert cap.nice(141.4213, [141.0]) == 141.4
     # the most loads a search may probe: growth, bisection and a few at the knee
-    assert cap.max_loads(10, 1000, cap.BEFORE) == 4 + 1 + 4 + cap.EXTRA_LOADS
-    assert cap.max_loads(10, 1000) == 4 + 1 + 5  # growth and the narrowing (cap.NOW)
+    assert cap.max_loads(10, 1000, loads.BEFORE) == 4 + 1 + 4 + cap.EXTRA_LOADS
+    assert cap.max_loads(10, 1000) == 4 + 1 + 8  # growth and the narrowing (loads.NOW)
 
 
 def test_the_best_candidate_is_named_only_where_the_intervals_separate() -> None:
@@ -196,15 +196,16 @@ def test_a_probe_ends_a_narrow_bracket_whichever_way_it_is_decided() -> None:
 
 def test_a_loads_looks_spend_exactly_its_error_rate() -> None:
     a = 4e-4
-    for d in (cap.BEFORE, cap.Design(spread="front"), cap.Design(spread="even")):
-        spent = sum(cap.look_alpha(a, n, d) for n in range(1, d.max_runs + 2))
+    for d in (loads.BEFORE, loads.Design(spread="front"), loads.Design(spread="even")):
+        spent = sum(loads.look_alpha(a, n, d) for n in range(1, d.max_runs + 2))
         assert spent == pytest.approx(a, rel=1e-12)
-    assert cap.look_alpha(a, 1, cap.BEFORE) == 0.0  # before: no look on one run
+    assert loads.look_alpha(a, 1, loads.BEFORE) == 0.0  # before: no look on one run
     # the calibrated boundary: every look at one level, all looks together crossing it
     # with probability a (the exact recursion for Gaussian runs of a known variance)
-    d = cap.NOW
-    each = cap.look_alpha(a, 1, d)
-    assert each == cap.look_alpha(a, d.max_runs, d) and cap.look_alpha(a, d.max_runs + 1, d) == 0
+    d = loads.NOW
+    each = loads.look_alpha(a, d.first, d)
+    assert each == loads.look_alpha(a, d.max_runs, d) and loads.look_alpha(a, d.max_runs + 1, d) == 0
+    assert loads.look_alpha(a, d.first - 1, d) == 0
     c = looks._NORM.inv_cdf(1.0 - each / 2.0)
     assert looks.crossing(c, d.first, d.max_runs) == pytest.approx(a, rel=1e-3)
     assert each > a / d.max_runs  # the union bound's each look: narrower intervals

@@ -21,8 +21,8 @@ is taken at the load's whole error rate (the two-sided interval at twice it); th
 intervals printed, and the monotonicity check, which can err through either end, are
 two-sided at the load's rate.
 
-**The search** of one candidate (``Design``; ``NOW`` since 2026-11-29, ``BEFORE`` the
-search until then): the first load is the lowest rate asked; while no load is
+**The search** of one candidate (``loads.Design``; ``NOW`` since 2026-11-29, ``BEFORE``
+the search until then): the first load is the lowest rate asked; while no load is
 estimated over the objective, the next is the knee extrapolated from the loads so far
 (``knee.crossing``), at most ``GROWTH`` times the highest probed (never past the highest
 asked), and a load estimated under the objective is not run again (its verdict is not
@@ -63,15 +63,20 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from statistics import NormalDist
 
 from xwatch.core import model as M
 from xwatch.core.analysis.capacity import knee
-from xwatch.core.analysis.stats import looks
+from xwatch.core.analysis.capacity.loads import (
+    MIN_RUNS,
+    NO_INTERVAL,
+    NOW,
+    Design,
+    interval,
+    look_alpha,
+    runs_to_clear,
+)
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval
-from xwatch.core.analysis.stats.resolution import widen
 
 ALPHA = 0.05
 #: the error rate's share for the SLO intervals (the brackets); the rest: LOW's throughput
@@ -80,8 +85,6 @@ BRACKET_SHARE = 0.8
 GROWTH = 4.0
 #: the bracket is narrow enough once ``failed / met`` is at most this (10%)
 TARGET = 1.10
-MIN_RUNS = 2  # no interval on fewer runs
-MAX_RUNS = 10  # a load still open after these is taken as at the knee within noise
 EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
 LOW_RUNS = 3  # runs of LOW alone
 #: a fall of the SLO estimate by more than this factor as the load rises is noted
@@ -95,8 +98,6 @@ SEARCHING, DECIDED, ABOVE, BELOW = "searching", "decided", "above-range", "below
 AT_KNEE, NON_MONOTONE, UNDECIDED, BROKEN = "at-knee", "non-monotone", "undecided", "failed"
 #: the statuses that answer the question at the rates asked
 SETTLED = (DECIDED, ABOVE, BELOW)
-NO_INTERVAL = Interval(math.nan, None, None)
-_NORM = NormalDist()
 
 
 #: a load left open at the knee: the next goes where ``AWAY`` runs could tell it
@@ -104,42 +105,6 @@ AWAY = 4
 #: a load is left open by ``Design.give_up`` only from this many runs (fewer say
 #: little of its mean)
 GIVE_UP_FROM = 3
-#: a load's first look on one run takes its variance from the pool alone, once the
-#: pool has this many degrees of freedom
-POOL_DF = 4
-
-
-@dataclass(frozen=True)
-class Design:
-    """How a search spends its runs (``NOW`` is xwatch's; ``BEFORE`` the search until
-    2026-11-29, kept for ``benchmarks/capacity_sim.py``, which compares them).
-
-    ``first``: the runs a load has at its first look (1: the variance from the pool
-    alone, once it has ``POOL_DF`` degrees of freedom); ``spread``: how a load's error
-    rate is spread over its looks, from ``first`` to ``max_runs`` runs (``look_alpha``:
-    "even", the same at each; "front", in proportion to 1 / (the look's number);
-    "pocock", one boundary calibrated to the looks' correlation); ``place``: where the
-    next load goes ("knee": ``knee.place``, around the crossing of the loads'
-    estimates; "bisect": the widest gap's geometric middle); ``skip``: a load whose
-    estimate lies on the far side of the objective from the knee's bracket end it
-    could be is not run again (growth loads under it, once a higher load is probed);
-    ``give_up``: a load is left open (``exhausted``) once its mean and variance as
-    they are would need more runs than this to be told from the objective;
-    ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
-    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
-
-    first: int = 2
-    spread: str = "pocock"
-    place: str = "knee"
-    skip: bool = True
-    give_up: int | None = 6
-    narrow: int | None = 6
-    max_runs: int = 10
-
-
-NOW = Design()
-BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS)
 
 
 def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
@@ -151,28 +116,6 @@ def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
         return grow + design.narrow
     halve = math.ceil(math.log2(math.log(GROWTH) / math.log(TARGET)))
     return grow + halve + EXTRA_LOADS
-
-
-def look_alpha(alpha: float, n: int, design: Design) -> float:
-    """The two-sided error a load's look on ``n`` runs spends of the load's ``alpha``
-    (see ``Design``): "even" and "front" a union bound (over the looks ``design.first``
-    to ``design.max_runs`` the shares sum to ``alpha``); "pocock" the marginal level of
-    the constant boundary that those looks, on cumulative runs, cross together with
-    probability ``alpha`` (``looks.calibrate``: exact for Gaussian runs of a known
-    variance)."""
-    first, last = design.first, design.max_runs
-    if not first <= n <= last:
-        return 0.0
-    if design.spread == "even":
-        return alpha / (last - first + 1)
-    if design.spread == "front":
-        return alpha * (1.0 / (n - first + 1)) / sum(1.0 / m for m in range(1, last - first + 2))
-    return 2.0 * _NORM.cdf(-_boundary(alpha, first, last))
-
-
-@lru_cache(maxsize=64)
-def _boundary(alpha: float, first: int, last: int) -> float:
-    return looks.calibrate(alpha, first, last)
 
 
 def nice(rate: float, taken: Sequence[float] = ()) -> float:
@@ -431,13 +374,13 @@ class Hunt:
                                       "highest asked (--rates)")
                 if top in live:
                     return top
-                return self._stop(s, AT_KNEE, f"at {top:g} req/s, the highest asked, the "
+                return self._knee_stop(s, live, logs, f"at {top:g} req/s, the highest asked, the "
                                   "runs cannot tell the SLO metric from the objective")
             if s.loads[top].verdict == OPEN:  # left open within noise of the objective
                 nxt = top * math.sqrt(GROWTH)
             else:
                 nxt = top * GROWTH if k is None else min(max(k * step, top * step), top * GROWTH)
-            return self._new(s, min(self.hi, nxt))
+            return self._knee_new(s, live, logs, min(self.hi, nxt))
         if m is None and f <= self.lo * (1 + 1e-9):
             return self._stop(s, BELOW, f"even {self.lo:g} req/s misses")
         if m is not None and f / m <= TARGET * (1 + 1e-9):
@@ -449,7 +392,7 @@ class Hunt:
             off = self._away(s, logs, step)
             most = self._away(s, logs, step, self.design.max_runs)
             if most > math.log(step) * (1 + 1e-9) and math.log(f / lower) <= 2.0 * most:
-                return self._stop(s, AT_KNEE, f"the SLO metric rises too slowly for the runs' "
+                return self._knee_stop(s, live, logs, f"the SLO metric rises too slowly for the runs' "
                                   f"spread: {self.design.max_runs} runs a load tell it from "
                                   f"the objective only {100 * (math.exp(most) - 1):.0f}% from "
                                   "the knee")
@@ -472,10 +415,31 @@ class Hunt:
             t2 = r * math.exp(self._away(s, logs, step) *
                               (-1.0 if logs.get(r, goal) < goal else 1.0))
             if lower < t2 < f and not any(q not in live for q in near(t2)):
-                return next(iter(near(t2)), None) or self._new(s, t2)
-            return self._stop(s, AT_KNEE, f"the runs at {', '.join(f'{q:g}' for q in inside)}"
+                return next(iter(near(t2)), None) or self._knee_new(s, live, logs, t2)
+            return self._knee_stop(s, live, logs, f"the runs at {', '.join(f'{q:g}' for q in inside)}"
                               " req/s cannot tell the SLO metric from the objective")
-        return self._new(s, t)
+        return self._knee_new(s, live, logs, t)
+
+    def _knee_stop(self, s: Search, live: list[float], logs: dict[float, float],
+                   reason: str) -> float | None:
+        """Stop at the knee, but first give the bracket its lower end where no load has
+        met yet: the highest load estimated under the objective runs again (growth loads
+        are left with one run)."""
+        return self._lower_end(s, live, logs) or self._stop(s, AT_KNEE, reason)
+
+    def _knee_new(self, s: Search, live: list[float], logs: dict[float, float],
+                  rate: float) -> float | None:
+        """``_new``, where no more loads may be probed first the bracket's lower end."""
+        if len(s.loads) >= self.max_loads:
+            return self._lower_end(s, live, logs) or self._new(s, rate)
+        return self._new(s, rate)
+
+    def _lower_end(self, s: Search, live: list[float], logs: dict[float, float]
+                   ) -> float | None:
+        if s.met() is not None:
+            return None
+        goal = math.log(self.slo_ms)
+        return max((r for r in live if logs.get(r, goal) < goal), default=None)
 
     def _away(self, s: Search, logs: dict[float, float], step: float,
               runs: int = AWAY) -> float:
@@ -544,50 +508,6 @@ class Hunt:
                    for o in cands if o is not s):
                 return s
         return None
-
-
-def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float,
-             design: Design = NOW) -> Interval:
-    """``sequential.interval`` with the error rate spent over a load's looks as a search
-    has them: at most ``design.max_runs`` runs of a load, its looks from
-    ``design.first`` runs on, each spending ``look_alpha`` of ``alpha`` (a union bound;
-    the race's spending covers up to 65 looks and beyond, which a load never has). The
-    variance is the race's (``sequential.moderated``: pooled over every load, never
-    below a load's own nor its within-run floor; on one run, the pool's, once it has
-    ``POOL_DF`` degrees of freedom), the interval widened to the values' resolution."""
-    if r is None:
-        return NO_INTERVAL
-    est = math.exp(r.mean)
-    if r.n < max(1, design.first) or (r.n < 2 and (prior is None or prior.df < POOL_DF)):
-        return Interval(est, None, None)
-    a = look_alpha(alpha, r.n, design)
-    if not a > 0:  # past the most runs a load gets: no look is spent there
-        return Interval(est, None, None)
-    var, df = seq.moderated(r, prior)
-    h = seq.half_width(var, df, r.n, a)
-    if h > 50.0:
-        return Interval(est, None, None)
-    lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
-    return Interval(est, max(0.0, lo), hi if r.bounded else None)
-
-
-def runs_to_clear(r: seq.LogRuns, prior: seq.Prior | None, bound: float, alpha: float,
-                  design: Design) -> int | None:
-    """How many more runs would put ``r``'s interval (``interval`` at ``alpha``) wholly on
-    one side of ``bound`` if its mean and variance stay as they are, each run adding a
-    degree of freedom (``design.max_runs`` + 1: none within the most runs a load gets;
-    None: no variance to go on yet)."""
-    never = design.max_runs + 1
-    var, df = seq.moderated(r, prior)
-    if var != var or df < 1:
-        return None
-    gap = abs(r.mean - math.log(bound))
-    if not gap > 0:
-        return never
-    for k in range(max(r.n, design.first), design.max_runs + 1):
-        if seq.half_width(var, df + k - r.n, k, look_alpha(alpha, k, design)) < gap:
-            return k - r.n
-    return never
 
 
 @dataclass(frozen=True)
