@@ -182,9 +182,15 @@ def test_the_knee_of_a_power_law_is_found_exactly() -> None:
 
 def test_a_probe_ends_a_narrow_bracket_whichever_way_it_is_decided() -> None:
     t = cap.TARGET
-    for lower, upper, k in ((100.0, 115.0, 107.0), (100.0, 120.0, None), (100.0, 111.0, 100.5)):
+    for lower, upper, k in ((100.0, 115.0, 107.0), (100.0, 120.0, None), (100.0, 111.0, 100.5),
+                            (93.6, 104.0, 100.0)):
         r = knee.place(lower, upper, k, t)
         assert r / lower <= t * (1 + 1e-12) and upper / r <= t * (1 + 1e-12)
+        # and as a scenario is given it: three figures where they stay in the window
+        # (94.545 would be 94.5, 104 / 94.5 > 1.1: 94.55)
+        n = cap.nice(r, [], (upper / t, lower * t))
+        assert n / lower <= t and upper / n <= t, (lower, upper, k, r, n)
+    assert cap.nice(104.0 / t, [], (104.0 / t, 93.6 * t)) == 94.55
     # wider: beside the knee estimate, on the side that leaves the narrower gap, within
     # the bracket's inner part
     r = knee.place(25.0, 400.0, 180.0, t)
@@ -204,7 +210,8 @@ def test_a_loads_looks_spend_exactly_its_error_rate() -> None:
     # with probability a (the exact recursion for Gaussian runs of a known variance)
     d = loads.NOW
     each = loads.look_alpha(a, d.first, d)
-    assert each == loads.look_alpha(a, d.max_runs, d) and loads.look_alpha(a, d.max_runs + 1, d) == 0
+    assert each == loads.look_alpha(a, d.max_runs, d)
+    assert loads.look_alpha(a, d.max_runs + 1, d) == 0
     assert loads.look_alpha(a, d.first - 1, d) == 0
     c = looks._NORM.inv_cdf(1.0 - each / 2.0)
     assert looks.crossing(c, d.first, d.max_runs) == pytest.approx(a, rel=1e-3)

@@ -24,17 +24,19 @@ two-sided at the load's rate.
 **The search** of one candidate (``loads.Design``; ``NOW`` since 2026-11-29, ``BEFORE``
 the search until then): the first load is the lowest rate asked; while no load is
 estimated over the objective, the next is the knee extrapolated from the loads so far
-(``knee.crossing``), at most ``GROWTH`` times the highest probed (never past the highest
-asked), and a load estimated under the objective is not run again (its verdict is not
-needed: the bracket's lower end will lie nearer the knee). A load estimated over it is
-run until it fails (the bracket's upper end); then each next load is placed around the
-knee estimated from every load's runs (``knee.place``: a pair either side of it within
-``TARGET``, 10%), and a load is run again while its interval straddles the objective,
-until ``failed / met`` is within ``TARGET``. A load that its mean and variance say cannot
-be told from the objective within ``Design.give_up`` more runs, or that has had
-``Design.max_runs``, is left open (``exhausted``): the knee is there within the runs'
-noise, and the next load goes half a ``TARGET`` from it; where no load can go, the
-search stops at the knee. The knee estimate places loads only: no verdict rests on it.
+(``knee.crossing``; at least twice the highest probed where they show no rise), at most
+``GROWTH`` times the highest probed (never past the highest asked), and a load
+estimated under the objective is not run again (its verdict is not needed: the
+bracket's lower end will lie nearer the knee). A load estimated over it is run until it
+fails (the bracket's upper end); then each next load is placed around the knee
+estimated from every load's runs (``knee.place``: a pair either side of it within
+``TARGET``, 10%, or further where the curve is too flat for the runs' spread), and a
+load is run again while its interval straddles the objective, until ``failed / met`` is
+within ``TARGET``. A load that its mean and variance say cannot be told from the
+objective within ``Design.give_up`` more runs, or that has had ``Design.max_runs``, is
+left open (``exhausted``): the knee is there within the runs' noise, and the next load
+goes half a ``TARGET`` (or further) from it; where no load can go, the search stops at
+the knee, having run its highest load under the objective until it met where none had. The knee estimate places loads only: no verdict rests on it.
 The search decides how many runs each load gets; there is no fixed repeat.
 
 **The promise**: every verdict of every load of every candidate holds together with
@@ -118,12 +120,14 @@ def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
     return grow + halve + EXTRA_LOADS
 
 
-def nice(rate: float, taken: Sequence[float] = ()) -> float:
+def nice(rate: float, taken: Sequence[float] = (),
+         within: tuple[float, float] | None = None) -> float:
     """``rate`` to three significant figures (four, five... where that is a load
-    already probed): rates a scenario can be given as they are."""
+    already probed, or falls outside ``within``): rates a scenario can be given as they
+    are."""
     for digits in (3, 4, 5, 6):
         r = float(f"{rate:.{digits}g}")
-        if r not in taken:
+        if r not in taken and (within is None or within[0] <= r <= within[1]):
             return r
     return rate
 
@@ -374,30 +378,38 @@ class Hunt:
                                       "highest asked (--rates)")
                 if top in live:
                     return top
-                return self._knee_stop(s, live, logs, f"at {top:g} req/s, the highest asked, the "
-                                  "runs cannot tell the SLO metric from the objective")
-            if s.loads[top].verdict == OPEN:  # left open within noise of the objective
+                return self._knee_stop(s, live, logs, f"at {top:g} req/s, the highest "
+                                       "asked, the runs cannot tell the SLO metric from "
+                                       "the objective")
+            if s.loads[top].verdict == OPEN and top not in live:  # left open at the knee
                 nxt = top * math.sqrt(GROWTH)
-            else:
-                nxt = top * GROWTH if k is None else min(max(k * step, top * step), top * GROWTH)
+            else:  # along the loads' rise; where they show none, at least doubled
+                rise = knee.rise(list(logs), list(logs.values()),
+                                 [s.loads[r].runs for r in logs], self.slo_ms)
+                least = step if rise > knee.SLOPE else math.sqrt(GROWTH)
+                nxt = top * GROWTH if k is None else min(max(k * step, top * least),
+                                                         top * GROWTH)
             return self._knee_new(s, live, logs, min(self.hi, nxt))
         if m is None and f <= self.lo * (1 + 1e-9):
             return self._stop(s, BELOW, f"even {self.lo:g} req/s misses")
         if m is not None and f / m <= TARGET * (1 + 1e-9):
             return self._stop(s, DECIDED, f"within {100 * (f / m - 1):.0f}%")
         lower = m if m is not None else self.lo
+        window: tuple[float, float] | None = None
         if f / lower <= TARGET * (1 + 1e-9):  # nothing met yet, the lowest asked next
             t = self.lo
         else:
             off = self._away(s, logs, step)
             most = self._away(s, logs, step, self.design.max_runs)
             if most > math.log(step) * (1 + 1e-9) and math.log(f / lower) <= 2.0 * most:
-                return self._knee_stop(s, live, logs, f"the SLO metric rises too slowly for the runs' "
-                                  f"spread: {self.design.max_runs} runs a load tell it from "
-                                  f"the objective only {100 * (math.exp(most) - 1):.0f}% from "
-                                  "the knee")
+                return self._knee_stop(
+                    s, live, logs, f"the SLO metric rises too slowly for the runs' spread: "
+                    f"{self.design.max_runs} runs a load tell it from the objective only "
+                    f"{100 * (math.exp(most) - 1):.0f}% from the knee")
             t = knee.place(lower, f, None if k is None else min(max(k, lower), f), TARGET,
                            off)
+            if f / lower <= TARGET ** 2:  # it ends the search: its rate stays where it does
+                window = (f / TARGET, lower * TARGET)
         inside = [r for r in probed if r < f and (m is None or r > m) and
                   s.loads[r].verdict == OPEN]
         tol = math.log(step) / 2.0
@@ -416,9 +428,10 @@ class Hunt:
                               (-1.0 if logs.get(r, goal) < goal else 1.0))
             if lower < t2 < f and not any(q not in live for q in near(t2)):
                 return next(iter(near(t2)), None) or self._knee_new(s, live, logs, t2)
-            return self._knee_stop(s, live, logs, f"the runs at {', '.join(f'{q:g}' for q in inside)}"
-                              " req/s cannot tell the SLO metric from the objective")
-        return self._knee_new(s, live, logs, t)
+            at = ", ".join(f"{q:g}" for q in inside)
+            return self._knee_stop(s, live, logs, f"the runs at {at} req/s cannot tell the "
+                                   "SLO metric from the objective")
+        return self._knee_new(s, live, logs, t, window)
 
     def _knee_stop(self, s: Search, live: list[float], logs: dict[float, float],
                    reason: str) -> float | None:
@@ -428,14 +441,21 @@ class Hunt:
         return self._lower_end(s, live, logs) or self._stop(s, AT_KNEE, reason)
 
     def _knee_new(self, s: Search, live: list[float], logs: dict[float, float],
-                  rate: float) -> float | None:
-        """``_new``, where no more loads may be probed first the bracket's lower end."""
+                  rate: float, within: tuple[float, float] | None = None) -> float | None:
+        """``_new``; where no more loads may be probed, first the bracket's lower end,
+        then the load still to be run inside the bracket nearest ``rate``."""
         if len(s.loads) >= self.max_loads:
-            return self._lower_end(s, live, logs) or self._new(s, rate)
-        return self._new(s, rate)
+            m, f = s.met(), s.failed()
+            inside = [r for r in live if (m is None or r > m) and (f is None or r < f)]
+            return self._lower_end(s, live, logs) or min(
+                inside, key=lambda r: abs(math.log(r / rate)), default=None) or \
+                self._new(s, rate, within)
+        return self._new(s, rate, within)
 
     def _lower_end(self, s: Search, live: list[float], logs: dict[float, float]
                    ) -> float | None:
+        """The highest load still to be run that is estimated under the objective, where
+        no load has met (None: one has, or there is none)."""
         if s.met() is not None:
             return None
         goal = math.log(self.slo_ms)
@@ -456,12 +476,12 @@ class Hunt:
         z = seq.t_quantile(1.0 - a / 2.0, prior.df + runs - 1) if a > 0 else math.inf
         return max(math.log(step), z * math.sqrt(prior.var / runs) / max(k, 1e-6))
 
-
-    def _new(self, s: Search, rate: float) -> float | None:
+    def _new(self, s: Search, rate: float,
+             within: tuple[float, float] | None = None) -> float | None:
         if len(s.loads) >= self.max_loads:
             return self._stop(s, UNDECIDED, f"{self.max_loads} loads probed, the most a "
                               "search may (its error rate is split over them)")
-        return nice(rate, list(s.loads))
+        return nice(rate, list(s.loads), within)
 
     @staticmethod
     def _stop(s: Search, status: str, reason: str) -> None:
