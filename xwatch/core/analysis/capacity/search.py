@@ -36,8 +36,9 @@ within ``TARGET``. A load that its mean and variance say cannot be told from the
 objective within ``Design.give_up`` more runs, or that has had ``Design.max_runs``, is
 left open (``exhausted``): the knee is there within the runs' noise, and the next load
 goes half a ``TARGET`` (or further) from it; where no load can go, the search stops at
-the knee, having run its highest load under the objective until it met where none had. The knee estimate places loads only: no verdict rests on it.
-The search decides how many runs each load gets; there is no fixed repeat.
+the knee, having run its highest load under the objective until it met where none had.
+The knee estimate places loads only: no verdict rests on it. The search decides how
+many runs each load gets; there is no fixed repeat.
 
 **The promise**: every verdict of every load of every candidate holds together with
 probability 1 - ``ALPHA`` (95%). The error rate is split ``BRACKET_SHARE`` (80%) to
