@@ -91,7 +91,7 @@ BENCHES: tuple[Bench, ...] = (
           "no", ""),
     Bench("capacity-sim", "stats/capacity_sim.py", "the capacity search against planted knees: how "
           "often a bracket misses its knee at any look, how often it settles within 10%, runs "
-          "and minutes to decide (positional: TRIALS)", "1 min", "no", "200 --heavy"),
+          "and minutes to decide (positional: TRIALS)", "2 min", "no", "200 --case intensive"),
     Bench("race-savings", "stats/race_savings.py", "how many runs racing saves against the full grid "
           "to the same decision (positional: TRIALS SD)", "2 min", "no", "50 0.8"),
     Bench("gpu-width-sim", "stats/gpu_width_sim.py", "how much narrower HIGH's P50 and P99 "

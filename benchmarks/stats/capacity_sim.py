@@ -20,7 +20,19 @@ A trial misses when any load of any search was judged on the wrong side of its k
 truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/stats/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
-        [--duration S] [--phase-s S] [--slopes LO:HI]
+        [--duration S] [--phase-s S] [--slopes LO:HI] [--case intensive|serve-train]
+        [--before] [--design KEY=VALUE,...]
+
+``--case`` sets the truth of one of issue 65's goals (every other option then ignored):
+``intensive`` 11 searches (native, MPS 100-25%, XSched 1/1-16/8 and dedicated), rates
+25 to 800 req/s, 15 s runs, run-to-run SD 5% with heavy tails, slopes 2-6 (a queue
+near saturation); ``serve-train`` 11 searches, rates 1 to 64 req/s, 20 s runs of 31
+ITL values a request, SD 10% with heavy tails, slopes 0.5-3 (a batching server's ITL
+rises slowly). ``--before``: the search as it was until 2026-11-29
+(``search.BEFORE``: two runs before a load's first look, a union bound over its looks,
+bisection of the widest gap) instead of xwatch's (``search.NOW``); ``--design``: one
+idea of ``search.Design`` changed from xwatch's (``spread=even``, ``place=bisect``,
+``skip=false``, ``first=1``, ``give_up=none``...), to see what each is worth.
 
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
 GPU, runs back to back; LOW alone's runs included.
@@ -34,7 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from xwatch.testing.capacity_sim import summary, trial
+from xwatch.core.analysis.capacity import loads
+from xwatch.testing.capacity_sim import CASES, design_of, quick_outliers, summary, trial
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,10 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slopes", default="0.5:3", metavar="LO:HI",
                     help="the range of the curves' log-log slopes at the knee (default 0.5:3; "
                          "a queue near saturation is steeper)")
+    ap.add_argument("--case", choices=sorted(CASES))
+    ap.add_argument("--before", action="store_true",
+                    help="the search as it was until 2026-11-29 (search.BEFORE)")
+    ap.add_argument("--design", default="", metavar="KEY=VALUE,...",
+                    help="search.Design's fields changed from xwatch's (search.NOW)")
     a = ap.parse_args(argv)
     lo_k, _, hi_k = a.slopes.partition(":")
-    trials = [trial(k, a.searches, a.sigma, a.heavy, a.duration,
-                    slopes=(float(lo_k), float(hi_k))) for k in range(a.trials)]
+    design = loads.BEFORE if a.before else design_of(a.design)
+    quick_outliers()
+    kw = CASES[a.case] if a.case else dict(
+        searches=a.searches, sigma=a.sigma, heavy=a.heavy, duration=a.duration,
+        slopes=(float(lo_k), float(hi_k)))
+    trials = [trial(k, design=design, **kw) for k in range(a.trials)]  # type: ignore[arg-type]
     for line in summary(trials, a.phase_s):
         print(line)
     return 0

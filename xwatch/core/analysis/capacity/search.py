@@ -11,22 +11,34 @@ percentile leaves the interval open above), the interval is over runs on the log
 scale, the between-run variance pooled over the loads of every candidate whose
 estimates lie within ``NEAR`` of the objective (``sequential.moderated``: a load
 noisier than the pool keeps its own), its error rate spent over the load's looks (one
-look a run, at most ``MAX_RUNS``: ``interval``), so the interval holds at every look at
-once. A load is ``met`` once its interval's upper end lies under the objective,
-``failed`` once its lower end lies above; the verdict is kept (the intervals hold over
-every look together). A verdict can err through one end only (a load truly under the
-objective is wrongly failed by its lower end alone), so each end is taken at the load's
-whole error rate (the two-sided interval at twice it); the intervals printed, and the
-monotonicity check, which can err through either end, are two-sided at the load's rate.
+look a run, from ``Design.first`` to ``Design.max_runs`` runs, each at the level of one
+boundary calibrated to the looks' correlation: ``look_alpha``, ``interval``), so the
+interval holds at every look at once. A load is ``met`` once its interval's upper end
+lies under the objective, ``failed`` once its lower end lies above; the verdict is kept
+(the intervals hold over every look together). A verdict can err through one end only
+(a load truly under the objective is wrongly failed by its lower end alone), so each end
+is taken at the load's whole error rate (the two-sided interval at twice it); the
+intervals printed, and the monotonicity check, which can err through either end, are
+two-sided at the load's rate.
 
-**The search** of one candidate: the first load is the lowest rate asked; while no load
-has failed, the next is ``GROWTH`` times the highest probed (never past the highest
-asked); then the widest gap between probed loads inside the bracket is split at its
-geometric middle (bisection on log rate), until ``failed / met`` is within ``TARGET``
-(10%). A load is run again while its interval straddles the objective, up to
-``MAX_RUNS`` runs; a load still open then is taken as at the knee within the runs'
-noise (the bracket narrows around it, not through it). The search decides how many
-runs each load gets; there is no fixed repeat.
+**The search** of one candidate (``loads.Design``; ``NOW`` since 2026-11-29, ``BEFORE``
+the search until then): the first load is the lowest rate asked; while no load is
+estimated over the objective, the next is the knee extrapolated from the loads so far
+(``knee.crossing``; at least twice the highest probed where they show no rise), at most
+``GROWTH`` times the highest probed (never past the highest asked), and a load
+estimated under the objective is not run again (its verdict is not needed: the
+bracket's lower end will lie nearer the knee). A load estimated over it is run until it
+fails (the bracket's upper end); then each next load is placed around the knee
+estimated from every load's runs (``knee.place``: a pair either side of it within
+``TARGET``, 10%, or further where the curve is too flat for the runs' spread), and a
+load is run again while its interval straddles the objective, until ``failed / met`` is
+within ``TARGET``. A load that its mean and variance say cannot be told from the
+objective within ``Design.give_up`` more runs, or that has had ``Design.max_runs``, is
+left open (``exhausted``): the knee is there within the runs' noise, and the next load
+goes half a ``TARGET`` (or further) from it; where no load can go, the search stops at
+the knee, having run its highest load under the objective until it met where none had.
+The knee estimate places loads only: no verdict rests on it. The search decides how
+many runs each load gets; there is no fixed repeat.
 
 **The promise**: every verdict of every load of every candidate holds together with
 probability 1 - ``ALPHA`` (95%). The error rate is split ``BRACKET_SHARE`` (80%) to
@@ -56,9 +68,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xwatch.core import model as M
+from xwatch.core.analysis.capacity import knee
+from xwatch.core.analysis.capacity.loads import (
+    MIN_RUNS,
+    NO_INTERVAL,
+    NOW,
+    Design,
+    interval,
+    look_alpha,
+    runs_to_clear,
+)
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval
-from xwatch.core.analysis.stats.resolution import widen
 
 ALPHA = 0.05
 #: the error rate's share for the SLO intervals (the brackets); the rest: LOW's throughput
@@ -67,8 +88,6 @@ BRACKET_SHARE = 0.8
 GROWTH = 4.0
 #: the bracket is narrow enough once ``failed / met`` is at most this (10%)
 TARGET = 1.10
-MIN_RUNS = 2  # no interval on fewer runs
-MAX_RUNS = 10  # a load still open after these is taken as at the knee within noise
 EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
 LOW_RUNS = 3  # runs of LOW alone
 #: a fall of the SLO estimate by more than this factor as the load rises is noted
@@ -82,23 +101,34 @@ SEARCHING, DECIDED, ABOVE, BELOW = "searching", "decided", "above-range", "below
 AT_KNEE, NON_MONOTONE, UNDECIDED, BROKEN = "at-knee", "non-monotone", "undecided", "failed"
 #: the statuses that answer the question at the rates asked
 SETTLED = (DECIDED, ABOVE, BELOW)
-NO_INTERVAL = Interval(math.nan, None, None)
 
 
-def max_loads(lo: float, hi: float) -> int:
-    """The most loads one search probes over ``[lo, hi]``: the bracket's growth, the
-    bisection from ``GROWTH`` to ``TARGET``, and ``EXTRA_LOADS`` (loads at the knee)."""
+#: a load left open at the knee: the next goes where ``AWAY`` runs could tell it
+AWAY = 4
+#: a load is left open by ``Design.give_up`` only from this many runs (fewer say
+#: little of its mean)
+GIVE_UP_FROM = 3
+
+
+def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
+    """The most loads one search probes over ``[lo, hi]``: the bracket's growth, and
+    ``design.narrow`` (else the bisection from ``GROWTH`` to ``TARGET`` and
+    ``EXTRA_LOADS``: loads at the knee)."""
     grow = math.ceil(math.log(max(hi / lo, 1.0)) / math.log(GROWTH)) + 1
+    if design.narrow is not None:
+        return grow + design.narrow
     halve = math.ceil(math.log2(math.log(GROWTH) / math.log(TARGET)))
     return grow + halve + EXTRA_LOADS
 
 
-def nice(rate: float, taken: Sequence[float] = ()) -> float:
+def nice(rate: float, taken: Sequence[float] = (),
+         within: tuple[float, float] | None = None) -> float:
     """``rate`` to three significant figures (four, five... where that is a load
-    already probed): rates a scenario can be given as they are."""
+    already probed, or falls outside ``within``): rates a scenario can be given as they
+    are."""
     for digits in (3, 4, 5, 6):
         r = float(f"{rate:.{digits}g}")
-        if r not in taken:
+        if r not in taken and (within is None or within[0] <= r <= within[1]):
             return r
     return rate
 
@@ -118,17 +148,14 @@ class Load:
     iv: Interval = NO_INTERVAL
     low_iv: Interval = NO_INTERVAL
     verdict: str = OPEN
+    #: open, and no more runs can tell it (set at each look: ``Hunt.judge``): the most
+    #: runs a load gets, runs that cannot bound the percentile, or (``Design.give_up``)
+    #: more runs than that needed as its mean and variance stand
+    exhausted: bool = False
 
     @property
     def runs(self) -> int:
         return len(self.slo)
-
-    @property
-    def exhausted(self) -> bool:
-        """Open, and no more runs can tell it: ``MAX_RUNS`` runs, or runs that cannot bound
-        the percentile while the estimate is under the objective."""
-        return self.verdict == OPEN and self.runs >= MIN_RUNS and (
-            self.runs >= MAX_RUNS or not self.bounded)
 
 
 @dataclass
@@ -205,13 +232,16 @@ class Hunt:
     hi: float
     searches: list[Search]
     lows: bool = True  # there is work beside the SLO workload
+    design: Design = NOW
     low_alone: list[float] = field(default_factory=list)
     low_alone_ses: list[float] = field(default_factory=list)
     low_alone_iv: Interval = NO_INTERVAL
+    #: the pooled variance at the last look (``judge``)
+    _prior: seq.Prior | None = field(default=None, init=False, repr=False)
 
     @property
     def max_loads(self) -> int:
-        return max_loads(self.lo, self.hi)
+        return max_loads(self.lo, self.hi, self.design)
 
     def load_alpha(self) -> float:
         """The error rate of one load's SLO interval, before spending over its looks."""
@@ -236,16 +266,22 @@ class Hunt:
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
         prior = seq.fit_prior([r for r in slo if r is not None and
                                abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
-        a = self.load_alpha()
+        self._prior = prior
+        a, d = self.load_alpha(), self.design
         for ld, r in zip(loads, slo):
-            ld.iv = interval(r, prior, a)
+            ld.iv = interval(r, prior, a, d)
             # a verdict errs through one end only: each end at the load's whole rate
-            one = interval(r, prior, 2.0 * a)
-            if ld.verdict == OPEN and ld.runs >= MIN_RUNS:
+            one = interval(r, prior, 2.0 * a, d)
+            if ld.verdict == OPEN and ld.runs >= d.first:
                 if one.hi is not None and one.hi < self.slo_ms:
                     ld.verdict = MET
                 elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED
+            ld.exhausted = ld.verdict == OPEN and ld.runs >= d.first and (
+                ld.runs >= d.max_runs or not ld.bounded or (
+                    d.give_up is not None and r is not None and ld.runs >= GIVE_UP_FROM and
+                    (k := runs_to_clear(r, prior, self.slo_ms, 2.0 * a, d)) is not None and
+                    k > d.give_up))
         if self.lows:
             low = [seq.log_runs(ld.low, ld.low_ses, histogram=False) for ld in loads]
             alone = seq.log_runs(self.low_alone, self.low_alone_ses, histogram=False)
@@ -280,6 +316,8 @@ class Hunt:
 
     def _next(self, s: Search) -> float | None:
         """The next rate ``s`` probes, or None with its status settled."""
+        if self.design.place == "knee":
+            return self._next_knee(s)
         m, f = s.met(), s.failed()
         for r in sorted(s.loads):  # an open load inside the bracket runs again
             ld = s.loads[r]
@@ -315,11 +353,136 @@ class Hunt:
                               "metric from the objective")
         return self._new(s, math.sqrt(a * b))
 
-    def _new(self, s: Search, rate: float) -> float | None:
+    def _next_knee(self, s: Search) -> float | None:
+        """``_next`` as ``Design.place == "knee"`` has it: grow while every load is
+        estimated under the objective, then probe where ``knee.place`` says inside the
+        bracket, running a load again only where its verdict is the bracket's end to be."""
+        m, f = s.met(), s.failed()
+        probed = sorted(s.loads)
+        if not probed:
+            return self._new(s, self.lo)
+        goal = math.log(self.slo_ms)
+        logs = {r: math.log(ld.iv.est) for r, ld in s.loads.items() if ld.iv.est > 0}
+        k = knee.crossing(list(logs), list(logs.values()),
+                          [s.loads[r].runs for r in logs], self.slo_ms)
+        step = TARGET ** knee.HALF
+        live = [r for r in probed if s.loads[r].verdict == OPEN and not s.loads[r].exhausted]
+        if f is None:  # the bracket: grow until a load is estimated over the objective
+            over = [r for r in live if logs.get(r, -math.inf) >= goal or
+                    (not self.design.skip and (m is None or r > m))]
+            if over:
+                return over[0]  # its verdict ends the bracket above
+            top = probed[-1]
+            if top >= self.hi:
+                if m is not None and m >= self.hi:
+                    return self._stop(s, ABOVE, f"meets the SLO at {self.hi:g} req/s, the "
+                                      "highest asked (--rates)")
+                if top in live:
+                    return top
+                return self._knee_stop(s, live, logs, f"at {top:g} req/s, the highest "
+                                       "asked, the runs cannot tell the SLO metric from "
+                                       "the objective")
+            if s.loads[top].verdict == OPEN and top not in live:  # left open at the knee
+                nxt = top * math.sqrt(GROWTH)
+            else:  # along the loads' rise; where they show none, at least doubled
+                rise = knee.rise(list(logs), list(logs.values()),
+                                 [s.loads[r].runs for r in logs], self.slo_ms)
+                least = step if rise > knee.SLOPE else math.sqrt(GROWTH)
+                nxt = top * GROWTH if k is None else min(max(k * step, top * least),
+                                                         top * GROWTH)
+            return self._knee_new(s, live, logs, min(self.hi, nxt))
+        if m is None and f <= self.lo * (1 + 1e-9):
+            return self._stop(s, BELOW, f"even {self.lo:g} req/s misses")
+        if m is not None and f / m <= TARGET * (1 + 1e-9):
+            return self._stop(s, DECIDED, f"within {100 * (f / m - 1):.0f}%")
+        lower = m if m is not None else self.lo
+        window: tuple[float, float] | None = None
+        if f / lower <= TARGET * (1 + 1e-9):  # nothing met yet, the lowest asked next
+            t = self.lo
+        else:
+            off = self._away(s, logs, step)
+            most = self._away(s, logs, step, self.design.max_runs)
+            if most > math.log(step) * (1 + 1e-9) and math.log(f / lower) <= 2.0 * most:
+                return self._knee_stop(
+                    s, live, logs, f"the SLO metric rises too slowly for the runs' spread: "
+                    f"{self.design.max_runs} runs a load tell it from the objective only "
+                    f"{100 * (math.exp(most) - 1):.0f}% from the knee")
+            t = knee.place(lower, f, None if k is None else min(max(k, lower), f), TARGET,
+                           off)
+            if f / lower <= TARGET ** 2:  # it ends the search: its rate stays where it does
+                window = (f / TARGET, lower * TARGET)
+        inside = [r for r in probed if r < f and (m is None or r > m) and
+                  s.loads[r].verdict == OPEN]
+        tol = math.log(step) / 2.0
+
+        def near(x: float) -> list[float]:
+            return sorted((r for r in inside if abs(math.log(r / x)) <= tol),
+                          key=lambda r: abs(math.log(r / x)))
+
+        for r in near(t):
+            if r in live:
+                return r
+            # left open where the knee is: the next load away from the knee, half a
+            # TARGET (the other end of a bracket within TARGET is the other side), or as
+            # far as a verdict within ``AWAY`` runs needs where the curve is flatter
+            t2 = r * math.exp(self._away(s, logs, step) *
+                              (-1.0 if logs.get(r, goal) < goal else 1.0))
+            if lower < t2 < f and not any(q not in live for q in near(t2)):
+                return next(iter(near(t2)), None) or self._knee_new(s, live, logs, t2)
+            at = ", ".join(f"{q:g}" for q in inside)
+            return self._knee_stop(s, live, logs, f"the runs at {at} req/s cannot tell the "
+                                   "SLO metric from the objective")
+        return self._knee_new(s, live, logs, t, window)
+
+    def _knee_stop(self, s: Search, live: list[float], logs: dict[float, float],
+                   reason: str) -> float | None:
+        """Stop at the knee, but first give the bracket its lower end where no load has
+        met yet: the highest load estimated under the objective runs again (growth loads
+        are left with one run)."""
+        return self._lower_end(s, live, logs) or self._stop(s, AT_KNEE, reason)
+
+    def _knee_new(self, s: Search, live: list[float], logs: dict[float, float],
+                  rate: float, within: tuple[float, float] | None = None) -> float | None:
+        """``_new``; where no more loads may be probed, first the bracket's lower end,
+        then the load still to be run inside the bracket nearest ``rate``."""
+        if len(s.loads) >= self.max_loads:
+            m, f = s.met(), s.failed()
+            inside = [r for r in live if (m is None or r > m) and (f is None or r < f)]
+            return self._lower_end(s, live, logs) or min(
+                inside, key=lambda r: abs(math.log(r / rate)), default=None) or \
+                self._new(s, rate, within)
+        return self._new(s, rate, within)
+
+    def _lower_end(self, s: Search, live: list[float], logs: dict[float, float]
+                   ) -> float | None:
+        """The highest load still to be run that is estimated under the objective, where
+        no load has met (None: one has, or there is none)."""
+        if s.met() is not None:
+            return None
+        goal = math.log(self.slo_ms)
+        return max((r for r in live if logs.get(r, goal) < goal), default=None)
+
+    def _away(self, s: Search, logs: dict[float, float], step: float,
+              runs: int = AWAY) -> float:
+        """How far (log rate) from the knee estimate a load goes (and from a load left
+        open at the knee): ``TARGET ** knee.HALF``, or, where the curve is flatter, as far
+        as its rise (``knee.rise``) takes the SLO metric from the objective by what
+        ``runs`` runs at the pooled variance can tell."""
+        prior = self._prior
+        if prior is None or not prior.var > 0:
+            return math.log(step)
+        k = knee.rise(list(logs), list(logs.values()), [s.loads[r].runs for r in logs],
+                      self.slo_ms)
+        a = look_alpha(2.0 * self.load_alpha(), runs, self.design)
+        z = seq.t_quantile(1.0 - a / 2.0, prior.df + runs - 1) if a > 0 else math.inf
+        return max(math.log(step), z * math.sqrt(prior.var / runs) / max(k, 1e-6))
+
+    def _new(self, s: Search, rate: float,
+             within: tuple[float, float] | None = None) -> float | None:
         if len(s.loads) >= self.max_loads:
             return self._stop(s, UNDECIDED, f"{self.max_loads} loads probed, the most a "
                               "search may (its error rate is split over them)")
-        return nice(rate, list(s.loads))
+        return nice(rate, list(s.loads), within)
 
     @staticmethod
     def _stop(s: Search, status: str, reason: str) -> None:
@@ -366,26 +529,6 @@ class Hunt:
                    for o in cands if o is not s):
                 return s
         return None
-
-
-def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float) -> Interval:
-    """``sequential.interval`` with the error rate spent over a load's looks as a search
-    has them: at most ``MAX_RUNS`` runs of a load, so ``MAX_RUNS - 1`` looks (from 2
-    runs), ``alpha / (MAX_RUNS - 1)`` each (a union bound; the race's spending covers up
-    to 65 looks and beyond, which a load never has). The variance is the race's
-    (``sequential.moderated``: pooled over every load, never below a load's own nor its
-    within-run floor), the interval widened to the values' resolution."""
-    if r is None:
-        return NO_INTERVAL
-    est = math.exp(r.mean)
-    if r.n < MIN_RUNS:
-        return Interval(est, None, None)
-    var, df = seq.moderated(r, prior)
-    h = seq.half_width(var, df, r.n, alpha / (MAX_RUNS - 1))
-    if h > 50.0:
-        return Interval(est, None, None)
-    lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
-    return Interval(est, max(0.0, lo), hi if r.bounded else None)
 
 
 @dataclass(frozen=True)

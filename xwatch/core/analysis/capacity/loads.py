@@ -1,0 +1,132 @@
+"""How the capacity search judges one load and spends its runs (pure): the search's
+``Design`` (``NOW``, xwatch's; ``BEFORE``, the search until 2026-11-29, kept for
+``benchmarks/stats/capacity_sim.py``), the error a load's look on n runs spends
+(``look_alpha``), the load's interval at a look (``interval``: the race's pooled
+variance, ``sequential.moderated``), and how many more runs would tell it from the
+objective (``runs_to_clear``). ``search`` runs the searches over these."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
+
+from xwatch.core.analysis.stats import looks
+from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.core.analysis.stats.resolution import widen
+
+MIN_RUNS = 2  # no interval on fewer runs (``BEFORE``)
+MAX_RUNS = 10  # a load still open after these is taken as at the knee within noise
+#: a load's first look on one run takes its variance from the pool alone, once the
+#: pool has this many degrees of freedom
+POOL_DF = 4
+NO_INTERVAL = Interval(math.nan, None, None)
+_NORM = NormalDist()
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a search spends its runs (``NOW`` is xwatch's; ``BEFORE`` the search until
+    2026-11-29, kept for ``benchmarks/stats/capacity_sim.py``, which compares them).
+
+    ``first``: the runs a load has at its first look (1: the variance from the pool
+    alone, once it has ``POOL_DF`` degrees of freedom); ``spread``: how a load's error
+    rate is spread over its looks, from ``first`` to ``max_runs`` runs (``look_alpha``:
+    "even", the same at each; "front", in proportion to 1 / (the look's number);
+    "pocock", one boundary calibrated to the looks' correlation); ``place``: where the
+    next load goes ("knee": ``knee.place``, around the crossing of the loads'
+    estimates; "bisect": the widest gap's geometric middle); ``skip``: a load whose
+    estimate lies on the far side of the objective from the knee's bracket end it
+    could be is not run again (growth loads under it, once a higher load is probed);
+    ``give_up``: a load is left open (``exhausted``) once its mean and variance as
+    they are would need more runs than this to be told from the objective;
+    ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
+    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
+
+    first: int = 2
+    spread: str = "pocock"
+    place: str = "knee"
+    skip: bool = True
+    give_up: int | None = 6
+    narrow: int | None = 8
+    max_runs: int = 10
+
+
+NOW = Design()
+BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
+                narrow=None, max_runs=MAX_RUNS)
+
+
+def look_alpha(alpha: float, n: int, design: Design) -> float:
+    """The two-sided error a load's look on ``n`` runs spends of the load's ``alpha``
+    (see ``Design``): "even" and "front" a union bound (over the looks ``design.first``
+    to ``design.max_runs`` the shares sum to ``alpha``); "pocock" the marginal level of
+    the constant boundary that those looks, on cumulative runs, cross together with
+    probability ``alpha`` (``looks.calibrate``: exact for Gaussian runs of a known
+    variance)."""
+    first, last = design.first, design.max_runs
+    if not first <= n <= last:
+        return 0.0
+    if design.spread == "even":
+        return alpha / (last - first + 1)
+    if design.spread == "front":
+        return alpha * (1.0 / (n - first + 1)) / sum(1.0 / m for m in range(1, last - first + 2))
+    return 2.0 * _NORM.cdf(-_boundary(alpha, first, last))
+
+
+@lru_cache(maxsize=64)
+def _boundary(alpha: float, first: int, last: int) -> float:
+    """``looks.calibrate``'s boundary, bisected between one look's and the union bound's
+    (it lies between them) to 1e-4 and rounded up: half the bisection's steps (about
+    half a second here, once a run: the search's rate is fixed)."""
+    lo, hi = _NORM.inv_cdf(1.0 - alpha / 2.0), looks.union(alpha, last - first + 1)
+    while hi - lo > 1e-4:
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if looks.crossing(mid, first, last) > alpha else (lo, mid)
+    return hi
+
+
+def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float,
+             design: Design = NOW) -> Interval:
+    """``sequential.interval`` with the error rate spent over a load's looks as a search
+    has them: at most ``design.max_runs`` runs of a load, its looks from
+    ``design.first`` runs on, each spending ``look_alpha`` of ``alpha`` (a union bound;
+    the race's spending covers up to 65 looks and beyond, which a load never has). The
+    variance is the race's (``sequential.moderated``: pooled over every load, never
+    below a load's own nor its within-run floor; on one run, the pool's, once it has
+    ``POOL_DF`` degrees of freedom), the interval widened to the values' resolution."""
+    if r is None:
+        return NO_INTERVAL
+    est = math.exp(r.mean)
+    if r.n < max(1, design.first) or (r.n < 2 and (prior is None or prior.df < POOL_DF)):
+        return Interval(est, None, None)
+    a = look_alpha(alpha, r.n, design)
+    if not a > 0:  # past the most runs a load gets: no look is spent there
+        return Interval(est, None, None)
+    var, df = seq.moderated(r, prior)
+    h = seq.half_width(var, df, r.n, a)
+    if h > 50.0:
+        return Interval(est, None, None)
+    lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
+    return Interval(est, max(0.0, lo), hi if r.bounded else None)
+
+
+def runs_to_clear(r: seq.LogRuns, prior: seq.Prior | None, bound: float, alpha: float,
+                  design: Design) -> int | None:
+    """How many more runs would put ``r``'s interval (``interval`` at ``alpha``) wholly on
+    one side of ``bound`` if its mean and variance stay as they are, each run adding a
+    degree of freedom (``design.max_runs`` + 1: none within the most runs a load gets;
+    None: no variance to go on yet)."""
+    never = design.max_runs + 1
+    var, df = seq.moderated(r, prior)
+    if var != var or df < 1:
+        return None
+    gap = abs(r.mean - math.log(bound))
+    if not gap > 0:
+        return never
+    for k in range(max(r.n, design.first), design.max_runs + 1):
+        if seq.half_width(var, df + k - r.n, k, look_alpha(alpha, k, design)) < gap:
+            return k - r.n
+    return never
