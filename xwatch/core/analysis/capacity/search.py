@@ -251,6 +251,13 @@ class Hunt:
         """The error rate of one LOW throughput interval (a load's, or LOW alone's)."""
         return ALPHA * (1.0 - BRACKET_SHARE) / (max(1, len(self.searches)) * self.max_loads + 1)
 
+    def prepare(self) -> None:
+        """The looks' boundary worked out now (about half a second, once a plan, as the
+        search's error rates are fixed), before any phase, not at the first look while
+        other GPUs' phases are measuring."""
+        for a in (self.load_alpha(), self.low_alpha()):
+            look_alpha(a, self.design.first, self.design)
+
     def add_low_alone(self, value: float, se: float = math.nan) -> None:
         self.low_alone.append(value)
         self.low_alone_ses.append(se)

@@ -178,6 +178,7 @@ class CapacityRun:
         self.steps[LOW_ALONE] = Step(NATIVE, label=LOW_ALONE, only=tuple(
             w.name for w in self.base.workloads if w.name in self.lows), candidate=True)
         self.hunt = cap.Hunt(obj.latency_ms, self.lo, self.hi, searches, lows=bool(self.lows))
+        self.hunt.prepare()
         self.hunt.judge()
         self.budget_s = budget_min * 60.0
         self.seed = seed
