@@ -150,10 +150,7 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if opts.repeat < 1:
         raise UsageError(f"--repeat must be >= 1 (got {opts.repeat})")
     backends = backends_of(args, scen, modes)
-    check_telemetry(opts.telemetry)
-    check_export(opts.export)
-    check_devices(scen)
-    check_ports(scen)
+    _check_machine(opts.telemetry, opts.export, scen)
     metrics = _metrics(args)
     try:
         return _run(cmd, args, dataclasses.replace(opts, metrics=metrics), scen, backends,
@@ -162,6 +159,15 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if metrics is not None:
             metrics.stop()
 
+
+
+def _check_machine(telemetry: str, export: str | None, scen: Scenario) -> None:
+    """What a plan checks of this machine before anything starts: the telemetry backend
+    asked for, the export folder, the devices and the servers' ports."""
+    check_telemetry(telemetry)
+    check_export(export)
+    check_devices(scen)
+    check_ports(scen)
 
 def _race_modes(args: argparse.Namespace) -> tuple[bool, list[str]]:
     """A race's (advise's, capacity's) ``--modes`` (whether named, and which: each known,
@@ -200,10 +206,7 @@ def _advise(args: argparse.Namespace, scen: Scenario) -> int:
     backends, modes, skipped = _race_backends(args, scen, wanted, explicit)
     check_modes(backends, modes)
     plan_candidates(scen, obj, modes, args.set, backends, skipped)  # --set errors now
-    check_telemetry(args.telemetry)
-    check_export(args.export)
-    check_devices(scen)
-    check_ports(scen)
+    _check_machine(args.telemetry, args.export, scen)
     metrics = _metrics(args)
     try:
         return asyncio.run(run_advise(scen, options_of(args, metrics), modes, skipped,
@@ -224,10 +227,7 @@ def _capacity(args: argparse.Namespace, scen: Scenario) -> int:
     opts = options_of(args)
     make_run(scen, opts, modes, skipped, backends, say=lambda _: None)  # its errors now
     check_modes(backends, modes)
-    check_telemetry(args.telemetry)
-    check_export(args.export)
-    check_devices(scen)
-    check_ports(scen)
+    _check_machine(args.telemetry, args.export, scen)
     metrics = _metrics(args)
     try:
         return asyncio.run(run_capacity(scen, dataclasses.replace(opts, metrics=metrics),
