@@ -145,8 +145,13 @@ class ModeBackend(abc.ABC):
         return None
 
     async def control(self, request: Control) -> str:
-        """Apply ``request`` live; the line that says what changed."""
-        raise NotImplementedError(f"{self.mode} has no live control {request.action!r}")
+        """Apply ``request`` live; the line that says what changed. A mode without live
+        controls (``controls`` None) refuses any request, naming it: the dashboard offers
+        none, so only a caller that did not ask ``controls`` first gets here."""
+        from xwatch.errors import ModeError
+
+        raise ModeError(f"{self.mode} has no live control {request.action!r} (it declares "
+                        "none)", title="No live control")
 
 
 class Mode(Protocol):
