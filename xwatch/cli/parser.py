@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from xwatch.core.modes import registry
 from xwatch.core.modes.base import MODES
 from xwatch.core.plans.options import DEFAULT_NOISE_RUNS, MetricsSink, Options
 from xwatch.scenario import (
@@ -77,8 +78,7 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    "sees); needed by the built-in scenario serve-own (docs/serving.md)")
     p.add_argument("--served-model", metavar="NAME", help="the server workloads' request "
                    "`model` field (their served_model)")
-    p.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else XSCHED_HOME, "
-                   "else the scenario's [xsched] root)")
+    _add_mode_args(p, "install")
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve Prometheus / OpenMetrics metrics on PORT (0: any free port; "
                         "the URL is printed) while the command runs")
@@ -89,18 +89,17 @@ def _add_run_args(p: argparse.ArgumentParser, headless_flag: bool = True) -> Non
                    help="headless: record S seconds (0.5-10) of GPU kernel activity from "
                         "every built-in workload mid-phase (torch.profiler), and break HIGH's "
                         "requests down by the LOW kernels they waited behind")
-    p.add_argument("--join-xserver", nargs="?", const="keep-policy",
-                   choices=("keep-policy", "set-policy"), metavar="keep-policy|set-policy",
-                   help="XSched: use the xserver already running on this machine (another "
-                        "session's) instead of refusing to start; it is never stopped. Its "
-                        "policy is kept (refused if it differs from the scenario's) unless "
-                        "=set-policy (overrides [xsched] join)")
-    p.add_argument("--join-mps", action="store_true",
-                   help="MPS: make the workloads clients of the MPS control daemon already "
-                        "serving these GPUs instead of refusing to start (overrides [mps] join)")
+    _add_mode_args(p, "join")
     p.add_argument("--no-preflight", action="store_true",
                    help="XSched and MPS phases: skip the few-second smoke test under the "
                         "mode that runs before the real workloads start")
+
+
+def _add_mode_args(p: argparse.ArgumentParser, place: str) -> None:
+    """Every registered mode's own arguments at ``place`` (``ARGUMENT_PLACES``), in the
+    registry's order."""
+    for mode in registry.modes():
+        mode.add_arguments(p, place)
 
 
 def _add_repeat(p: argparse.ArgumentParser) -> None:
@@ -224,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the half-width, in %% of the mean, that the runs-needed column "
                          "aims at for a difference of two settings (default 5)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
-    doc.add_argument("--xsched", metavar="ROOT")
+    _add_mode_args(doc, "doctor")
     doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")
     return ap
 

@@ -41,6 +41,15 @@ Configure = Callable[[argparse.Namespace, "Scenario", bool],
                      "tuple[ModeBackend | None, str | None]"]
 #: the fork server a workload with this environment forks from (``Supervisor.server_for``)
 ServerFor = Callable[[Mapping[str, str]], "ForkServer | None"]
+#: where a mode's own arguments go among a command's (``Mode.add_arguments``): "install"
+#: after the run arguments' ``--served-model`` (where its install is found), "join" after
+#: ``--trace`` (joining another session's daemon), "doctor" among ``doctor``'s
+ARGUMENT_PLACES = ("install", "join", "doctor")
+#: a mode's ``xwatch doctor`` checks from the command's arguments and what the workloads'
+#: interpreter reported of torch (``cli.doctor.probe_python``): (status PASS, WARN, SKIP
+#: or FAIL, what was checked, the finding) each
+DoctorChecks = Callable[[argparse.Namespace, Mapping[str, object]],
+                        "list[tuple[str, str, str]]"]
 
 
 @dataclass(frozen=True)
@@ -217,3 +226,14 @@ class Mode(Protocol):
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         """The scenario lines (TOML, in a workload's table) that set a workload's
         ``--set`` keys ``kv`` of this mode: how advice is deployed."""
+
+    # -- names-scen: its command-line arguments and its doctor checks
+    def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
+        """Add its own arguments to a command's ``parser`` at ``place`` (one of
+        ``ARGUMENT_PLACES``: where they appear in ``--help``); ``with_args`` and its
+        ``backend_factory`` read them."""
+
+    @property
+    def doctor(self) -> str | None:
+        """Its ``xwatch doctor`` checks (``module:function`` of ``DoctorChecks``), after
+        the generic ones; None: none."""

@@ -43,5 +43,11 @@ class NativeMode:
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return []
 
+    # -- names-scen: its command-line arguments and its doctor checks
+    doctor: str | None = None
+
+    def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
+        return None
+
 
 MODE: Mode = NativeMode()  # checked against the contract

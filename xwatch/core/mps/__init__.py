@@ -99,5 +99,16 @@ class MpsMode:
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]
 
+    # -- names-scen: its command-line arguments and its doctor checks
+    doctor: str | None = None
+
+    def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
+        """``--join-mps``."""
+        if place == "join":
+            parser.add_argument(
+                "--join-mps", action="store_true",
+                help="MPS: make the workloads clients of the MPS control daemon already "
+                     "serving these GPUs instead of refusing to start (overrides [mps] join)")
+
 
 MODE: Mode = MpsMode()  # checked against the contract

@@ -214,5 +214,24 @@ class XschedMode:
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return ["[workload.xsched]", *(f"{k} = {v}" for k, v in kv.items())]
 
+    # -- names-scen: its command-line arguments and its doctor checks
+    doctor: str | None = "xwatch.core.xsched.commands:doctor_checks"
+
+    def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
+        """``--xsched ROOT`` (the install; doctor's too), ``--join-xserver``."""
+        if place == "install":
+            parser.add_argument("--xsched", metavar="ROOT", help="XSched install folder (else "
+                                "XSCHED_HOME, else the scenario's [xsched] root)")
+        elif place == "doctor":
+            parser.add_argument("--xsched", metavar="ROOT")
+        elif place == "join":
+            parser.add_argument(
+                "--join-xserver", nargs="?", const="keep-policy",
+                choices=("keep-policy", "set-policy"), metavar="keep-policy|set-policy",
+                help="XSched: use the xserver already running on this machine (another "
+                     "session's) instead of refusing to start; it is never stopped. Its "
+                     "policy is kept (refused if it differs from the scenario's) unless "
+                     "=set-policy (overrides [xsched] join)")
+
 
 MODE: Mode = XschedMode()  # checked against the contract
