@@ -372,7 +372,7 @@ def _xs(policy: str = "HPF", port: int = 50000, preflight: bool = True) -> Any:
 
     from xwatch.core.xsched.controller import XschedController
     from xwatch.core.xsched.install import XschedInstall
-    from xwatch.scenario import XschedSettings
+    from xwatch.scenario.model import XschedSettings
 
     sc = dataclasses.replace(_two_workloads(), xsched=dataclasses.replace(
         XschedSettings(), policy=policy, port=port))

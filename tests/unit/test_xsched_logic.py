@@ -17,7 +17,8 @@ from xwatch.core.xsched.engagement import QueueStats, engagement
 from xwatch.core.xsched.env import queue_params, xsched_env
 from xwatch.core.xsched.install import XschedError, XschedInstall
 from xwatch.errors import UsageError
-from xwatch.scenario import Workload, WorkloadXsched, load_scenario
+from xwatch.scenario import Workload, load_scenario
+from xwatch.scenario.model import WorkloadXsched
 
 INST = XschedInstall(Path("/opt/xsched"), "--xsched")
 

@@ -7,8 +7,10 @@ docs/scenarios.md) all come from them. Unknown keys, wrong types and out-of-rang
 values are errors that name the file, the key and what is allowed. Nothing here
 imports torch or textual.
 
-The package owns nothing itself: it re-exports the public names of its modules,
-so ``from xwatch.scenario import X`` works for every X. ``values`` holds the value
+The package owns nothing itself: it re-exports the public names of its modules but a
+mode's own (its key tables and typed settings: import them from ``keys`` and ``model``),
+so ``from xwatch.scenario import X`` works for every other X; the loader knows a mode's
+tables as ``ModeTable`` declarations (``keys``). ``values`` holds the value
 parsers and allowed choices, ``keys`` the key specs and the reference, ``model``
 the frozen objects, ``load`` the parsing, validation and loading by name or path.
 """
@@ -18,17 +20,17 @@ from __future__ import annotations
 from xwatch.scenario.keys import (
     KIND_KEYS,
     KIND_NAMES,
-    MPS_KEYS,
+    MODE_TABLES,
+    MODE_TOP_TABLES,
     SCENARIO_KEYS,
     SLO_KEYS,
     WORKLOAD_COMMAND_KEYS,
     WORKLOAD_COMMON_KEYS,
+    WORKLOAD_MODE_TABLES,
     WORKLOAD_MODEL_KEYS,
-    WORKLOAD_MPS_KEYS,
     WORKLOAD_SERVER_KEYS,
-    WORKLOAD_XSCHED_KEYS,
-    XSCHED_KEYS,
     Key,
+    ModeTable,
     keys_reference_markdown,
 )
 from xwatch.scenario.load import (
@@ -41,13 +43,9 @@ from xwatch.scenario.load import (
     resolve_path,
 )
 from xwatch.scenario.model import (
-    MpsSettings,
     Scenario,
     Slo,
     Workload,
-    WorkloadMps,
-    WorkloadXsched,
-    XschedSettings,
     pin_env,
 )
 from xwatch.scenario.values import (
@@ -60,7 +58,6 @@ from xwatch.scenario.values import (
     DTYPES,
     JOIN_XSERVER,
     LV3_IMPLS,
-    MODE_TABLES,
     PLATFORMS,
     POLICIES,
     PORT_AUTO,
@@ -78,13 +75,12 @@ from xwatch.scenario.values import (
 __all__ = [
     "AMP_MODES", "ARRIVALS", "BERT_ARCHS", "BERT_TASKS", "BUILTIN_DIR", "DECODE_MODES",
     "DEFAULT_SCENARIO", "DEVICE_PLACEHOLDER", "DTYPES", "JOIN_XSERVER", "KIND_KEYS",
-    "KIND_NAMES", "LV3_IMPLS", "MODE_TABLES", "MPS_KEYS", "PLATFORMS", "POLICIES",
+    "KIND_NAMES", "LV3_IMPLS", "MODE_TABLES", "MODE_TOP_TABLES", "PLATFORMS", "POLICIES",
     "PORT_AUTO", "PORT_PLACEHOLDER", "PRIORITY_NUMBERS", "SCENARIO_KEYS", "SERVER_APIS",
     "SERVER_FROM_CLI", "SETTLED_POLL_MS", "SLO_KEYS", "STDOUTS", "STREAMS",
     "STREAM_PRIORITIES", "WORKLOAD_COMMAND_KEYS", "WORKLOAD_COMMON_KEYS",
-    "WORKLOAD_MODEL_KEYS", "WORKLOAD_MPS_KEYS", "WORKLOAD_SERVER_KEYS",
-    "WORKLOAD_XSCHED_KEYS", "XSCHED_KEYS", "Key", "MpsSettings", "Scenario", "Slo",
-    "Workload", "WorkloadMps", "WorkloadXsched", "XschedSettings", "builtin_scenarios",
-    "did_you_mean", "keys_reference_markdown", "load_scenario", "parse_gpus",
-    "parse_scenario", "pin_env", "resolve_path",
+    "WORKLOAD_MODEL_KEYS", "WORKLOAD_MODE_TABLES", "WORKLOAD_SERVER_KEYS", "Key", "ModeTable",
+    "Scenario", "Slo", "Workload", "builtin_scenarios", "did_you_mean",
+    "keys_reference_markdown", "load_scenario", "parse_gpus", "parse_scenario", "pin_env",
+    "resolve_path",
 ]

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from xwatch.core.archs import LLM_ARCHS
 from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
+from xwatch.scenario.model import MpsSettings, WorkloadMps, WorkloadXsched, XschedSettings
 from xwatch.scenario.values import (
     AMP_MODES,
     ARRIVALS,
@@ -343,6 +344,53 @@ WORKLOAD_SERVER_KEYS: tuple[Key, ...] = (
 )
 
 
+# --------------------------------------------------------------------------- mode tables
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class ModeTable(Generic[S]):
+    """A mode's table of scenario settings, top-level (``[NAME]``) or a workload's
+    (``[workload.NAME]``): its keys, the typed settings its checked values make (the
+    ``Scenario``'s or ``Workload``'s field of that name holds them), and what its keys
+    cannot be together."""
+
+    name: str
+    #: how the key reference heads it, after the table's name
+    title: str
+    keys: tuple[Key, ...]
+    settings: Callable[..., S]
+    #: (the key, why) of settings its keys cannot make together, else None
+    problem: Callable[[S], tuple[str, str] | None] = lambda s: None
+
+
+def _batch_within_threshold(xs: WorkloadXsched) -> tuple[str, str] | None:
+    if xs.threshold is not None and xs.batch_size is not None and xs.batch_size > xs.threshold:
+        return "batch_size", f"batch_size {xs.batch_size} must not exceed threshold {xs.threshold}"
+    return None
+
+
+def _settled_not_faster(xs: XschedSettings) -> tuple[str, str] | None:
+    if xs.settled_poll_ms is not None and xs.settled_poll_ms < xs.poll_ms:
+        return "settled_poll_ms", (f"{xs.settled_poll_ms} is faster than poll_ms "
+                                   f"({xs.poll_ms}): the settled pace is the slower one (set "
+                                   "both equal to poll at one pace)")
+    return None
+
+
+#: the modes' tables of a workload (``Workload``'s fields), in the reference's order
+WORKLOAD_MODE_TABLES: tuple[ModeTable[Any], ...] = (
+    ModeTable("xsched", "(XSched mode only)", WORKLOAD_XSCHED_KEYS, WorkloadXsched,
+              _batch_within_threshold),
+    ModeTable("mps", "(MPS mode only, NVIDIA)", WORKLOAD_MPS_KEYS, WorkloadMps))
+#: the modes' top-level tables (``Scenario``'s fields), in the reference's order
+MODE_TOP_TABLES: tuple[ModeTable[Any], ...] = (
+    ModeTable("xsched", "(optional)", XSCHED_KEYS, XschedSettings, _settled_not_faster),
+    ModeTable("mps", "(optional, NVIDIA)", MPS_KEYS, MpsSettings))
+#: the names of a workload's mode tables
+MODE_TABLES = tuple(t.name for t in WORKLOAD_MODE_TABLES)
+
+
 #: the key that names a workload's kind, and the keys of that kind
 KIND_KEYS: Mapping[str, tuple[Key, ...]] = MappingProxyType({
     "model": WORKLOAD_MODEL_KEYS, "command": WORKLOAD_COMMAND_KEYS,
@@ -367,9 +415,9 @@ def keys_reference_markdown() -> str:
     table("[[workload]] with a built-in `model`", WORKLOAD_MODEL_KEYS)
     table("[[workload]] with an external `command`", WORKLOAD_COMMAND_KEYS)
     table("[[workload]] with an inference `server`", WORKLOAD_SERVER_KEYS)
-    table("[workload.xsched] (XSched mode only)", WORKLOAD_XSCHED_KEYS)
-    table("[workload.mps] (MPS mode only, NVIDIA)", WORKLOAD_MPS_KEYS)
+    for t in WORKLOAD_MODE_TABLES:
+        table(f"[workload.{t.name}] {t.title}", t.keys)
     table("[slo] (optional)", SLO_KEYS)
-    table("[xsched] (optional)", XSCHED_KEYS)
-    table("[mps] (optional, NVIDIA)", MPS_KEYS)
+    for t in MODE_TOP_TABLES:
+        table(f"[{t.name}] {t.title}", t.keys)
     return "\n".join(lines)

@@ -21,27 +21,19 @@ from xwatch.errors import ScenarioError
 from xwatch.scenario.keys import (
     KIND_KEYS,
     KIND_NAMES,
-    MPS_KEYS,
+    MODE_TABLES,
+    MODE_TOP_TABLES,
     SCENARIO_KEYS,
     SLO_KEYS,
     WORKLOAD_COMMAND_KEYS,
     WORKLOAD_COMMON_KEYS,
+    WORKLOAD_MODE_TABLES,
     WORKLOAD_MODEL_KEYS,
-    WORKLOAD_MPS_KEYS,
-    WORKLOAD_XSCHED_KEYS,
-    XSCHED_KEYS,
     Key,
+    ModeTable,
 )
-from xwatch.scenario.model import (
-    MpsSettings,
-    Scenario,
-    Slo,
-    Workload,
-    WorkloadMps,
-    WorkloadXsched,
-    XschedSettings,
-)
-from xwatch.scenario.values import ARRIVALS, MODE_TABLES, PORT_AUTO, PORT_PLACEHOLDER, SERVER_FROM_CLI
+from xwatch.scenario.model import Scenario, Slo, Workload
+from xwatch.scenario.values import ARRIVALS, PORT_AUTO, PORT_PLACEHOLDER, SERVER_FROM_CLI
 
 BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
 DEFAULT_SCENARIO = "demo"
@@ -86,6 +78,19 @@ def _unknown(ctx: _Ctx, where: str, key: str, known: list[str] | set[str]) -> Sc
                      f"unknown key {key!r}{did_you_mean(key, known)}; allowed keys here: "
                      + ", ".join(sorted(known)))
 
+
+
+def _mode_table(ctx: _Ctx, where: str, table: ModeTable[Any], raw: Any) -> Any:
+    """A mode's table (``[xsched]``; with ``where``, the workload's ``[workload.xsched]``)
+    checked into its typed settings."""
+    at = f"{where}.{table.name}" if where else table.name
+    if not isinstance(raw, dict):
+        raise ctx.error(at, f"must be a table [{'workload.' if where else ''}{table.name}]")
+    settings = table.settings(**_apply(ctx, at, raw, table.keys))
+    problem = table.problem(settings)
+    if problem is not None:
+        raise ctx.error(f"{at}.{problem[0]}", problem[1])
+    return settings
 
 
 def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
@@ -140,17 +145,8 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if vals.get("burstiness", 1.0) != 1.0 and vals.get("arrival") != "gamma":
         raise ctx.error(f"{where}.burstiness", "'burstiness' shapes gamma arrivals: set "
                         "arrival = 'gamma' (allowed: " + ", ".join(ARRIVALS) + ")")
-    xs_raw = raw.get("xsched", {})
-    if not isinstance(xs_raw, dict):
-        raise ctx.error(f"{where}.xsched", "must be a table [workload.xsched]")
-    xs = WorkloadXsched(**_apply(ctx, f"{where}.xsched", xs_raw, WORKLOAD_XSCHED_KEYS))
-    if xs.threshold is not None and xs.batch_size is not None and xs.batch_size > xs.threshold:
-        raise ctx.error(f"{where}.xsched.batch_size",
-                        f"batch_size {xs.batch_size} must not exceed threshold {xs.threshold}")
-    mps_raw = raw.get("mps", {})
-    if not isinstance(mps_raw, dict):
-        raise ctx.error(f"{where}.mps", "must be a table [workload.mps]")
-    mps = WorkloadMps(**_apply(ctx, f"{where}.mps", mps_raw, WORKLOAD_MPS_KEYS))
+    modes = {t.name: _mode_table(ctx, where, t, raw.get(t.name, {}))
+             for t in WORKLOAD_MODE_TABLES}
     if kind in ("model", "server"):
         vals.setdefault("device", default_device)
     if kind != "model":
@@ -167,14 +163,15 @@ def _workload(ctx: _Ctx, i: int, raw: Any, default_device: str) -> Workload:
     if kind == "server" and "dataset" in vals and vals.get("range_ratio"):
         raise ctx.error(f"{where}.range_ratio", "lengths come from 'dataset': leave out "
                         "'range_ratio' (it draws synthetic lengths)")
-    return Workload(**vals, xsched=xs, mps=mps)
+    return Workload(**vals, **modes)
 
 
 def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
                    default_name: str = "scenario") -> Scenario:
     """Validate already-decoded TOML data into a ``Scenario``."""
     ctx = _Ctx(path)
-    top = _apply(ctx, "", data, SCENARIO_KEYS, allowed_extra=("workload", "slo", "xsched", "mps"))
+    top = _apply(ctx, "", data, SCENARIO_KEYS,
+                 allowed_extra=("workload", "slo", *(t.name for t in MODE_TOP_TABLES)))
     raw_wls = data.get("workload")
     if not isinstance(raw_wls, list) or not raw_wls:
         raise ctx.error("workload", "needs at least one [[workload]] table")
@@ -205,20 +202,8 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
                             + ", ".join(w.name for w in wls))
         slo = Slo(workload=target, percentile=s.get("percentile", 99.0), latency_ms=s["latency_ms"],
                   metric=s.get("metric", "latency_ms"))
-    xs = XschedSettings()
-    if "xsched" in data:
-        if not isinstance(data["xsched"], dict):
-            raise ctx.error("xsched", "must be a table [xsched]")
-        xs = XschedSettings(**_apply(ctx, "xsched", data["xsched"], XSCHED_KEYS))
-        if xs.settled_poll_ms is not None and xs.settled_poll_ms < xs.poll_ms:
-            raise ctx.error("xsched.settled_poll_ms", f"{xs.settled_poll_ms} is faster than "
-                            f"poll_ms ({xs.poll_ms}): the settled pace is the slower one "
-                            "(set both equal to poll at one pace)")
-    mps = MpsSettings()
-    if "mps" in data:
-        if not isinstance(data["mps"], dict):
-            raise ctx.error("mps", "must be a table [mps]")
-        mps = MpsSettings(**_apply(ctx, "mps", data["mps"], MPS_KEYS))
+    modes = {t.name: _mode_table(ctx, "", t, data[t.name]) if t.name in data
+             else t.settings() for t in MODE_TOP_TABLES}
     return Scenario(
         name=top.get("name", default_name),
         description=top.get("description", ""),
@@ -227,10 +212,9 @@ def parse_scenario(data: Mapping[str, Any], path: str = "<memory>",
         window_s=top.get("window_s", 10.0),
         workloads=wls,
         slo=slo,
-        xsched=xs,
         source=path,
         start_together=top.get("start_together", True),
-        mps=mps,
+        **modes,
     ).on_gpus(top.get("gpus", ()))
 
 
