@@ -154,3 +154,20 @@ def test_gpus_replicate_every_workload_pinned_and_round_trip() -> None:
     scen = parse_scenario({"gpus": [1, 0], "workload": [
         {"name": "a", "priority": 1, "command": ["true"]}]}, "f.toml")
     assert [w.name for w in scen.workloads] == ["a@1", "a@0"]
+
+
+def test_each_mode_table_fills_the_typed_field_of_its_name() -> None:
+    """The loader fills ``Scenario``'s and ``Workload``'s field of each mode table's name
+    (``ModeTable``): a table declared without its field, or with a default other than its
+    empty table's settings, is caught here rather than by a scenario that sets it."""
+    import dataclasses
+
+    from xwatch.scenario import MODE_TOP_TABLES, WORKLOAD_MODE_TABLES, Scenario, Workload
+
+    for cls, tables in ((Scenario, MODE_TOP_TABLES), (Workload, WORKLOAD_MODE_TABLES)):
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for t in tables:
+            f = fields[t.name]
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            assert default == t.settings(), (cls.__name__, t.name)
+            assert {k.name for k in t.keys} <= {g.name for g in dataclasses.fields(default)}
