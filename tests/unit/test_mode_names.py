@@ -6,9 +6,9 @@ phases, plans and the command line (``PLUMBING``) names no mode at all, and prob
 backend with ``hasattr``/``getattr``.
 
 Issue 66 counted 47 modules naming XSched and 36 naming MPS at 021cf77 (this count: 52
-and 38 there, 58 and 44 at d8138a9, 46 and 31 once the contract took the plumbing's);
-its target is 12 each; 42 and 28 once the doctor's checks, the modes' own arguments and
-the scenario loader's tables went behind the contract). What is left is the snapshot's and
+and 38 there, 58 and 44 at d8138a9, 46 and 31 once the contract took the plumbing's, 42
+and 28 once it took the doctor's checks, the modes' own arguments and the scenario
+loader's tables); its target is 12 each. What is left is the snapshot's and
 the scenario's own fields and tables (``model/``, ``scenario/model.py``, the key tables of
 ``scenario/keys.py``: the scenario stage sits below the modes, so it declares them), the
 engine's and the report's readers of them, XSched's fork support in the worker, the help
