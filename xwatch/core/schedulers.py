@@ -1,12 +1,12 @@
-"""The names and defaults XSched and NVIDIA MPS fix about themselves, written once for
-the scenario's checks, the search for other sessions' daemons and the mode backends.
-A leaf below every stage: it imports nothing of xwatch.
+"""The names and defaults XSched and NVIDIA MPS fix about themselves that the stages
+below the mode packages read: the scenario's checks and defaults, and the search for
+other sessions' daemons (``modes.neighbours``). A leaf below every stage: it imports
+nothing of xwatch. What only a mode's own package reads lives there (XSched's channel
+key in ``xsched.meta``, MPS's server in ``mps.control``).
 
-XSched: its policies' short names, its server's program name, the System V message
-queue key its shims and server meet on, and the server's default policy and port
-(``protocol/include/xsched/protocol/def.h``, ``protocol/names.cpp``,
-``service/server/src/main.cpp``). MPS: its control tool and server, the default pipe
-folder and the pid file the control daemon writes there.
+XSched: its policies' short names, its server's program name, and the server's default
+policy and port (``protocol/names.cpp``, ``service/server/src/main.cpp``). MPS: its
+control tool, the default pipe folder and the pid file the control daemon writes there.
 """
 
 from __future__ import annotations
@@ -27,12 +27,10 @@ SHORT_NAMES: Mapping[str, str] = {
 KNOWN_POLICIES: tuple[str, ...] = tuple(SHORT_NAMES.values())
 
 XSERVER = "xserver"
-#: XSched's defaults (protocol/def.h, service/server/src/main.cpp)
-XSCHED_CHANNEL_KEY = 1
+#: XSched's defaults (service/server/src/main.cpp)
 XSCHED_DEFAULT_PORT = 50000
 XSCHED_DEFAULT_POLICY = "HPF"
 
 MPS_TOOL = "nvidia-cuda-mps-control"
-MPS_SERVER = "nvidia-cuda-mps-server"
 MPS_DEFAULT_PIPE = "/tmp/nvidia-mps"
 MPS_PID_FILE = "nvidia-cuda-mps-control.pid"

@@ -16,10 +16,11 @@ from pathlib import Path
 from xwatch.core.modes.neighbours import MpsDaemon, find_mps_daemons
 from xwatch.core.mps import MpsError
 from xwatch.core.procs import own_pids, process, user_name
-from xwatch.core.schedulers import MPS_SERVER, MPS_TOOL
+from xwatch.core.schedulers import MPS_TOOL
 from xwatch.scenario import Scenario
 
-TOOL, SERVER = MPS_TOOL, MPS_SERVER
+#: the control tool, and the server it starts for a client's GPU
+TOOL, SERVER = MPS_TOOL, "nvidia-cuda-mps-server"
 #: where NVIDIA's packages and containers put the tool when it is not on PATH
 EXTRA_DIRS = ("/usr/local/nvidia/bin", "/usr/bin", "/usr/local/cuda/bin")
 NO_DAEMON = "Cannot find MPS control daemon process"

@@ -23,7 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from xwatch.core.schedulers import SHORT_NAMES, XSCHED_CHANNEL_KEY, XSERVER
+from xwatch.core.schedulers import SHORT_NAMES, XSERVER
+
+#: the System V message-queue key XSched's shims and xserver meet on by default
+#: (``protocol/include/xsched/protocol/def.h``)
+XSCHED_CHANNEL_KEY = 1
 
 CONFIG_FILES = ("lib/cmake/XSched/XSchedConfig.cmake", "lib64/cmake/XSched/XSchedConfig.cmake",
                 "share/cmake/XSched/XSchedConfig.cmake")
