@@ -47,9 +47,18 @@ MAY_IMPORT = {
 }
 
 
+#: a mode's report (its sections, its Prometheus series, the upgrade of its records in
+#: older snapshots) reads the analysis and renders as the report does: it lives in the
+#: mode's package and belongs to the export stage
+MODE_REPORTS = ("xwatch.core.xsched.report", "xwatch.core.mps.report")
+
+
 def stage(mod: str) -> str | None:
     """The stage a module of xwatch belongs to (``xwatch.core.<stage>...`` or the
-    scenario loader, ``xwatch.scenario...``); None outside the stages (cli, ui)."""
+    scenario loader, ``xwatch.scenario...``; a mode's report: export); None outside the
+    stages (cli, ui)."""
+    if any(mod == r or mod.startswith(r + ".") for r in MODE_REPORTS):
+        return "export"
     parts = mod.split(".")
     if len(parts) >= 2 and parts[0] == "xwatch" and parts[1] == "scenario":
         return "scenario"
@@ -224,8 +233,9 @@ MODE_IMPORTS_ALLOWED = {
     "xwatch.cli.doctor": "xwatch.core.xsched",
     # the one retry of a phase whose xserver died before its first measured second
     "xwatch.core.plans.driver": "xwatch.core.xsched.leave.retry",
-    # XSched's dashboard tab (``Mode.tab``), which lives with the UI: a crash's exit code
-    "xwatch.ui.widgets.panels": "xwatch.core.xsched.engagement",
+    # XSched's dashboard tab (``Mode.tab``), which lives with the UI: a crash's exit code,
+    # the install's version and policy as the report says them
+    "xwatch.ui.widgets.panels": "xwatch.core.xsched",
 }
 
 

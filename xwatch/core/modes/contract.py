@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from xwatch.core.engine.live.phase import Phase
     from xwatch.core.engine.live.workload import WorkloadRun
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.core.engine.worker.zygote import ForkServer
     from xwatch.scenario import Scenario, Workload
 
@@ -54,6 +55,20 @@ class Control:
 
 
 @dataclass(frozen=True)
+class KeyHelp:
+    """A row of the dashboard's keys that a mode declares (``Mode.keys_help``): its place
+    among the rows (the dashboard's own: ``r`` 40, ``s`` 50, ``a`` 80, ``A`` 90, ...),
+    the keys as the help shows them, what they do, and their bindings (key, action,
+    the footer's words, shown in the footer). Plain data: the dashboard makes the
+    bindings."""
+
+    place: int
+    keys: str
+    does: str
+    bindings: tuple[tuple[str, str, str, bool], ...] = ()
+
+
+@dataclass(frozen=True)
 class Controls:
     """What a backend lets change while its phase runs, as the control screen shows it:
     its actions, the policy running and the policies it can switch to (None: unknown)."""
@@ -61,6 +76,11 @@ class Controls:
     actions: tuple[str, ...]
     policy: str | None = None
     policies: list[str] | None = None
+    # -- names-ui: the control screen's words, the mode's own
+    #: the screen's title
+    title: str = ""
+    #: what the screen says under its fields (what cannot change live, and why)
+    note: str = ""
 
 
 class ModeBackend(abc.ABC):
@@ -217,3 +237,50 @@ class Mode(Protocol):
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         """The scenario lines (TOML, in a workload's table) that set a workload's
         ``--set`` keys ``kv`` of this mode: how advice is deployed."""
+
+    # -- names-ui: what the report, the snapshot's reader, the metrics and the dashboard
+    # ask of a mode (each mode's own words and records, so that they name none)
+    @property
+    def env_prefixes(self) -> tuple[str, ...]:
+        """The prefixes of its own environment variables (``XSCHED_``): recorded with
+        the host's environment and shown with a failed workload's."""
+
+    @property
+    def libraries(self) -> str | None:
+        """What the isolation proof looks for of it in a workload's maps, as the report
+        names it (``XSched libraries``); None: nothing."""
+
+    @property
+    def report_environment(self) -> str | None:
+        """Its lines of the report's environment (``module:function`` of a
+        ``PhaseSnapshot``, returning its rows of the environment table and its tables
+        under it, ``(rows, [(title, Table)])``); None: none."""
+
+    @property
+    def metrics(self) -> str | None:
+        """Its Prometheus series (``module:function``: given the exporter's ``gauge``
+        maker, it declares its families and returns what adds a workload's samples,
+        ``add(phase, workload, labels)``); None: none."""
+
+    @property
+    def upgrade(self) -> str | None:
+        """The step that brings its records in an older snapshot's raw JSON to the
+        current shape (``module:function`` of the raw document, returning it, the same
+        object where nothing changed); None: none."""
+
+    @property
+    def help(self) -> str:
+        """What the dashboard's help says of it beside the verdicts (Markdown; "":
+        nothing)."""
+
+    @property
+    def keys_help(self) -> tuple[KeyHelp, ...]:
+        """Its rows of the dashboard's keys (its key, its live control ...)."""
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        """How a candidate of it with ``settings`` reads in a sentence (capacity's
+        consolidation: ``MPS at 50%``); None: by the candidate's name."""
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        """Its warnings of a phase's workloads beyond their participation, as the
+        dashboard's alert bar shows them: (workload, warning)."""

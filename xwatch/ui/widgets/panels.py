@@ -20,8 +20,8 @@ from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
-from xwatch.core.export.sections.modes import policy_label, xsched_version
 from xwatch.core.xsched.engagement import EXIT_CRASH
+from xwatch.core.xsched.report.sections import policy_label, xsched_version
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
