@@ -68,6 +68,35 @@ class KeyHelp:
     bindings: tuple[tuple[str, str, str, bool], ...] = ()
 
 
+#: styled text as plain data: (text, rich style string) pieces
+Styled = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class View:
+    """What a mode shows in a dashboard panel, as data the dashboard draws
+    (``Mode.tab_view``, ``Mode.compare_view``): styled text (``head_style`` over all of
+    it), a table under it (its header and rows; none: no table), styled text under the
+    table; ``key`` tells two views apart beyond what they show."""
+
+    head: Styled
+    head_style: str = ""
+    header: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    foot: Styled = ()
+    foot_style: str = ""
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Each workload's scheduler lane in a phase (``Mode.lanes``): (workload, its status,
+    one mark per poll), and the legend of the marks."""
+
+    lanes: tuple[tuple[str, str, Styled], ...]
+    legend: Styled = ()
+
+
 @dataclass(frozen=True)
 class Controls:
     """What a backend lets change while its phase runs, as the control screen shows it:
@@ -284,3 +313,19 @@ class Mode(Protocol):
     def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
         """Its warnings of a phase's workloads beyond their participation, as the
         dashboard's alert bar shows them: (workload, warning)."""
+
+    @property
+    def tab_view(self) -> str | None:
+        """What its tab shows, where its ``tab`` is the dashboard's own ``ViewPanel``
+        (``module:function`` of the snapshot and why the mode cannot run, if it cannot,
+        returning a ``View``); None: its tab draws itself."""
+
+    @property
+    def lanes(self) -> str | None:
+        """Each workload's scheduler lane under the latency chart (``module:function`` of a
+        ``PhaseSnapshot`` and the width, returning ``Lanes``); None: none."""
+
+    @property
+    def compare_view(self) -> str | None:
+        """Its panel on the Compare tab (``module:function`` of the snapshot, returning a
+        ``View`` or None when the session has nothing for it); None: none."""

@@ -40,6 +40,9 @@ class NativeMode:
     upgrade: str | None = None
     help: str = ""
     keys_help: tuple[KeyHelp, ...] = ()
+    tab_view: str | None = None
+    lanes: str | None = None
+    compare_view: str | None = None
 
     def owns_key(self, key: str) -> bool:
         return False

@@ -99,6 +99,9 @@ class MpsMode:
         KeyHelp(20, "`m`", "the same for MPS (NVIDIA): NATIVE <-> MPS under a private "
                 "control daemon", (("m", "mode_on_off('mps')", "MPS on/off", True),)),
         KeyHelp(30, "`k` (MPS phase)", "the MPS server's active thread percentage, live"))
+    tab_view: str | None = None
+    lanes: str | None = None
+    compare_view: str | None = None
 
     def owns_key(self, key: str) -> bool:
         return key.startswith(PREFIX)

@@ -41,6 +41,7 @@ SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
 #: its report sections and lines of the environment; its series and upgrade
 _SECTIONS = "xwatch.core.xsched.report.sections"
 _RECORDS = "xwatch.core.xsched.report.records"
+_VIEWS = "xwatch.core.xsched.report.views"
 
 
 class XschedBackend(ModeBackend):
@@ -186,7 +187,7 @@ class XschedMode:
     name: str = "xsched"
     label: str = "XSched"
     key: str | None = "x"
-    tab: str | None = "xwatch.ui.widgets.panels:XschedPanel"
+    tab: str | None = "xwatch.ui.widgets.panels:ViewPanel"  # drawn from ``tab_view``
     control_screen: str | None = "xwatch.ui.screens.control:ControlScreen"
     report_sections: tuple[tuple[int, str], ...] = (
         (10, f"{_SECTIONS}:engagement_section"), (40, f"{_SECTIONS}:preflight_section"),
@@ -216,6 +217,9 @@ class XschedMode:
                 "threshold/batch/level, the policy", (("k", "control", "XSched ctl", True),)),
         KeyHelp(70, "`C`", "calibrate: HIGH alone and all together, native and XSched (4 "
                 "phases); Compare splits the change", (("C", "calibrate", "Calibrate", False),)))
+    tab_view: str | None = f"{_VIEWS}:tab"
+    lanes: str | None = f"{_VIEWS}:lanes"
+    compare_view: str | None = f"{_VIEWS}:calibration"
 
     def owns_key(self, key: str) -> bool:
         return key in SWEEP_KEYS
