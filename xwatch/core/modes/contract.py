@@ -7,9 +7,13 @@ A mode is two things:
   MPS, XSched and a mode from outside the tree alike): its name and label; its scenario
   keys (the ``--set`` keys of a sweep, advise's grid, how they apply to a workload); the
   backend it configures from the command line (or why it cannot run here); its report
-  sections, its dashboard key, tab and live-control screen. What lives elsewhere is
-  named by ``module:attr`` references that the registry, the report and the dashboard
-  load: a mode's declaration imports neither its backend nor what sits above it.
+  sections and lines of the environment, its Prometheus series, the upgrade of its
+  records in older snapshots, its words (capacity's sentences, the dashboard's keys,
+  help and alerts), its dashboard key, tab, lanes, Compare panel and live-control
+  screen. What lives elsewhere is named by ``module:attr`` references that the
+  registry, the report and the dashboard load: a mode's declaration imports neither its
+  backend nor what sits above it. A dashboard panel may be plain data (``View``,
+  ``Lanes``) that the dashboard draws, so that a mode keeps it in its package.
 - ``ModeBackend``, the configured backend that runs its phases: enter and leave a
   phase; the environment of its workloads and their fork support; the preflight
   (``settle``) and the engagement proof (``on_running``, ``last_look``); its health
@@ -54,6 +58,7 @@ class Control:
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
+# -- names-ui: what a mode shows on the dashboard, as plain data
 @dataclass(frozen=True)
 class KeyHelp:
     """A row of the dashboard's keys that a mode declares (``Mode.keys_help``): its place

@@ -10,6 +10,7 @@ from functools import cache
 from typing import Any
 
 from msgspec import UNSET
+from rich.console import Group
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
@@ -156,7 +157,6 @@ def draw(view: View) -> tuple[Text, Any, tuple[object, ...]]:
         parts.append(tab)
     if view.foot:
         parts.append(styled(view.foot, view.foot_style))
-    from rich.console import Group
     return t, Group(*parts) if len(parts) > 1 else t, (text_key(t), view.rows, view.key)
 
 
