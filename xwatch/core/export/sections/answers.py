@@ -113,9 +113,10 @@ def sweep_section(snap: SessionSnapshot) -> Section | None:
     rows, note = frontier_rows(snap)
     if not rows:
         return None
-    # the mode of the first setting's phase; a setting of none of its own (native): the
-    # first mode that has settings
-    mode = registry.find(next(p.mode for p in snap.phases if p.setting))
+    # the mode of the first phase of a setting; none (a box phase's settings), or one
+    # without settings of its own (native): the first mode that has settings
+    first = next((p.mode for p in snap.phases if p.setting), None)
+    mode = registry.find(first) if first is not None else None
     if mode is None or not mode.sweep_keys:
         mode = next(m for m in registry.modes() if m.sweep_keys)
     s = Section(f"Sweep: {mode.label} settings against native")
