@@ -89,7 +89,7 @@ class MpsMode:
     backend_factory: str | None = "xwatch.core.mps.controller:backend_of"
 
     # -- names-ui
-    env_prefixes: tuple[str, ...] = ()  # CUDA_MPS_*: with CUDA's own
+    env_prefixes: tuple[str, ...] = ()  # CUDA_MPS_*: a failed workload shows them as CUDA_*
     libraries: str | None = None
     report_environment: str | None = "xwatch.core.mps.report:environment"
     metrics: str | None = None
