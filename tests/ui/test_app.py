@@ -264,8 +264,8 @@ async def test_toggle_into_xsched_and_live_control(tmp_path: Path) -> None:
         await wait_for(lambda: app.session.current.xsched.workloads["high"]  # type: ignore[union-attr]
                        .status == "engaged", pilot)
         await pilot.press("3")
-        from xwatch.ui.widgets.panels import XschedPanel
-        await wait_for(lambda: "engaged" in app.query_one(XschedPanel).plain, pilot)
+        from xwatch.ui.widgets.panels import ViewPanel
+        await wait_for(lambda: "engaged" in app.query_one(ViewPanel).plain, pilot)
         await pilot.press("k")
         await wait_for(lambda: isinstance(app.screen, ControlScreen), pilot)
         app.screen.query_one("#priority").value = "9"  # type: ignore[attr-defined]
@@ -530,9 +530,9 @@ async def test_compare_tab_shows_a_calibration() -> None:
         assert "XSched raises high's median under contention by 0.02 ms" in panel.plain
         await pilot.press("3")  # the XSched tab of the last phase: preflight + attribution
         await pilot.pause()
-        from xwatch.ui.widgets.panels import XschedPanel
+        from xwatch.ui.widgets.panels import ViewPanel
 
-        text = app.query_one(XschedPanel).plain
+        text = app.query_one(ViewPanel).plain
         assert "preflight cuda:0/created: engaged" in text
         assert "preflight cuda:0/default: not-scheduled" in text
         assert "slow high requests (> 10.00 ms, SLO): 20 while LOW running" in text

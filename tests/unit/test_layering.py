@@ -47,9 +47,19 @@ MAY_IMPORT = {
 }
 
 
+#: a mode's report (its sections, its Prometheus series, the upgrade of its records in
+#: older snapshots, its dashboard panels as data) reads the analysis and renders as the
+#: report does: it lives in the mode's package, belongs to the export stage, and may
+#: import the rest of its package
+MODE_REPORTS = ("xwatch.core.xsched.report", "xwatch.core.mps.report")
+
+
 def stage(mod: str) -> str | None:
     """The stage a module of xwatch belongs to (``xwatch.core.<stage>...`` or the
-    scenario loader, ``xwatch.scenario...``); None outside the stages (cli, ui)."""
+    scenario loader, ``xwatch.scenario...``; a mode's report: export); None outside the
+    stages (cli, ui)."""
+    if any(mod == r or mod.startswith(r + ".") for r in MODE_REPORTS):
+        return "export"
     parts = mod.split(".")
     if len(parts) >= 2 and parts[0] == "xwatch" and parts[1] == "scenario":
         return "scenario"
@@ -158,8 +168,12 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
         own = stage(mod)
         if own is None:
             continue
+        pkg = next((r.rpartition(".")[0] for r in MODE_REPORTS
+                    if mod == r or mod.startswith(r + ".")), None)
         for d in deps:
             theirs = stage(d)
+            if pkg is not None and d.startswith(pkg + "."):
+                continue  # a mode's report: its own package
             if d == "xwatch.ui" or d.startswith("xwatch.ui.") or (
                     theirs is not None and theirs != own and theirs not in MAY_IMPORT[own]):
                 bad.append(f"{mod} -> {d}")
@@ -222,8 +236,6 @@ MODE_PACKAGES = ("xwatch.core.xsched", "xwatch.core.mps")
 MODE_IMPORTS_ALLOWED = {
     # the one retry of a phase whose xserver died before its first measured second
     "xwatch.core.plans.driver": "xwatch.core.xsched.leave.retry",
-    # XSched's dashboard tab (``Mode.tab``), which lives with the UI: a crash's exit code
-    "xwatch.ui.widgets.panels": "xwatch.core.xsched.engagement",
 }
 
 

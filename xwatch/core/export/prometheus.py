@@ -8,7 +8,8 @@ a scrape never touches live engine state and costs the measured processes nothin
 
 Names, labels and meanings are documented in ``docs/metrics.md``. Latency metrics
 are in seconds (Prometheus base units); every series carries ``host``, and
-per-workload series ``gpu``, ``workload``, ``priority``, ``mode`` and ``phase``.
+per-workload series ``gpu``, ``workload``, ``priority``, ``mode`` and ``phase``. A
+mode's own series (XSched's queues) are its package's (``Mode.metrics``).
 ``prometheus_client`` is imported only when an exporter is started.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PENDING, STARTING, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import PERCENTILES, nan_if_none, stat
+from xwatch.core.modes import registry
 from xwatch.errors import XwatchError
 
 WL_LABELS = ("host", "gpu", "workload", "priority", "mode", "phase")
@@ -123,12 +125,9 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
     state = gauge("xwatch_workload_state", "1 for the workload's current state", ("state",))
     stalled = gauge("xwatch_workload_stalled", "1 while the workload is stalled")
     goodput = gauge("xwatch_goodput_ratio", "share of requests within the SLO (SLO workload)")
-    engaged = gauge("xwatch_xsched_engagement",
-                    "1 for the XSched engagement verdict of the workload (XSched phases)",
-                    ("status",))
-    queues = gauge("xwatch_xsched_queues", "most XQueues seen for the workload in the phase")
-    ready = gauge("xwatch_xsched_ready_polls", "/xqueues polls that saw a ready XQueue")
-    susp = gauge("xwatch_xsched_suspended_polls", "/xqueues polls that saw a suspended XQueue")
+    # each mode's own series (``Mode.metrics``), declared here, in the families' order
+    own = [registry.load_ref(m.metrics)(gauge) for m in registry.modes()
+           if m.metrics is not None]
     named = gauge("xwatch_request_metric_percentile_seconds",
                   "named per-request metrics the workload reports (ttft_ms, tpot_ms, ...): "
                   "nearest-rank percentiles over the phase", ("metric", "quantile"))
@@ -141,7 +140,6 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
         phase_running.add_metric([host, p.name, p.mode], 1 if p.status == "running" else 0)
         phase_measured.add_metric([host, p.name, p.mode],
                                   p.elapsed_s if p.measuring and p.elapsed_s == p.elapsed_s else 0)
-        xs_wl = p.xsched.workloads if p.mode == "xsched" and p.xsched is not None else {}
         for w in p.workloads:
             gpu = workload_gpu(w)
             if gpu is None:
@@ -169,13 +167,8 @@ def families(snap: SessionSnapshot, host: str, published_at: float | None = None
             stalled.add_metric(lab, 1 if w.stalled_since is not None else 0)
             if w.goodput is not None:
                 goodput.add_metric(lab, _f(w.goodput))
-            ev = xs_wl.get(w.name)
-            if ev:
-                engaged.add_metric([*lab, str(ev.status)], 1)
-                st = ev.stats
-                queues.add_metric(lab, float(st.max_queues))
-                ready.add_metric(lab, float(st.ready))
-                susp.add_metric(lab, float(st.suspended))
+            for add in own:
+                add(p, w, lab)
     out += _participation(snap, host)
     out += _telemetry(snap.telemetry, host)
     spool = snap.spool or M.Spool()

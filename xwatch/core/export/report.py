@@ -19,14 +19,9 @@ from xwatch.core.export.render.charts import build_charts
 from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.render.model import Report, Section
-from xwatch.core.export.sections.answers import (
-    advice_section,
-    answer_section,
-    calibrate_section,
-    sweep_section,
-)
+from xwatch.core.export.sections.answers import advice_section, answer_section, sweep_section
 from xwatch.core.export.sections.capacity import capacity_section
-from xwatch.core.export.sections.gpu import attribution_section, capture_sections, gpu_section
+from xwatch.core.export.sections.gpu import capture_sections, gpu_section
 from xwatch.core.export.sections.modes import isolation_section
 from xwatch.core.export.sections.session import (
     environment_section,
@@ -59,8 +54,7 @@ def build_report(snap: SessionSnapshot) -> Report:
         advice_section(snap), capacity_section(snap), answer_section(snap), scenario_section(snap),
         environment_section(snap), phases_section(snap), gpu_section(snap),
         *capture_sections(snap), *workload_sections(snap), tradeoff_section(snap),
-        slo_section(snap), *mode_sections(snap), calibrate_section(snap),
-        attribution_section(snap), sweep_section(snap), failures_section(snap),
+        slo_section(snap), *mode_sections(snap), sweep_section(snap), failures_section(snap),
         reproduce_section(snap)]
     return Report(f"xwatch report: {snap.scenario.name}", [s for s in parts if s is not None])
 

@@ -65,6 +65,7 @@ from xwatch.core.engine.stats import (
 )
 from xwatch.core.engine.worker.trace import load_trace
 from xwatch.core.export.document.upgrade import upgrade
+from xwatch.core.modes import registry
 from xwatch.errors import SnapshotError
 from xwatch.scenario import (
     KIND_KEYS,
@@ -76,7 +77,9 @@ from xwatch.scenario import (
 
 SCHEMA_ID = D.SCHEMA_ID
 SUPPORTED_SCHEMAS = (SCHEMA_ID,)
-ENV_PREFIXES = ("XSCHED_", "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+#: the host's variables recorded with its environment, beside each mode's own
+#: (``Mode.env_prefixes``)
+ENV_PREFIXES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                 "LD_LIBRARY_PATH", "LD_PRELOAD", "XWATCH_")
 T = TypeVar("T")
 
@@ -89,11 +92,12 @@ def _num(v: float | None) -> float | None:
 
 def host_environment() -> D.Environment:
     """What can be said about the host without importing torch."""
+    prefixes = (*(x for m in registry.modes() for x in m.env_prefixes), *ENV_PREFIXES)
     return D.Environment(
         host=socket.gethostname(), os=f"{platform.system()} {platform.release()}",
         machine=platform.machine(), cpus=os.cpu_count(), python=sys.version.split()[0],
         xwatch=xwatch.__version__, argv=sys.argv[:],
-        env={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)})
+        env={k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes)})
 
 
 def _interval(h: Hist, q: float, few: bool = False) -> D.Interval:
@@ -153,6 +157,13 @@ def _captures(p: PhaseSnapshot) -> list[D.Capture] | msgspec.UnsetType:
     return out
 
 
+#: a phase's optional facts (what its mode, its plan and xwatch recorded about it), by
+#: the document's own list: the same struct in memory (None: none) and in the document
+#: (absent); its index, captures and per-GPU groups are derived apart
+FACTS = tuple(f.name for f in msgspec.structs.fields(D.Phase)
+              if f.default is UNSET and f.name not in ("index", "captures", "gpus"))
+
+
 def _opt(v: T | None) -> T | msgspec.UnsetType:
     """A fact some phases or sessions have: absent (``UNSET``) where it is None."""
     return UNSET if v is None else v
@@ -173,12 +184,7 @@ def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
         duration_s=_num(p.elapsed_s), measuring=p.measuring,
         t_start=p.t_start, t_measure=p.t_measure,
         workloads={w.name: _workload_doc(w) for w in p.workloads},
-        xsched=_opt(p.xsched), mps=_opt(p.mps), setting=_opt(p.setting),
-        setting_values=_opt(p.setting_values), error=_opt(p.error),
-        preflight=_opt(p.preflight), calibrate=_opt(p.calibrate), isolation=_opt(p.isolation),
-        repeat=_opt(p.repeat), step=_opt(p.step), cut_short=_opt(p.cut_short),
-        retried=_opt(p.retried),
-        candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes), proof=_opt(p.proof),
+        **{f: _opt(getattr(p, f)) for f in FACTS},
         captures=_captures(p), annotations=list(p.annotations),
         gpus=_per_gpu(p, telemetry))
 
@@ -332,7 +338,17 @@ def _read(path: str | os.PathLike[str]) -> tuple[Path, dict[str, Any]]:
     for key in ("scenario", "phases"):
         if key not in raw:
             raise SnapshotError(f"{p}: snapshot is missing {key!r}")
-    return p, upgrade(raw)
+    return p, upgraded(raw)
+
+
+def upgraded(raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` in the current shape: the document's own steps (``document.upgrade``),
+    then each mode's for its records (``Mode.upgrade``)."""
+    raw = upgrade(raw)
+    for mode in registry.modes():
+        if mode.upgrade is not None:
+            raw = registry.load_ref(mode.upgrade)(raw)
+    return raw
 
 
 def validate(raw: dict[str, Any], source: str = "<snapshot>") -> D.Snapshot:
@@ -414,14 +430,8 @@ def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
         elapsed_s=_f(p.duration_s), measuring=p.measuring,
         workloads=tuple(_workload_from(n, w) for n, w in p.workloads.items()),
         t_start=p.t_start, t_measure=p.t_measure,
-        xsched=_unset(p.xsched), mps=_unset(p.mps), preflight=_unset(p.preflight),
-        isolation=_unset(p.isolation),
         captures=tuple(_capture_from(c, source) for c in p.captures or ()),
-        annotations=tuple(p.annotations), error=_unset(p.error), setting=_unset(p.setting),
-        setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
-        repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
-        cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes),
-        retried=_unset(p.retried), proof=_unset(p.proof))
+        annotations=tuple(p.annotations), **{f: _unset(getattr(p, f)) for f in FACTS})
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
@@ -474,7 +484,7 @@ def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:
     wls = []
     for w in data.get("workloads", []):
         w = dict(w)
-        for table in ("xsched", "mps"):
+        for table in MODE_TABLES:
             t = w.pop(table, {}) or {}
             if not t.get("env"):
                 t.pop("env", None)
@@ -492,9 +502,9 @@ def scenario_from_dict(d: dict[str, Any], source: str) -> Scenario:
         wls.append(w)
     data["workload"] = wls
     data.pop("workloads", None)
-    xs = data.get("xsched") or {}
-    if not xs:
-        data.pop("xsched", None)
+    for table in MODE_TABLES:  # an empty table: as absent
+        if not data.get(table):
+            data.pop(table, None)
     if data.get("slo") is None:
         data.pop("slo", None)
     return parse_scenario(data, src, default_name=data.get("name", "?"))

@@ -7,9 +7,13 @@ A mode is two things:
   MPS, XSched and a mode from outside the tree alike): its name and label; its scenario
   keys (the ``--set`` keys of a sweep, advise's grid, how they apply to a workload); the
   backend it configures from the command line (or why it cannot run here); its report
-  sections, its dashboard key, tab and live-control screen. What lives elsewhere is
-  named by ``module:attr`` references that the registry, the report and the dashboard
-  load: a mode's declaration imports neither its backend nor what sits above it.
+  sections and lines of the environment, its Prometheus series, the upgrade of its
+  records in older snapshots, its words (capacity's sentences, the dashboard's keys,
+  help and alerts), its dashboard key, tab, lanes, Compare panel and live-control
+  screen. What lives elsewhere is named by ``module:attr`` references that the
+  registry, the report and the dashboard load: a mode's declaration imports neither its
+  backend nor what sits above it. A dashboard panel may be plain data (``View``,
+  ``Lanes``) that the dashboard draws, so that a mode keeps it in its package.
 - ``ModeBackend``, the configured backend that runs its phases: enter and leave a
   phase; the environment of its workloads and their fork support; the preflight
   (``settle``) and the engagement proof (``on_running``, ``last_look``); its health
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from xwatch.core.engine.live.phase import Phase
     from xwatch.core.engine.live.workload import WorkloadRun
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.core.engine.worker.zygote import ForkServer
     from xwatch.scenario import Scenario, Workload
 
@@ -62,6 +67,50 @@ class Control:
     values: Mapping[str, Any] = field(default_factory=dict)
 
 
+# -- names-ui: what a mode shows on the dashboard, as plain data
+@dataclass(frozen=True)
+class KeyHelp:
+    """A row of the dashboard's keys that a mode declares (``Mode.keys_help``): its place
+    among the rows (the dashboard's own: ``r`` 40, ``s`` 50, ``a`` 80, ``A`` 90, ...),
+    the keys as the help shows them, what they do, and their bindings (key, action,
+    the footer's words, shown in the footer). Plain data: the dashboard makes the
+    bindings."""
+
+    place: int
+    keys: str
+    does: str
+    bindings: tuple[tuple[str, str, str, bool], ...] = ()
+
+
+#: styled text as plain data: (text, rich style string) pieces
+Styled = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class View:
+    """What a mode shows in a dashboard panel, as data the dashboard draws
+    (``Mode.tab_view``, ``Mode.compare_view``): styled text (``head_style`` over all of
+    it), a table under it (its header and rows; none: no table), styled text under the
+    table; ``key`` tells two views apart beyond what they show."""
+
+    head: Styled
+    head_style: str = ""
+    header: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    foot: Styled = ()
+    foot_style: str = ""
+    key: str = ""
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """Each workload's scheduler lane in a phase (``Mode.lanes``): (workload, its status,
+    one mark per poll), and the legend of the marks."""
+
+    lanes: tuple[tuple[str, str, Styled], ...]
+    legend: Styled = ()
+
+
 @dataclass(frozen=True)
 class Controls:
     """What a backend lets change while its phase runs, as the control screen shows it:
@@ -70,6 +119,11 @@ class Controls:
     actions: tuple[str, ...]
     policy: str | None = None
     policies: list[str] | None = None
+    # -- names-ui: the control screen's words, the mode's own
+    #: the screen's title
+    title: str = ""
+    #: what the screen says under its fields (what cannot change live, and why)
+    note: str = ""
 
 
 class ModeBackend(abc.ABC):
@@ -237,3 +291,66 @@ class Mode(Protocol):
     def doctor(self) -> str | None:
         """Its ``xwatch doctor`` checks (``module:function`` of ``DoctorChecks``), after
         the generic ones; None: none."""
+
+    # -- names-ui: what the report, the snapshot's reader, the metrics and the dashboard
+    # ask of a mode (each mode's own words and records, so that they name none)
+    @property
+    def env_prefixes(self) -> tuple[str, ...]:
+        """The prefixes of its own environment variables (``XSCHED_``): recorded with
+        the host's environment and shown with a failed workload's."""
+
+    @property
+    def libraries(self) -> str | None:
+        """What the isolation proof looks for of it in a workload's maps, as the report
+        names it (``XSched libraries``); None: nothing."""
+
+    @property
+    def report_environment(self) -> str | None:
+        """Its lines of the report's environment (``module:function`` of a
+        ``PhaseSnapshot``, returning its rows of the environment table and its tables
+        under it, ``(rows, [(title, Table)])``); None: none."""
+
+    @property
+    def metrics(self) -> str | None:
+        """Its Prometheus series (``module:function``: given the exporter's ``gauge``
+        maker, it declares its families and returns what adds a workload's samples,
+        ``add(phase, workload, labels)``); None: none."""
+
+    @property
+    def upgrade(self) -> str | None:
+        """The step that brings its records in an older snapshot's raw JSON to the
+        current shape (``module:function`` of the raw document, returning it, the same
+        object where nothing changed); None: none."""
+
+    @property
+    def help(self) -> str:
+        """What the dashboard's help says of it beside the verdicts (Markdown; "":
+        nothing)."""
+
+    @property
+    def keys_help(self) -> tuple[KeyHelp, ...]:
+        """Its rows of the dashboard's keys (its key, its live control ...)."""
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        """How a candidate of it with ``settings`` reads in a sentence (capacity's
+        consolidation: ``MPS at 50%``); None: by the candidate's name."""
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        """Its warnings of a phase's workloads beyond their participation, as the
+        dashboard's alert bar shows them: (workload, warning)."""
+
+    @property
+    def tab_view(self) -> str | None:
+        """What its tab shows, where its ``tab`` is the dashboard's own ``ViewPanel``
+        (``module:function`` of the snapshot and why the mode cannot run, if it cannot,
+        returning a ``View``); None: its tab draws itself."""
+
+    @property
+    def lanes(self) -> str | None:
+        """Each workload's scheduler lane under the latency chart (``module:function`` of a
+        ``PhaseSnapshot`` and the width, returning ``Lanes``); None: none."""
+
+    @property
+    def compare_view(self) -> str | None:
+        """Its panel on the Compare tab (``module:function`` of the snapshot, returning a
+        ``View`` or None when the session has nothing for it); None: none."""

@@ -9,9 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Mode
+from xwatch.core.modes.contract import KeyHelp, Mode
 
 if TYPE_CHECKING:
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.scenario import Scenario, Workload
 
 
@@ -31,6 +32,18 @@ class NativeMode:
     unavailable: str = ""
     backend_factory: str | None = None
 
+    # -- names-ui
+    env_prefixes: tuple[str, ...] = ()
+    libraries: str | None = None
+    report_environment: str | None = None
+    metrics: str | None = None
+    upgrade: str | None = None
+    help: str = ""
+    keys_help: tuple[KeyHelp, ...] = ()
+    tab_view: str | None = None
+    lanes: str | None = None
+    compare_view: str | None = None
+
     def owns_key(self, key: str) -> bool:
         return False
 
@@ -48,6 +61,12 @@ class NativeMode:
 
     def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
         return None
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        return "native"
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        return []
 
 
 MODE: Mode = NativeMode()  # checked against the contract

@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend
+from xwatch.core.modes.contract import Control, Controls, KeyHelp, Mode, ModeBackend
 from xwatch.errors import ModeError
 
 if TYPE_CHECKING:
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.scenario import Scenario, Workload
 
 #: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
@@ -55,7 +56,11 @@ class MpsBackend(ModeBackend):
 
     def controls(self) -> Controls:
         """The share of SMs for new work; the rest is read when a client starts."""
-        return Controls(("threads",))
+        return Controls(("threads",), title="MPS live control (the phase's private server)",
+                        note="set_active_thread_percentage applies to work submitted from "
+                        "now on. Client priority, per-client thread % and the pinned memory "
+                        "limit are read when a client starts: change [workload.mps] and "
+                        "restart (r).")
 
     async def control(self, request: Control) -> str:
         pct = request.values.get("percentage")
@@ -74,7 +79,7 @@ class MpsMode:
     tab: str | None = None
     control_screen: str | None = "xwatch.ui.screens.control:MpsControlScreen"
     report_sections: tuple[tuple[int, str], ...] = (
-        (30, "xwatch.core.export.sections.modes:mps_section"),)
+        (30, "xwatch.core.mps.report:mps_section"),)
     sweep_keys: tuple[str, ...] = SWEEP_KEYS
     short_keys: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
         "mps.priority": "pri", "mps.active_thread_percentage": "sm"})
@@ -82,6 +87,21 @@ class MpsMode:
         {"mps.priority": 1, "mps.active_thread_percentage": p} for p in (100, 75, 50, 25))
     unavailable: str = "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)"
     backend_factory: str | None = "xwatch.core.mps.controller:backend_of"
+
+    # -- names-ui
+    env_prefixes: tuple[str, ...] = ()  # CUDA_MPS_*: a failed workload shows them as CUDA_*
+    libraries: str | None = None
+    report_environment: str | None = "xwatch.core.mps.report:environment"
+    metrics: str | None = None
+    upgrade: str | None = None
+    help: str = ""
+    keys_help: tuple[KeyHelp, ...] = (
+        KeyHelp(20, "`m`", "the same for MPS (NVIDIA): NATIVE <-> MPS under a private "
+                "control daemon", (("m", "mode_on_off('mps')", "MPS on/off", True),)),
+        KeyHelp(30, "`k` (MPS phase)", "the MPS server's active thread percentage, live"))
+    tab_view: str | None = None
+    lanes: str | None = None
+    compare_view: str | None = None
 
     def owns_key(self, key: str) -> bool:
         return key.startswith(PREFIX)
@@ -109,6 +129,15 @@ class MpsMode:
                 "--join-mps", action="store_true",
                 help="MPS: make the workloads clients of the MPS control daemon already "
                      "serving these GPUs instead of refusing to start (overrides [mps] join)")
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        """``MPS at 50%``: its active thread percentage (None: not set)."""
+        sm = next((v for k, v in settings.items() if k.endswith("active_thread_percentage")),
+                  None)
+        return f"MPS at {sm}%" if sm is not None else None
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        return []
 
 
 MODE: Mode = MpsMode()  # checked against the contract

@@ -21,12 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend, ServerFor
+from xwatch.core.modes.contract import Control, Controls, KeyHelp, Mode, ModeBackend, ServerFor
 
 if TYPE_CHECKING:
     import subprocess
 
     from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.core.modes.neighbours import Xserver
     from xwatch.core.xsched.client import XserverClient
     from xwatch.core.xsched.engagement import XserverLog
@@ -37,6 +38,10 @@ if TYPE_CHECKING:
 
 #: the ``--set`` keys a sweep or advise varies (``[workload.xsched]``)
 SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
+#: its report sections and lines of the environment; its series and upgrade
+_SECTIONS = "xwatch.core.xsched.report.sections"
+_RECORDS = "xwatch.core.xsched.report.records"
+_VIEWS = "xwatch.core.xsched.report.views"
 
 
 class XschedBackend(ModeBackend):
@@ -113,7 +118,8 @@ class XschedBackend(ModeBackend):
 
         meta = self.meta or read_meta(self.install.root)
         return Controls(("priority", "config", "policy"), self.policy,
-                        meta.policies.usable())
+                        meta.policies.usable(),
+                        title="XSched live control (applies to every XQueue of the workload)")
 
     async def control(self, request: Control) -> str:
         v, name = request.values, str(request.workload)
@@ -181,11 +187,11 @@ class XschedMode:
     name: str = "xsched"
     label: str = "XSched"
     key: str | None = "x"
-    tab: str | None = "xwatch.ui.widgets.panels:XschedPanel"
+    tab: str | None = "xwatch.ui.widgets.panels:ViewPanel"  # drawn from ``tab_view``
     control_screen: str | None = "xwatch.ui.screens.control:ControlScreen"
     report_sections: tuple[tuple[int, str], ...] = (
-        (10, "xwatch.core.export.sections.modes:engagement_section"),
-        (40, "xwatch.core.export.sections.modes:preflight_section"))
+        (10, f"{_SECTIONS}:engagement_section"), (40, f"{_SECTIONS}:preflight_section"),
+        (60, f"{_SECTIONS}:calibrate_section"), (70, f"{_SECTIONS}:attribution_section"))
     sweep_keys: tuple[str, ...] = SWEEP_KEYS
     short_keys: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
         "threshold": "th", "batch_size": "b", "priority": "prio", "level": "lvl"})
@@ -195,6 +201,25 @@ class XschedMode:
     unavailable: str = ("XSched mode needs an XSched install: pass --xsched ROOT, set "
                         "XSCHED_HOME, or set [xsched] root in the scenario")
     backend_factory: str | None = "xwatch.core.xsched.controller:backend_of"
+
+    # -- names-ui
+    env_prefixes: tuple[str, ...] = ("XSCHED_",)
+    libraries: str | None = "XSched libraries"
+    report_environment: str | None = f"{_SECTIONS}:environment"
+    metrics: str | None = f"{_RECORDS}:metrics"
+    upgrade: str | None = f"{_RECORDS}:upgrade"
+    help: str = ("Before its models load, an XSched phase runs a few seconds of\n  "
+                 "**preflight** under the shim (XSched tab).")
+    keys_help: tuple[KeyHelp, ...] = (
+        KeyHelp(10, "`x`", "stop every workload, switch NATIVE <-> XSCHED, restart them: a "
+                "new phase", (("x", "mode_on_off('xsched')", "XSched on/off", True),)),
+        KeyHelp(60, "`k`", "XSched live control: a workload's priority, its XQueues' "
+                "threshold/batch/level, the policy", (("k", "control", "XSched ctl", True),)),
+        KeyHelp(70, "`C`", "calibrate: HIGH alone and all together, native and XSched (4 "
+                "phases); Compare splits the change", (("C", "calibrate", "Calibrate", False),)))
+    tab_view: str | None = f"{_VIEWS}:tab"
+    lanes: str | None = f"{_VIEWS}:lanes"
+    compare_view: str | None = f"{_VIEWS}:calibration"
 
     def owns_key(self, key: str) -> bool:
         return key in SWEEP_KEYS
@@ -232,6 +257,15 @@ class XschedMode:
                      "session's) instead of refusing to start; it is never stopped. Its "
                      "policy is kept (refused if it differs from the scenario's) unless "
                      "=set-policy (overrides [xsched] join)")
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        return None
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        """What the shim and xserver's polls warned of each workload."""
+        xs = phase.xsched
+        return [(name, w) for name, info in (xs.workloads if xs is not None else {}).items()
+                for w in info.warnings]
 
 
 MODE: Mode = XschedMode()  # checked against the contract

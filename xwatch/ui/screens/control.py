@@ -2,9 +2,9 @@
 active thread percentage.
 
 Each is a mode's control screen (``Mode.control_screen``), made from the workloads'
-names and the backend's ``Controls``. The screen only collects and validates input; it
-returns a ``modes.contract.Control`` and the app has the backend perform it off the UI
-thread, showing its answer.
+names and the backend's ``Controls`` (its words too: the title, the note). The screen
+only collects and validates input; it returns a ``modes.contract.Control`` and the app
+has the backend perform it off the UI thread, showing its answer.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class ControlScreen(ModalScreen[Control | None]):
     def __init__(self, workloads: list[str], controls: Controls) -> None:
         super().__init__()
         self.workloads = workloads
+        self.title_text = controls.title
         policy = self.policy = controls.policy or "HPF"
         policies = controls.policies
         #: the install's own policies that its build can create (XSched renumbered and
@@ -49,8 +50,7 @@ class ControlScreen(ModalScreen[Control | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="control-box"):
-            yield Label("XSched live control (applies to every XQueue of the workload)",
-                        classes="title")
+            yield Label(self.title_text, classes="title")
             yield Select([(w, w) for w in self.workloads], value=self.workloads[0],
                          allow_blank=False, id="wl")
             with Horizontal():
@@ -101,17 +101,15 @@ class MpsControlScreen(ModalScreen[Control | None]):
 
     def __init__(self, workloads: list[str], controls: Controls) -> None:
         super().__init__()
+        self.controls = controls
 
     def compose(self) -> ComposeResult:
         with Vertical(id="control-box"):
-            yield Label("MPS live control (the phase's private server)", classes="title")
+            yield Label(self.controls.title, classes="title")
             with Horizontal():
                 yield Input(placeholder="active thread % 1-100", id="pct")
                 yield Button("Set on the server", id="do-pct")
-            yield Label("set_active_thread_percentage applies to work submitted from now "
-                        "on. Client priority, per-client thread % and the pinned memory "
-                        "limit are read when a client starts: change [workload.mps] and "
-                        "restart (r).", id="mps-note")
+            yield Label(self.controls.note, id="control-note")
             yield Label("", id="control-error")
 
     def action_cancel(self) -> None:

@@ -9,13 +9,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from xwatch.core.modes import verdicts
+from xwatch.core.modes import registry, verdicts
 from xwatch.ui.keys import keys_table
 
-HELP = """\
+READING = """\
 # xwatch keys
 
-""" + keys_table() + """
+{keys}
 
 # Reading the numbers
 - Latency is in ms, from the **scheduled** send time for rate-driven workloads (a stalled
@@ -39,10 +39,8 @@ HELP = """\
   fewer than 20, P99 from fewer than 100), so the value is their maximum, not yet a P99.
   In the Compare tab `~` is within the noise floor, `?` has no verdict (run-to-run noise
   unmeasured) and `*` marks a change drawn from too few requests.
-- Whether a mode took part is a **verdict** per workload (below; the XSched, MPS and Logs
-  tabs show the evidence). Before its models load, an XSched phase runs a few seconds of
-  **preflight** under the shim (XSched tab).
-- **stalled**: alive but no request completed (or no heartbeat) for longer than
+"""
+STALLS_AND_VERDICTS = """- **stalled**: alive but no request completed (or no heartbeat) for longer than
   max(2 s, 20x its recent service time, 3 request gaps). A phase that ends with a workload
   stalled, or whose xserver died, is **failed**.
 - Requests due but **unfinished** when a phase ends are counted at their waiting time so far
@@ -52,9 +50,24 @@ HELP = """\
 """ + verdicts.markdown() + "\n\n" + verdicts.TOOK_NO_PART + "\n"
 
 
+def help_markdown() -> str:
+    """The help: the keys, how to read the numbers, what each mode says of its evidence
+    (``Mode.help``), and what every verdict means."""
+    modes = registry.modes()
+    evidence = [m.label for m in modes if m.backend_factory is not None]
+    said = "".join(f" {m.help}" for m in modes if m.help)
+    return (READING.format(keys=keys_table())
+            + f"- Whether a mode took part is a **verdict** per workload (below; the "
+            f"{', '.join(evidence)} and Logs\n  tabs show the evidence).{said}\n"
+            + STALLS_AND_VERDICTS)
+
+
+HELP = help_markdown()
+
+
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Markdown(HELP)
+            yield Markdown(help_markdown())

@@ -1,12 +1,16 @@
-"""Text panels: GPU/host telemetry, XSched engagement and queues."""
+"""Text panels: GPU/host telemetry, the answer, the kernel lane, and what each mode
+shows as data (``modes.contract.View``, ``Lanes``): its tab (``ViewPanel``), its panel
+on the Compare tab (``CalibrationPanel``: calibrate's breakdown) and the scheduler lanes
+under the latency chart (``LaneStrip``)."""
 
 from __future__ import annotations
 
 import time
-from itertools import groupby
+from functools import cache
 from typing import Any
 
 from msgspec import UNSET
+from rich.console import Group
 from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
@@ -14,20 +18,15 @@ from rich.text import Text
 
 from xwatch.core import model as M
 from xwatch.core.analysis.answer.stored import answer_lines, with_answer
-from xwatch.core.analysis.calibrate import calibrate
-from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_roles, latest_samples
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, occupancy
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import CaptureSnapshot, PhaseSnapshot, SessionSnapshot
-from xwatch.core.export.sections.modes import policy_label, xsched_version
-from xwatch.core.xsched.engagement import EXIT_CRASH
+from xwatch.core.modes import registry
+from xwatch.core.modes.contract import Lanes, Styled, View
 from xwatch.ui.widgets.format import pct, text_key
 from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
-
-LANE = {"suspended": ("█", "red"), "running": ("▆", "green"), "idle": ("·", "dim"),
-        "none": (" ", "")}
 
 
 def _v(v: float | None, unit: str, digits: int = 0) -> str:
@@ -137,36 +136,60 @@ def _device_line(dev: str, s: M.Sample, age: str) -> str:
     return f"{dev:<5} cpu {pct(m.get('cpu_pct')):>4} mem {mem:>10} {age}{mark}"
 
 
+def styled(pieces: Styled, style: str = "") -> Text:
+    """A mode's styled text (``modes.contract.Styled``) as rich ``Text``, ``style``
+    over all of it."""
+    t = Text(style=style)
+    for text, sty in pieces:
+        t.append(text, style=sty)
+    return t
+
+
+def draw(view: View) -> tuple[Text, Any, tuple[object, ...]]:
+    """A mode's ``View``: its text, what a panel shows (the text, the table, the text
+    under it) and the key of its content."""
+    t = styled(view.head, view.head_style)
+    parts: list[Any] = [t]
+    if view.header:
+        tab = Table(*view.header, box=None, pad_edge=False)
+        for row in view.rows:
+            tab.add_row(*row)
+        parts.append(tab)
+    if view.foot:
+        parts.append(styled(view.foot, view.foot_style))
+    return t, Group(*parts) if len(parts) > 1 else t, (text_key(t), view.rows, view.key)
+
+
+class ViewPanel(QuietStatic):
+    """A mode's tab drawn from what the mode says of a snapshot (``Mode.tab_view``):
+    the app names a mode's tab ``<mode>-panel``."""
+
+    plain = ""
+
+    def show(self, snap: SessionSnapshot, configured: str | None) -> None:
+        mode = registry.get((self.id or "").removesuffix("-panel"))
+        if mode.tab_view is None:
+            return
+        t, shown, key = draw(registry.load_ref(mode.tab_view)(snap, configured))
+        self.plain = t.plain  # what the panel says, for tests and screen readers
+        self.set_content(shown, key, t.plain if shown is t else None)
+
+
 class CalibrationPanel(QuietStatic):
-    """The calibrate decomposition of HIGH's latency (Compare tab), when the session
-    has calibrate phases (``C`` in the dashboard, or ``xwatch calibrate``)."""
+    """Each mode's panel on the Compare tab (``Mode.compare_view``: XSched's calibrate
+    decomposition of HIGH's latency, when the session has calibrate phases)."""
 
     plain = ""
 
     def show(self, snap: SessionSnapshot) -> None:
-        cal = calibrate(snap)
-        self.set_display(cal is not None)
-        if cal is None:
+        views = [v for m in registry.modes() if m.compare_view is not None
+                 if (v := registry.load_ref(m.compare_view)(snap)) is not None]
+        self.set_display(bool(views))
+        if not views:
             return
-        t = Text(f"Calibration of {cal.workload}: ", style="bold")
-        t.append(cal.verdict + "\n", style="bold cyan")
-        tab = Table("", "alone native", "alone XSched", "together native", "together XSched",
-                    "shim overhead", "contention", "XSched recovers", box=None, pad_edge=False)
-
-        def f(v: float) -> str:
-            return "-" if v != v else f"{v:.2f}"
-
-        for r in cal.rows:
-            tab.add_row(r.pct, f(r.alone_native), f(r.alone_xsched), f(r.together_native),
-                        f(r.together_xsched), f(r.shim_overhead), f(r.contention),
-                        f(r.recovered))
-        t2 = Text("ms; shim overhead = alone XSched - alone native; contention = together "
-                  "native - alone native; recovers = together native - together XSched. "
-                  f"LOW samples/s {f(cal.low_native_sps)} -> {f(cal.low_xsched_sps)}",
-                  style="dim")
-        from rich.console import Group
+        t, shown, key = draw(views[0])
         self.plain = t.plain
-        self.set_content(Group(t, tab, t2), (text_key(t), str(cal.rows)))
+        self.set_content(shown, key)
 
 
 class AnswerPanel(QuietStatic):
@@ -219,60 +242,28 @@ class AnswerPanel(QuietStatic):
         self.set_content(t, (text_key(t),))
 
 
-def _legend(t: Text) -> None:
-    t.append("lane: ", style="dim")
-    for state, label in (("suspended", "suspended  "), ("running", "running/ready  "),
-                         ("idle", "idle  ")):
-        ch, sty = LANE[state]
-        t.append(ch, style=sty)
-        t.append(" " + label, style="dim")
-    t.append("(one mark per /xqueues poll)\n", style="dim")
-
-
-_LANE_STYLES = {state: Style.parse(sty) if sty else Style() for state, (_, sty) in LANE.items()}
-
-
-def lane_segments(info: M.XschedWorkload, width: int) -> list[Segment]:
-    """One mark per poll, the last ``width`` polls; a run of equal states is one
-    segment (its marks change every poll: a span per mark made it the costliest panel)."""
-    out: list[Segment] = []
-    for state, run in groupby(s for _, s in info.lane[-width:]):
-        ch = LANE.get(state, ("?", ""))[0]
-        out.append(Segment(ch * sum(1 for _ in run), _LANE_STYLES.get(state)))
-    return out
-
-
-def lane_text(info: M.XschedWorkload, width: int) -> Text:
-    """``lane_segments`` as a Text (the XSched tab's panel)."""
-    return Text.assemble(*((seg.text, seg.style or "") for seg in lane_segments(info, width)))
-
-
-def slow_marks(info: M.XschedWorkload, ends: list[float], width: int) -> Text:
-    """'▲' under the lane poll nearest to where each slow request ended."""
-    import bisect
-
-    times = [float(tp) for tp, _ in info.lane[-width:]]
-    marks = [" "] * len(times)
-    for t_end in ends:
-        i = bisect.bisect_left(times, t_end)
-        if times and times[0] <= t_end <= times[-1] + 1.0:
-            marks[min(i, len(times) - 1)] = "▲"
-    return Text("".join(marks), style="bold red")
+@cache
+def _style(style: str) -> Style:
+    return Style.parse(style) if style else Style()
 
 
 class LaneStrip(LinePanel):
-    """The scheduler lane of every workload, under the latency chart (XSched only).
-    Its marks change every poll: it draws through the line API (``LinePanel``). On
-    several GPUs, the lanes of one GPU: the one ``g`` picked, else the one whose HIGH
-    has the worst P99 (its room holds a GPU's copies, not sixteen lanes)."""
+    """The scheduler lane of every workload, under the latency chart (``Mode.lanes``:
+    XSched's). Its marks change every poll: it draws through the line API
+    (``LinePanel``). On several GPUs, the lanes of one GPU: the one ``g`` picked, else
+    the one whose HIGH has the worst P99 (its room holds a GPU's copies, not sixteen
+    lanes)."""
 
     def show(self, snap: SessionSnapshot, gpu: int | None = None) -> None:
         p = snap.current
-        wls = p.xsched.workloads if p is not None and p.xsched is not None else {}
-        self.set_display(bool(wls))
-        if not wls or p is None:
-            return
         width = max(10, self.size.width - 26)
+        found = [ln for m in registry.modes() if m.lanes is not None and p is not None
+                 if (ln := registry.load_ref(m.lanes)(p, width)).lanes]
+        self.set_display(bool(found))
+        if not found or p is None:
+            return
+        lanes: Lanes = found[0]
+        wls = lanes.lanes
         lines: list[Text | list[Segment]] = []
         key: list[object] = [width]
         roles = gpu_roles(snap.scenario.workloads)
@@ -284,20 +275,18 @@ class LaneStrip(LinePanel):
                 gpu = max(p99, key=lambda g: p99[g]) if p99 else roles.gpus[0]
                 why = " (worst HIGH P99)"
             on = {w.name for w in p.workloads if w.gpu == gpu}
-            wls = {n: info for n, info in wls.items() if n in on}
+            wls = tuple(lane for lane in wls if lane[0] in on)
             head = Text(f"lanes of GPU {gpu}{why} · g: another GPU", style="dim")
             lines.append(head)
             key.append(head.plain)
-        for name, info in wls.items():
-            status = info.status
-            lane = lane_segments(info, width)
+        for name, status, marks in wls:
+            lane = [Segment(text, _style(sty)) for text, sty in marks]
             head = Text(f"{name[:10]:<10} {status[:13]:<13} ",
                         style="green" if status == "engaged" else "bold red"
                         if status not in ("pending",) else "yellow")
             lines.append([*head.render(self.app.console, end=""), *lane])
-            key.append((head.plain, tuple((s.text, s.style) for s in lane)))
-        legend = Text()
-        _legend(legend)
+            key.append((head.plain, marks))
+        legend = styled(lanes.legend)
         legend.rstrip()
         lines.append(legend)
         self.set_lines(lines, tuple(key))
@@ -394,72 +383,3 @@ class KernelLane(QuietStatic):
                  f"kernel of it running; {low} idle {a.low_quiet_share * 100:.0f}% of that time; "
                  f"clock check {a.aligned * 100:.0f}%", style="dim")
         return t
-
-
-class XschedPanel(QuietStatic):
-    """Engagement per workload, its XQueues, and the scheduler lane."""
-
-    plain = ""
-
-    def show(self, snap: SessionSnapshot, configured: str | None) -> None:
-        p = snap.current
-        xs = p.xsched if p is not None else None
-        if p is None or xs is None:
-            msg = Text("XSched is not active in this phase. ", style="bold")
-            msg.append(configured or "Press x to restart the workloads under XSched.")
-            self.plain = msg.plain
-            self.set_content(msg, text_key(msg), msg.plain)
-            return
-        t = Text()
-        poll = f"  poll {xs.poll_ms} ms" if xs.poll_ms else ""
-        # older snapshots: no version
-        ver = f"{xsched_version(xs)}  " if xs.version is not UNSET else ""
-        t.append(f"{ver}xserver {' '.join(xs.xserver_cmd or [])}  "
-                 f"policy {policy_label(xs)}{poll}\n", style="bold")
-        if xs.xserver_exit:
-            t.append(f"✖ {xs.xserver_exit.reason}\n", style="bold red")
-        if xs.listen:
-            t.append(f"note: {xs.listen}\n", style="dim")
-        for v in p.preflight.verdicts if p.preflight is not None else []:
-            ok = v.status == "engaged"
-            t.append(f"preflight {v.device}/{v.stream}: ", style="bold")
-            t.append(f"{v.status}", style="green" if ok else "bold yellow"
-                     if v.status == EXIT_CRASH else "bold red")
-            t.append(f" {v.detail}" + (" (cached)" if v.cached else "") + "\n",
-                     style="dim")
-        slo = snap.scenario.slo
-        att = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None)
-        if att is not None:
-            t.append(att.sentence() + "\n", style="bold cyan")
-        for name, info in xs.workloads.items():
-            status = info.status
-            style = "bold green" if status == "engaged" else "bold red" \
-                if status not in ("pending",) else "yellow"
-            st = info.stats
-            t.append(f"{name:<10} ", style="bold")
-            t.append(f"{status:<15}", style=style)
-            t.append(f" scheduler={info.scheduler} queues={st.queues} "
-                     f"(max {st.max_queues}) "
-                     f"ready {st.ready}/{st.polls} suspended "
-                     f"{st.suspended}/{st.polls}\n")
-            t.append("  lane ")
-            t.append_text(lane_text(info, 90))
-            t.append("\n")
-            if att is not None and name == att.workload and att.requests:
-                t.append("  slow ")
-                t.append_text(slow_marks(info, [r[0] for r in att.requests], 90))
-                t.append(f"  ▲ = a request over {att.threshold_ms:.1f} ms ended here\n",
-                         style="dim")
-            for w in info.warnings:
-                t.append(f"  ⚠ {w}\n", style="yellow")
-        _legend(t)
-        tab = Table("workload", "handle", "level", "thr", "batch", "ready", "suspended",
-                    box=None, pad_edge=False)
-        for name, info in xs.workloads.items():
-            for q in info.queues[:8]:
-                tab.add_row(name, f"{q.handle:x}", str(q.level), str(q.threshold),
-                            str(q.batch_size), str(q.ready), str(q.suspended))
-        from rich.console import Group
-        self.plain = t.plain  # what the panel says, for tests and screen readers
-        rows = [(n, str(q)) for n, info in xs.workloads.items() for q in info.queues[:8]]
-        self.set_content(Group(t, tab), (text_key(t), tuple(rows)))

@@ -12,8 +12,7 @@ from rich.text import Text
 
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, SessionSnapshot
-from xwatch.core.modes import participation
-from xwatch.core.modes.base import XSCHED
+from xwatch.core.modes import participation, registry
 from xwatch.ui.widgets.format import text_key
 from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -82,9 +81,9 @@ class StatusLine(LinePanel):
 
 
 class AlertBar(QuietStatic):
-    """Failures, stalls, the workloads that take no part in the phase's mode (XSched,
-    MPS: ``participation.absent``, with what to do) and XSched's other warnings,
-    visible on every tab without opening the logs."""
+    """Failures, stalls, the workloads that take no part in the phase's mode
+    (``participation.absent``, with what to do) and each mode's other warnings
+    (``Mode.warnings``), visible on every tab without opening the logs."""
 
     def show(self, snap: SessionSnapshot) -> None:
         p = snap.current
@@ -109,17 +108,18 @@ class AlertBar(QuietStatic):
                     lines.append(Text(f"! {w.name}: {w.malformed} malformed event lines ignored",
                                       style="yellow"))
             # who takes no part in the phase's mode, and what to do (the evidence: the
-            # XSched tab and the logs); XSched's other warnings as they are
+            # mode's tab and the logs); each mode's other warnings as they are
+            # (``Mode.warnings``)
             absent = participation.absent(p)
             told = {(a.mode, a.workload) for a in absent}
             for a in absent:
                 lines.append(Text(clip(f"⚠ {a.line()}", 400),
                                   style="yellow" if a.provisional else "bold yellow"))
-            for name, info in (p.xsched.workloads if p.xsched is not None else {}).items():
-                if (XSCHED, name) in told:
-                    continue
-                for warn in info.warnings:
-                    lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))
+            for mode in registry.modes():
+                for name, warn in mode.warnings(p):
+                    if (mode.name, name) not in told:
+                        lines.append(Text(clip(f"⚠ {mode.label} {name}: {warn}", 300),
+                                          style="bold yellow"))
         self.set_display(bool(lines))
         self.plain = ""  # what it says (tests, screen readers)
         if lines:

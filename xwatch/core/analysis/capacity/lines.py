@@ -1,14 +1,16 @@
 """What ``xwatch capacity`` says, from its snapshot record alone (``model.Capacity``):
-the standings after each round, the capacity table, the consolidation lines ("MPS at
-50%: 0.81 [0.74, 0.87] of a dedicated GPU's chat capacity and 0.62 [0.58, 0.66] of the
-trainer's: 1.43 GPUs of work on one"), the best candidate where the intervals
-separate, and the TOML to paste (the rate and the setting). The console, the dashboard
-and the report print the same lines."""
+the standings after each round, the capacity table, the consolidation lines (each
+candidate in its mode's words, ``Mode.words``: "MPS at 50%: 0.81 [0.74, 0.87] of a
+dedicated GPU's chat capacity and 0.62 [0.58, 0.66] of the trainer's: 1.43 GPUs of work
+on one"), the best candidate where the intervals separate, and the TOML to paste (the
+rate, and the setting as its mode deploys it, ``Mode.deploy``). The console, the
+dashboard and the report print the same lines."""
 
 from __future__ import annotations
 
 from xwatch.core import model as M
 from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.modes import registry
 
 
 def _num(v: float | None, fmt: str = "{:.3g}") -> str:
@@ -47,13 +49,9 @@ def standings(rec: M.Capacity) -> list[str]:
 
 
 def _mode_words(r: M.CapacityRecord) -> str:
-    if r.mode == "mps":
-        sm = next((v for k, v in r.settings.items() if k.endswith("active_thread_percentage")),
-                  None)
-        return f"MPS at {sm}%" if sm is not None else r.candidate
-    if r.mode == "native":
-        return "native"
-    return r.candidate
+    """The candidate as its mode says it in a sentence (``Mode.words``), else its name."""
+    mode = registry.find(r.mode)
+    return (mode.words(r.settings) if mode is not None else None) or r.candidate
 
 
 def consolidation(rec: M.Capacity) -> list[str]:
@@ -95,8 +93,8 @@ def toml_lines(rec: M.Capacity) -> list[str]:
         by_wl.setdefault(wl, {})[key] = v
     for wl, kv in by_wl.items():
         lines.append(f'# in the [[workload]] table with name = "{wl}":')
-        lines.append(f"[workload.{'mps' if pick.mode == 'mps' else 'xsched'}]")
-        lines += [f"{key.removeprefix('mps.')} = {v}" for key, v in kv.items()]
+        mode = registry.find(pick.mode)  # its table, as advice is deployed
+        lines += mode.deploy(kv) if mode is not None else [f"{k} = {v}" for k, v in kv.items()]
     return lines
 
 

@@ -15,9 +15,10 @@ within it over time:
 - the first snapshots (2026-11-21, before d8e97c5) carried a workload's service-time
   summary as ``service_ms``, which no version read back; it is dropped (its mean
   became ``service_mean_ms``, absent there, so unknown, as it always was on replay);
-- XSched's per-workload queue statistics (``xsched.workloads.*.stats``) gained
-  ``max_queues`` (the most queues seen in one poll); before it, every reader showed the
-  last poll's ``queues`` in its place, which is what an older snapshot gets.
+- a mode's own records changed: its own step (``Mode.upgrade``: XSched's queue
+  statistics gained ``max_queues``) brings them to the current shape; the loader
+  (``export.snapshot``) runs each registered mode's after this one, which may not
+  import the modes;
 
 - the answer (``answer``, ``gpu_findings``) was computed by every reader from the
   phases until ``answer_box`` was stored beside it (the session's answer, computed once
@@ -42,8 +43,7 @@ def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
     """``raw`` in the current shape (a new object where anything changed; ``raw``
     itself is not modified)."""
     phases = raw.get("phases")
-    if not isinstance(phases, list) or not any(
-            _old_workloads(p) or _old_queue_stats(p) for p in phases):
+    if not isinstance(phases, list) or not any(_old_workloads(p) for p in phases):
         return raw
     out = dict(raw)
     out["phases"] = [_phase(p) for p in phases]
@@ -56,26 +56,7 @@ def _old_workloads(p: Any) -> bool:
         for k in DROPPED_WORKLOAD_FIELDS)
 
 
-def _xsched_stats(p: Any) -> list[tuple[str, dict[str, Any]]]:
-    """(workload, its ``stats``) of a phase's XSched record."""
-    xs = p.get("xsched") if isinstance(p, dict) else None
-    wls = xs.get("workloads") if isinstance(xs, dict) else None
-    if not isinstance(wls, dict):
-        return []
-    return [(n, w["stats"]) for n, w in wls.items()
-            if isinstance(w, dict) and isinstance(w.get("stats"), dict)]
-
-
-def _old_queue_stats(p: Any) -> bool:
-    return any("max_queues" not in st for _, st in _xsched_stats(p))
-
-
 def _phase(p: Any) -> Any:
-    if _old_queue_stats(p):
-        xs = p["xsched"]
-        p = {**p, "xsched": {**xs, "workloads": {**xs["workloads"], **{
-            n: {**xs["workloads"][n], "stats": {**st, "max_queues": st.get("queues", 0)}}
-            for n, st in _xsched_stats(p) if "max_queues" not in st}}}}
     if not _old_workloads(p):
         return p
     return {**p, "workloads": {n: ({k: v for k, v in w.items()

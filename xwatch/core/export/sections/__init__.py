@@ -4,8 +4,11 @@
 
 ``session``: the scenario, environment, phases, failures and how to reproduce;
 ``workloads``: each workload's numbers, the trade-off, the objective;
-``modes``: the XSched and MPS evidence and each phase's isolation;
-``gpu``: per GPU, kernel captures, tail attribution;
-``answers``: the advice, the answer box, calibrate's and the sweep's;
+``modes``: each phase's isolation;
+``gpu``: per GPU, kernel captures;
+``answers``: the advice, the answer box and the sweep's;
 ``capacity``: ``xwatch capacity``'s brackets, shares and loads.
+
+Each mode's own sections (its evidence, and XSched's calibration and tail
+attribution) live in its package (``Mode.report_sections``).
 """

@@ -1,6 +1,6 @@
 """The report's answers: ``xwatch advise``'s advice, the answer box (what changed,
-with intervals, pooled over repeats), calibrate's breakdown of the latency, and the
-sweep's settings against native with their frontier."""
+with intervals, pooled over repeats), and the sweep's settings against native with
+their frontier (calibrate's breakdown of the latency is XSched's own section)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from msgspec import UNSET
 
 from xwatch.core.analysis.answer.stored import stored
-from xwatch.core.analysis.calibrate import calibrate
 from xwatch.core.analysis.frontier import frontier, sweep_points
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.phases import by_priority, side_by_side
@@ -20,6 +19,7 @@ from xwatch.core.analysis.verdict import UNMEASURED, latency_change, rate_change
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import nan_if_none
 from xwatch.core.export.render.model import Section, Table, change, num
+from xwatch.core.modes import registry
 
 
 def advice_section(snap: SessionSnapshot) -> Section | None:
@@ -109,33 +109,17 @@ def answer_section(snap: SessionSnapshot) -> Section | None:
     return s
 
 
-def calibrate_section(snap: SessionSnapshot) -> Section | None:
-    cal = calibrate(snap)
-    if cal is None:
-        return None
-    s = Section(f"Calibration: where {cal.workload}'s latency goes")
-    s.paragraphs.append(f"**{cal.verdict}**")
-    s.paragraphs.append("shim overhead = alone under XSched - alone native; contention = "
-                        "together native - alone native; XSched recovers = together native - "
-                        "together under XSched (positive = XSched helps). All in ms.")
-    s.tables.append(("", Table(
-        ["percentile", "alone native", "alone XSched", "together native", "together XSched",
-         "shim overhead", "contention", "XSched recovers"],
-        [[r.pct, num(r.alone_native), num(r.alone_xsched), num(r.together_native),
-          num(r.together_xsched), num(r.shim_overhead), num(r.contention), num(r.recovered)]
-         for r in cal.rows])))
-    s.paragraphs.append(f"Low-priority throughput together: {num(cal.low_native_sps, 1)} "
-                        f"samples/s native, {num(cal.low_xsched_sps, 1)} under XSched "
-                        f"({num(cal.low_price_pct, 1)}%).")
-    return s
-
-
 def sweep_section(snap: SessionSnapshot) -> Section | None:
     rows, note = frontier_rows(snap)
     if not rows:
         return None
-    mode = next((p.mode for p in snap.phases if p.setting), "xsched")
-    s = Section(f"Sweep: {'MPS' if mode == 'mps' else 'XSched'} settings against native")
+    # the mode of the first phase of a setting; none (a box phase's settings), or one
+    # without settings of its own (native): the first mode that has settings
+    first = next((p.mode for p in snap.phases if p.setting), None)
+    mode = registry.find(first) if first is not None else None
+    if mode is None or not mode.sweep_keys:
+        mode = next(m for m in registry.modes() if m.sweep_keys)
+    s = Section(f"Sweep: {mode.label} settings against native")
     s.paragraphs.append(note)
     s.tables.append(("", Table(["phase", "setting", "status", "HIGH P50 (ms)", "HIGH P99 (ms)",
                                 "LOW samples/s", "P99 vs native", "LOW vs native", "frontier"],

@@ -1,12 +1,12 @@
 """The report's GPU-side sections: per GPU (each copy's numbers and the roll-up), each
-kernel capture (what the high-priority kernels waited behind, with the kernel lane),
-and the attribution of slow requests to what xserver's polls showed."""
+kernel capture (what the high-priority kernels waited behind, with the kernel lane).
+The attribution of slow requests to what xserver's polls showed is XSched's own
+section."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from xwatch.core.analysis.gpu.attribution import attribute
 from xwatch.core.analysis.gpu.gpus import gpu_groups, rollup
 from xwatch.core.analysis.gpu.kernels import analyze, capture_cost, clip, union
 from xwatch.core.analysis.phases import is_box, label
@@ -116,26 +116,3 @@ def _lane_svg(cap: CaptureSnapshot, a: Any) -> str:
                 for q in traces[a.high].get("requests") or [] if q[2] > lo and q[1] < hi]
     return lane_chart(f"kernels around {a.high}'s slowest request (100 ms; red: the 3 "
                       "slowest requests)", rows, brackets, (lo, hi))
-
-
-def attribution_section(snap: SessionSnapshot) -> Section | None:
-    slo = snap.scenario.slo
-    rows = []
-    for p in snap.phases:
-        a = attribute(p, slo.latency_ms if slo else None, slo.workload if slo else None)
-        if a is None:
-            continue
-        rows.append([p.name, a.workload, f"> {a.threshold_ms:.2f} ms ({a.threshold_kind})"]
-                    + [str(a.counts[c]) for c in a.counts] + [a.sentence()])
-    if not rows:
-        return None
-    from xwatch.core.analysis.gpu.attribution import CATEGORIES
-
-    s = Section("Tail attribution under XSched")
-    s.paragraphs.append("For each high-priority request slower than the SLO (else the phase "
-                        "P99): what the /xqueues polls taken while it was open showed (the "
-                        "nearest poll within 0.15 s when none fell inside it).")
-    s.tables.append(("", Table(["phase", "workload", "slow =", *[f"while {c}" if c != "unknown"
-                                                              else c for c in CATEGORIES],
-                                "summary"], rows)))
-    return s

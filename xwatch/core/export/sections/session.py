@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import shlex
 
-from msgspec import UNSET, UnsetType
+from msgspec import UnsetType
 
 from xwatch.core import model as M
 from xwatch.core.analysis.phases import label, shared_lines
 from xwatch.core.engine.causes import collapse
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.render.model import Section, Table, num
-from xwatch.core.export.sections.modes import policy_label, xsched_version
+from xwatch.core.modes import registry
+
+#: a failed workload's variables shown in the report, beside each mode's own
+#: (``Mode.env_prefixes``)
+SHOWN_ENV = ("LD_", "HIP_", "CUDA_")
 
 
 def joined_note(j: M.Joined | UnsetType) -> str:
@@ -46,8 +50,8 @@ def scenario_section(snap: SessionSnapshot) -> Section:
 
 
 def environment_section(snap: SessionSnapshot) -> Section:
-    """Where it ran: host, devices, torch, driver, telemetry, each phase's daemons
-    and XSched settings."""
+    """Where it ran: host, devices, torch, driver, telemetry, and what each mode says of
+    each phase (its daemons and settings)."""
     env = snap.environment
     tel = snap.telemetry
     e = Section("Environment")
@@ -60,27 +64,13 @@ def environment_section(snap: SessionSnapshot) -> Section:
             ["torch", ", ".join(torch_v) or "-"],
             ["driver", str(tel.info.driver or "-") if tel is not None else "-"],
             ["telemetry", f"{tel.backend} ({tel.reason})" if tel is not None else "off"]]
-    for p in snap.phases:
-        xs = p.xsched
-        if xs:
-            # older snapshots: as before
-            ver = f"{xsched_version(xs)}, " if xs.version is not UNSET else ""
-            rows.append([f"XSched ({p.name})", f"{ver}root `{xs.root}`, "
-                         f"policy {policy_label(xs)}, xserver "
-                         f"`{' '.join(xs.xserver_cmd or [])}`" + joined_note(xs.joined)])
-        if p.mps and p.mps.joined:
-            rows.append([f"MPS ({p.name})", "control daemon" + joined_note(p.mps.joined)])
+    # each mode's lines of each phase (``Mode.report_environment``): rows, then tables
+    own = [registry.load_ref(m.report_environment) for m in registry.modes()
+           if m.report_environment is not None]
+    lines = [fn(p) for p in snap.phases for fn in own]
+    rows += [r for mode_rows, _ in lines for r in mode_rows]
     e.tables.append(("", Table(["what", "value"], rows)))
-    for p in snap.phases:
-        xs = p.xsched
-        if not xs:
-            continue
-        env_rows = []
-        for name, wenv in xs.env.items():
-            env_rows.append([name, "<br>".join(f"`{k}={v}`" for k, v in sorted(wenv.items())
-                                               if k.startswith(("XSCHED_", "LD_")))])
-        e.tables.append((f"XSched settings in {p.name}", Table(["workload", "variables"],
-                                                               env_rows)))
+    e.tables += [t for _, tables in lines for t in tables]
     return e
 
 
@@ -133,9 +123,9 @@ def failures_section(snap: SessionSnapshot) -> Section | None:
                 fails.append("stderr (first lines):\n\n" + "\n".join("    " + ln for ln in head))
             if tail:
                 fails.append("stderr (last lines):\n\n" + "\n".join("    " + ln for ln in tail))
+            prefixes = (*(x for m in registry.modes() for x in m.env_prefixes), *SHOWN_ENV)
             for w in ws:
-                shown = {k: v for k, v in w.launch.env.items()
-                         if k.startswith(("XSCHED_", "LD_", "HIP_", "CUDA_"))}
+                shown = {k: v for k, v in w.launch.env.items() if k.startswith(prefixes)}
                 if shown:
                     fails.append((f"{w.name}: " if len(ws) > 1 else "") + "environment in "
                                  "force: " + ", ".join(f"`{k}={v}`"
