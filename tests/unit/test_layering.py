@@ -222,8 +222,6 @@ MODE_PACKAGES = ("xwatch.core.xsched", "xwatch.core.mps")
 MODE_IMPORTS_ALLOWED = {
     # XSched's install checks: doctor's own lines (python, torch, GPUs, XSched)
     "xwatch.cli.doctor": "xwatch.core.xsched",
-    # the one retry of a phase whose xserver died before its first measured second
-    "xwatch.core.plans.driver": "xwatch.core.xsched.leave.retry",
     # XSched's dashboard tab (``Mode.tab``), which lives with the UI: a crash's exit code
     "xwatch.ui.widgets.panels": "xwatch.core.xsched.engagement",
 }

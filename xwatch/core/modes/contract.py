@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from xwatch.core import model as M
     from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.engine.live.workload import WorkloadRun
     from xwatch.core.engine.worker.zygote import ForkServer
     from xwatch.scenario import Scenario, Workload
@@ -61,6 +63,18 @@ class Controls:
     actions: tuple[str, ...]
     policy: str | None = None
     policies: list[str] | None = None
+
+
+class Retry(Protocol):
+    """A phase that failed because its mode's daemon died before its first measured
+    second (``ModeBackend.died_early``): the driver runs it once more, once."""
+
+    def first_attempt(self, session: Session) -> tuple[M.PhaseRetry, str]:
+        """The record of the failed first attempt and the console's line about the retry
+        (logged in ``session``, the attempt taken out of its phases)."""
+
+    def failed_twice(self, first: M.PhaseRetry) -> None:
+        """The retry (this phase) died early too: it fails, saying so."""
 
 
 class ModeBackend(abc.ABC):
@@ -152,6 +166,12 @@ class ModeBackend(abc.ABC):
 
         raise ModeError(f"{self.mode} has no live control {request.action!r} (it declares "
                         "none)", title="No live control")
+
+    # -- names-engine: the one retry of a phase whose daemon died early
+    def died_early(self, phase: Phase) -> Retry | None:
+        """How to retry ``phase`` when it failed because the mode's daemon died before its
+        first measured second (XSched's xserver); None: it is not retried (the default)."""
+        return None
 
 
 class Mode(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend, ServerFor
+from xwatch.core.modes.contract import Control, Controls, Mode, ModeBackend, Retry, ServerFor
 
 if TYPE_CHECKING:
     import subprocess
@@ -126,6 +126,13 @@ class XschedBackend(ModeBackend):
             return f"{name}: config applied to {n} XQueue(s)"
         await self.set_policy(v["policy"])
         return f"policy {v['policy']}"
+
+    def died_early(self, phase: Phase) -> Retry | None:
+        """A phase whose xserver died before its first measured second is run once more
+        (``leave.retry``)."""
+        from xwatch.core.xsched.leave.retry import retry_of
+
+        return retry_of(phase)
 
     def hung_or_gone(self) -> str:
         """'hung' while xserver's process lives (its HTTP API silent), else 'gone'."""

@@ -23,7 +23,6 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.worker.xsched_fork import switchable
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import DaemonBackend
 from xwatch.core.modes.isolation import is_shim
@@ -39,6 +38,7 @@ from xwatch.core.xsched.compat import (
 )
 from xwatch.core.xsched.engagement import XserverLog
 from xwatch.core.xsched.env import queue_params, xsched_env
+from xwatch.core.xsched.fork import switchable
 from xwatch.core.xsched.install import XschedError, XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.leave.quiet import XserverQuiet, died_by_itself
 from xwatch.core.xsched.meta import InstallMeta, read_meta

@@ -27,7 +27,6 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
-from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.neighbours import Strangers, Xserver
 from xwatch.core.xsched.client import XserverClient
@@ -38,6 +37,7 @@ from xwatch.core.xsched.engagement import (
     engagement,
     expected_ready_polls,
 )
+from xwatch.core.xsched.fork import LEAVE_MARK
 from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.xqueues.polling import (
     Answer,
