@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from xwatch.core.engine.live.phase import Phase
     from xwatch.core.engine.live.session import Session
     from xwatch.core.engine.live.workload import WorkloadRun
+    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.core.engine.worker.zygote import ForkServer
     from xwatch.scenario import Scenario, Workload
 
@@ -63,6 +64,64 @@ class Controls:
     actions: tuple[str, ...]
     policy: str | None = None
     policies: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Why a workload takes no part in its mode, and what to do about it."""
+
+    reason: str
+    todo: str
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A workload of a phase that takes no part in the phase's mode (or, ``provisional``,
+    has not been seen taking part so far)."""
+
+    workload: str
+    mode: str  # the mode's name
+    status: str  # the mode's verdict (``pending`` while provisional)
+    reason: str
+    todo: str
+    provisional: bool = False
+
+    def line(self) -> str:
+        """What the main screen and the console say: "infer: XSched is not scheduling
+        it (...): run its GPU work on a CUDA stream it creates (...)"."""
+        todo = f"if it stays so, {self.todo}" if self.provisional else self.todo
+        return f"{self.workload}: {self.reason}: {todo}"
+
+
+class Proof(Protocol):
+    """A mode's proof of who of a phase's workloads took part in it, read from the phase's
+    record (``Mode.proof``): for the answer (``analysis.participation``) and the live
+    alerts (``modes.participation``)."""
+
+    #: the recorded verdicts that prove a workload took part
+    took_part: frozenset[str]
+    #: what taking part is called: (was ..., ran ... beside it)
+    verbs: tuple[str, str]
+    #: why a workload takes no part and what to do, by verdict
+    advices: Mapping[str, Advice]
+
+    def verdict(self, phase: PhaseSnapshot, name: str) -> str | None:
+        """The verdict ``phase`` recorded for workload ``name`` ("unrecorded": none for
+        it; None: the phase has no record of the mode's evidence at all)."""
+
+    def reason(self, verdict: str, phase: PhaseSnapshot, default_stream: bool) -> str | None:
+        """What ``verdict`` means, said after the workload's name in an answer
+        (``default_stream``: the evidence says its work ran on the default stream); None:
+        the generic words."""
+
+    def advice(self, status: str, server: bool = False,
+               default_stream: bool = False) -> Advice | None:
+        """Why a workload whose verdict is ``status`` takes no part, and what to do (a
+        server's, a default-stream workload's own); None: it is not taking no part."""
+
+    def absent(self, phase: PhaseSnapshot) -> list[Absent]:
+        """The workloads of ``phase`` its verdicts say take no part, or that have not been
+        seen taking part so far (``Absent.provisional``)."""
 
 
 class Retry(Protocol):
@@ -237,3 +296,10 @@ class Mode(Protocol):
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         """The scenario lines (TOML, in a workload's table) that set a workload's
         ``--set`` keys ``kv`` of this mode: how advice is deployed."""
+
+    # -- names-engine: the mode's own rules, asked by the generic machinery
+    @property
+    def proof(self) -> str | None:
+        """Its proof of who took part (``module:attr`` of a ``Proof``); None: the verdicts
+        a phase records in ``proof``, ``engaged`` taking part (a mode from outside the
+        tree), or nothing to prove (native)."""

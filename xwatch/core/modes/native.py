@@ -31,6 +31,9 @@ class NativeMode:
     unavailable: str = ""
     backend_factory: str | None = None
 
+    # -- names-engine: the mode's own rules
+    proof: str | None = None
+
     def owns_key(self, key: str) -> bool:
         return False
 

@@ -83,6 +83,9 @@ class MpsMode:
     unavailable: str = "MPS mode needs an NVIDIA GPU and nvidia-cuda-mps-control (not found)"
     backend_factory: str | None = "xwatch.core.mps.controller:backend_of"
 
+    # -- names-engine: the mode's own rules
+    proof: str | None = "xwatch.core.mps.participation:PROOF"
+
     def owns_key(self, key: str) -> bool:
         return key.startswith(PREFIX)
 

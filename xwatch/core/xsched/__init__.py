@@ -203,6 +203,9 @@ class XschedMode:
                         "XSCHED_HOME, or set [xsched] root in the scenario")
     backend_factory: str | None = "xwatch.core.xsched.controller:backend_of"
 
+    # -- names-engine: the mode's own rules
+    proof: str | None = "xwatch.core.xsched.proof.participation:PROOF"
+
     def owns_key(self, key: str) -> bool:
         return key in SWEEP_KEYS
 

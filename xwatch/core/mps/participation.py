@@ -1,0 +1,56 @@
+"""Who of a phase's workloads MPS served, as its proof recorded it (``PROOF``, the mode's
+``modes.contract.Proof``): a client of the phase's daemon by its client list
+(``in-mps``) took part, ``not-in-mps`` did not (``REASONS``, ``ADVICE``: what it means
+and what to do); ``pending`` and ``unverified`` are undecided. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.modes.participation import Absent, Advice
+
+MODE = "mps"
+ADVICE: dict[str, Advice] = {
+    "not-in-mps": Advice(
+        "MPS is not serving it: it is not a client of the phase's MPS daemon",
+        "keep the CUDA_MPS_PIPE_DIRECTORY xwatch gives it (set none of your own) and do its "
+        "GPU work in the process xwatch starts or its children (a program that does no CUDA "
+        "work never becomes a client)"),
+}
+#: what each verdict of taking no part means, said after the workload's name in an answer
+REASONS = {"not-in-mps": "not a client of the MPS daemon (CUDA ran it outside MPS)"}
+
+
+class MpsProof:
+    """MPS's ``modes.contract.Proof``: its client verdicts (``controller``, recorded in
+    ``mps.workloads``)."""
+
+    took_part = frozenset({"in-mps"})
+    verbs = ("was a client of MPS", "outside MPS")
+    advices: Mapping[str, Advice] = ADVICE
+
+    def verdict(self, phase: PhaseSnapshot, name: str) -> str | None:
+        if phase.mps is None:
+            return None
+        mw = phase.mps.workloads.get(name)
+        return "unrecorded" if mw is None else mw.status
+
+    def reason(self, verdict: str, phase: PhaseSnapshot, default_stream: bool) -> str | None:
+        return REASONS.get(verdict)
+
+    def advice(self, status: str, server: bool = False,
+               default_stream: bool = False) -> Advice | None:
+        return ADVICE.get(status)
+
+    def absent(self, phase: PhaseSnapshot) -> list[Absent]:
+        """The workloads MPS's client lists say are not its clients."""
+        out: list[Absent] = []
+        for name, minfo in (phase.mps.workloads.items() if phase.mps is not None else ()):
+            a = self.advice(minfo.status)
+            if a is not None:
+                out.append(Absent(name, MODE, minfo.status, a.reason, a.todo))
+        return out
+
+
+PROOF = MpsProof()
