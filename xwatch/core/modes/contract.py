@@ -94,9 +94,15 @@ class Absent:
 
 
 class Proof(Protocol):
-    """A mode's proof of who of a phase's workloads took part in it, read from the phase's
-    record (``Mode.proof``): for the answer (``analysis.participation``) and the live
-    alerts (``modes.participation``)."""
+    """A mode's proof of who of a phase's workloads took part in it, and what else the
+    readers of a snapshot ask of its record in a phase (``Mode.proof``): for the answer
+    (``analysis.participation``), the live alerts (``modes.participation``), a split
+    phase's per-mode view and the daemon it shared (``analysis.phases``), the slow
+    requests' attribution (``analysis.gpu.attribution``)."""
+
+    #: the phase snapshot's fields that hold its record (a split phase's copies of another
+    #: mode do without them)
+    fields: tuple[str, ...]
 
     #: the recorded verdicts that prove a workload took part
     took_part: frozenset[str]
@@ -122,6 +128,14 @@ class Proof(Protocol):
     def absent(self, phase: PhaseSnapshot) -> list[Absent]:
         """The workloads of ``phase`` its verdicts say take no part, or that have not been
         seen taking part so far (``Absent.provisional``)."""
+
+    def shared(self, phase: PhaseSnapshot) -> str | None:
+        """What its daemon also served in ``phase`` that was not this session's (None:
+        nothing, or no daemon)."""
+
+    def lanes(self, phase: PhaseSnapshot) -> Mapping[str, list[tuple[float, str]]]:
+        """Each workload's scheduler state per poll in ``phase`` (time, ``running`` /
+        ``suspended`` / ``idle``), where the mode records one; empty: none recorded."""
 
 
 class Retry(Protocol):
@@ -303,3 +317,8 @@ class Mode(Protocol):
         """Its proof of who took part (``module:attr`` of a ``Proof``); None: the verdicts
         a phase records in ``proof``, ``engaged`` taking part (a mode from outside the
         tree), or nothing to prove (native)."""
+
+    @property
+    def setting_words(self) -> Mapping[str, str]:
+        """How an answer words a workload's ``--set`` key of this mode (``{wl}``: the
+        workload, ``{v}``: the value); a key not here reads ``{wl} {key} {v}``."""

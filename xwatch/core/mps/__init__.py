@@ -85,6 +85,9 @@ class MpsMode:
 
     # -- names-engine: the mode's own rules
     proof: str | None = "xwatch.core.mps.participation:PROOF"
+    setting_words: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
+        "mps.active_thread_percentage": "{wl} at {v}% of SMs",
+        "mps.priority": "{wl} client priority {v}"})
 
     def owns_key(self, key: str) -> bool:
         return key.startswith(PREFIX)

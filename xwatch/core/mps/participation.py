@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes.participation import Absent, Advice
 
@@ -26,6 +27,7 @@ class MpsProof:
     """MPS's ``modes.contract.Proof``: its client verdicts (``controller``, recorded in
     ``mps.workloads``)."""
 
+    fields = ("mps",)
     took_part = frozenset({"in-mps"})
     verbs = ("was a client of MPS", "outside MPS")
     advices: Mapping[str, Advice] = ADVICE
@@ -51,6 +53,13 @@ class MpsProof:
             if a is not None:
                 out.append(Absent(name, MODE, minfo.status, a.reason, a.todo))
         return out
+
+    def shared(self, phase: PhaseSnapshot) -> str | None:
+        s = phase.mps.shared if phase.mps is not None else None
+        return s.describe("MPS control daemon") if isinstance(s, M.Shared) else None
+
+    def lanes(self, phase: PhaseSnapshot) -> Mapping[str, list[tuple[float, str]]]:
+        return {}
 
 
 PROOF = MpsProof()

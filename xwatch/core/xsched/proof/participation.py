@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.modes.participation import Absent, Advice
 
@@ -93,6 +94,7 @@ class XschedProof:
     """XSched's ``modes.contract.Proof``: its engagement verdicts
     (``engagement.engagement``, recorded in ``xsched.workloads``)."""
 
+    fields = ("xsched", "preflight")
     took_part = frozenset({"engaged"})
     verbs = ("was scheduled by XSched", "unscheduled")
     advices: Mapping[str, Advice] = ADVICE
@@ -140,6 +142,18 @@ class XschedProof:
             if a is not None:
                 out.append(Absent(name, MODE, info.status, a.reason, a.todo))
         return out
+
+
+    def shared(self, phase: PhaseSnapshot) -> str | None:
+        s = phase.xsched.shared if phase.xsched is not None else None
+        return s.describe("xserver") if isinstance(s, M.Shared) else None
+
+    def lanes(self, phase: PhaseSnapshot) -> Mapping[str, list[tuple[float, str]]]:
+        """The lanes its evidence recorded from xserver's polls."""
+        if phase.xsched is None:
+            return {}
+        return {name: [(float(t), str(s)) for t, s in info.lane]
+                for name, info in phase.xsched.workloads.items()}
 
 
 def _server(w: WorkloadSnapshot | None) -> bool:
