@@ -9,7 +9,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
 from xwatch.core.modes.participation import Absent, absent, advice, advices
-from xwatch.core.xsched.proof.participation import SO_FAR
+from xwatch.core.xsched.rules.participation import SO_FAR
 
 
 def _w(name: str, **hello: object) -> WorkloadSnapshot:

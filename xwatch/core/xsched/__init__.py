@@ -27,12 +27,12 @@ if TYPE_CHECKING:
     import subprocess
 
     from xwatch.core.engine.live.phase import Phase
-    from xwatch.core.modes.neighbours import Xserver
     from xwatch.core.xsched.client import XserverClient
     from xwatch.core.xsched.engagement import XserverLog
     from xwatch.core.xsched.install import XschedInstall
     from xwatch.core.xsched.meta import InstallMeta
     from xwatch.core.xsched.preflight import Launcher
+    from xwatch.core.xsched.rules.neighbours import Xserver
     from xwatch.scenario import Scenario, Workload
 
 #: the ``--set`` keys a sweep or advise varies (``[workload.xsched]``)
@@ -204,7 +204,7 @@ class XschedMode:
     backend_factory: str | None = "xwatch.core.xsched.controller:backend_of"
 
     # -- names-engine: the mode's own rules
-    proof: str | None = "xwatch.core.xsched.proof.participation:PROOF"
+    proof: str | None = "xwatch.core.xsched.rules.participation:PROOF"
     setting_words: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def owns_key(self, key: str) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xwatch.core.xsched.fork import LEAVE_MARK
-from xwatch.core.xsched.proof.participation import SO_FAR
+from xwatch.core.xsched.rules.participation import SO_FAR
 
 if TYPE_CHECKING:
     from xwatch.core.xsched.client import XQueueRow

@@ -28,7 +28,7 @@ from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
 from xwatch.core.modes.base import XSCHED
-from xwatch.core.modes.neighbours import Strangers, Xserver
+from xwatch.core.modes.neighbours import Strangers
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import (
     SCHED_LINE,
@@ -39,6 +39,7 @@ from xwatch.core.xsched.engagement import (
 )
 from xwatch.core.xsched.fork import LEAVE_MARK
 from xwatch.core.xsched.install import XschedError
+from xwatch.core.xsched.rules.neighbours import Xserver
 from xwatch.core.xsched.xqueues.polling import (
     Answer,
     AnswerCache,

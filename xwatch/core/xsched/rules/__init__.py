@@ -1,0 +1,3 @@
+"""XSched's rules that the generic machinery asks through the mode contract: who of a
+phase's workloads XSched scheduled (``participation``, ``Mode.proof``), and the xserver of
+this box's other sessions (``neighbours``)."""
