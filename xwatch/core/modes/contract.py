@@ -138,6 +138,47 @@ class Proof(Protocol):
         ``suspended`` / ``idle``), where the mode records one; empty: none recorded."""
 
 
+class Scrubbing(Protocol):
+    """A starting environment being cleaned of a mode's traces
+    (``modes.isolation.Cleaned``): what is left, and what to take out."""
+
+    env: dict[str, str]
+
+    def drop(self, name: str, why: str, keep: str | None = None) -> None:
+        """Take ``name`` out (``keep``: what is left of its value), saying why."""
+
+
+class Isolation(Protocol):
+    """How a mode keeps its traces out of the other modes' workloads, and proves it
+    (``Mode.isolation``; ``modes.isolation`` asks every registered mode's)."""
+
+    #: a phase of this mode is proven by its library mapped in each workload's process
+    #: (``marks``): ``shim-loaded`` / ``shim-missing``
+    maps_proof: bool
+
+    def scrub(self, env: Mapping[str, str], mode: str, cleaned: Scrubbing,
+              libs: list[str], private_dir: str | None) -> None:
+        """Take this mode's traces in ``env`` out of a ``mode`` phase's starting
+        environment (``cleaned``); ``libs``: the configured modes' library folders;
+        ``private_dir``: the private folder kept for the other modes (``private_dir``)."""
+
+    def private_dir(self, scratch_dir: str) -> str | None:
+        """A folder it keeps for the other modes' workloads, made in ``scratch_dir``
+        (None: none)."""
+
+    def record(self, envs: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        """Its fields of a phase's ``Isolation`` record (``envs``: each mode's cleaned
+        starting environment)."""
+
+    def marks(self, path: str) -> bool:
+        """Whether a library mapped in a process marks this mode."""
+
+    def failure_text(self, mode: str, name: str, pid: int, libraries: list[str],
+                     origin: str) -> str:
+        """Why a ``mode`` phase fails when its library (one of ``libraries``, from
+        ``origin``) is mapped in workload ``name``'s process (``pid``)."""
+
+
 class Retry(Protocol):
     """A phase that failed because its mode's daemon died before its first measured
     second (``ModeBackend.died_early``): the driver runs it once more, once."""
@@ -317,6 +358,11 @@ class Mode(Protocol):
         """Its proof of who took part (``module:attr`` of a ``Proof``); None: the verdicts
         a phase records in ``proof``, ``engaged`` taking part (a mode from outside the
         tree), or nothing to prove (native)."""
+
+    @property
+    def isolation(self) -> str | None:
+        """How it keeps its traces out of the other modes' workloads, and proves it
+        (``module:attr`` of an ``Isolation``); None: it leaves none."""
 
     @property
     def setting_words(self) -> Mapping[str, str]:

@@ -25,7 +25,6 @@ from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
 from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import DaemonBackend
-from xwatch.core.modes.isolation import is_shim
 from xwatch.core.xsched import XschedBackend
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (
@@ -42,6 +41,7 @@ from xwatch.core.xsched.install import XschedError, XschedInstall, find_install,
 from xwatch.core.xsched.leave.quiet import XserverQuiet, died_by_itself
 from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.preflight import Launcher, preflight
+from xwatch.core.xsched.rules.isolation import is_shim
 from xwatch.core.xsched.rules.neighbours import Xserver
 from xwatch.core.xsched.xqueues.evidence import Evidence
 from xwatch.core.xsched.xqueues.polling import Pace
