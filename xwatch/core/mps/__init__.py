@@ -26,6 +26,8 @@ from xwatch.errors import ModeError
 if TYPE_CHECKING:
     from xwatch.scenario import Scenario, Workload
 
+#: its name (``MpsMode.name``)
+NAME = "mps"
 #: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
 SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
 PREFIX = "mps."
@@ -42,7 +44,7 @@ class MpsBackend(ModeBackend):
     """What the MPS backend (``controller.MpsController``) declares beyond a phase's
     lifecycle, and its live control."""
 
-    mode = "mps"
+    mode = NAME
     if TYPE_CHECKING:  # the controller's state these read
         tool: str
         preflight: bool
@@ -68,7 +70,7 @@ class MpsBackend(ModeBackend):
 class MpsMode:
     """MPS's declaration (``modes.contract.Mode``)."""
 
-    name: str = "mps"
+    name: str = NAME
     label: str = "MPS"
     key: str | None = "m"
     tab: str | None = None

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from xwatch.core.xsched.rules.neighbours import Xserver
     from xwatch.scenario import Scenario, Workload
 
+#: its name (``XschedMode.name``)
+NAME = "xsched"
 #: the ``--set`` keys a sweep or advise varies (``[workload.xsched]``)
 SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
 
@@ -43,7 +45,7 @@ class XschedBackend(ModeBackend):
     """What the XSched backend (``controller.XschedController``) declares beyond a
     phase's lifecycle, and its live controls."""
 
-    mode = "xsched"
+    mode = NAME
     own_fork_server = True  # its copies fork from a server started under the shim
 
     if TYPE_CHECKING:  # the controller's state these read
@@ -185,7 +187,7 @@ class XschedBackend(ModeBackend):
 class XschedMode:
     """XSched's declaration (``modes.contract.Mode``)."""
 
-    name: str = "xsched"
+    name: str = NAME
     label: str = "XSched"
     key: str | None = "x"
     tab: str | None = "xwatch.ui.widgets.panels:XschedPanel"

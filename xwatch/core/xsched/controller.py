@@ -23,8 +23,8 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import DaemonBackend
+from xwatch.core.xsched import NAME as XSCHED
 from xwatch.core.xsched import XschedBackend
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (

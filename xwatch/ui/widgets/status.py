@@ -13,7 +13,6 @@ from rich.text import Text
 from xwatch.core.engine.causes import clip
 from xwatch.core.engine.snapshot import FAILED, STALLED, SessionSnapshot
 from xwatch.core.modes import participation
-from xwatch.core.modes.base import XSCHED
 from xwatch.ui.widgets.format import text_key
 from xwatch.ui.widgets.lines import LinePanel
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -116,7 +115,7 @@ class AlertBar(QuietStatic):
                 lines.append(Text(clip(f"⚠ {a.line()}", 400),
                                   style="yellow" if a.provisional else "bold yellow"))
             for name, info in (p.xsched.workloads if p.xsched is not None else {}).items():
-                if (XSCHED, name) in told:
+                if ("xsched", name) in told:
                     continue
                 for warn in info.warnings:
                     lines.append(Text(clip(f"⚠ XSched {name}: {warn}", 300), style="bold yellow"))

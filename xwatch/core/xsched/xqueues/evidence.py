@@ -27,8 +27,8 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
-from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.neighbours import Strangers
+from xwatch.core.xsched import NAME as XSCHED
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import (
     SCHED_LINE,
