@@ -365,6 +365,11 @@ class Mode(Protocol):
         (``module:attr`` of an ``Isolation``); None: it leaves none."""
 
     @property
+    def verdicts(self) -> str | None:
+        """The verdicts its proof prints and what each means (``module:attr`` of a tuple of
+        ``modes.verdicts.Word``, merged into one table by ``modes.verdicts``); None: none."""
+
+    @property
     def setting_words(self) -> Mapping[str, str]:
         """How an answer words a workload's ``--set`` key of this mode (``{wl}``: the
         workload, ``{v}``: the value); a key not here reads ``{wl} {key} {v}``."""

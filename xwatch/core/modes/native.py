@@ -34,6 +34,7 @@ class NativeMode:
     # -- names-engine: the mode's own rules
     proof: str | None = None
     isolation: str | None = None
+    verdicts: str | None = None
     setting_words: Mapping[str, str] = field(default_factory=dict)
 
     def owns_key(self, key: str) -> bool:

@@ -88,6 +88,7 @@ class MpsMode:
     # -- names-engine: the mode's own rules
     proof: str | None = "xwatch.core.mps.participation:PROOF"
     isolation: str | None = "xwatch.core.mps.isolation:ISOLATION"
+    verdicts: str | None = "xwatch.core.mps.participation:WORDS"
     setting_words: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
         "mps.active_thread_percentage": "{wl} at {v}% of SMs",
         "mps.priority": "{wl} client priority {v}"})

@@ -1,7 +1,8 @@
 """Who of a phase's workloads MPS served, as its proof recorded it (``PROOF``, the mode's
 ``modes.contract.Proof``): a client of the phase's daemon by its client list
 (``in-mps``) took part, ``not-in-mps`` did not (``REASONS``, ``ADVICE``: what it means
-and what to do); ``pending`` and ``unverified`` are undecided. Pure."""
+and what to do); ``pending`` and ``unverified`` are undecided. Its verdicts' meanings:
+``WORDS`` (``Mode.verdicts``). Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot
+from xwatch.core.modes import verdicts as V
 from xwatch.core.modes.participation import Absent, Advice
 
 MODE = "mps"
@@ -63,3 +65,24 @@ class MpsProof:
 
 
 PROOF = MpsProof()
+
+
+MPS_CLIENT = "MPS"
+#: its verdicts (``Mode.verdicts``), in the order the table shows them
+WORDS: tuple[V.Word, ...] = (
+    V.PENDING.by(MPS_CLIENT),
+    V.CRASHED.by(MPS_CLIENT),
+    V.HUNG.by(MPS_CLIENT),
+    V.Word("in-mps", (MPS_CLIENT,), V.PROOF,
+         "MPS took part: the workload's process (or one it started) is in the client list "
+         "of the phase's MPS server."),
+    V.Word("not-in-mps", (MPS_CLIENT,), V.NO_PART,
+         "The workload is not among the MPS server's clients: CUDA ran it without MPS, "
+         "silently (a pipe directory of its own, another user, or no CUDA work)."),
+    V.Word("skipped", (MPS_CLIENT,), V.OPEN,
+         "No MPS preflight: no built-in model workload to probe."),
+    V.Word("unverified", (MPS_CLIENT,), V.OPEN,
+         "No evidence either way: the process maps or the MPS client list could not be read "
+         "(another user's process, or one that exited before it was looked at). Never taken "
+         "as proof."),
+)

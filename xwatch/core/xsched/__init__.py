@@ -208,6 +208,7 @@ class XschedMode:
     # -- names-engine: the mode's own rules
     proof: str | None = "xwatch.core.xsched.rules.participation:PROOF"
     isolation: str | None = "xwatch.core.xsched.rules.isolation:ISOLATION"
+    verdicts: str | None = "xwatch.core.xsched.rules.participation:WORDS"
     setting_words: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def owns_key(self, key: str) -> bool:

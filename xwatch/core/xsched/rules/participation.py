@@ -1,9 +1,10 @@
 """Who of a phase's workloads XSched scheduled, as its proof recorded it (``PROOF``, the
-mode's ``modes.contract.Proof``): the verdicts that prove it (``engaged``); what each
-verdict of taking no part means, said after a workload's name in an answer
-(``REASONS``); why a workload takes no part and what to do (``ADVICE``: the live alerts);
-and the workloads of a phase that take no part, or have not been seen taking part so far
-(``absent``).
+mode's ``modes.contract.Proof``): the verdicts that prove it (``engaged``); what each of
+its verdicts means (``WORDS``, ``Mode.verdicts``: its engagement's, its preflight
+probes' and the maps proof's of isolation); what each verdict of taking no part means,
+said after a workload's name in an answer (``REASONS``); why a workload takes no part
+and what to do (``ADVICE``: the live alerts); and the workloads of a phase that take no
+part, or have not been seen taking part so far (``absent``).
 
 An XSched verdict of ``not-scheduled`` waits until enough polls would have seen the
 workload's queues ready (``xsched.engagement.EXPECTED_READY_MIN``): at 10 Hz that is a second
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
+from xwatch.core.modes import verdicts as V
 from xwatch.core.modes.participation import Absent, Advice
 
 MODE = "xsched"
@@ -165,3 +167,55 @@ def _default_stream(w: WorkloadSnapshot | None) -> bool:
 
 
 PROOF = XschedProof()
+
+
+ENGAGEMENT = "XSched engagement"
+PROBE = "XSched preflight"
+#: its verdicts (``Mode.verdicts``), in the order the table shows them
+WORDS: tuple[V.Word, ...] = (
+    V.Word("engaged", (ENGAGEMENT, PROBE), V.PROOF,
+         "XSched scheduled this workload's GPU work: the XSched shim is loaded in its "
+         "process, xserver lists XQueues of that process (for a server, of its process "
+         "tree), and once it completed requests those XQueues were seen ready in "
+         "xserver's polls. A preflight probe is engaged when its XQueues were ready in at "
+         "least 3 polls and 2% of them."),
+    V.Word("not-scheduled", (ENGAGEMENT, PROBE), V.NO_PART,
+         "XSched did not schedule it: requests completed (or a probe's iterations ran) while "
+         "its XQueues were never seen ready, or xserver listed none for a server that served "
+         "with the shim loaded. Usual cause: GPU work on the default stream, which XSched's "
+         "automatic XQueues do not intercept. In the preflight it fails the phase."),
+    V.Word("no-xqueue", (ENGAGEMENT,), V.NO_PART,
+         "The workload ran under XSched but xserver never listed an XQueue for its process: "
+         "the shim never saw its GPU work (a library the shim does not intercept, or no GPU "
+         "work at all)."),
+    V.Word("shim-not-loaded", (ENGAGEMENT, PROBE), V.NO_PART,
+         "The XSched shim is not in the process: its memory map (/proc/PID/maps) has no "
+         "shim, or the shim logged no scheduler line and xserver saw no XQueue. The "
+         "environment was overridden (LD_PRELOAD, LD_LIBRARY_PATH), or the program loads "
+         "the GPU runtime some other way (a static runtime, a launcher of its own)."),
+    V.Word("app-managed", (ENGAGEMENT, PROBE), V.NO_PART,
+         "The shim reported 'using app-managed scheduler': no cross-process priority, "
+         "because XSCHED_SCHEDULER is not GLB in the workload's environment."),
+    V.Word("local", (ENGAGEMENT, PROBE), V.WARNING,
+         "The shim reported a local scheduler: priorities apply only inside this process, "
+         "not between workloads (an XSCHED_POLICY of the workload's own)."),
+    V.PENDING.by(ENGAGEMENT),
+    V.CRASHED.by(PROBE),
+    V.Word("crashed-at-exit", (PROBE,), V.WARNING,
+         "The probe ran engaged to its end, said so, and then died while exiting (XSched "
+         "1.2's shim, as other scheduled processes exit): a warning, the phase goes on."),
+    V.HUNG.by(PROBE),
+    V.Word("clean", (V.ISOLATION,), V.PROOF,
+         "A native or MPS workload's process maps were read and hold no XSched library: "
+         "the phase is a clean baseline."),
+    V.Word("shim-mapped", (V.ISOLATION,), V.FAILS,
+         "An XSched shim is mapped in a native or MPS workload's process: not a clean "
+         "baseline, so the phase fails, naming the library and where it came from."),
+    V.Word("shim-loaded", (V.ISOLATION,), V.PROOF,
+         "Under XSched, the shim is mapped in the workload's process: the first half of "
+         "engaged (the XQueues seen ready are the second)."),
+    V.Word("shim-missing", (V.ISOLATION,), V.NO_PART,
+         "Under XSched, the process maps were read and hold no shim (the engagement then "
+         "says shim-not-loaded)."),
+    V.Word("unverified", (V.ISOLATION,), V.OPEN, ""),  # defined with MPS's client list
+)
