@@ -43,7 +43,7 @@ from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.preflight import Launcher, preflight
 from xwatch.core.xsched.rules.isolation import is_shim
 from xwatch.core.xsched.rules.neighbours import Xserver
-from xwatch.core.xsched.xqueues.evidence import Evidence
+from xwatch.core.xsched.xqueues.evidence import Evidence, of_run
 from xwatch.core.xsched.xqueues.polling import Pace
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
@@ -147,7 +147,7 @@ class XschedController(XschedBackend, DaemonBackend):  # its last_look: none (th
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """The maps proof: a running workload without the shim mapped is not scheduled."""
-        self.evidence.set_wl(run.phase, run.spec.name,
+        self.evidence.set_wl(of_run(run), run.spec.name,
                              shim_mapped=None if libraries is None else any(map(is_shim, libraries)),
                              libraries=libraries or [])
 
