@@ -41,10 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.session import Session
-from xwatch.core.modes.base import MPS, XSCHED
 from xwatch.core.plans.runner import Runner
 from xwatch.scenario import load_scenario
 from xwatch.testing.starts import goal_lines
+
+MPS, XSCHED = "mps", "xsched"
 
 
 async def _measuring(runner: Runner, timeout: float = 600.0) -> float:

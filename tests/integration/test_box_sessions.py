@@ -29,11 +29,12 @@ from tests.helpers.fake_xsched import (
     remove_channel,
     xserver_pid,
 )
-from xwatch.core.modes.neighbours import find_mps_daemons, find_xserver
+from xwatch.core.mps.neighbours import find_mps_daemons
 from xwatch.core.procs import msg_queues
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.meta import channel_key as install_key
+from xwatch.core.xsched.rules.neighbours import find_xserver
 
 FAKE_NVML = str(DATA / "fake_nvml")
 #: each test races a second session against the first's planned end (6-9 s): under xdist

@@ -1,4 +1,5 @@
-"""The box's other sessions as ``/proc`` shows them (``core/modes/neighbours.py``), read
+"""The box's other sessions as ``/proc`` shows them (``core/modes/neighbours.py``, each mode's own:
+``core/xsched/rules/neighbours.py``, ``core/mps/neighbours.py``), read
 from a made-up ``/proc``: XSched's channel in ``sysvipc/msg`` and the xserver holding it
 (its port and policy from its argv, its install's key), a stale channel, a holder
 that is no xserver; MPS control daemons, their pipe folders and GPUs."""
@@ -8,15 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xwatch.core.modes.neighbours import (
-    MpsDaemon,
-    Strangers,
-    find_mps_daemons,
-    find_xserver,
-    xserver_args,
-)
+from xwatch.core.modes.neighbours import Strangers
+from xwatch.core.mps.neighbours import MpsDaemon, find_mps_daemons
 from xwatch.core.procs import BoxProcess, msg_queues
 from xwatch.core.xsched.meta import channel_key
+from xwatch.core.xsched.rules.neighbours import find_xserver, xserver_args
 
 HEAD = ("       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  "
         "cgid      stime      rtime      ctime\n")

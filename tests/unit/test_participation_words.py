@@ -8,7 +8,8 @@ import msgspec
 
 from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot, WorkloadSnapshot
-from xwatch.core.modes.participation import ADVICE, SO_FAR, Absent, absent, advice
+from xwatch.core.modes.participation import Absent, absent, advice, advices
+from xwatch.core.xsched.rules.participation import SO_FAR
 
 
 def _w(name: str, **hello: object) -> WorkloadSnapshot:
@@ -29,9 +30,10 @@ def _phase(xsched: dict[str, M.XschedWorkload] | None = None,
 
 
 def test_every_verdict_of_taking_no_part_has_a_reason_and_what_to_do() -> None:
-    assert {s for _, s in ADVICE} == {"shim-not-loaded", "no-xqueue", "not-scheduled",
-                                      "app-managed", "local", "not-in-mps"}
-    for a in ADVICE.values():
+    assert set(advices()) == {("xsched", s) for s in ("shim-not-loaded", "no-xqueue",
+                                                        "not-scheduled", "app-managed",
+                                                        "local")} | {("mps", "not-in-mps")}
+    for a in advices().values():
         assert a.reason and a.todo and not a.todo.endswith(".")
     for mode, status in (("xsched", "engaged"), ("xsched", "pending"), ("mps", "in-mps"),
                          ("mps", "unverified"), ("native", "native")):

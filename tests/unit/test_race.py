@@ -19,9 +19,11 @@ from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.race import Candidate, Objective, judge
 from xwatch.core.analysis.stats.runs import t_ppf
 from xwatch.core.model.metric import Metric
-from xwatch.core.modes.base import MPS, NATIVE, XSCHED
+from xwatch.core.modes.base import NATIVE
 from xwatch.core.plans import box
 from xwatch.core.plans.options import Backends
+
+MPS, XSCHED = "mps", "xsched"
 
 #: the snapshot record of OBJ (what advise writes)
 SLO = M.Slo(workload="high", metric="P99", percentile=99.0, latency_ms=10.0)

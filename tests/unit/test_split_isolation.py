@@ -7,8 +7,10 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from xwatch.core.modes.base import MPS, NATIVE
+from xwatch.core.modes.base import NATIVE
 from xwatch.core.mps.controller import MpsController
+
+MPS = "mps"
 
 
 def _phase(copy_modes: dict[str, str] | None) -> Any:

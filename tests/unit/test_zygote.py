@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from xwatch.core.engine.worker import DEVICE_ENV, GPU_INIT_ENV, MPS_CLIENT_ENV
+from xwatch.core.engine.worker.support import SUPPORT_ENV, named
 from xwatch.core.engine.worker.zygote import (
     LAZY_ENV,
     WORKER_ENV,
@@ -19,6 +20,7 @@ from xwatch.core.engine.worker.zygote import (
     fixed_env,
     is_lazy,
 )
+from xwatch.core.xsched.fork import SUPPORT, SUPPORT_VARS
 
 ARGV = (sys.executable, "-u", "-m", WORKER_MODULE)
 BASE = {"PATH": "/usr/bin", "PYTHONPATH": "/x", "OMP_NUM_THREADS": "4"}
@@ -55,13 +57,29 @@ def test_the_variables_that_may_differ_are_exactly_these() -> None:
               "PYTORCH_CUDA_ALLOC_CONF", "GPU_DEVICE_ORDINAL", "HSA_CU_MASK", "CUDA_LAUNCH_BLOCKING",
               "XSCHED_POLICY", "XSCHED_CUDA_LIB", "XSCHED_HIP_LIB", "PATH"):
         assert not is_lazy(k), k
-    # XSched 1.2's, read after the fork (zygote: the scheduler switched to in the child)
+    # XSched 1.2's, read after the fork (its fork support: the scheduler switched to in
+    # the child), where the environment names XSched's support, and there alone
+    xsched = named(SUPPORT_VARS)
+    assert xsched == (SUPPORT,) and named(BASE) == ()
     for k in ("XSCHED_SCHEDULER", "XSCHED_AUTO_XQUEUE", "XSCHED_AUTO_XQUEUE_PRIORITY",
               "XSCHED_AUTO_XQUEUE_LEVEL", "XSCHED_AUTO_XQUEUE_THRESHOLD",
               "XSCHED_AUTO_XQUEUE_BATCH_SIZE", "XSCHED_SCHEDULER_SUSPEND_SYNC_HWQ",
               "XSCHED_SCHEDULER_SUSPEND_WAIT_ALL", "XSCHED_SCHEDULER_SUSPEND_WAIT_IDLE",
               "XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"):
-        assert is_lazy(k) and k not in LAZY_ENV, k
+        assert is_lazy(k, xsched) and k not in LAZY_ENV and not is_lazy(k), k
+    for k in ("XSCHED_POLICY", "XSCHED_CUDA_LIB", "LD_LIBRARY_PATH", SUPPORT_ENV):
+        assert not is_lazy(k, xsched), k
+
+
+def test_a_mode_whose_support_is_not_named_forks_only_alike() -> None:
+    """Without its fork support named (a native server's environment), XSched's settings
+    must equal the server's; the support named on one side only is a difference."""
+    server = {**BASE, "XSCHED_AUTO_XQUEUE_PRIORITY": "0"}
+    env = {**server, "XSCHED_AUTO_XQUEUE_PRIORITY": "1"}
+    assert env_differences(server, env) == ["XSCHED_AUTO_XQUEUE_PRIORITY"]
+    assert env_differences({**server, **SUPPORT_VARS}, {**env, **SUPPORT_VARS}) == []
+    assert env_differences(server, {**env, **SUPPORT_VARS}) == [
+        "XSCHED_AUTO_XQUEUE_PRIORITY", SUPPORT_ENV]
 
 
 def test_every_mps_client_variable_xwatch_sets_may_differ() -> None:
@@ -95,14 +113,16 @@ def test_every_mps_client_variable_xwatch_sets_may_differ() -> None:
     ({"CUDA_VISIBLE_DEVICES": "1", "PYTHONPATH": "/y"}, False),
 ])
 def test_which_differences_allow_a_fork(differs: dict[str, str], forks: bool) -> None:
+    """A server whose environment names XSched's fork support (XSched's own, or a native
+    one: for the other rows it makes no difference)."""
     server = {**BASE, "CUDA_VISIBLE_DEVICES": "0", "HIP_VISIBLE_DEVICES": "0",
-              "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+              "CUDA_DEVICE_ORDER": "PCI_BUS_ID", **SUPPORT_VARS}
     env = {**server, **differs}
     fs = ForkServer(["resnet18"], server, "/dev/null")
     why = fs.why_not(ARGV, env)
     assert (why is None) == forks, why
     if not forks:  # the launch's 'exec (...)' names exactly what differs, nothing lazy
-        wrong = sorted(k for k in differs if not is_lazy(k))
+        wrong = sorted(k for k in differs if not is_lazy(k, named(env)))
         assert why == f"its environment differs from the fork server's in {', '.join(wrong)}"
         assert env_differences(server, env) == wrong
 
@@ -175,7 +195,7 @@ def test_a_loaded_but_uninitialized_cuda_driver_is_no_hazard(tmp_path) -> None: 
 
 
 def _switch(env: dict[str, str], preload: str) -> str:
-    prog = ("from xwatch.core.engine.worker.xsched_fork import xsched_switch\n"
+    prog = ("from xwatch.core.xsched.fork import xsched_switch\n"
             "xs, why = xsched_switch()\nprint(why if why else 'ok' if xs else 'none')")
     return subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                           check=True, timeout=60, env={**env, "LD_PRELOAD": preload}
@@ -213,7 +233,7 @@ def test_a_worker_leaves_xsched_unless_told_not_to(tmp_path, leave: str) -> None
     if not have_cc():
         pytest.skip("no C compiler")
     inst = make_install(tmp_path / "xs", platforms=("cuda",), xserver=False)
-    prog = ("import os\nfrom xwatch.core.engine.worker.xsched_fork import leave_xsched\n"
+    prog = ("import os\nfrom xwatch.core.xsched.fork import leave_xsched\n"
             "leave_xsched()\nprint(os.getpid())")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.getcwd(), "XSCHED_SCHEDULER": "GLB",
            "XSCHED_AUTO_XQUEUE": "ON", **({"XWATCH_XSCHED_LEAVE": leave} if leave else {}),
@@ -289,7 +309,7 @@ def test_an_install_whose_scheduler_cannot_be_switched_gets_no_xsched_fork_serve
     ``XHintSetScheduler`` and its numbered ``XSchedulerType``; else XSched's copies are
     exec'd, with no server started (and waited for) only to say it cannot fork."""
     from tests.helpers.fake_xsched import have_cc, make_install
-    from xwatch.core.engine.worker.xsched_fork import switchable
+    from xwatch.core.xsched.fork import switchable
 
     if not have_cc():
         pytest.skip("no C compiler")

@@ -28,8 +28,8 @@ KNOWN_POLICIES: tuple[str, ...] = tuple(SHORT_NAMES.values())
 
 XSERVER = "xserver"
 #: XSched's defaults (service/server/src/main.cpp)
-XSCHED_DEFAULT_PORT = 50000
-XSCHED_DEFAULT_POLICY = "HPF"
+XSERVER_DEFAULT_PORT = 50000
+XSERVER_DEFAULT_POLICY = "HPF"
 
 MPS_TOOL = "nvidia-cuda-mps-control"
 MPS_DEFAULT_PIPE = "/tmp/nvidia-mps"

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 from xwatch.core.archs import LLM_ARCHS
-from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
+from xwatch.core.schedulers import XSERVER_DEFAULT_POLICY, XSERVER_DEFAULT_PORT
 from xwatch.scenario.model import MpsSettings, WorkloadMps, WorkloadXsched, XschedSettings
 from xwatch.scenario.values import (
     AMP_MODES,
@@ -115,12 +115,12 @@ SLO_KEYS: tuple[Key, ...] = (
 XSCHED_KEYS: tuple[Key, ...] = (
     Key("root", "string", None, "XSched install folder (holds lib/ and bin/xserver). "
         "--xsched and XSCHED_HOME take precedence.", check_string),
-    Key("policy", "string", XSCHED_DEFAULT_POLICY, "xserver policy, by XSched's short name. Its number, "
+    Key("policy", "string", XSERVER_DEFAULT_POLICY, "xserver policy, by XSched's short name. Its number, "
         "and whether this build can create it, come from the install (include/xsched/"
         "types.h and the policy classes in its binaries): a policy the install lacks is an "
         "error when XSched mode starts. 1.2.0 added SPUP to its list but cannot create it.",
         check_policy, POLICIES),
-    Key("port", "integer", XSCHED_DEFAULT_PORT, "xserver HTTP port (a free one is chosen if taken).",
+    Key("port", "integer", XSERVER_DEFAULT_PORT, "xserver HTTP port (a free one is chosen if taken).",
         check_integer(1, 65535)),
     Key("platform", "string", "(detected)", "Shim platform: 'cuda' or 'hip'.",
         check_choice(*PLATFORMS), PLATFORMS),

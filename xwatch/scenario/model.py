@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from xwatch.core.schedulers import XSCHED_DEFAULT_POLICY, XSCHED_DEFAULT_PORT
+from xwatch.core.schedulers import XSERVER_DEFAULT_POLICY, XSERVER_DEFAULT_PORT
 from xwatch.errors import UsageError
 from xwatch.scenario.values import (
     PORT_AUTO,
@@ -183,8 +183,8 @@ class Slo:
 @dataclass(frozen=True)
 class XschedSettings:
     root: str | None = None
-    policy: str = XSCHED_DEFAULT_POLICY
-    port: int = XSCHED_DEFAULT_PORT
+    policy: str = XSERVER_DEFAULT_POLICY
+    port: int = XSERVER_DEFAULT_PORT
     platform: str | None = None
     poll_ms: int = 100
     settled_poll_ms: int | None = None  # None: max(poll_ms, SETTLED_POLL_MS)

@@ -22,6 +22,7 @@ from xwatch.core.analysis.verdict import NATIVE, UNMEASURED, Change, latency_cha
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.engine.stats import nan_if_none, stat
 from xwatch.core.modes.base import label as mode_label
+from xwatch.core.modes.registry import CALIBRATED
 from xwatch.scenario import Scenario
 
 PCTS = (("p50", "P50"), ("p95", "P95"), ("p99", "P99"))
@@ -61,7 +62,7 @@ class Calibration:
     low_xsched_sps: float
     missing: tuple[str, ...]  # phases that did not run or failed
     verdict: str
-    mode: str = "xsched"
+    mode: str = CALIBRATED
     #: P99 recovered (together native - together mode) and the mode's own cost (alone
     #: mode - alone native), with 95% intervals pooled over repeats
     recovered_p99: Change | None = None
@@ -88,9 +89,10 @@ def _all(snap: SessionSnapshot, role: str, mode: str) -> list[PhaseSnapshot]:
 
 
 def mode_of(snap: SessionSnapshot) -> str:
-    """The mode calibrated against native (xsched unless the phases say mps)."""
+    """The mode calibrated against native (the registry's ``CALIBRATED`` unless the
+    phases say another)."""
     return next((p.mode for p in snap.phases if p.calibrate
-                 and p.mode != "native"), "xsched")
+                 and p.mode != "native"), CALIBRATED)
 
 
 def calibrate(snap: SessionSnapshot) -> Calibration | None:

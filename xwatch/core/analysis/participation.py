@@ -4,13 +4,13 @@ scheduled nothing (issue 64: a run in which XSched scheduled neither program was
 called "within noise"). Pure, from the evidence a snapshot already carries.
 
 - native takes part by definition;
-- XSched: a workload took part when its engagement verdict (``xsched.workloads.*.status``,
-  decided by ``core.xsched.engagement``) is ``engaged``; ``shim-not-loaded``,
-  ``no-xqueue``, ``not-scheduled``, ``app-managed`` and ``local`` (priorities only inside
-  its own process) are no part, each with its reason; ``pending`` (the phase ended before
-  the evidence decided) is undecided;
-- MPS: ``in-mps`` (a client of the phase's daemon, by its client list) took part;
-  ``not-in-mps`` did not; ``pending`` and ``unverified`` are undecided.
+- a mode with a proof of its own (``Mode.proof``, a ``modes.contract.Proof``) says which
+  of its recorded verdicts prove a workload took part and what the others mean: XSched's
+  ``engaged`` (``xsched.participation``), MPS's ``in-mps`` (``mps.participation``);
+  ``pending`` (the phase ended before the evidence decided) and ``unverified`` are
+  undecided;
+- a mode from outside the tree without one: the verdicts its phases record in ``proof``,
+  ``engaged`` taking part.
 
 The verdict words are the recorded ones, the same the report's evidence tables and the
 dashboard show; only proven participation counts: an undecided workload gets no effect
@@ -18,8 +18,8 @@ verdict either. A step of several runs: a workload took part when it was proven 
 some run and decided out in none (a run whose evidence came too late, e.g. a process
 that exited before MPS's client list was read, takes the other runs' word); one
 decided out in any run did not take part ("in 1 of 3 runs"). A snapshot from before a
-mode recorded its evidence (no ``xsched`` / ``mps`` record in the phase) says so instead
-of guessing (``recorded``)."""
+mode recorded its evidence (no record of the mode's in the phase) says so instead of
+guessing (``recorded``)."""
 
 from __future__ import annotations
 
@@ -30,35 +30,21 @@ from xwatch.core.analysis.stats.copies import role
 from xwatch.core.analysis.stats.noise import usable
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes.base import label as mode_label
+from xwatch.core.modes.participation import proof_of
 from xwatch.scenario import Scenario
 
-#: the recorded verdicts that prove a workload took part, by mode
-TOOK_PART = {"xsched": frozenset({"engaged"}), "mps": frozenset({"in-mps"})}
-#: ... by a mode from outside the tree (``PhaseSnapshot.proof``)
+#: the recorded verdicts that prove a workload took part, in a mode without a proof of its
+#: own (``PhaseSnapshot.proof``)
 ENGAGED = frozenset({"engaged"})
 #: the recorded verdicts that leave it open (no effect verdict is claimed either way)
 UNDECIDED = frozenset({"pending", "unverified"})
-#: what the verdict means, said after the workload's name (the default stream's reason
-#: is ``DEFAULT_STREAM``, used where the evidence says its work ran there)
+#: what the undecided verdicts mean, said after the workload's name (a mode's own
+#: verdicts: its ``Proof.reason``)
 REASONS = {
-    "shim-not-loaded": "shim not loaded (the XSched shim was not in its process, so "
-                       "XSched never saw its work)",
-    "no-xqueue": "had no XQueue (the shim never saw its GPU work)",
-    "not-scheduled": "not scheduled (its XQueues were never seen ready while its requests "
-                     "completed: its GPU work bypassed XSched)",
-    "app-managed": "app-managed scheduler (no cross-process priority: XSCHED_SCHEDULER is "
-                   "not GLB)",
-    "local": "local scheduler (priorities only inside its own process)",
-    "not-in-mps": "not a client of the MPS daemon (CUDA ran it outside MPS)",
     "pending": "undecided (the phase ended before the evidence decided)",
     "unverified": "undecided (its client list could not be read)",
     "unrecorded": "undecided (no evidence recorded for it)",
 }
-DEFAULT_STREAM = ("not scheduled (its work ran on the default stream, which XSched{v} "
-                  "does not schedule)")
-#: what taking part is called, by mode: (was ..., ran ... beside it)
-VERBS = {"xsched": ("was scheduled by XSched", "unscheduled"),
-         "mps": ("was a client of MPS", "outside MPS")}
 
 
 @dataclass(frozen=True)
@@ -121,7 +107,9 @@ class Participation:
         if self.whole or not self.took_part or not self.recorded or not self.took:
             return ""
         label = mode_label(self.mode)
-        was, beside = VERBS.get(self.mode, (f"took part in {label}", f"outside {label}"))
+        proof = proof_of(self.mode)
+        was, beside = proof.verbs if proof is not None else (f"took part in {label}",
+                                                             f"outside {label}")
         names = " and ".join(self.took)
         rest = ", ".join(dict.fromkeys(a.workload for a in self.absent))
         verb = "ran" if not all(a.undecided for a in self.absent) else "may have run"
@@ -155,26 +143,27 @@ def mode_of(p: PhaseSnapshot, name: str) -> str:
 def _verdict(p: PhaseSnapshot, name: str, mode: str) -> str | None:
     """The recorded verdict of ``name`` in ``p`` under ``mode`` (None: the phase has no
     record of the mode's evidence at all)."""
-    if mode == "xsched":
-        if p.xsched is None:
-            return None
-        xw = p.xsched.workloads.get(name)
-        return "unrecorded" if xw is None else xw.status
-    if mode == "mps":
-        if p.mps is None:
-            return None
-        mw = p.mps.workloads.get(name)
-        return "unrecorded" if mw is None else mw.status
     if mode == "native":
         return "native"
+    proof = proof_of(mode)
+    if proof is not None:
+        return proof.verdict(p, name)
     return (p.proof or {}).get(name, "unrecorded")  # a mode from outside the tree
 
 
-def _reason(verdict: str, name: str, p: PhaseSnapshot, scenario: Scenario | None) -> str:
-    """The reason for ``verdict``; ``not-scheduled`` names the default stream where the
-    evidence says the work ran there (the scenario's ``stream = "default"``, the
-    workload's own hello saying so, as the how-to's programs' do, or a preflight probe on
-    the default stream for it that XSched did not schedule)."""
+def _took_part(mode: str) -> frozenset[str]:
+    proof = proof_of(mode)
+    return proof.took_part if proof is not None else ENGAGED
+
+
+def _reason(verdict: str, name: str, p: PhaseSnapshot, mode: str,
+            scenario: Scenario | None) -> str:
+    """The reason for ``verdict`` (its mode's words, ``Proof.reason``); a
+    ``not-scheduled`` one is told whether the evidence says the work ran on the default
+    stream (the scenario's ``stream = "default"``, the workload's own hello saying so, as
+    the how-to's programs' do, or a preflight probe on the default stream for it that
+    was not scheduled either)."""
+    default = False
     if verdict == "not-scheduled":
         wl = next((w for w in scenario.workloads if w.name == role(name)), None) \
             if scenario is not None else None
@@ -185,10 +174,9 @@ def _reason(verdict: str, name: str, p: PhaseSnapshot, scenario: Scenario | None
         default = default or any(v.stream == "default" and v.status == "not-scheduled"
                                  and role(name) in map(role, v.workloads) for v in probes
                                  if wl is not None and wl.stream == "default")
-        if default:
-            v = p.xsched.version if p.xsched is not None else None
-            return DEFAULT_STREAM.format(v=f" {v}" if isinstance(v, str) and v else "")
-    return REASONS.get(verdict, verdict)
+    proof = proof_of(mode)
+    own = proof.reason(verdict, p, default) if proof is not None else None
+    return own or REASONS.get(verdict, verdict)
 
 
 def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = None,
@@ -217,13 +205,13 @@ def participation(phases: Sequence[PhaseSnapshot], scenario: Scenario | None = N
             recorded = False
             continue
         bad = [(p, m, v) for p, m, v in verdicts
-               if v is not None and v != "native" and v not in TOOK_PART.get(m, ENGAGED)]
+               if v is not None and v != "native" and v not in _took_part(m)]
         out = [b for b in bad if not _open(b[2])]  # decided: it did not take part
         if not out and len(bad) < len(verdicts):  # proven in a run, in none decided out
             took.append(name)
             continue
-        p, _m, v = (out or bad)[0]  # the decided verdict first (it says more)
+        p, m, v = (out or bad)[0]  # the decided verdict first (it says more)
         assert v is not None
-        absent.append(NoPart(name, v, _reason(v, name, p, scenario), len(out or bad),
+        absent.append(NoPart(name, v, _reason(v, name, p, m, scenario), len(out or bad),
                              len(seen)))
     return Participation(mode, tuple(took), tuple(absent), recorded)

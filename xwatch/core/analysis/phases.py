@@ -17,7 +17,8 @@ from xwatch.core import model as M
 from xwatch.core.analysis.stats.copies import failed_beside, role
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.model.metric import P50, P99, THROUGHPUT, Metric
-from xwatch.core.modes.base import MPS, XSCHED, modes_of
+from xwatch.core.modes.base import modes_of
+from xwatch.core.modes.participation import proofs
 
 
 def by_priority(p: PhaseSnapshot) -> tuple[WorkloadSnapshot | None, list[WorkloadSnapshot]]:
@@ -79,7 +80,7 @@ def per_mode(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
     with the step key a one-mode phase of the mode has and the same repeat: so each
     mode's run is its own copies and pairs with the other modes' runs of the same phase
     (the run's shared noise cancels in the difference). Only its own mode's records
-    (XSched's, MPS's) stay on it, and its own copies' proofs. A split phase that failed
+    (each mode's ``Proof.fields``) stay on it, and its own copies' proofs. A split phase that failed
     only through another mode's copies (``failed_beside``) is ``done`` for this mode.
     Every other phase is kept as it is."""
     out: list[PhaseSnapshot] = []
@@ -97,12 +98,11 @@ def per_mode(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
             if iso is not None:
                 iso = msgspec.structs.replace(iso, mode=m, workloads={
                     n: v for n, v in iso.workloads.items() if n in mine})
+            theirs = {f: None for name, proof in proofs() if name != m for f in proof.fields}
             out.append(msgspec.structs.replace(
                 p, name=f"{p.name} ({m})", mode=m, status=status, error=error,
                 workloads=tuple(w for w in p.workloads if w.name in mine),
-                xsched=p.xsched if m == XSCHED else None, mps=p.mps if m == MPS else None,
-                preflight=p.preflight if m == XSCHED else None, isolation=iso,
-                step=m, copy_modes=None))
+                isolation=iso, step=m, copy_modes=None, **theirs))
     return tuple(out)
 
 
@@ -141,10 +141,7 @@ def per_setting(phases: Iterable[PhaseSnapshot]) -> tuple[PhaseSnapshot, ...]:
 def shared_lines(p: PhaseSnapshot) -> list[str]:
     """What the phase's daemon also served that was not this session's (``shared``):
     ``shared its xserver from t=... on with ...: not a clean XSched measurement``."""
-    return [s.describe(daemon) for s, daemon in (
-        (p.xsched.shared if p.xsched is not None else None, "xserver"),
-        (p.mps.shared if p.mps is not None else None, "MPS control daemon"))
-        if isinstance(s, M.Shared)]
+    return [line for _, proof in proofs() if (line := proof.shared(p)) is not None]
 
 
 def slo_metric(snap: SessionSnapshot) -> tuple[str | None, Metric]:

@@ -5,8 +5,8 @@ shim, a blank line, the tail of a traceback frame). ``best_cause`` prefers, in
 this order: an XSched ``[ERRO ...]`` line, a CUDA/HIP/driver error or a fatal
 signal message, a Python exception line, any line saying error/fatal/abort, an
 XSched ``[WARN ...]`` line, then any other line that is not INFO/DEBUG. Among
-equals the last one wins. XSched's ``[LEVEL @ Tn @ hh:mm:ss.us]`` prefix (1.2: ``[XSCHED LEVEL @ T n @ ...]``)
-is stripped; the message itself is never cut.
+equals the last one wins. XSched's ``[LEVEL @ Tn @ hh:mm:ss.us]`` prefix (1.2: ``[XSCHED LEVEL @
+T n @ ...]``; any upper-case tag, ``LOG_PREFIX``) is stripped; the message itself is never cut.
 
 A failure repeated N times (the same line from 16 requests, or from every copy of a
 workload over the GPUs) is said once with its count: ``collapse`` for lines,
@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-#: 49079bc logs ``[ERRO @ T123 @ hh:mm:ss.us]``, 1.2 ``[XSCHED ERRO @ T 123 @ hh:mm:ss.us]``
-XSCHED_PREFIX = re.compile(
-    r"^\s*\[(?:XSCHED )?(?P<level>INFO|WARN|ERRO|DEBG) @ T ?\d+ @ [\d:.]+\]\s*")
+#: a scheduler library's log line, its tag optional: XSched 49079bc logs ``[ERRO @ T123 @
+#: hh:mm:ss.us]``, 1.2 ``[XSCHED ERRO @ T 123 @ hh:mm:ss.us]``
+LOG_PREFIX = re.compile(
+    r"^\s*\[(?:[A-Z]+ )?(?P<level>INFO|WARN|ERRO|DEBG) @ T ?\d+ @ [\d:.]+\]\s*")
 _DEVICE_ERROR = re.compile(
     r"(cuda|hip|cudnn|miopen|cublas|hipblas|rocblas|nccl|rccl|nvrtc)\w*[ _]?(error|status|"
     r"exception)|invalid device|illegal (memory|address|instruction)|device-side assert(ion)? triggered|"
@@ -34,14 +35,14 @@ _NOISE = re.compile(r"^\s*(INFO|DEBUG|DEBG|TRACE)\b|^\s*File \"|^\s*Traceback \(
 
 def strip_prefix(line: str) -> str:
     """A line without XSched's ``[LEVEL @ Tn @ time]`` prefix."""
-    return XSCHED_PREFIX.sub("", line, count=1).strip()
+    return LOG_PREFIX.sub("", line, count=1).strip()
 
 
 def score(line: str) -> int:
     """How much a line says about a failure (0: nothing)."""
     if not line.strip():
         return 0
-    m = XSCHED_PREFIX.match(line)
+    m = LOG_PREFIX.match(line)
     level = m.group("level") if m else None
     body = strip_prefix(line)
     if level == "ERRO":

@@ -1,18 +1,19 @@
 """The names of the modes a phase can run in, and of a split phase's.
 
-The tree's own modes are named here (the snapshot and the reports spell them so);
-every mode, a registered one from outside the tree too, is known by ``modes.registry``
-and declares what it can do by ``modes.contract`` (``ModeBackend``, re-exported here).
+Native is named here (every other mode is measured against it); every mode, the tree's
+own (``MODES``, the registry's ``BUILTIN``) and a registered one from outside the tree,
+is known by ``modes.registry`` and declares what it can do by ``modes.contract``
+(``ModeBackend``, re-exported here), its name and label among it.
 """
 
 from __future__ import annotations
 
 from xwatch.core.modes.contract import ModeBackend
+from xwatch.core.modes.registry import BUILTIN
 
-NATIVE, XSCHED, MPS = "native", "xsched", "mps"
-MODES = (NATIVE, XSCHED, MPS)
-#: how each mode is named on screen and in reports
-LABELS = {NATIVE: "native", XSCHED: "XSched", MPS: "MPS"}
+NATIVE = "native"
+#: the tree's own modes, in the registry's order
+MODES = tuple(name for name, _ in BUILTIN)
 
 
 #: a split phase's mode: its copies' modes joined (``native+xsched``)
@@ -33,16 +34,16 @@ def modes_of(mode: str) -> tuple[str, ...]:
 
 
 def label(mode: str) -> str:
-    return " + ".join(LABELS.get(m) or _label(m) for m in modes_of(mode))
+    """How ``mode`` is named on screen and in reports (a split phase's: its modes')."""
+    return " + ".join(_label(m) for m in modes_of(mode))
 
 
 def _label(name: str) -> str:
-    """A registered mode's label (one from outside the tree), else its name."""
+    """A registered mode's label (``Mode.label``), else its name."""
     from xwatch.core.modes import registry
 
     mode = registry.find(name)
     return mode.label if mode is not None else name
 
 
-__all__ = ["LABELS", "MODES", "MPS", "NATIVE", "SPLIT", "XSCHED", "ModeBackend", "label",
-           "modes_of", "split_name"]
+__all__ = ["MODES", "NATIVE", "SPLIT", "ModeBackend", "label", "modes_of", "split_name"]

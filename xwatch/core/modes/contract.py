@@ -14,12 +14,21 @@ A mode is two things:
   registry, the report and the dashboard load: a mode's declaration imports neither its
   backend nor what sits above it. A dashboard panel may be plain data (``View``,
   ``Lanes``) that the dashboard draws, so that a mode keeps it in its package.
+
+  sections, its dashboard key, tab and live-control screen; its own rules, asked by
+  the generic machinery (who took part, ``Proof``; its verdict words; its traces kept
+  out of the other modes' workloads, ``Isolation``; how an answer words its settings).
+  What lives elsewhere is named by ``module:attr`` references that the registry, the
+  report and the dashboard load: a mode's declaration imports neither its backend nor
+  what sits above it.
 - ``ModeBackend``, the configured backend that runs its phases: enter and leave a
   phase; the environment of its workloads and their fork support; the preflight
   (``settle``) and the engagement proof (``on_running``, ``last_look``); its health
   (``failure``); its live controls (``control``); a backend of the same mode for
   another scenario (``for_scenario``: a sweep's setting, an advise candidate, a box
-  phase) and the settings that hold for a whole phase (``phase_wide``).
+  phase) and the settings that hold for a whole phase (``phase_wide``); the one retry of
+  a phase whose daemon died early (``died_early``). Its workloads' processes reach the
+  mode's fork support through their environment (``engine.worker.support``).
 
 Native is the absence of a backend: its ``Mode`` configures none.
 """
@@ -33,7 +42,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from xwatch.core import model as M
     from xwatch.core.engine.live.phase import Phase
+    from xwatch.core.engine.live.session import Session
     from xwatch.core.engine.live.workload import WorkloadRun
     from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.core.engine.worker.zygote import ForkServer
@@ -216,6 +227,12 @@ class ModeBackend(abc.ABC):
         raise ModeError(f"{self.mode} has no live control {request.action!r} (it declares "
                         "none)", title="No live control")
 
+    # -- names-engine: the one retry of a phase whose daemon died early
+    def died_early(self, phase: Phase) -> Retry | None:
+        """How to retry ``phase`` when it failed because the mode's daemon died before its
+        first measured second (XSched's xserver); None: it is not retried (the default)."""
+        return None
+
 
 class Mode(Protocol):
     """A scheduling mode's declaration (see the module)."""
@@ -354,3 +371,152 @@ class Mode(Protocol):
     def compare_view(self) -> str | None:
         """Its panel on the Compare tab (``module:function`` of the snapshot, returning a
         ``View`` or None when the session has nothing for it); None: none."""
+
+    # -- names-engine: the mode's own rules, asked by the generic machinery
+    @property
+    def proof(self) -> str | None:
+        """Its proof of who took part (``module:attr`` of a ``Proof``); None: the verdicts
+        a phase records in ``proof``, ``engaged`` taking part (a mode from outside the
+        tree), or nothing to prove (native)."""
+
+    @property
+    def isolation(self) -> str | None:
+        """How it keeps its traces out of the other modes' workloads, and proves it
+        (``module:attr`` of an ``Isolation``); None: it leaves none."""
+
+    @property
+    def verdicts(self) -> str | None:
+        """The verdicts its proof prints and what each means (``module:attr`` of a tuple of
+        ``modes.verdicts.Word``, merged into one table by ``modes.verdicts``); None: none."""
+
+    @property
+    def setting_words(self) -> Mapping[str, str]:
+        """How an answer words a workload's ``--set`` key of this mode (``{wl}``: the
+        workload, ``{v}``: the value); a key not here reads ``{wl} {key} {v}``."""
+
+
+# -- names-engine: what a mode's own rules are (``Mode.proof``, ``Mode.isolation``,
+# ``ModeBackend.died_early``)
+@dataclass(frozen=True)
+class Advice:
+    """Why a workload takes no part in its mode, and what to do about it."""
+
+    reason: str
+    todo: str
+
+
+@dataclass(frozen=True)
+class Absent:
+    """A workload of a phase that takes no part in the phase's mode (or, ``provisional``,
+    has not been seen taking part so far)."""
+
+    workload: str
+    mode: str  # the mode's name
+    status: str  # the mode's verdict (``pending`` while provisional)
+    reason: str
+    todo: str
+    provisional: bool = False
+
+    def line(self) -> str:
+        """What the main screen and the console say: "infer: XSched is not scheduling
+        it (...): run its GPU work on a CUDA stream it creates (...)"."""
+        todo = f"if it stays so, {self.todo}" if self.provisional else self.todo
+        return f"{self.workload}: {self.reason}: {todo}"
+
+
+class Proof(Protocol):
+    """A mode's proof of who of a phase's workloads took part in it, and what else the
+    readers of a snapshot ask of its record in a phase (``Mode.proof``): for the answer
+    (``analysis.participation``), the live alerts (``modes.participation``), a split
+    phase's per-mode view and the daemon it shared (``analysis.phases``), the slow
+    requests' attribution (``analysis.gpu.attribution``)."""
+
+    #: the phase snapshot's fields that hold its record (a split phase's copies of another
+    #: mode do without them)
+    fields: tuple[str, ...]
+
+    #: the recorded verdicts that prove a workload took part
+    took_part: frozenset[str]
+    #: what taking part is called: (was ..., ran ... beside it)
+    verbs: tuple[str, str]
+    #: why a workload takes no part and what to do, by verdict
+    advices: Mapping[str, Advice]
+
+    def verdict(self, phase: PhaseSnapshot, name: str) -> str | None:
+        """The verdict ``phase`` recorded for workload ``name`` ("unrecorded": none for
+        it; None: the phase has no record of the mode's evidence at all)."""
+
+    def reason(self, verdict: str, phase: PhaseSnapshot, default_stream: bool) -> str | None:
+        """What ``verdict`` means, said after the workload's name in an answer
+        (``default_stream``: the evidence says its work ran on the default stream); None:
+        the generic words."""
+
+    def advice(self, status: str, server: bool = False,
+               default_stream: bool = False) -> Advice | None:
+        """Why a workload whose verdict is ``status`` takes no part, and what to do (a
+        server's, a default-stream workload's own); None: it is not taking no part."""
+
+    def absent(self, phase: PhaseSnapshot) -> list[Absent]:
+        """The workloads of ``phase`` its verdicts say take no part, or that have not been
+        seen taking part so far (``Absent.provisional``)."""
+
+    def shared(self, phase: PhaseSnapshot) -> str | None:
+        """What its daemon also served in ``phase`` that was not this session's (None:
+        nothing, or no daemon)."""
+
+    def lanes(self, phase: PhaseSnapshot) -> Mapping[str, list[tuple[float, str]]]:
+        """Each workload's scheduler state per poll in ``phase`` (time, ``running`` /
+        ``suspended`` / ``idle``), where the mode records one; empty: none recorded."""
+
+
+class Scrubbing(Protocol):
+    """A starting environment being cleaned of a mode's traces
+    (``modes.isolation.Cleaned``): what is left, and what to take out."""
+
+    env: dict[str, str]
+
+    def drop(self, name: str, why: str, keep: str | None = None) -> None:
+        """Take ``name`` out (``keep``: what is left of its value), saying why."""
+
+
+class Isolation(Protocol):
+    """How a mode keeps its traces out of the other modes' workloads, and proves it
+    (``Mode.isolation``; ``modes.isolation`` asks every registered mode's)."""
+
+    #: a phase of this mode is proven by its library mapped in each workload's process
+    #: (``marks``): ``shim-loaded`` / ``shim-missing``
+    maps_proof: bool
+
+    def scrub(self, env: Mapping[str, str], mode: str, cleaned: Scrubbing,
+              libs: list[str], private_dir: str | None) -> None:
+        """Take this mode's traces in ``env`` out of a ``mode`` phase's starting
+        environment (``cleaned``); ``libs``: the configured modes' library folders;
+        ``private_dir``: the private folder kept for the other modes (``private_dir``)."""
+
+    def private_dir(self, scratch_dir: str) -> str | None:
+        """A folder it keeps for the other modes' workloads, made in ``scratch_dir``
+        (None: none)."""
+
+    def record(self, envs: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        """Its fields of a phase's ``Isolation`` record (``envs``: each mode's cleaned
+        starting environment)."""
+
+    def marks(self, path: str) -> bool:
+        """Whether a library mapped in a process marks this mode."""
+
+    def failure_text(self, mode: str, name: str, pid: int, libraries: list[str],
+                     origin: str) -> str:
+        """Why a ``mode`` phase fails when its library (one of ``libraries``, from
+        ``origin``) is mapped in workload ``name``'s process (``pid``)."""
+
+
+class Retry(Protocol):
+    """A phase that failed because its mode's daemon died before its first measured
+    second (``ModeBackend.died_early``): the driver runs it once more, once."""
+
+    def first_attempt(self, session: Session) -> tuple[M.PhaseRetry, str]:
+        """The record of the failed first attempt and the console's line about the retry
+        (logged in ``session``, the attempt taken out of its phases)."""
+
+    def failed_twice(self, first: M.PhaseRetry) -> None:
+        """The retry (this phase) died early too: it fails, saying so."""

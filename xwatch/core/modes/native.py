@@ -44,6 +44,12 @@ class NativeMode:
     lanes: str | None = None
     compare_view: str | None = None
 
+    # -- names-engine: the mode's own rules
+    proof: str | None = None
+    isolation: str | None = None
+    verdicts: str | None = None
+    setting_words: Mapping[str, str] = field(default_factory=dict)
+
     def owns_key(self, key: str) -> bool:
         return False
 

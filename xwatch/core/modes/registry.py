@@ -28,6 +28,9 @@ GROUP = "xwatch.modes"
 BUILTIN = (("native", "xwatch.core.modes.native:MODE"),
            ("xsched", "xwatch.core.xsched:MODE"),
            ("mps", "xwatch.core.mps:MODE"))
+#: the tree's mode that calibrate measures against native unless told (``calibrate
+#: --mode``, the dashboard's ``C``)
+CALIBRATED = "xsched"
 
 _registered: dict[str, Mode] = {}
 _loaded = False

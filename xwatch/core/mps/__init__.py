@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.scenario import Scenario, Workload
 
+#: its name (``MpsMode.name``)
+NAME = "mps"
 #: the ``--set`` keys a sweep or advise varies (``[workload.mps]``, prefixed)
 SWEEP_KEYS = ("mps.priority", "mps.active_thread_percentage")
 PREFIX = "mps."
@@ -43,7 +45,7 @@ class MpsBackend(ModeBackend):
     """What the MPS backend (``controller.MpsController``) declares beyond a phase's
     lifecycle, and its live control."""
 
-    mode = "mps"
+    mode = NAME
     if TYPE_CHECKING:  # the controller's state these read
         tool: str
         preflight: bool
@@ -73,7 +75,7 @@ class MpsBackend(ModeBackend):
 class MpsMode:
     """MPS's declaration (``modes.contract.Mode``)."""
 
-    name: str = "mps"
+    name: str = NAME
     label: str = "MPS"
     key: str | None = "m"
     tab: str | None = None
@@ -102,6 +104,14 @@ class MpsMode:
     tab_view: str | None = None
     lanes: str | None = None
     compare_view: str | None = None
+
+    # -- names-engine: the mode's own rules
+    proof: str | None = "xwatch.core.mps.participation:PROOF"
+    isolation: str | None = "xwatch.core.mps.isolation:ISOLATION"
+    verdicts: str | None = "xwatch.core.mps.participation:WORDS"
+    setting_words: Mapping[str, str] = dataclasses.field(default_factory=lambda: {
+        "mps.active_thread_percentage": "{wl} at {v}% of SMs",
+        "mps.priority": "{wl} client priority {v}"})
 
     def owns_key(self, key: str) -> bool:
         return key.startswith(PREFIX)

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from xwatch.core.modes.neighbours import MpsDaemon, find_mps_daemons
 from xwatch.core.mps import MpsError
+from xwatch.core.mps.neighbours import MpsDaemon, find_mps_daemons
 from xwatch.core.procs import own_pids, process, user_name
 from xwatch.core.schedulers import MPS_TOOL
 from xwatch.scenario import Scenario

@@ -55,11 +55,12 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.modes.base import MPS
 from xwatch.core.modes.daemon import DaemonBackend, stop_group
-from xwatch.core.modes.neighbours import MpsDaemon, Strangers
+from xwatch.core.modes.neighbours import Strangers
+from xwatch.core.mps import NAME as MPS
 from xwatch.core.mps import MpsBackend, MpsError, control
 from xwatch.core.mps.env import client_params, mps_env
+from xwatch.core.mps.neighbours import MpsDaemon
 from xwatch.core.procs import pid_alive, tree
 from xwatch.scenario import Scenario
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from xwatch.core.analysis.calibrate import calibrate, high_names
 from xwatch.core.modes.base import label
+from xwatch.core.modes.registry import CALIBRATED
 from xwatch.core.plans.driver import Driver, Plan, Step
 from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
 
-#: the mode calibrated unless told (``calibrate --mode``; the dashboard's ``C``)
-CALIBRATED = "xsched"
+__all__ = ["CALIBRATED", "calibrate_steps", "run_calibrate", "verdict_lines"]
 
 
 def calibrate_steps(scen: Scenario, mode: str = CALIBRATED) -> list[Step]:

@@ -28,10 +28,10 @@ from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.host import SessionHost
 from xwatch.core.modes.base import ModeBackend
+from xwatch.core.modes.contract import Retry
 from xwatch.core.plans.console import Console, failure_reasons
 from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.runner import REFUSED, REPLACED, Ending, Runner
-from xwatch.core.xsched.leave.retry import failed_twice, first_attempt, xserver_died_early
 from xwatch.errors import UsageError, XwatchError
 from xwatch.scenario import Scenario, Workload
 
@@ -297,8 +297,9 @@ class Driver:
         a calibrate role noted); ``trace_s``: a kernel capture mid-phase. The phase (a
         mode that would not start: its failed phase, else None); ``STOPPED`` when the
         plan must end here (a signal before it started, or the phase was replaced by
-        another: the dashboard's user started something else). A phase whose xserver died
-        before its first measured second is run once more (``retry``)."""
+        another: the dashboard's user started something else). A phase whose mode's daemon
+        (XSched's xserver) died before its first measured second is run once more
+        (``ModeBackend.died_early``)."""
         assert self.runner is not None and self.session is not None
         if self.stop.is_set():
             return STOPPED
@@ -327,13 +328,13 @@ class Driver:
                 failed.retried = first
                 _label(failed, step, rnd)
                 phase, ending = failed, REFUSED
-            died = xserver_died_early(phase)
-            if died is None or first is not None or self.stop.is_set():
+            retry = self._died_early(phase)
+            if retry is None or first is not None or self.stop.is_set():
                 break
-            first, line = first_attempt(phase, died, self.session)  # no longer a phase
+            first, line = retry.first_attempt(self.session)  # no longer a phase
             out.warn(line)
-        if first is not None and xserver_died_early(phase) is not None:
-            failed_twice(phase, first)
+        if first is not None and (retry := self._died_early(phase)) is not None:
+            retry.failed_twice(first)
         self.phases.append(phase)
         if self.live_answer and not self._racing:
             self.host.settle()
@@ -341,6 +342,13 @@ class Driver:
             else None
         out.phase_ended(phase.snapshot(time.monotonic()), tel, ending)
         return STOPPED if ending == REPLACED else phase
+
+    def _died_early(self, phase: Phase) -> Retry | None:
+        """How to retry ``phase`` when its mode's daemon died early (the backends'
+        ``died_early``), else None."""
+        assert self.runner is not None
+        return next((r for b in self.runner.backends.values() if b is not None
+                     and (r := b.died_early(phase)) is not None), None)
 
     def _ticker(self, phase_s: float, trace_s: float | None) -> Callable[[Phase], None] | None:
         """What the runner calls about once a second: the observer's tick, and a kernel

@@ -21,21 +21,31 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, KeyHelp, Mode, ModeBackend, ServerFor
+from xwatch.core.modes.contract import (
+    Control,
+    Controls,
+    KeyHelp,
+    Mode,
+    ModeBackend,
+    Retry,
+    ServerFor,
+)
 
 if TYPE_CHECKING:
     import subprocess
 
     from xwatch.core.engine.live.phase import Phase
     from xwatch.core.engine.snapshot import PhaseSnapshot
-    from xwatch.core.modes.neighbours import Xserver
     from xwatch.core.xsched.client import XserverClient
     from xwatch.core.xsched.engagement import XserverLog
     from xwatch.core.xsched.install import XschedInstall
     from xwatch.core.xsched.meta import InstallMeta
     from xwatch.core.xsched.preflight import Launcher
+    from xwatch.core.xsched.rules.neighbours import Xserver
     from xwatch.scenario import Scenario, Workload
 
+#: its name (``XschedMode.name``)
+NAME = "xsched"
 #: the ``--set`` keys a sweep or advise varies (``[workload.xsched]``)
 SWEEP_KEYS = ("priority", "level", "threshold", "batch_size")
 #: its report sections and lines of the environment; its series and upgrade
@@ -48,7 +58,7 @@ class XschedBackend(ModeBackend):
     """What the XSched backend (``controller.XschedController``) declares beyond a
     phase's lifecycle, and its live controls."""
 
-    mode = "xsched"
+    mode = NAME
     own_fork_server = True  # its copies fork from a server started under the shim
 
     if TYPE_CHECKING:  # the controller's state these read
@@ -133,6 +143,13 @@ class XschedBackend(ModeBackend):
         await self.set_policy(v["policy"])
         return f"policy {v['policy']}"
 
+    def died_early(self, phase: Phase) -> Retry | None:
+        """A phase whose xserver died before its first measured second is run once more
+        (``leave.retry``)."""
+        from xwatch.core.xsched.leave.retry import retry_of
+
+        return retry_of(phase)
+
     def hung_or_gone(self) -> str:
         """'hung' while xserver's process lives (its HTTP API silent), else 'gone'."""
         from xwatch.core.procs import pid_alive
@@ -184,7 +201,7 @@ class XschedBackend(ModeBackend):
 class XschedMode:
     """XSched's declaration (``modes.contract.Mode``)."""
 
-    name: str = "xsched"
+    name: str = NAME
     label: str = "XSched"
     key: str | None = "x"
     tab: str | None = "xwatch.ui.widgets.panels:ViewPanel"  # drawn from ``tab_view``
@@ -220,6 +237,12 @@ class XschedMode:
     tab_view: str | None = f"{_VIEWS}:tab"
     lanes: str | None = f"{_VIEWS}:lanes"
     compare_view: str | None = f"{_VIEWS}:calibration"
+
+    # -- names-engine: the mode's own rules
+    proof: str | None = "xwatch.core.xsched.rules.participation:PROOF"
+    isolation: str | None = "xwatch.core.xsched.rules.isolation:ISOLATION"
+    verdicts: str | None = "xwatch.core.xsched.rules.participation:WORDS"
+    setting_words: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def owns_key(self, key: str) -> bool:
         return key in SWEEP_KEYS

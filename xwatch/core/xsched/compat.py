@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xwatch.core import model as M
-from xwatch.core.modes.neighbours import Xserver, find_xserver
 from xwatch.core.procs import own_pids
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.env import SETTING_VARS
 from xwatch.core.xsched.install import XschedError
 from xwatch.core.xsched.meta import InstallMeta, channel_key
+from xwatch.core.xsched.rules.neighbours import Xserver, find_xserver
 from xwatch.scenario import Scenario
 
 

@@ -23,11 +23,8 @@ from msgspec.structs import replace
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.live.workload import WorkloadRun
-from xwatch.core.engine.worker.xsched_fork import switchable
-from xwatch.core.modes.base import XSCHED
 from xwatch.core.modes.daemon import DaemonBackend
-from xwatch.core.modes.isolation import is_shim
-from xwatch.core.modes.neighbours import Xserver
+from xwatch.core.xsched import NAME as XSCHED
 from xwatch.core.xsched import XschedBackend
 from xwatch.core.xsched.client import XserverClient, free_port, validate_config
 from xwatch.core.xsched.compat import (
@@ -39,11 +36,14 @@ from xwatch.core.xsched.compat import (
 )
 from xwatch.core.xsched.engagement import XserverLog
 from xwatch.core.xsched.env import queue_params, xsched_env
+from xwatch.core.xsched.fork import switchable
 from xwatch.core.xsched.install import XschedError, XschedInstall, find_install, workload_platform
 from xwatch.core.xsched.leave.quiet import XserverQuiet, died_by_itself
 from xwatch.core.xsched.meta import InstallMeta, read_meta
 from xwatch.core.xsched.preflight import Launcher, preflight
-from xwatch.core.xsched.xqueues.evidence import Evidence
+from xwatch.core.xsched.rules.isolation import is_shim
+from xwatch.core.xsched.rules.neighbours import Xserver
+from xwatch.core.xsched.xqueues.evidence import Evidence, of_run
 from xwatch.core.xsched.xqueues.polling import Pace
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
@@ -147,7 +147,7 @@ class XschedController(XschedBackend, DaemonBackend):  # its last_look: none (th
 
     def on_running(self, run: WorkloadRun, libraries: list[str] | None) -> None:
         """The maps proof: a running workload without the shim mapped is not scheduled."""
-        self.evidence.set_wl(run.phase, run.spec.name,
+        self.evidence.set_wl(of_run(run), run.spec.name,
                              shim_mapped=None if libraries is None else any(map(is_shim, libraries)),
                              libraries=libraries or [])
 

@@ -9,8 +9,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK
-from xwatch.core.modes.participation import SO_FAR
+from xwatch.core.xsched.fork import LEAVE_MARK
+from xwatch.core.xsched.rules.participation import SO_FAR
 
 if TYPE_CHECKING:
     from xwatch.core.xsched.client import XQueueRow

@@ -1,8 +1,10 @@
 """The environment XSched mode gives each workload: scheduler, automatic XQueue
-and its priority/level/threshold/batch size (scenario overrides, else by priority)."""
+and its priority/level/threshold/batch size (scenario overrides, else by priority), and
+the reference to its fork support (``fork.REF``)."""
 
 from __future__ import annotations
 
+from xwatch.core.xsched.fork import SUPPORT_VARS
 from xwatch.core.xsched.install import XschedInstall
 from xwatch.scenario import Workload
 
@@ -33,6 +35,7 @@ def xsched_env(w: Workload, install: XschedInstall, platform: str) -> dict[str, 
         "XSCHED_AUTO_XQUEUE_THRESHOLD": str(q["threshold"]),
         "XSCHED_AUTO_XQUEUE_BATCH_SIZE": str(q["batch_size"]),
         "LD_LIBRARY_PATH": str(install.lib),
+        **SUPPORT_VARS,  # its fork support, for the fork server and the worker (``fork``)
     }
     env.update(settings_env(w))
     if platform == "hip":

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from xwatch.core.analysis.phases import by_priority
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.engine.stats import nan_if_none
+from xwatch.core.modes.participation import proof_of
 
 CATEGORIES = ("LOW running", "LOW suspended", "LOW idle", "HIGH suspended", "unknown")
 #: a poll this close to a request (when none fell inside it) still speaks for it
@@ -41,11 +42,6 @@ class Attribution:
                 f"{self.threshold_kind}): {parts}{more}")
 
 
-def _lane(phase: PhaseSnapshot, name: str) -> list[tuple[float, str]]:
-    info = phase.xsched.workloads.get(name) if phase.xsched is not None else None
-    return [(float(t), str(s)) for t, s in info.lane] if info is not None else []
-
-
 def _states(lane: list[tuple[float, str]], times: list[float], lo: float, hi: float
             ) -> list[str]:
     """Lane states polled in [lo, hi], else the nearest within NEAR_S."""
@@ -63,8 +59,11 @@ def _states(lane: list[tuple[float, str]], times: list[float], lo: float, hi: fl
 
 def attribute(phase: PhaseSnapshot, slo_ms: float | None = None,
               slo_workload: str | None = None) -> Attribution | None:
-    """The attribution for the phase's highest-priority workload (XSched phases)."""
-    if phase.mode != "xsched" or phase.xsched is None or not phase.xsched.workloads:
+    """The attribution for the phase's highest-priority workload (phases of a mode that
+    records its scheduler's lanes, ``Proof.lanes``: XSched's)."""
+    proof = proof_of(phase.mode)
+    lanes = proof.lanes(phase) if proof is not None else {}
+    if not lanes:
         return None
     hi, lows = by_priority(phase)
     if hi is None or not hi.count or not hi.slowest:
@@ -76,9 +75,9 @@ def attribute(phase: PhaseSnapshot, slo_ms: float | None = None,
     if math.isnan(threshold):
         return None
     slow = [(t, lat) for t, lat in hi.slowest if lat > threshold]
-    hi_lane = _lane(phase, hi.name)
+    hi_lane = lanes.get(hi.name, [])
     hi_times = [t for t, _ in hi_lane]
-    low_lanes = [(lane, [t for t, _ in lane]) for lane in (_lane(phase, w.name) for w in lows)]
+    low_lanes = [(lane, [t for t, _ in lane]) for lane in (lanes.get(w.name, []) for w in lows)]
     counts = dict.fromkeys(CATEGORIES, 0)
     out = []
     for t_end, lat in slow:

@@ -458,15 +458,11 @@ def _mode_words(mode: str, settings: Mapping[str, Any]) -> str:
     name = "native (no sharing mechanism)" if mode == "native" else base.label(mode)
     if not settings:
         return name
+    words = {k: w for m in registry.modes() for k, w in m.setting_words.items()}
     parts = []
     for k, v in settings.items():
         wl, _, key = k.partition(".")
-        if key == "mps.active_thread_percentage":
-            parts.append(f"{wl} at {v}% of SMs")
-        elif key == "mps.priority":
-            parts.append(f"{wl} client priority {v}")
-        else:
-            parts.append(f"{wl} {key} {v}")
+        parts.append(words.get(key, "{wl} {key} {v}").format(wl=wl, key=key, v=v))
     return f"{name}, " + ", ".join(parts)
 
 

@@ -83,8 +83,6 @@ class PhaseLike(Protocol):
     t_end: float | None
     stages: dict[str, float]
     line_watchers: list[Callable[[WorkloadRun, str, str], None]]
-    xsched: M.Xsched | None  # the mode backends' records of the phase
-    mps: M.Mps | None
     isolation: M.Isolation | None
     annotations: list[M.Annotation]
 
@@ -364,7 +362,7 @@ class WorkloadRun:
         else:
             reason, ran = FAILED, False
         msg = self.error or ""
-        if reason == FAILED:  # the most informative line: XSched's [ERRO] beats the worker's error
+        if reason == FAILED:  # the most informative line: a scheduler's [ERRO] beats the worker's error
             msg = best_cause([*self.stderr, *([msg] if msg else [])]) or msg
         self.exit = M.Exit(code=code, signal=sig, reason=reason, ran_to_end=ran, message=msg)
         self.state = reason

@@ -2,7 +2,7 @@
 
 After ``main`` returns (its ``bye`` sent and every trace written) the process ends with
 ``os._exit``, as a forked worker does (``zygote``): the interpreter's finalisation
-(torch's modules and CUDA context torn down, an XSched shim's static destructors) took
+(torch's modules and CUDA context torn down, a scheduler shim's static destructors) took
 about 3 s on the H100 and measured nothing; the driver frees the context as the
 process ends either way."""
 
@@ -23,7 +23,7 @@ finally:
     for _stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             _stream.flush()
-from xwatch.core.engine.worker.xsched_fork import leave_xsched  # noqa: E402
+from xwatch.core.engine.worker.support import before_exit  # noqa: E402
 
-leave_xsched()  # under XSched's global scheduler: tell xserver first
+before_exit()  # its mode's scheduler (XSched's global one) is told first
 os._exit(rc)

@@ -11,7 +11,8 @@ SIGUSR1 ends the work early, as if SECONDS had passed (after at least three
 iterations): the MPS preflight stops its probe once the probe was seen as a client.
 With ``XWATCH_PROBE_HOLD=1`` (the XSched preflight's, ``xsched/leave/probes.py``) the
 probe, after its ``done`` line, stays in XSched, idle, until SIGUSR2 (at most
-``HOLD_MAX_S``), then leaves XSched's global scheduler (``leave_xsched``), prints
+``HOLD_MAX_S``), then leaves XSched's global scheduler (its mode's fork support,
+``support.before_exit``), prints
 ``{"type": "left", "left": true}`` (false: it could not switch, and leaves at its exit
 as before) and, told again (every probe has left), exits: the preflight lets its probes
 leave one at a time while nothing else talks to xserver (docs/gpus-start.md, "A probe's
@@ -87,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"type": "done", "iters": len(times), "early": bool(early),
                       "median_ms": round(times[len(times) // 2], 4)}), flush=True)
     if hold:
-        from xwatch.core.engine.worker.xsched_fork import leave_xsched
+        from xwatch.core.engine.worker.support import before_exit
 
         told = signal.sigtimedwait({signal.SIGUSR2}, HOLD_MAX_S) is not None
-        left = leave_xsched()
+        left = before_exit()
         print(json.dumps({"type": "left", "told": told, "left": left}), flush=True)
         if left and told:  # its exit tells xserver's process monitor, whose cleanup is one
             # more scheduling batch: it ends when told again, once every probe has left

@@ -18,38 +18,26 @@ the worker's first GPU call comes after that; its hello reports what the runtime
 (``gpu_init_env``). Anything else that differs is a reason to exec, named in the
 launch's ``start`` ("exec (its environment differs from the fork server's in ...)").
 
-XSched's CUDA copies fork from a server of their own (issue 58 goal 4), started with
-the phase's shim environment less the ``XSCHED_*`` settings read after the fork. The
-shim is the ``libcuda.so.1`` of the install's ``lib/`` on ``LD_LIBRARY_PATH`` (read by
-the dynamic loader once, at the server's start: it must equal the server's), and
-``import torch`` loads it (cuBLASLt's initializer opens ``libcuda.so.1``). With
-``XSCHED_SCHEDULER`` and ``XSCHED_POLICY`` unset, XSched 1.2's ``SchedAgent`` static
-constructor (``preempt/src/sched/agent.cpp``) takes the app-managed scheduler: no
-thread, no channel, nothing sent to xserver, and ``GetProcessId`` is not cached ("for
-forked processes", ``utils/include/xsched/utils/common.h``). Each child then calls
-``XHintSetScheduler`` (XSched's own API) for the scheduler its ``XSCHED_SCHEDULER``
-names, before its first GPU call: the global scheduler opens the client channel keyed
-by the child's pid and registers it with xserver (``sched/src/scheduler/global.cpp``),
-as an exec'd copy's would at load. Each XQueue reads ``XSCHED_AUTO_XQUEUE_*`` when it
-is created (``XQueueManager::AutoCreate``), the suspend flags and CUDA options are read
-at first use: all after the fork, so they may differ per copy (``LAZY_PREFIXES``,
-``LAZY_XSCHED``). A server whose imports loaded XSched otherwise (``XSCHED_POLICY``, no
-``XHintSetScheduler``, no ``types.h`` numbering) does not fork (``xsched_switch``). On
-HIP the shim is ``LD_PRELOAD``: exec'd. Other interpreters and command workloads are
-exec'd too. The server refuses to fork at all (and everything is started as before)
-if its imports left it unsafe to fork: a second thread, or the CUDA driver already
-initialized (``fork_hazard``).
+A mode's workloads may fork from a server of their own, started with the environment
+the mode gives them (XSched's CUDA copies, issue 58 goal 4). That environment names the
+mode's fork support (``support``): the variables of the mode read after the fork, which
+may differ per copy (``ForkSupport.lazy``), what the server must be after its imports to
+fork (``after_imports``) and what a child does before its module runs (``in_child``).
+Other interpreters and command workloads are exec'd. The server refuses to fork at all
+(and everything is started as before) if its imports left it unsafe to fork: a second
+thread, or the CUDA driver already initialized (``fork_hazard``), or its mode's support
+says why not.
 
 Two sides in one module:
 - the server process, ``python -m xwatch.core.engine.worker.zygote MODEL ...``
   (``serve``): imports, says ``ready``, then forks on request and reports each
-  child's exit; a fork request carries the child's module (the worker, or the XSched
-  preflight's probe, ``FORKABLE``) and its arguments, environment, working folder and
+  child's exit; a fork request carries the child's module (the worker, or a mode's
+  preflight probe, ``FORKABLE``) and its arguments, environment, working folder and
   its stdout, stderr and event pipe (``SCM_RIGHTS``);
 - xwatch's side (``ForkServer``, asyncio): starts it, forks through it, and gives
   each child as a ``ForkedProcess`` that the supervisor treats like a subprocess.
 
-A launch that finds XSched's server still importing waits for it (``ForkServer.wait``,
+A launch that finds a mode's own server still importing waits for it (``ForkServer.wait``,
 ``ready_for``): the server was started no later than the launch and imports what an
 exec'd copy would under the shim, so the fork comes no later than an exec'd copy's
 imports would end, without several interpreters importing at once. The wait is bounded
@@ -84,7 +72,7 @@ from typing import Any
 from xwatch.core.engine.protocol import EVENT_FD_ENV, GATE_ENV
 from xwatch.core.engine.worker import CONFIG_ENV, GPU_INIT_ENV
 from xwatch.core.engine.worker.smoke import HOLD_ENV
-from xwatch.core.engine.worker.xsched_fork import switch_scheduler, xsched_switch
+from xwatch.core.engine.worker.support import ForkSupport, named
 
 SOCKET_ENV = "XWATCH_ZYGOTE_FD"
 #: set in a forked worker's environment: the fork server's pid
@@ -92,17 +80,16 @@ FORKED_ENV = "XWATCH_FORKED_FROM"
 #: "0": no fork server, every worker is exec'd
 ENABLE_ENV = "XWATCH_FORK_SERVER"
 WORKER_MODULE = "xwatch.core.engine.worker"
-#: the XSched preflight's probe (``xsched.preflight``): forked like the workers it speaks for
+#: a mode's preflight probe (``worker.smoke``): forked like the workers it speaks for
 SMOKE_MODULE = "xwatch.core.engine.worker.smoke"
 #: the modules a fork request may name
 FORKABLE = (WORKER_MODULE, SMOKE_MODULE)
 #: those whose child ends through the C library's ``exit`` once the module returned, as
 #: an exec'd process's normal exit does (the others: ``os._exit``, as the worker itself
-#: does): the probe's XSched (``SchedAgent``'s destructor) then tells xserver it leaves
-#: (``ProcessDestroyEvent``) before its channel goes, as the exec'd probe's did. A
-#: process that vanishes while xserver still lists its XQueues can stall xserver
-#: (docs/results/h100x4-2026-11-27.md, part B): the preflight must not add one beside
-#: every first XSched phase's loading copies.
+#: does): a scheduler loaded in the probe then sees it leave as the exec'd probe's did
+#: (XSched's ``SchedAgent`` destructor tells xserver, before its channel goes: a process
+#: that vanishes while xserver still lists its XQueues can stall it,
+#: docs/results/h100x4-2026-11-27.md, part B).
 NORMAL_EXIT = frozenset({SMOKE_MODULE})
 #: a launch waits for a server still importing until it has imported for this long
 IMPORT_WAIT_S = 60.0
@@ -114,10 +101,6 @@ WORKER_ENV = frozenset({CONFIG_ENV, EVENT_FD_ENV, GATE_ENV, "XWATCH_TRACE_DIR", 
 #: the server never did), so a forked worker may differ from the server in them and in
 #: nothing else
 LAZY_ENV = WORKER_ENV | GPU_INIT_ENV
-#: XSched 1.2's settings read after the fork (see the module): the scheduler (switched
-#: to in the child), each XQueue's (at its creation), the others at first use
-LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
-LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
 MAX_MSG = 1 << 20
 try:
     _PRCTL: Any = ctypes.CDLL(None, use_errno=True).prctl
@@ -125,14 +108,17 @@ except (OSError, AttributeError):  # pragma: no cover
     _PRCTL = None
 
 
-def is_lazy(name: str) -> bool:
-    """Whether variable ``name`` is read after the fork (may differ from the server's)."""
-    return name in LAZY_ENV or name in LAZY_XSCHED or name.startswith(LAZY_PREFIXES)
+def is_lazy(name: str, supports: tuple[ForkSupport, ...] = ()) -> bool:
+    """Whether variable ``name`` is read after the fork (may differ from the server's):
+    one of ``LAZY_ENV``, or of its mode's (``supports``: those its environment names)."""
+    return name in LAZY_ENV or any(s.lazy(name) for s in supports)
 
 
 def fixed_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The part of an environment that must equal the server's for a fork."""
-    return {k: v for k, v in env.items() if not is_lazy(k)}
+    """The part of an environment that must equal the server's for a fork (the mode's
+    fork support it names, ``support.SUPPORT_ENV``, among it)."""
+    supports = named(env)
+    return {k: v for k, v in env.items() if not is_lazy(k, supports)}
 
 
 def env_differences(server: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
@@ -150,7 +136,8 @@ def fork_hazard() -> str | None:
     initialized (a CUDA context never survives a fork). A CUDA build of torch loads
     ``libcuda`` at import without initializing it: that is asked of the driver itself
     (``cuDeviceGetCount`` answers CUDA_ERROR_NOT_INITIALIZED before ``cuInit``, and
-    initializes nothing). XSched loaded by the imports is judged by ``xsched_switch``.
+    initializes nothing). A mode's library loaded by the imports is judged by the mode's
+    fork support (``after_imports``).
     A ROCm build is judged by torch's own flag alone (HIP has no such question; not run
     on an AMD GPU). Native thread pools that the imports start
     (numpy's OpenBLAS, one per core) are fork-aware: they shut down before a fork
@@ -196,7 +183,7 @@ def _send(sock: socket.socket, msg: dict[str, Any]) -> None:
 
 
 def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
-           xs: tuple[str, dict[str, int]] | None = None) -> None:
+           modes: tuple[tuple[ForkSupport, Any], ...] = ()) -> None:
     """In the forked child: become the worker process, run it, exit (never returns)."""
     rc = 1
     normal_exit = req.get("module") in NORMAL_EXIT
@@ -229,8 +216,8 @@ def _child(req: dict[str, Any], fds: list[int], server: int, close: list[int],
         os.environ.update(env)
         if req.get("cwd"):
             os.chdir(req["cwd"])
-        if xs is not None:
-            switch_scheduler(xs)
+        for support, state in modes:  # before its first GPU call
+            support.in_child(state)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
@@ -290,9 +277,9 @@ def serve(sock_fd: int, models: list[str]) -> int:
         _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": f"imports failed: {e!r}"})
         return 1
     hazard = fork_hazard()
-    xs, why = xsched_switch()
-    hazard = hazard or why
-    _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": hazard, "xsched": xs is not None,
+    modes = tuple((support, *support.after_imports()) for support in named(os.environ))
+    hazard = hazard or next((why for _, _, why in modes if why), None)
+    _send(sock, {"op": "ready", "pid": os.getpid(), "hazard": hazard,
                  "seconds": round(time.monotonic() - t0, 3), "threads": native_threads()})
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -333,7 +320,8 @@ def serve(sock_fd: int, models: list[str]) -> int:
                 continue
             pid = os.fork()
             if pid == 0:
-                _child(req, fds, me, [sock.fileno(), wake_r, wake_w], xs)
+                _child(req, fds, me, [sock.fileno(), wake_r, wake_w],
+                       tuple((support, state) for support, state, _ in modes))
             for fd in fds:
                 os.close(fd)
             children.add(pid)
@@ -382,7 +370,7 @@ class ForkServer:
     def __init__(self, models: list[str], env: Mapping[str, str], log_path: str,
                  wait: bool = False) -> None:
         self.models = models
-        #: launches wait for its imports (``ready_for``; XSched's server: see the module)
+        #: launches wait for its imports (``ready_for``; a mode's own server: see the module)
         self.wait = wait
         self.env = fixed_env(env)
         self.log_path = log_path

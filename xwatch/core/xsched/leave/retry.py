@@ -1,12 +1,13 @@
 """The one retry of a phase whose xserver died before its first measured second (issue
 64 goal 4): whether a phase ended that way, what the retry records of the first attempt
 (``PhaseRetry``), and the reason given when the second attempt ends the same way.
-``Driver.step`` runs the retry; the first attempt measured nothing, so it is not one of
-the session's phases."""
+``Driver.step`` runs the retry (``XschedBackend.died_early``, ``XserverRetry``); the
+first attempt measured nothing, so it is not one of the session's phases."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
@@ -46,3 +47,24 @@ def failed_twice(phase: Phase, first: M.PhaseRetry) -> None:
     why = ("xserver died before the first measured second in both attempts (the first: "
            f"{first.error})")
     phase.error = f"{phase.error}; {why}" if phase.error else why
+
+
+@dataclass(frozen=True)
+class XserverRetry:
+    """The retry of ``phase``, whose xserver died early (``died``): the backend's
+    ``modes.contract.Retry``."""
+
+    phase: Phase
+    died: M.XserverExit
+
+    def first_attempt(self, session: Session) -> tuple[M.PhaseRetry, str]:
+        return first_attempt(self.phase, self.died, session)
+
+    def failed_twice(self, first: M.PhaseRetry) -> None:
+        failed_twice(self.phase, first)
+
+
+def retry_of(phase: Phase) -> XserverRetry | None:
+    """``phase``'s retry when its xserver died early (``xserver_died_early``), else None."""
+    died = xserver_died_early(phase)
+    return XserverRetry(phase, died) if died is not None else None

@@ -19,17 +19,16 @@ import threading
 import time
 import weakref
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgspec
 from msgspec.structs import replace
 
 from xwatch.core import model as M
 from xwatch.core.engine.live.phase import Phase
-from xwatch.core.engine.live.workload import PhaseLike, WorkloadRun
-from xwatch.core.engine.worker.xsched_fork import LEAVE_MARK
-from xwatch.core.modes.base import XSCHED
-from xwatch.core.modes.neighbours import Strangers, Xserver
+from xwatch.core.engine.live.workload import WorkloadRun
+from xwatch.core.modes.neighbours import Strangers
+from xwatch.core.xsched import NAME as XSCHED
 from xwatch.core.xsched.client import XserverClient
 from xwatch.core.xsched.engagement import (
     SCHED_LINE,
@@ -38,7 +37,9 @@ from xwatch.core.xsched.engagement import (
     engagement,
     expected_ready_polls,
 )
+from xwatch.core.xsched.fork import LEAVE_MARK
 from xwatch.core.xsched.install import XschedError
+from xwatch.core.xsched.rules.neighbours import Xserver
 from xwatch.core.xsched.xqueues.polling import (
     Answer,
     AnswerCache,
@@ -54,6 +55,18 @@ from xwatch.scenario import Scenario
 
 SAMPLES_KEPT = 3600  # /xqueues samples kept per phase
 LANE_KEPT = 20000  # lane points per workload (33 min at the default 100 ms poll)
+
+
+class XschedPhase(Protocol):
+    """What the evidence writes of a phase: XSched's record (``live.phase.Phase``; a run
+    reads its phase as ``PhaseLike``, which leaves each mode's record to the mode)."""
+
+    xsched: M.Xsched | None
+
+
+def of_run(run: WorkloadRun) -> XschedPhase:
+    """The phase of ``run`` as the live ``Phase`` it is, with XSched's record."""
+    return cast(XschedPhase, run.phase)
 
 
 class Backend(Protocol):
@@ -113,11 +126,11 @@ class Evidence:
         what = m.group(1)
         sched = "global" if what.startswith("global") else \
             f"local {m.group(2)}" if what.startswith("local") else "app-managed"
-        self.set_wl(run.phase, run.spec.name, scheduler=sched,
+        self.set_wl(of_run(run), run.spec.name, scheduler=sched,
                     scheduler_line=line.strip()[:300])
 
     @staticmethod
-    def wl_info(phase: PhaseLike, name: str) -> M.XschedWorkload:
+    def wl_info(phase: XschedPhase, name: str) -> M.XschedWorkload:
         """The XSched evidence of workload ``name`` (an empty record the first time)."""
         assert phase.xsched is not None
         wls = phase.xsched.workloads
@@ -126,7 +139,7 @@ class Evidence:
             info = wls[name] = M.XschedWorkload()
         return info
 
-    def set_wl(self, phase: PhaseLike, name: str, **changes: Any) -> None:
+    def set_wl(self, phase: XschedPhase, name: str, **changes: Any) -> None:
         """Replace fields of workload ``name``'s XSched evidence."""
         assert phase.xsched is not None
         phase.xsched.workloads[name] = replace(self.wl_info(phase, name), **changes)

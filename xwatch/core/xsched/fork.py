@@ -1,9 +1,31 @@
-"""XSched under the fork server (``zygote``; issue 58 goal 4): whether a server's imports
-loaded XSched so that each forked child can switch to its own scheduler
-(``xsched_switch``, after the imports; ``switchable``, from the install's files before a
-server is started for it), the switch in the child (``switch_scheduler``, before its first
-GPU call) and the leave before ``os._exit`` (``leave_xsched``). XSched is never loaded
-into xwatch itself: only into a server or a worker, through the shim."""
+"""XSched's fork support (the mode contract's "fork support for its workloads"; issue 58
+goal 4), loaded by the fork server (``engine.worker.zygote``) and the worker through
+``SUPPORT`` (``engine.worker.support``: its workloads' environment names it, ``REF``):
+whether a server's imports loaded XSched so that each forked child can switch to its own
+scheduler (``xsched_switch``, after the imports; ``switchable``, from the install's files
+before a server is started for it), the switch in the child (``switch_scheduler``, before
+its first GPU call), the leave before ``os._exit`` (``leave_xsched``) and the variables
+read after the fork (``LAZY_PREFIXES``, ``LAZY_XSCHED``). XSched is never loaded into
+xwatch itself: only into a server or a worker, through the shim.
+
+XSched's CUDA copies fork from a server of their own, started with the phase's shim
+environment less the ``XSCHED_*`` settings read after the fork. The shim is the
+``libcuda.so.1`` of the install's ``lib/`` on ``LD_LIBRARY_PATH`` (read by the dynamic
+loader once, at the server's start: it must equal the server's), and ``import torch``
+loads it (cuBLASLt's initializer opens ``libcuda.so.1``). With ``XSCHED_SCHEDULER`` and
+``XSCHED_POLICY`` unset, XSched 1.2's ``SchedAgent`` static constructor
+(``preempt/src/sched/agent.cpp``) takes the app-managed scheduler: no thread, no channel,
+nothing sent to xserver, and ``GetProcessId`` is not cached ("for forked processes",
+``utils/include/xsched/utils/common.h``). Each child then calls ``XHintSetScheduler``
+(XSched's own API) for the scheduler its ``XSCHED_SCHEDULER`` names, before its first GPU
+call: the global scheduler opens the client channel keyed by the child's pid and
+registers it with xserver (``sched/src/scheduler/global.cpp``), as an exec'd copy's would
+at load. Each XQueue reads ``XSCHED_AUTO_XQUEUE_*`` when it is created
+(``XQueueManager::AutoCreate``), the suspend flags and CUDA options are read at first
+use: all after the fork, so they may differ per copy. A server whose imports loaded
+XSched otherwise (``XSCHED_POLICY``, no ``XHintSetScheduler``, no ``types.h``
+numbering) does not fork (``xsched_switch``). On HIP the shim is ``LD_PRELOAD``: exec'd.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +34,9 @@ import ctypes
 import os
 import sys
 from pathlib import Path
+from typing import Any
+
+from xwatch.core.engine.worker.support import SUPPORT_ENV
 
 #: XSCHED_SCHEDULER's names and the members of XSched's XSchedulerType they name
 XSCHED_SCHEDULERS = {"APP": "kSchedulerAppManaged", "LCL": "kSchedulerLocal",
@@ -125,3 +150,32 @@ def leave_xsched() -> bool:
             print(LEAVE_MARK, file=sys.stderr, flush=True)
             return set_scheduler(lib, app) == 0
     return False
+
+
+#: XSched 1.2's settings read after the fork (see the module): the scheduler (switched
+#: to in the child), each XQueue's (at its creation), the others at first use
+LAZY_PREFIXES = ("XSCHED_AUTO_XQUEUE", "XSCHED_SCHEDULER")
+LAZY_XSCHED = frozenset({"XSCHED_CUDA_LV3_IMPL", "XSCHED_CUDA_SINGLE_STREAM_PER_PROCESS"})
+
+
+class XschedSupport:
+    """XSched's ``engine.worker.support.ForkSupport``."""
+
+    def lazy(self, name: str) -> bool:
+        return name in LAZY_XSCHED or name.startswith(LAZY_PREFIXES)
+
+    def after_imports(self) -> tuple[Any, str | None]:
+        return xsched_switch()
+
+    def in_child(self, state: Any) -> None:
+        if state is not None:
+            switch_scheduler(state)
+
+    def before_exit(self) -> bool:
+        return leave_xsched()
+
+
+SUPPORT = XschedSupport()
+#: how an XSched workload's environment names it (``SUPPORT_ENV``)
+REF = f"{__name__}:SUPPORT"
+SUPPORT_VARS = {SUPPORT_ENV: REF}
