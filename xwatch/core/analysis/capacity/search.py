@@ -243,6 +243,11 @@ class Hunt:
     def max_loads(self) -> int:
         return max_loads(self.lo, self.hi, self.design)
 
+    @property
+    def prior(self) -> seq.Prior | None:
+        """The SLO values' pooled variance at the last look."""
+        return self._prior
+
     def load_alpha(self) -> float:
         """The error rate of one load's SLO interval, before spending over its looks."""
         return ALPHA * BRACKET_SHARE / (max(1, len(self.searches)) * self.max_loads)
