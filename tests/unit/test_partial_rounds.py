@@ -98,9 +98,9 @@ def test_capacity_ranks_the_load_nearest_its_verdict_first() -> None:
     run.hunt.judge()
     entries = [(s, r) for s, r in run.hunt.probes()] + [(None, 0.0)]
     assert [(s.label if s else None, r) for s, r in entries] == [
-        ("native", 40.0), ("dedicated", 139.0), (None, 0.0)]
+        ("native", 40.0), ("dedicated", 160.0), (None, 0.0)]
     assert cap_first.runs_needed(run.hunt, native, 40.0) == 1
-    assert cap_first.runs_needed(run.hunt, ded, 139.0) == 2
+    assert cap_first.runs_needed(run.hunt, ded, 160.0) == 2
     # native's load needs 1 run; dedicated's new load 2 and goes before LOW alone's 2
     assert cap_first.ranked(run.hunt, entries) == [0, 1, 2]
     assert cap_first.ranked(run.hunt, entries[::-1]) == [2, 1, 0]
@@ -118,10 +118,37 @@ def test_a_capacity_budget_for_half_a_round_runs_that_half() -> None:
     run.hunt.add_low_alone(1500.0)
     run.phases, t[0] = 3, 60.0  # 20 s a phase; 40 s left: 2 of the 3 probes
     assert run.after_round() is True
-    assert run.part == ["native @ 40/s", "dedicated @ 139/s"]
+    assert run.part == ["native @ 40/s", "dedicated @ 160/s"]
     phases = run.round()
     assert sorted(placed[0][0].key for placed, _ in phases) == [
-        "dedicated @ 139/s", "native @ 40/s"]
+        "dedicated @ 160/s", "native @ 40/s"]
     run.phases, t[0] = 5, 100.0  # they ran: no room for another probe
     assert run.after_round() is False and run.over
     assert all(s.status == cap.UNDECIDED for s in run.hunt.searches)
+
+
+def test_the_h200_advise_round_that_left_a_minute_unused_now_buys_three_runs() -> None:
+    """``advise llm-graphed --slo chat.itl_ms:P99=5 --budget 4`` on an H200: one round of
+    9 runs took 2.8 min (18.7 s a phase) and the race stopped with 1.2 min unused. Now
+    3 of the 9 second runs fit (56 s of the 72 s left): the likely choice (the highest
+    price under 5 ms by estimate) and its two nearest rivals under it."""
+    from xwatch.core.plans.advise import Race
+    from xwatch.scenario import load_scenario
+
+    obj = Objective("high", Metric.parse("P99"), 5.0)  # intensive's HIGH, llm's numbers
+    first_runs = [("mps 100", 8.43, 2150.0), ("mps 75", 5.17, 1830.0),
+                  ("xsched 8/4", 4.87, 1792.0), ("xsched 16/8", 3.93, 1766.0),
+                  ("xsched 4/2", 3.80, 1612.0), ("mps 50", 3.99, 1574.0),
+                  ("xsched 2/1", 3.87, 1408.0), ("mps 25", 3.67, 896.0),
+                  ("xsched 1/1", 3.70, 832.0)]
+    cs = [_c(label, [slo], [price]) for label, slo, price in first_runs]
+    said: list[str] = []
+    rc = Race(load_scenario("intensive"), obj,
+              [(c, Step(NATIVE, label=c.label, candidate=True)) for c in cs],
+              budget_s=240.0, say=said.append)
+    t = [168.0]
+    rc.clock, rc.t0, rc.rounds, rc.phases = _clock(t), 0.0, 1, 9
+    assert rc.after_round() is True
+    assert rc.part == ["xsched 8/4", "xsched 16/8", "xsched 4/2"]
+    assert any(line.startswith("xwatch: advise: a partial round: 3 of 9 runs fit in the "
+                               "budget (1.2 min left at 19 s a phase)") for line in said)

@@ -43,7 +43,9 @@ class Design:
     ``give_up``: a load is left open (``exhausted``) once its mean and variance as
     they are would need more runs than this to be told from the objective;
     ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
-    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
+    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``); ``flat``: the growth extrapolates
+    a curve that shows no rise above ``knee.SLOPE`` along the rise it shows, down to
+    ``knee.FLAT`` (the step grows with the margin; else along ``knee.SLOPE``)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -52,11 +54,12 @@ class Design:
     give_up: int | None = 6
     narrow: int | None = 8
     max_runs: int = 10
+    flat: bool = True
 
 
 NOW = Design()
 BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS)
+                narrow=None, max_runs=MAX_RUNS, flat=False)
 
 
 def look_alpha(alpha: float, n: int, design: Design) -> float:

@@ -397,9 +397,12 @@ class Hunt:
             if s.loads[top].verdict == OPEN and top not in live:  # left open at the knee
                 nxt = top * math.sqrt(GROWTH)
             else:  # along the loads' rise; where they show none, at least doubled
-                rise = knee.rise(list(logs), list(logs.values()),
-                                 [s.loads[r].runs for r in logs], self.slo_ms)
-                least = step if rise > knee.SLOPE else math.sqrt(GROWTH)
+                args = (list(logs), list(logs.values()), [s.loads[r].runs for r in logs],
+                        self.slo_ms, knee.FLAT if self.design.flat else knee.SLOPE)
+                rise = knee.rise(*args)
+                steep = rise > knee.SLOPE
+                least = step if steep else math.sqrt(GROWTH)
+                k = k if steep else knee.crossing(*args)
                 nxt = top * GROWTH if k is None else min(max(k * step, top * least),
                                                          top * GROWTH)
             return self._knee_new(s, live, logs, min(self.hi, nxt))
