@@ -1,7 +1,9 @@
-"""The capacity search's growth (``search.Hunt._next_knee`` with ``Design.flat``): a load
-far under the objective on a flat curve steps up with the margin, bounded by
-``GROWTH``; a steep rise is followed as before; the lowest rate missing with
-confidence ends the search at once. Exact rates against hand-worked numbers."""
+"""The capacity search's growth (``search.Hunt._next_knee``): with ``Design.flat`` (a
+design the simulation compares, not xwatch's) a load far under the objective on a
+flat curve steps up with the margin, bounded by ``GROWTH``; without it (xwatch's),
+along a slope of 1, at least doubled; a steep rise is followed either way; the lowest
+rate missing with confidence ends the search at once. Exact rates against
+hand-worked numbers."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ STEP = cap.TARGET ** knee.HALF  # 1.1 ** 0.45
 
 
 def _next(runs: dict[float, list[float]], flat: bool = True) -> float | None:
-    d = loads.NOW if flat else dataclasses.replace(loads.NOW, flat=False)
+    d = dataclasses.replace(loads.NOW, flat=flat)
     s = cap.Search("d", "native", dedicated=True)
     hunt = cap.Hunt(10.0, 25.0, 800.0, [s], lows=False, design=d)
     for r, vs in runs.items():
@@ -63,6 +65,7 @@ def test_a_steep_rise_is_followed_to_its_knee_as_before() -> None:
 
 
 def test_the_lowest_rate_missing_with_confidence_ends_at_once() -> None:
+    assert not loads.NOW.flat  # xwatch's growth: along a slope of 1
     # over the objective at the lowest rate: run again (its first look is on two runs)
     assert _next({25.0: [19.8]}) == 25.0
     # two runs, the variance pooled with the other searches' loads near the objective

@@ -1,6 +1,6 @@
 """A round that does not fit the budget runs the part of it that does, the most
-informative first, for advise's race and capacity's searches alike (``plans.budget``,
-``analysis.stats.first``, ``analysis.capacity.first``): exact counts from a phase's
+informative first, for advise's race and capacity's searches alike (``plans.driver.fitting``,
+``analysis.first``): exact counts from a phase's
 mean cost, the order each ranks, and plans whose budget holds half a round running
 that half. Time is the plans' own clock, set by hand (no timing)."""
 
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from xwatch.core.analysis.capacity import first as cap_first
 from xwatch.core.analysis.capacity import search as cap
-from xwatch.core.analysis.stats import first, race
+from xwatch.core.analysis.first import capacity as cap_first
+from xwatch.core.analysis.first import race as first
+from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import NATIVE
-from xwatch.core.plans import budget
+from xwatch.core.plans import driver as budget
 from xwatch.core.plans.capacity import make_run
 from xwatch.core.plans.driver import Step
 from xwatch.core.plans.options import Backends, Options
@@ -98,9 +99,9 @@ def test_capacity_ranks_the_load_nearest_its_verdict_first() -> None:
     run.hunt.judge()
     entries = [(s, r) for s, r in run.hunt.probes()] + [(None, 0.0)]
     assert [(s.label if s else None, r) for s, r in entries] == [
-        ("native", 40.0), ("dedicated", 160.0), (None, 0.0)]
+        ("native", 40.0), ("dedicated", 139.0), (None, 0.0)]
     assert cap_first.runs_needed(run.hunt, native, 40.0) == 1
-    assert cap_first.runs_needed(run.hunt, ded, 160.0) == 2
+    assert cap_first.runs_needed(run.hunt, ded, 139.0) == 2
     # native's load needs 1 run; dedicated's new load 2 and goes before LOW alone's 2
     assert cap_first.ranked(run.hunt, entries) == [0, 1, 2]
     assert cap_first.ranked(run.hunt, entries[::-1]) == [2, 1, 0]
@@ -118,10 +119,10 @@ def test_a_capacity_budget_for_half_a_round_runs_that_half() -> None:
     run.hunt.add_low_alone(1500.0)
     run.phases, t[0] = 3, 60.0  # 20 s a phase; 40 s left: 2 of the 3 probes
     assert run.after_round() is True
-    assert run.part == ["native @ 40/s", "dedicated @ 160/s"]
+    assert run.part == ["native @ 40/s", "dedicated @ 139/s"]
     phases = run.round()
     assert sorted(placed[0][0].key for placed, _ in phases) == [
-        "dedicated @ 160/s", "native @ 40/s"]
+        "dedicated @ 139/s", "native @ 40/s"]
     run.phases, t[0] = 5, 100.0  # they ran: no room for another probe
     assert run.after_round() is False and run.over
     assert all(s.status == cap.UNDECIDED for s in run.hunt.searches)

@@ -13,8 +13,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xwatch.core.analysis.capacity import first, loads
+from xwatch.core.analysis.capacity import loads
 from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.analysis.first import capacity as first
 from xwatch.testing.planted import Scenario, one_run
 
 SLO_MS = 10.0
@@ -90,7 +91,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
     metric at no load, a share of the objective (the curve ``slo (floor + (1 - floor)
     (r / K) ** k)``: a hockey stick with its knee still at K); ``budget``: the most runs
     (None: no budget), the last round ``partial`` as ``xwatch capacity`` runs it (the
-    loads closest to a verdict first: ``analysis.capacity.first``), else only whole
+    loads closest to a verdict first: ``analysis.first.capacity``), else only whole
     rounds."""
     rng = random.Random(seed)
     knees = [math.exp(rng.uniform(math.log(lo * 1.5), math.log(hi / 2))) for _ in range(searches)]

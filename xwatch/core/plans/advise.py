@@ -11,8 +11,8 @@ run can still decide something (``race.to_run``: all of them in the first two
 rounds); the race looks after every round (its intervals hold over every look) and
 stops when one candidate wins, when none survives, or when not even one more run
 fits in ``--budget``: where a whole round does not fit, the part of it that does runs
-(``plans.budget``), the likely choice and the candidates closest to being decided
-first (``analysis.stats.first``).
+(``plans.driver.fitting``), the likely choice and the candidates closest to being decided
+first (``analysis.first.race``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 import msgspec
 
 from xwatch.core import model as M
-from xwatch.core.analysis.stats import first, race
+from xwatch.core.analysis.first import race as first
+from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.engine.live.session import Session
@@ -35,8 +36,17 @@ from xwatch.core.export.render.braille import scatter
 from xwatch.core.model.metric import Metric
 from xwatch.core.modes import registry
 from xwatch.core.modes.base import NATIVE
-from xwatch.core.plans import box, budget
-from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans import box
+from xwatch.core.plans.driver import (
+    EXIT_FAILED,
+    EXIT_GATE,
+    EXIT_OK,
+    Driver,
+    Plan,
+    Step,
+    fitting,
+    partial_line,
+)
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN as DEFAULT_BUDGET_MIN
 from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.sweep import apply_setting, parse_settings
@@ -352,11 +362,11 @@ class Race:
             return False
         # the next round, or the part of it that fits, the most informative first
         order = first.ranked(self.cands, race.to_run(self.cands, self.obj), self.obj)
-        k = budget.fitting(len(order), lambda n: self._phases_of(order[:n]), used,
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used,
                            self.phases, self.budget_s)
         if k < len(order) and k:
             self.part = [c.label for c in order[:k]]
-            self.say(budget.partial_line("advise", k, len(order), used, self.phases,
+            self.say(partial_line("advise", k, len(order), used, self.phases,
                                          self.budget_s) + f" ({', '.join(self.part)})")
         if not k:
             if self.rounds < race.MIN_RUNS:

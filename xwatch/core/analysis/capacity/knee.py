@@ -30,10 +30,11 @@ from collections.abc import Sequence
 
 #: the log-log slope taken where the loads show no rise yet (a queue is steeper)
 SLOPE = 1.0
-#: the growth's: where the loads show a rise of at most ``SLOPE`` (one load, or a
-#: curve still flat on its floor: a service time), the knee is extrapolated along the
-#: rise they show but no flatter than this, so that the step grows with the margin
-#: (the SLO metric at 40% of the objective: ``2.5 ** 2``, bounded by ``search.GROWTH``)
+#: ``loads.Design.flat``'s (not xwatch's): where the loads show a rise of at most
+#: ``SLOPE`` (one load, or a curve still on its floor: a service time), the knee is
+#: extrapolated along the rise they show but no flatter than this, so that the step
+#: grows with the margin (the SLO metric at 40% of the objective: ``2.5 ** 2``, bounded
+#: by ``search.GROWTH``)
 FLAT = 0.5
 #: a probe keeps this share of the gap's log width from each end
 EDGE = 0.15

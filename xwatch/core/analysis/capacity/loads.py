@@ -45,7 +45,10 @@ class Design:
     ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
     from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``); ``flat``: the growth extrapolates
     a curve that shows no rise above ``knee.SLOPE`` along the rise it shows, down to
-    ``knee.FLAT`` (the step grows with the margin; else along ``knee.SLOPE``)."""
+    ``knee.FLAT`` (the step grows with the margin; else along ``knee.SLOPE``): not
+    xwatch's, as it bought no runs in simulation (growth loads under the objective are
+    run once, so a longer step trades them for narrowing loads of 2-3 runs each:
+    docs/results/cpu-2026-11-29-capacity-speed2.md)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -54,12 +57,12 @@ class Design:
     give_up: int | None = 6
     narrow: int | None = 8
     max_runs: int = 10
-    flat: bool = True
+    flat: bool = False
 
 
 NOW = Design()
 BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS, flat=False)
+                narrow=None, max_runs=MAX_RUNS)
 
 
 def look_alpha(alpha: float, n: int, design: Design) -> float:

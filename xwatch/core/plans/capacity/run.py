@@ -16,8 +16,8 @@ needs runs; the searches look after every round. On ``--gpus`` a round's probes 
 side by side, one a GPU, grouped by mode as the race groups them and rotated every
 round (``plans.box.layout``). The run stops when every search is settled, or when not
 even one more probe fits in ``--budget`` (then each open bracket says how wide it is);
-where a whole round does not fit, the part of it that does runs (``plans.budget``),
-the loads closest to being decided first (``analysis.capacity.first``).
+where a whole round does not fit, the part of it that does runs (``plans.driver.fitting``),
+the loads closest to being decided first (``analysis.first.capacity``).
 
 A probe's load: a built-in model's or a server's ``rate``; a command's ``rate``, which
 it reads from ``XWATCH_RATE``, only where the scenario says it honours it
@@ -34,9 +34,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xwatch.core import model as M
-from xwatch.core.analysis.capacity import first
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.capacity.lines import capacity_lines, standings
+from xwatch.core.analysis.first import capacity as first
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.copies import copies_of
 from xwatch.core.analysis.stats.intervals import requests_to_bound
@@ -45,9 +45,18 @@ from xwatch.core.analysis.stats.runs import run_value
 from xwatch.core.engine.live.session import Session
 from xwatch.core.model.metric import THROUGHPUT
 from xwatch.core.modes.base import NATIVE
-from xwatch.core.plans import box, budget
+from xwatch.core.plans import box
 from xwatch.core.plans.advise import lows_of, objective, plan_candidates, values_a_request
-from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.driver import (
+    EXIT_FAILED,
+    EXIT_GATE,
+    EXIT_OK,
+    Driver,
+    Plan,
+    Step,
+    fitting,
+    partial_line,
+)
 from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
@@ -318,7 +327,7 @@ class CapacityRun:
             return False
         # the next round, or the part of it that fits, the most informative first
         order = [nxt[i] for i in first.ranked(self.hunt, [(p.search, p.rate) for p in nxt])]
-        k = budget.fitting(len(order), lambda n: self._phases_of(order[:n]), used,
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used,
                            self.phases, self.budget_s)
         if not k:
             self.over = True
@@ -326,7 +335,7 @@ class CapacityRun:
             return False
         if k < len(order):
             self.part = [p.key for p in order[:k]]
-            self.say(budget.partial_line("capacity", k, len(order), used, self.phases,
+            self.say(partial_line("capacity", k, len(order), used, self.phases,
                                          self.budget_s) + f" ({'; '.join(self.part)})")
         return True
 

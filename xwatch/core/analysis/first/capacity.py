@@ -1,5 +1,5 @@
 """Which of a capacity round's loads go first when only part of the round fits the
-budget (pure; ``plans.budget`` says how many fit): those closest to being decided.
+budget (pure; ``plans.driver.fitting`` says how many fit): those closest to being decided.
 
 A load's key, smallest first:
 

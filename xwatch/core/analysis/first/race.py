@@ -1,5 +1,5 @@
 """Which of an advise race's next runs go first when only part of a round fits the
-budget (pure; ``plans.budget`` says how many fit): the likely choice (its SLO interval
+budget (pure; ``plans.driver.fitting`` says how many fit): the likely choice (its SLO interval
 under the objective is what any decision waits for), then the candidates closest to
 being decided (the fewest rounds ``race.still_open`` says would tell them), then,
 where the runs cannot say yet, its rivals: those under the objective by estimate,
