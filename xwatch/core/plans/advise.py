@@ -340,11 +340,8 @@ class Race:
             else:
                 race.record_run(c, phase, self.obj, self.lows, tuple(gpus) or None)
 
-    def next_phases(self) -> int:
-        """How many phases the next round would run."""
-        return self._phases_of(race.to_run(self.cands, self.obj))
-
     def _phases_of(self, order: list[Candidate]) -> int:
+        """How many phases the next round would run for ``order``."""
         return len(self._layout(order, self.rounds + 1)) if self.gpus else len(order)
 
     def after_round(self) -> bool:
@@ -362,12 +359,12 @@ class Race:
             return False
         # the next round, or the part of it that fits, the most informative first
         order = first.ranked(self.cands, race.to_run(self.cands, self.obj), self.obj)
-        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used,
-                           self.phases, self.budget_s)
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used, self.phases,
+                    self.budget_s)
         if k < len(order) and k:
             self.part = [c.label for c in order[:k]]
-            self.say(partial_line("advise", k, len(order), used, self.phases,
-                                         self.budget_s) + f" ({', '.join(self.part)})")
+            self.say(partial_line("advise", k, len(order), used, self.phases, self.budget_s)
+                     + f" ({', '.join(self.part)})")
         if not k:
             if self.rounds < race.MIN_RUNS:
                 self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "

@@ -327,16 +327,16 @@ class CapacityRun:
             return False
         # the next round, or the part of it that fits, the most informative first
         order = [nxt[i] for i in first.ranked(self.hunt, [(p.search, p.rate) for p in nxt])]
-        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used,
-                           self.phases, self.budget_s)
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used, self.phases,
+                    self.budget_s)
         if not k:
             self.over = True
             self.hunt.close("the budget ended")
             return False
         if k < len(order):
             self.part = [p.key for p in order[:k]]
-            self.say(partial_line("capacity", k, len(order), used, self.phases,
-                                         self.budget_s) + f" ({'; '.join(self.part)})")
+            self.say(partial_line("capacity", k, len(order), used, self.phases, self.budget_s)
+                     + f" ({'; '.join(self.part)})")
         return True
 
     def _phases_of(self, probes: list[Probe]) -> int:
