@@ -20,8 +20,9 @@ A trial misses when any load of any search was judged on the wrong side of its k
 truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/stats/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
-        [--duration S] [--phase-s S] [--slopes LO:HI] [--case intensive|serve-train]
-        [--before] [--design KEY=VALUE,...]
+        [--duration S] [--phase-s S] [--slopes LO:HI]
+        [--case intensive|intensive-floor|serve-train] [--before] [--design KEY=VALUE,...]
+        [--budget MIN [--whole-rounds]]
 
 ``--case`` sets the truth of one of issue 65's goals (every other option then ignored):
 ``intensive`` 11 searches (native, MPS 100-25%, XSched 1/1-16/8 and dedicated), rates
@@ -34,8 +35,15 @@ bisection of the widest gap) instead of xwatch's (``search.NOW``); ``--design``:
 idea of ``search.Design`` changed from xwatch's (``spread=even``, ``place=bisect``,
 ``skip=false``, ``first=1``, ``give_up=none``...), to see what each is worth.
 
+``intensive-floor`` is ``intensive`` on a floor: the typical run's P99 ``10 ms (0.45 +
+0.55 (r / K) ** k)``, 45% of the objective at no load (a service time: the H200's
+dedicated ResNet-18 at 25 req/s, 4.3 ms), the knee still at K.
+
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
-GPU, runs back to back; LOW alone's runs included.
+GPU, runs back to back; LOW alone's runs included. ``--budget MIN``: the runs stop at
+``MIN`` minutes of them, the last round the part that fits (as ``xwatch capacity``
+runs it, the loads closest to a verdict first), or, with ``--whole-rounds``, before the
+first round that does not fit whole (as it ran until 2026-11-29).
 """
 
 from __future__ import annotations
@@ -66,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the search as it was until 2026-11-29 (search.BEFORE)")
     ap.add_argument("--design", default="", metavar="KEY=VALUE,...",
                     help="search.Design's fields changed from xwatch's (search.NOW)")
+    ap.add_argument("--budget", type=float, metavar="MIN",
+                    help="stop at MIN minutes of runs (at --phase-s a run)")
+    ap.add_argument("--whole-rounds", action="store_true",
+                    help="with --budget: only whole rounds (no partial last round)")
     a = ap.parse_args(argv)
     lo_k, _, hi_k = a.slopes.partition(":")
     design = loads.BEFORE if a.before else design_of(a.design)
@@ -73,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     kw = CASES[a.case] if a.case else dict(
         searches=a.searches, sigma=a.sigma, heavy=a.heavy, duration=a.duration,
         slopes=(float(lo_k), float(hi_k)))
-    trials = [trial(k, design=design, **kw) for k in range(a.trials)]  # type: ignore[arg-type]
+    budget = None if a.budget is None else int(a.budget * 60.0 / a.phase_s)
+    trials = [trial(k, design=design, budget=budget, partial=not a.whole_rounds,
+                    **kw) for k in range(a.trials)]  # type: ignore[arg-type]
     for line in summary(trials, a.phase_s):
         print(line)
     return 0

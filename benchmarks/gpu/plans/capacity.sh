@@ -1,4 +1,4 @@
-# measures: issue 65 goal 5: xwatch capacity on one GPU, native, MPS and XSched: intensive (ResNet-18 HIGH beside ResNet-50 training) should decide every knee to within 10% in 12 minutes or less, serve-train (transformers serve beside training, on the ITL) in 20 or less; each run's minutes, exit status (0 decided, 3 not within the budget), brackets and shares land in goal.txt
+# measures: issue 65 goal 5: xwatch capacity on one GPU, native, MPS and XSched: intensive (ResNet-18 HIGH beside ResNet-50 training) should decide every knee to within 10% in 12 minutes or less, serve-train (transformers serve beside training, on the ITL) in 20 or less; each run's minutes, exit status (0 decided, 3 not within the budget), partial rounds (the part of a round that fit the budget), brackets and shares land in goal.txt
 # takes: up to 35 minutes (12 + 20 and the starts): run it with `device.sh detach`, or ONLY=intensive and ONLY=serve-train in two sittings
 # params: XS (the XSched install; without it MODES defaults to native,mps), MODES (default native,mps,xsched), GPU (default 0), ID (intensive's seconds a run, default 15), IR (intensive's --rates, default 25:800), IB (its budget, default 12), SD (serve-train's seconds a run, default 20), SR (its --rates, default 1:64), SLO (its objective, default chat.itl_ms:P99=50), SB (its budget, default 20), ONLY (intensive or serve-train: that one alone)
 XS=${XS:-}; MODES=${MODES:-$([ -n "$XS" ] && echo native,mps,xsched || echo native,mps)}
@@ -17,6 +17,7 @@ one() {  # NAME GOAL_MIN ARGS...: a capacity run, its minutes and what it decide
   {
     echo "goal: $name decided within ${goal} min: exit $rc after $took min ($([ "$rc" = 0 ] \
 && [ "$took" -le "$goal" ] && echo met || echo NOT met))"
+    grep -h 'a partial round:' "$R/$name.log" || true
     sed -n '/^=== capacity =/,/^snapshot:/p' "$R/$name.log"
   } >> "$R/goal.txt"
 }

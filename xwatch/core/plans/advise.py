@@ -9,8 +9,10 @@ box cannot run are skipped and named (asked for with ``--modes``, they are an
 error). Each round runs once, in a shuffled order, every surviving candidate whose
 run can still decide something (``race.to_run``: all of them in the first two
 rounds); the race looks after every round (its intervals hold over every look) and
-stops when one candidate wins, when none survives, or before a round that would
-overrun ``--budget``.
+stops when one candidate wins, when none survives, or when not even one more run
+fits in ``--budget``: where a whole round does not fit, the part of it that does runs
+(``plans.driver.fitting``), the likely choice and the candidates closest to being decided
+first (``analysis.first.race``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import msgspec
 
 from xwatch.core import model as M
+from xwatch.core.analysis.first import race as first
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Candidate, Objective
@@ -34,7 +37,16 @@ from xwatch.core.model.metric import Metric
 from xwatch.core.modes import registry
 from xwatch.core.modes.base import NATIVE
 from xwatch.core.plans import box
-from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.driver import (
+    EXIT_FAILED,
+    EXIT_GATE,
+    EXIT_OK,
+    Driver,
+    Plan,
+    Step,
+    fitting,
+    partial_line,
+)
 from xwatch.core.plans.options import DEFAULT_BUDGET_MIN as DEFAULT_BUDGET_MIN
 from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.sweep import apply_setting, parse_settings
@@ -257,7 +269,10 @@ class Race:
         self.skipped = skipped or {}
         self.rng = random.Random(seed)
         self.rounds = 0
-        self.t0 = time.monotonic()
+        self.clock: Callable[[], float] = time.monotonic  # tests give their own
+        self.t0 = self.clock()
+        #: the next round's candidates where only part of it fits the budget
+        self.part: list[str] | None = None
         self.winner: Candidate | None = None
         self.said: set[str] = set()
         self.say = say or (lambda text: print(text, flush=True))
@@ -271,6 +286,11 @@ class Race:
         self.rounds += 1
         order = race.to_run(self.cands, self.obj)
         rest = len(live) - len(order)
+        cut = 0
+        if self.part is not None:  # a partial round (``after_round``): the part that fits
+            cut = sum(c.label not in self.part for c in order)
+            order = [c for c in order if c.label in self.part]
+            self.part = None
         if self.gpus:
             phases = [self._box_step(bp) for bp in self._layout(order, self.rounds)]
             self.rng.shuffle(phases)
@@ -282,7 +302,8 @@ class Race:
             phases = [([(c, None)], self.steps[c.label]) for c in order]
             head = f"{len(order)} candidates ({', '.join(c.label for c in order)})"
         self.say(f"=== advise round {self.rounds}: {head}"
-                 + (f"; {rest} waiting (decided on their own side)" if rest else ""))
+                 + (f"; {rest} waiting (decided on their own side)" if rest else "")
+                 + (f"; {cut} left out (the budget)" if cut else ""))
         return phases
 
     def _layout(self, order: list[Candidate], rnd: int) -> list[box.BoxPhase]:
@@ -319,9 +340,8 @@ class Race:
             else:
                 race.record_run(c, phase, self.obj, self.lows, tuple(gpus) or None)
 
-    def next_phases(self) -> int:
-        """How many phases the next round would run."""
-        order = race.to_run(self.cands, self.obj)
+    def _phases_of(self, order: list[Candidate]) -> int:
+        """How many phases the next round would run for ``order``."""
         return len(self._layout(order, self.rounds + 1)) if self.gpus else len(order)
 
     def after_round(self) -> bool:
@@ -331,14 +351,21 @@ class Race:
             if c.status != race.SURVIVING and c.label not in self.said:
                 self.say(f"    {c.label}: {c.status} ({c.reason})")
                 self.said.add(c.label)
-        used = time.monotonic() - self.t0
+        used = self.clock() - self.t0
         self.say(f"--- after round {self.rounds} ({used / 60:.1f} min; {INTERVALS}):")
         for line in standings_lines(self.advice(final=False)):
             self.say(line)
         if self.winner is not None or not any(c.alive for c in self.cands):
             return False
-        per_phase = used / max(1, self.phases)  # the next round at the mean phase's time
-        if used + per_phase * self.next_phases() > self.budget_s:
+        # the next round, or the part of it that fits, the most informative first
+        order = first.ranked(self.cands, race.to_run(self.cands, self.obj), self.obj)
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used, self.phases,
+                    self.budget_s)
+        if k < len(order) and k:
+            self.part = [c.label for c in order[:k]]
+            self.say(partial_line("advise", k, len(order), used, self.phases, self.budget_s)
+                     + f" ({', '.join(self.part)})")
+        if not k:
             if self.rounds < race.MIN_RUNS:
                 self.say(f"xwatch: advise: one round took {used / 60:.1f} min; the budget "
                          f"({self.budget_s / 60:g} min) has no room for a second, and a "
@@ -354,7 +381,7 @@ class Race:
 
     def advice(self, final: bool = True) -> M.Advice:
         """The snapshot's ``advice`` record; ``final`` settles the statuses."""
-        used = time.monotonic() - self.t0
+        used = self.clock() - self.t0
         winner, decided = self.winner, self.winner is not None
         op: race.Open | None = None
         if final:

@@ -30,6 +30,12 @@ from collections.abc import Sequence
 
 #: the log-log slope taken where the loads show no rise yet (a queue is steeper)
 SLOPE = 1.0
+#: ``loads.Design.flat``'s (not xwatch's): where the loads show a rise of at most
+#: ``SLOPE`` (one load, or a curve still on its floor: a service time), the knee is
+#: extrapolated along the rise they show but no flatter than this, so that the step
+#: grows with the margin (the SLO metric at 40% of the objective: ``2.5 ** 2``, bounded
+#: by ``search.GROWTH``)
+FLAT = 0.5
 #: a probe keeps this share of the gap's log width from each end
 EDGE = 0.15
 #: a probe beside the knee estimate lies ``TARGET ** HALF`` from it: a pair either side
@@ -55,24 +61,25 @@ def isotonic(ys: Sequence[float], ws: Sequence[float]) -> list[float]:
 
 
 def crossing(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
-             objective: float) -> float | None:
+             objective: float, least: float = SLOPE) -> float | None:
     """The load at which the non-decreasing fit of the mean log values ``logs`` (at
     ``rates``, weighted by ``ws``) crosses ``log(objective)``: interpolated in log-log
-    between the points either side, extrapolated beyond them (None: no load)."""
-    got = _cross(rates, logs, ws, objective)
+    between the points either side, extrapolated beyond them along a slope of at least
+    ``least`` (None: no load)."""
+    got = _cross(rates, logs, ws, objective, least)
     return None if got is None else got[0]
 
 
 def rise(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
-         objective: float) -> float:
+         objective: float, least: float = SLOPE) -> float:
     """The fit's log-log slope where it crosses the objective (``crossing``'s segment,
-    or the slope it extrapolates along; ``SLOPE`` with no load)."""
-    got = _cross(rates, logs, ws, objective)
-    return SLOPE if got is None else got[1]
+    or the slope it extrapolates along; ``least`` with no load)."""
+    got = _cross(rates, logs, ws, objective, least)
+    return least if got is None else got[1]
 
 
 def _cross(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
-           objective: float) -> tuple[float, float] | None:
+           objective: float, least: float = SLOPE) -> tuple[float, float] | None:
     pts = sorted(zip(rates, logs, ws))
     if not pts:
         return None
@@ -87,9 +94,9 @@ def _cross(rates: Sequence[float], logs: Sequence[float], ws: Sequence[float],
     end = len(xs) - 1 if fit[-1] < goal else 0
     others = [i for i in range(len(xs)) if fit[i] != fit[end]]
     near = (max(others) if end else min(others)) if others else None
-    slope = SLOPE
+    slope = least
     if near is not None:
-        slope = max(SLOPE, (fit[end] - fit[near]) / (xs[end] - xs[near]))
+        slope = max(least, (fit[end] - fit[near]) / (xs[end] - xs[near]))
     return math.exp(xs[end] + (goal - fit[end]) / slope), slope
 
 

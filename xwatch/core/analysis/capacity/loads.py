@@ -43,7 +43,12 @@ class Design:
     ``give_up``: a load is left open (``exhausted``) once its mean and variance as
     they are would need more runs than this to be told from the objective;
     ``narrow``: the loads a search may probe beyond its growth (None: the bisection's
-    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``)."""
+    from ``GROWTH`` to ``TARGET`` and ``EXTRA_LOADS``); ``flat``: the growth extrapolates
+    a curve that shows no rise above ``knee.SLOPE`` along the rise it shows, down to
+    ``knee.FLAT`` (the step grows with the margin; else along ``knee.SLOPE``): not
+    xwatch's, as it bought no runs in simulation (growth loads under the objective are
+    run once, so a longer step trades them for narrowing loads of 2-3 runs each:
+    docs/results/cpu-2026-11-29-capacity-speed2.md)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -52,6 +57,7 @@ class Design:
     give_up: int | None = 6
     narrow: int | None = 8
     max_runs: int = 10
+    flat: bool = False
 
 
 NOW = Design()

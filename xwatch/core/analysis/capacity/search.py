@@ -243,6 +243,11 @@ class Hunt:
     def max_loads(self) -> int:
         return max_loads(self.lo, self.hi, self.design)
 
+    @property
+    def prior(self) -> seq.Prior | None:
+        """The SLO values' pooled variance at the last look."""
+        return self._prior
+
     def load_alpha(self) -> float:
         """The error rate of one load's SLO interval, before spending over its looks."""
         return ALPHA * BRACKET_SHARE / (max(1, len(self.searches)) * self.max_loads)
@@ -392,9 +397,12 @@ class Hunt:
             if s.loads[top].verdict == OPEN and top not in live:  # left open at the knee
                 nxt = top * math.sqrt(GROWTH)
             else:  # along the loads' rise; where they show none, at least doubled
-                rise = knee.rise(list(logs), list(logs.values()),
-                                 [s.loads[r].runs for r in logs], self.slo_ms)
-                least = step if rise > knee.SLOPE else math.sqrt(GROWTH)
+                args = (list(logs), list(logs.values()), [s.loads[r].runs for r in logs],
+                        self.slo_ms, knee.FLAT if self.design.flat else knee.SLOPE)
+                rise = knee.rise(*args)
+                steep = rise > knee.SLOPE
+                least = step if steep else math.sqrt(GROWTH)
+                k = k if steep else knee.crossing(*args)
                 nxt = top * GROWTH if k is None else min(max(k * step, top * least),
                                                          top * GROWTH)
             return self._knee_new(s, live, logs, min(self.hi, nxt))

@@ -14,8 +14,10 @@ Each round runs, in a shuffled order, one run of each live search's next load (a
 phase whose SLO workload runs at that rate: ``Step.workloads``) and LOW alone while it
 needs runs; the searches look after every round. On ``--gpus`` a round's probes run
 side by side, one a GPU, grouped by mode as the race groups them and rotated every
-round (``plans.box.layout``). The run stops when every search is settled, or before a
-round that would overrun ``--budget`` (then each open bracket says how wide it is).
+round (``plans.box.layout``). The run stops when every search is settled, or when not
+even one more probe fits in ``--budget`` (then each open bracket says how wide it is);
+where a whole round does not fit, the part of it that does runs (``plans.driver.fitting``),
+the loads closest to being decided first (``analysis.first.capacity``).
 
 A probe's load: a built-in model's or a server's ``rate``; a command's ``rate``, which
 it reads from ``XWATCH_RATE``, only where the scenario says it honours it
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from xwatch.core import model as M
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.capacity.lines import capacity_lines, standings
+from xwatch.core.analysis.first import capacity as first
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.copies import copies_of
 from xwatch.core.analysis.stats.intervals import requests_to_bound
@@ -44,7 +47,16 @@ from xwatch.core.model.metric import THROUGHPUT
 from xwatch.core.modes.base import NATIVE
 from xwatch.core.plans import box
 from xwatch.core.plans.advise import lows_of, objective, plan_candidates, values_a_request
-from xwatch.core.plans.driver import EXIT_FAILED, EXIT_GATE, EXIT_OK, Driver, Plan, Step
+from xwatch.core.plans.driver import (
+    EXIT_FAILED,
+    EXIT_GATE,
+    EXIT_OK,
+    Driver,
+    Plan,
+    Step,
+    fitting,
+    partial_line,
+)
 from xwatch.core.plans.options import Backends, Options
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario, Workload
@@ -186,7 +198,10 @@ class CapacityRun:
         self.rng = random.Random(seed)
         self.say = say or (lambda text: print(text, flush=True))
         self.rounds = self.phases = self.runs = 0
-        self.t0 = time.monotonic()
+        self.clock: Callable[[], float] = time.monotonic  # tests give their own
+        self.t0 = self.clock()
+        #: the next round's probes where only part of it fits the budget (their keys)
+        self.part: list[str] | None = None
         self.over = False  # the budget ended the run
         self._said: set[str] = set()  # the searches whose end was said
 
@@ -202,6 +217,9 @@ class CapacityRun:
         probes = self._probes()
         if not probes or self.over:
             return []
+        if self.part is not None:  # a partial round (``after_round``): the part that fits
+            probes = [p for p in probes if p.key in self.part]
+            self.part = None
         self.rounds += 1
         if self.gpus:
             phases = [self._box_step(bp, {p.key: p for p in probes})
@@ -296,7 +314,7 @@ class CapacityRun:
     def after_round(self) -> bool:
         """Judge; True while another round should run."""
         self.hunt.judge()
-        used = time.monotonic() - self.t0
+        used = self.clock() - self.t0
         for s in self.hunt.searches:
             if not s.alive and s.label not in self._said:
                 self._said.add(s.label)
@@ -307,13 +325,22 @@ class CapacityRun:
         nxt = self._probes()
         if not nxt:
             return False
-        per_phase = used / max(1, self.phases)
-        count = len(self._layout(nxt, self.rounds + 1)) if self.gpus else len(nxt)
-        if used + per_phase * count > self.budget_s:
+        # the next round, or the part of it that fits, the most informative first
+        order = [nxt[i] for i in first.ranked(self.hunt, [(p.search, p.rate) for p in nxt])]
+        k = fitting(len(order), lambda n: self._phases_of(order[:n]), used, self.phases,
+                    self.budget_s)
+        if not k:
             self.over = True
             self.hunt.close("the budget ended")
             return False
+        if k < len(order):
+            self.part = [p.key for p in order[:k]]
+            self.say(partial_line("capacity", k, len(order), used, self.phases, self.budget_s)
+                     + f" ({'; '.join(self.part)})")
         return True
+
+    def _phases_of(self, probes: list[Probe]) -> int:
+        return len(self._layout(probes, self.rounds + 1)) if self.gpus else len(probes)
 
     def publish(self, session: Session) -> None:
         """The live record on the session (the dashboard shows it)."""
@@ -348,7 +375,7 @@ class CapacityRun:
             best=best.label if best is not None else None,
             decided=all(s.status in cap.SETTLED for s in hunt.searches), final=final,
             rounds=self.rounds, runs=self.runs,
-            seconds=round(time.monotonic() - self.t0, 1), budget_s=self.budget_s,
+            seconds=round(self.clock() - self.t0, 1), budget_s=self.budget_s,
             intervals=INTERVALS, skipped=dict(self.skipped))
 
     def status(self) -> int:
