@@ -180,7 +180,7 @@ def _phase_doc(p: PhaseSnapshot, telemetry: D.Telemetry | None) -> D.Phase:
         retried=_opt(p.retried),
         candidate=_opt(p.candidate), copy_modes=_opt(p.copy_modes), proof=_opt(p.proof),
         captures=_captures(p), annotations=list(p.annotations),
-        gpus=_per_gpu(p, telemetry))
+        gpus=_per_gpu(p, telemetry), box=_opt(p.box))
 
 
 EVENTS_FILE = "events.csv.gz"
@@ -421,7 +421,7 @@ def _phase_from(i: int, p: D.Phase, source: str) -> PhaseSnapshot:
         setting_values=_unset(p.setting_values), calibrate=_unset(p.calibrate),
         repeat=_unset(p.repeat), step=_unset(p.step), candidate=_unset(p.candidate),
         cut_short=_unset(p.cut_short), copy_modes=_unset(p.copy_modes),
-        retried=_unset(p.retried), proof=_unset(p.proof))
+        retried=_unset(p.retried), proof=_unset(p.proof), box=_unset(p.box))
 
 
 def snapshot_from_dict(raw: dict[str, Any], source: str = "<snapshot>") -> SessionSnapshot:
