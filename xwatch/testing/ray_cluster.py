@@ -75,6 +75,7 @@ class Holder:
         info: dict[str, Any] = json.loads(line)
         self.address: str = info["address"]
         self.raylets: list[int] = info["raylets"]
+        self.nodes: list[str] = info["nodes"]  # each node's Ray node id
 
     def run(self, argv: list[str], timeout: float, **kw: Any) -> subprocess.CompletedProcess[str]:
         """``argv`` in the cluster's namespace, to its end."""
@@ -113,7 +114,7 @@ def _serve(n: int) -> None:
     box = {"num_cpus": 2, "num_gpus": 0, "resources": {BOX_RESOURCE: 1},
            "include_dashboard": False, "node_ip_address": "127.0.0.1"}
     t0 = time.monotonic()
-    cluster = Cluster(initialize_head=True, head_node_args={**box, "_system_config": SYSTEM})
+    cluster: Any = Cluster(initialize_head=True, head_node_args={**box, "_system_config": SYSTEM})
     nodes = [cluster.head_node] + [cluster.add_node(wait=False, **{
         k: v for k, v in box.items() if k != "include_dashboard"}) for _ in range(n - 1)]
     cluster.wait_for_nodes()
@@ -125,6 +126,7 @@ def _serve(n: int) -> None:
     signal.signal(signal.SIGTERM, stop)
     raylets = [nd.all_processes["raylet"][0].process.pid for nd in nodes]
     print(json.dumps({"address": cluster.address, "pid": os.getpid(), "raylets": raylets,
+                      "nodes": [nd.node_id for nd in nodes],
                       "seconds": round(time.monotonic() - t0, 1)}), flush=True)
     for line in sys.stdin:
         cmd, _, arg = line.strip().partition(" ")

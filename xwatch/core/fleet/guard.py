@@ -51,6 +51,7 @@ def watch(agent: int, poll_s: float = POLL_S, grace_s: float = GRACE_S) -> int:
                 t = _started(pid)
                 if t is not None:
                     seen[pid] = t
+                    print(f"seen {pid}", flush=True)  # what it will stop, said
         for pid in [p for p, t in seen.items() if not _alive(p, t)]:
             del seen[pid]
         time.sleep(poll_s)
@@ -73,11 +74,12 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def start(agent: int) -> subprocess.Popen[bytes]:
-    """The guard of process ``agent`` (this one, usually), in a session of its own."""
+def start(agent: int, said: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
+    """The guard of process ``agent`` (this one, usually), in a session of its own;
+    ``said``: where it says each process it will stop (``subprocess.PIPE``: to read)."""
     return subprocess.Popen([sys.executable, "-m", "xwatch.core.fleet.guard", str(agent)],
                             start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=said, stderr=subprocess.DEVNULL)
 
 
 if __name__ == "__main__":

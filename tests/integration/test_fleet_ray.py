@@ -1,0 +1,176 @@
+"""The fleet over a real local Ray cluster (``ray.cluster_utils.Cluster``: 3 CPU boxes
+with the ``xwatch_box`` resource and the fake NVML's 2 GPUs), in a network namespace
+that has only loopback (``unshare -n``, ``ip link set lo up``; ``xwatch.testing.
+ray_cluster``), started once for the module: a race over every box, each named in the
+snapshot; a mode no box can run refused, each box named; a node lost mid-phase (its run
+failed and named, the plan finishing on the others); the command SIGKILLed, and nothing
+of it left running on any node. Where the namespace cannot be made, the module skips
+and says why."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PY, WORKLOADS
+from tests.helpers.fake_mps import make_tool
+from xwatch.core.procs import pid_alive, processes
+from xwatch.testing.ray_cluster import Holder, netns_refusal
+
+REFUSAL = "the ray extra is not installed" if importlib.util.find_spec("ray") is None \
+    else netns_refusal()
+pytestmark = [pytest.mark.skipif(REFUSAL is not None, reason=str(REFUSAL)),
+              pytest.mark.timeout(180)]
+Fleet = tuple[Holder, Path]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    base = tmp_path_factory.mktemp("fleet")
+    tool = make_tool(base / "bin")
+    h = Holder(3, env={"XWATCH_MPS_CONTROL": str(tool),
+                                   "XDG_STATE_HOME": str(base / "state")})
+    try:
+        yield h, base
+    finally:
+        h.stop()
+        assert not [p for p in h.raylets if pid_alive(p, zombie=False)], "raylets left"
+
+
+def _scenario(d: Path, marker: str, duration: float = 2, rate: int = 60) -> Path:
+    """``high`` and ``low`` pipe producers, run from a copy named ``marker`` (every
+    process of this test found by it); ``low`` starts a helper of its own first, a
+    process that outlives its pipe (as a server's children may): only its owner's
+    cleanup ends it."""
+    prog = d / f"{marker}.py"
+    shutil.copy(WORKLOADS / "pipe_producer.py", prog)
+    helper = f"'{PY}' -c 'import time; time.sleep(600)' {marker}-helper &"
+    f = d / f"{marker}.toml"
+    f.write_text(f"""
+duration_s = {duration}
+[[workload]]
+name = "high"
+priority = "high"
+command = ["{PY}", "{prog}", "{rate}"]
+[[workload]]
+name = "low"
+priority = "low"
+command = ["sh", "-c", "{helper} exec '{PY}' '{prog}' 20 --service-ms 20"]
+""")
+    return f
+
+
+def _ours(marker: str) -> list[int]:
+    return [p.pid for p in processes() if any(marker in a for a in p.argv)]
+
+
+def _xwatch(*args: str) -> list[str]:
+    return [PY, "-m", "xwatch", *args, "--telemetry", "off"]
+
+
+def _short(node_id: str) -> str:
+    return node_id[:6]
+
+
+def test_a_race_over_three_boxes_names_every_box(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "race")
+    out = base / "race-out"
+    r = h.run(_xwatch("advise", str(f), "--ray", h.address, "--modes", "native,mps",
+                      "--set", "low.mps.active_thread_percentage=50,25", "--slo",
+                      "high.P90=50", "--budget", "0.2", "--export", str(out)), timeout=150)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    assert "xwatch: 3 boxes:" in r.stdout
+    assert "boxes | " in r.stdout  # the progress line of every box
+    doc = json.loads((out / "snapshot.json").read_text())
+    boxes = {p["box"]["node_id"] for p in doc["phases"]}
+    assert boxes == set(h.nodes), (boxes, h.nodes)
+    assert all(p["status"] == "done" and p["box"]["host"] for p in doc["phases"])
+    assert doc["advice"]["runs"] >= 3 and len(doc["phases"]) >= 3
+    assert not _ours("race")
+
+
+def test_a_mode_no_box_can_run_is_refused_on_each_box(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "refused")
+    r = h.run(_xwatch("compare", str(f), "--ray", h.address,
+                      "--modes", "native,xsched"),
+              timeout=60, cwd=base)
+    assert r.returncode == 2, r.stdout + r.stderr
+    for node in h.nodes:
+        assert f"/{_short(node)}: xsched refused here:" in r.stderr
+    assert "MODE REFUSED ON EVERY BOX" in r.stderr
+    assert "--- box" not in r.stdout
+
+
+def test_a_node_lost_mid_phase_fails_its_run_and_the_plan_goes_on(
+        fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "lost", duration=6)
+    out = base / "lost-out"
+    victim = h.nodes[2]
+    p = h.popen(_xwatch("compare", str(f), "--ray", h.address, "--modes",
+                        "native,mps", "--repeat", "3", "--export", str(out)),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None
+    seen = []
+    for line in p.stdout:  # wait until the victim's phase measures
+        seen.append(line)
+        if line.startswith("boxes | ") and any(
+                part.strip().split(":")[0].endswith(_short(victim))
+                and (m := re.search(r"\[\s*([\d.]+)s", part)) and float(m.group(1)) < 3
+                for part in line.split(" | ")[1:]):
+            break
+    else:
+        pytest.fail("the victim box never ran a phase:\n" + "".join(seen))
+    h.kill(2)
+    rest, err = p.communicate(timeout=120)
+    text = "".join(seen) + rest
+    assert p.returncode == 1, text + err
+    assert f"(Ray node {victim}, host " in err and "lost mid-phase" in err, err
+    doc = json.loads((out / "snapshot.json").read_text())
+    failed = [q for q in doc["phases"] if q["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["box"]["node_id"] == victim
+    assert victim in failed[0]["error"] and "lost mid-phase" in failed[0]["error"]
+    done = [q for q in doc["phases"] if q["status"] == "done"]
+    after = doc["phases"][doc["phases"].index(failed[0]) + 1:]
+    assert len(done) == 5 and after and all(q["box"]["node_id"] != victim for q in after)
+    deadline = time.monotonic() + 20  # the lost box's workloads stopped by its guard
+    while _ours("lost") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _ours("lost")
+
+
+def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "killed", duration=60)
+    p = h.popen(_xwatch("compare", str(f), "--ray", h.address, "--modes",
+                        "native,mps"), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdout is not None
+    for line in p.stdout:  # both runs measuring on their boxes
+        if line.startswith("boxes | ") and line.count("running") >= 4:
+            break
+    assert len(_ours("killed")) >= 4
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    daemon = str(base / "bin")  # the fake MPS daemon of the MPS box
+    while (_ours("killed") or _ours(daemon) or _agents()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _ours("killed"), "workloads left behind"
+    assert not _ours(daemon), "an MPS daemon left behind"
+    assert not _agents(), "box agents left behind"
+
+
+def _agents() -> list[int]:
+    return [p.pid for p in processes() if any("BoxAgent" in a for a in p.argv)]
