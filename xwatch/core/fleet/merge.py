@@ -24,12 +24,17 @@ from xwatch.scenario import Scenario
 
 def lost(step: Step, rnd: int, box: M.Box, why: str) -> PhaseSnapshot:
     """The failed phase of a run whose box was lost (its node died, its agent with it)."""
+    return failed(step, rnd, box, f"box {box.short} lost mid-phase (Ray node "
+                                  f"{box.node_id}, host {box.host}): {why}")
+
+
+def failed(step: Step, rnd: int, box: M.Box | None, error: str) -> PhaseSnapshot:
+    """The failed phase of a run that never ran to its end, and why (``error``)."""
     now = utc_now()
     return PhaseSnapshot(
-        index=0, name=f"{step.mode}-lost", mode=step.mode, status="failed", started_at=now,
-        ended_at=now, elapsed_s=0.0, measuring=False, workloads=(),
-        error=f"box {box.short} lost mid-phase (Ray node {box.node_id}, host {box.host}): "
-              f"{why}", step=step.key, repeat=rnd,
+        index=0, name=f"{step.mode}-failed", mode=step.mode, status="failed",
+        started_at=now, ended_at=now, elapsed_s=0.0, measuring=False, workloads=(),
+        error=error, step=step.key, repeat=rnd,
         candidate=step.label if step.candidate else None, box=box)
 
 

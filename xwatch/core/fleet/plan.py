@@ -129,8 +129,8 @@ class Fleet:
         todo = {alive[q]: list(qs) for q, qs in enumerate(queues)}
         got: dict[int, PhaseSnapshot] = {}
         for j in nowhere:
-            got[j] = merge.lost(works[j].step, works[j].rnd, M.Box(node_id="-", host="-"),
-                                "no box that is left runs its mode")
+            got[j] = merge.failed(works[j].step, works[j].rnd, None,
+                                  "no box that is left runs its mode")
 
         async def drain(i: int) -> None:
             while todo.get(i):
@@ -155,17 +155,17 @@ class Fleet:
                         if others:
                             todo[others[k % len(others)]].append(jj)
                         else:
-                            got[jj] = merge.lost(works[jj].step, works[jj].rnd,
-                                                 M.Box(node_id=b.node_id, host=b.host),
-                                                 "no box left")
+                            got[jj] = merge.failed(works[jj].step, works[jj].rnd, None,
+                                                   "every box was lost before it ran")
                     return
                 finally:
                     self.busy.pop(i, None)
                 for line in res.lines:
                     self.out.say(f"    [{b.name}] {line}")
-                got[j] = res.phase if res.phase is not None else merge.lost(
-                    w.step, w.rnd, M.Box(node_id=b.node_id, host=b.host),
-                    "; ".join(res.lines) or "its phase could not start")
+                box = M.Box(node_id=b.node_id, host=b.host)
+                got[j] = res.phase if res.phase is not None else merge.failed(
+                    w.step, w.rnd, box, f"on box {box.short}: " + (
+                        "; ".join(res.lines) or "its phase could not start"))
 
         while any(todo.get(i) for i in todo if i not in self.dead):
             await asyncio.gather(*(drain(i) for i in list(todo) if i not in self.dead))
