@@ -1,6 +1,6 @@
 """The fleet's speed (issue 68 goal 6): a real local Ray cluster of CPU boxes in a
-loopback-only namespace (``xwatch.testing.ray_cluster``), the same plan over 1 box and
-over K boxes, with paced synthetic workloads (``xwatch/testing/paced.py``: latencies
+loopback-only namespace (``xwatch.testing.fleet.cluster``), the same plan over 1 box and
+over K boxes, with paced synthetic workloads (``xwatch/testing/fleet/paced.py``: latencies
 drawn, not spent on a core) that do not compete for this machine's cores.
 
 1. Runs a minute: ``xwatch noise`` with N runs a box (N on 1 box, K x N on K boxes);
@@ -27,13 +27,13 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from xwatch import testing
+from xwatch.testing import fleet
 from xwatch.testing.fake_mps import make_tool
-from xwatch.testing.ray_cluster import Holder, netns_refusal
+from xwatch.testing.fleet.cluster import Holder, netns_refusal
 
 
 def scenario(d: Path, duration: float) -> Path:
-    py, prog = sys.executable, Path(testing.__file__).parent / "paced.py"
+    py, prog = sys.executable, Path(fleet.__file__).parent / "paced.py"
     f = d / "paced.toml"
     f.write_text(f"""
 name = "paced"

@@ -1,7 +1,7 @@
 """The fleet over a real local Ray cluster (``ray.cluster_utils.Cluster``: 3 CPU boxes
 with the ``xwatch_box`` resource and the fake NVML's 2 GPUs), in a network namespace
-that has only loopback (``unshare -n``, ``ip link set lo up``; ``xwatch.testing.
-ray_cluster``), started once for the module: a race over every box, each named in the
+that has only loopback (``unshare -n``, ``ip link set lo up``; ``xwatch.testing.fleet.
+cluster``), started once for the module: a race over every box, each named in the
 snapshot; a mode no box can run refused, each box named; a node lost mid-phase (its run
 failed and named, the plan finishing on the others); the command SIGKILLed, and nothing
 of it left running on any node. Where the namespace cannot be made, the module skips
@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import PY, WORKLOADS
 from tests.helpers.fake_mps import make_tool
 from xwatch.core.procs import pid_alive, processes
-from xwatch.testing.ray_cluster import Holder, netns_refusal
+from xwatch.testing.fleet.cluster import Holder, netns_refusal
 
 REFUSAL = "the ray extra is not installed" if importlib.util.find_spec("ray") is None \
     else netns_refusal()

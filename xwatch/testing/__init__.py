@@ -8,7 +8,7 @@
   ``phase_start`` and ``restart`` benchmarks);
 - ``serving`` and ``fake_openai``: the server workload's load generator run alone
   against a fake OpenAI server;
-- ``fake_mps``: a fake ``nvidia-cuda-mps-control``; ``ray_cluster``: a real local Ray
+- ``fake_mps``: a fake ``nvidia-cuda-mps-control``; ``fleet``: a real local Ray
   cluster of CPU boxes in a loopback-only network namespace (the fleet's tests and its
   speed benchmark).
 

@@ -1,4 +1,4 @@
-"""A paced synthetic workload, run as a program (``python xwatch/testing/paced.py RATE
+"""A paced synthetic workload, run as a program (``python xwatch/testing/fleet/paced.py RATE
 MS [--batch N]``; the fleet's speed benchmark runs it): it speaks the event protocol,
 sends RATE requests a second whose latency is drawn, not spent on a core (log-normal
 around MS, times a run-level factor drawn once per process: runs differ as real runs

@@ -1,6 +1,6 @@
 """A real local Ray cluster of CPU boxes for the fleet's tests and benchmark, in a
 network namespace that has only loopback (so Ray binds 127.0.0.1 and nothing leaves
-the machine): ``python -m xwatch.testing.ray_cluster N`` starts N nodes (each with the
+the machine): ``python -m xwatch.testing.fleet.cluster N`` starts N nodes (each with the
 ``xwatch_box`` resource), prints one JSON line (the address, its pid, each node's
 raylet pid), then obeys stdin: ``kill I`` removes node I at once (a lost box);
 end of input or SIGTERM stops the cluster (``ray.cluster_utils.Cluster.shutdown``).
@@ -30,7 +30,7 @@ from typing import Any
 
 from xwatch.core.fleet.connect import BOX_RESOURCE
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NO_AMDSMI = ROOT / "tests" / "data" / "no_amdsmi"
 FAKE_NVML = ROOT / "tests" / "data" / "fake_nvml"
 #: Ray's health checks, fast: a killed node is declared dead within about 2 s
@@ -64,7 +64,7 @@ class Holder:
         self.env = cluster_env(env)
         self.proc = subprocess.Popen(
             ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" -m '
-             'xwatch.testing.ray_cluster "$1"', sys.executable, str(n)],
+             'xwatch.testing.fleet.cluster "$1"', sys.executable, str(n)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=self.env,
             start_new_session=True)
         assert self.proc.stdout is not None
