@@ -4,8 +4,8 @@ that has only loopback (``unshare -n``, ``ip link set lo up``; ``xwatch.testing.
 cluster``), started once for the module: a race over every box, each named in the
 snapshot; a mode no box can run refused, each box named; a node lost mid-phase (its run
 failed and named, the plan finishing on the others); the command SIGKILLed, and nothing
-of it left running on any node. Where the namespace cannot be made, the module skips
-and says why."""
+of it left running on any node; SIGTERM, every box stopped before the command ends.
+Where the namespace cannot be made, the module skips and says why."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_a_node_lost_mid_phase_fails_its_run_and_the_plan_goes_on(
         seen.append(line)
         if line.startswith("boxes | ") and any(
                 part.strip().split(":")[0].endswith(_short(victim))
-                and (m := re.search(r"\[\s*([\d.]+)s", part)) and float(m.group(1)) < 3
+                and (m := re.search(r" (\d+)s high n=", part)) and int(m.group(1)) < 3
                 for part in line.split(" | ")[1:]):
             break
     else:
@@ -158,7 +158,7 @@ def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
                         "native,mps"), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert p.stdout is not None
     for line in p.stdout:  # both runs measuring on their boxes
-        if line.startswith("boxes | ") and line.count("running") >= 4:
+        if line.startswith("boxes | ") and line.count(" n=") >= 2:
             break
     assert len(_ours("killed")) >= 4
     os.kill(p.pid, signal.SIGKILL)
@@ -167,10 +167,29 @@ def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
     daemon = str(base / "bin")  # the fake MPS daemon of the MPS box
     while (_ours("killed") or _ours(daemon) or _agents()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _ours("killed"), "workloads left behind"
+    assert not _ours("killed"), [p.argv for p in processes() if p.pid in _ours("killed")]
     assert not _ours(daemon), "an MPS daemon left behind"
     assert not _agents(), "box agents left behind"
 
 
 def _agents() -> list[int]:
     return [p.pid for p in processes() if any("BoxAgent" in a for a in p.argv)]
+
+
+def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "termed", duration=60)
+    p = h.popen(_xwatch("compare", str(f), "--ray", h.address, "--modes", "native,mps"),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None
+    seen = []
+    for line in p.stdout:  # both runs measuring on their boxes
+        seen.append(line)
+        if line.startswith("boxes | ") and line.count(" n=") >= 2:
+            break
+    p.send_signal(signal.SIGTERM)
+    rest, err = p.communicate(timeout=60)
+    out = "".join(seen) + rest
+    assert p.returncode == 128 + signal.SIGTERM, out + err
+    assert "interrupted by SIGTERM; every box's workloads stopped" in out
+    assert not _ours("termed") and not _agents()  # stopped before the command ended

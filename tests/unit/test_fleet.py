@@ -126,16 +126,16 @@ def test_the_guard_stops_what_its_agent_left_when_the_agent_is_killed() -> None:
         stdout=subprocess.PIPE, text=True)
     assert agent.stdout is not None
     child = int(agent.stdout.readline())
-    g = guard.start(agent.pid, said=subprocess.PIPE)
+    g = guard.start(agent.pid, say=True)
     try:
-        assert g.stdout is not None
-        assert g.stdout.readline().decode().split() == ["seen", str(child)]
+        assert g.said is not None and g.pid != agent.pid
+        assert g.said.readline().decode().split() == ["seen", str(child)]
         os.kill(agent.pid, signal.SIGKILL)
         agent.wait()
-        assert g.wait(timeout=guard.GRACE_S + 10) == 0
+        assert g.wait(timeout=guard.GRACE_S + 10)
         assert not pid_alive(child, zombie=False)
     finally:
         if pid_alive(child):
             os.kill(child, signal.SIGKILL)
-        if g.poll() is None:
-            g.kill()
+        if pid_alive(g.pid):
+            os.kill(g.pid, signal.SIGKILL)

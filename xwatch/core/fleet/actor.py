@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 from typing import Any
 
@@ -52,8 +51,7 @@ class BoxAgent:
         try:
             await self.session.close()
         finally:
-            self.guard.send_signal(signal.SIGTERM)
-            self.guard.wait(timeout=5)
+            self.guard.stop()
 
 
 def spawn(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,

@@ -25,7 +25,6 @@ from xwatch.core import model as M
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes import registry
 from xwatch.core.modes.base import NATIVE, ModeBackend
-from xwatch.core.plans.console import progress_line
 from xwatch.core.plans.driver import STOPPED, Driver, Step
 from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.runner import Ending
@@ -82,6 +81,18 @@ class Relay:
         self.last = None
 
 
+def box_progress(p: PhaseSnapshot) -> str:
+    """``mps-2 4s high n=160 p99=1.90ms`` (``loading`` before its measured time)."""
+    if not p.measuring:
+        return f"{p.name} loading"
+    ws = [w for w in p.workloads if w.count]
+    if not ws:
+        return f"{p.name} {p.elapsed_s:.0f}s"
+    top = max(ws, key=lambda w: (w.priority, w.name))
+    p99 = f" p99={top.phase.p99:.2f}ms" if top.phase.p99 is not None else ""
+    return f"{p.name} {p.elapsed_s:.0f}s {top.name} n={top.count}{p99}"
+
+
 def box_options(opts: Options) -> Options:
     """The command's options as a box runs them: nothing exported, served or kept there
     (the command's process writes the one snapshot)."""
@@ -130,9 +141,10 @@ class BoxSession:
         return dict(self.refused)
 
     def progress(self) -> str | None:
-        """The running phase's progress line (None: no phase runs)."""
+        """The running phase in a few words (None: no phase runs): its name, seconds, and
+        its highest-priority workload's requests and P99 so far."""
         last = self.relay.last
-        return progress_line(last) if last is not None else None
+        return box_progress(last) if last is not None else None
 
     async def run(self, work: BoxWork) -> BoxResult:
         """Run one phase here (the local runner's ``Driver.step``); its snapshot, named

@@ -6,7 +6,9 @@ each of them that still runs: SIGTERM, then SIGKILL after ``GRACE_S``.
 Why a process and not a thread: the agent is a Ray actor, and Ray ends an actor whose
 owner (the command's process) has gone, SIGKILLed included, by killing the actor's
 process, which leaves no thread to clean up. The workloads the agent started then live
-on, reparented; the guard, outside the actor's process group, stops them. A process is
+on, reparented; the guard stops them. It is no child of the agent (started through a
+process that forks it and exits, in a session of its own): Ray kills a dead worker's
+child processes, and the guard must outlive the agent. A process is
 known by its pid and start time, so a pid reused meanwhile is never signalled. The
 guard ends once the agent has gone and its processes with it, or when told (SIGTERM:
 the agent closed normally and stopped its processes itself).
@@ -19,6 +21,8 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from typing import IO
 
 from xwatch.core.procs import descendants, pid_alive
 
@@ -40,9 +44,11 @@ def _alive(pid: int, started: float) -> bool:
     return pid_alive(pid, zombie=False) and _started(pid) == started
 
 
-def watch(agent: int, poll_s: float = POLL_S, grace_s: float = GRACE_S) -> int:
+def watch(agent: int, poll_s: float = POLL_S, grace_s: float = GRACE_S,
+          say: bool = False) -> int:
     """Follow ``agent``'s tree until it is gone, then stop what it left (see the
-    module); the number of processes it had to stop."""
+    module); the number of processes it had to stop. ``say``: print ``seen PID`` for
+    each process it will stop, once (a test waits for it)."""
     me = os.getpid()
     seen: dict[int, float] = {}
     while pid_alive(agent, zombie=False):
@@ -51,7 +57,8 @@ def watch(agent: int, poll_s: float = POLL_S, grace_s: float = GRACE_S) -> int:
                 t = _started(pid)
                 if t is not None:
                     seen[pid] = t
-                    print(f"seen {pid}", flush=True)  # what it will stop, said
+                    if say:
+                        print(f"seen {pid}", flush=True)
         for pid in [p for p, t in seen.items() if not _alive(p, t)]:
             del seen[pid]
         time.sleep(poll_s)
@@ -74,14 +81,53 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def start(agent: int, said: int | None = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-    """The guard of process ``agent`` (this one, usually), in a session of its own;
-    ``said``: where it says each process it will stop (``subprocess.PIPE``: to read)."""
-    return subprocess.Popen([sys.executable, "-m", "xwatch.core.fleet.guard", str(agent)],
-                            start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=said, stderr=subprocess.DEVNULL)
+@dataclass
+class Guard:
+    """A started guard: its pid, and its output where it says what it sees."""
+
+    pid: int
+    said: IO[bytes] | None = None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let it go (its agent closed normally): SIGTERM, then wait for its end."""
+        _signal(self.pid, signal.SIGTERM)
+        self.wait(timeout)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether it ended within ``timeout`` seconds."""
+        end = time.monotonic() + timeout
+        while pid_alive(self.pid, zombie=False):
+            if time.monotonic() > end:
+                return False
+            time.sleep(POLL_S / 4)
+        return True
+
+
+def start(agent: int, say: bool = False) -> Guard:
+    """The guard of process ``agent`` (this one, usually): no child of it, in a session
+    of its own (see the module); ``say``: its ``seen PID`` lines to read."""
+    p = subprocess.Popen([sys.executable, "-m", "xwatch.core.fleet.guard", str(agent),
+                          *(["--say"] if say else [])],
+                         start_new_session=True, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert p.stdout is not None
+    pid = int(p.stdout.readline() or 0)
+    p.wait()
+    if not say:
+        p.stdout.close()
+    return Guard(pid, p.stdout if say else None)
+
+
+def _main(argv: list[str]) -> None:
+    """Fork the guard, say its pid, and leave it to its agent (see ``start``)."""
+    child = os.fork()
+    if child:
+        print(child, flush=True)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    watch(int(argv[0]), say="--say" in argv)
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    watch(int(sys.argv[1]))
+    _main(sys.argv[1:])
