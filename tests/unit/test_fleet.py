@@ -96,6 +96,20 @@ def test_a_box_is_called_slower_only_when_every_run_is() -> None:
     assert len(found) == 1 and "host2" in found[0] and "slower" in found[0]
 
 
+def test_boxes_of_different_gpu_models_are_named() -> None:
+    base = _base()
+    from msgspec.structs import replace
+    p = base.phases[0]
+
+    def on(box: int, model: str) -> object:
+        ws = tuple(replace(w, hello={**w.hello, "device_name": model}) for w in p.workloads)
+        return replace(p, box=_box(box), workloads=ws)
+
+    assert merge.box_findings([on(1, "H100"), on(2, "H100")]) == []  # type: ignore[list-item]
+    (line,) = merge.box_findings([on(1, "H100"), on(2, "A100")])  # type: ignore[list-item]
+    assert "GPU models differ" in line and "host1/010101: H100" in line and "A100" in line
+
+
 def test_ray_with_amdsmi_missing_its_library_is_a_titled_error(tmp_path: Path) -> None:
     """amdsmi installed without libamd_smi.so raises KeyError at import; Ray's probe
     lets it through. Planted here as a package that raises as amdsmi does."""

@@ -90,7 +90,7 @@ def connect(address: str) -> Any:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR",
                      include_dashboard=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            raise RayError(f"--ray {address}: cannot join the cluster: {e}. Start one "
+            raise RayError(f"--ray {address}: cannot join the cluster: {str(e).rstrip('.')}. Start one "
                            "with `ray start --head` (docs/fleet.md), or give its address "
                            "(HOST:6379)", title="No Ray cluster") from None
     return ray

@@ -68,9 +68,9 @@ def _high(p: PhaseSnapshot) -> tuple[str, float] | None:
 
 
 def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
-    """Boxes that differ: for each step, a box whose every run's HIGH P99 is above
-    every other box's runs (two runs or more on each side: a claim the runs' own spread
-    cannot explain), and boxes of another GPU model are named by their host."""
+    """Boxes that differ: boxes of different GPU models, named with their models; for
+    each step, a box whose every run's HIGH P99 is above every other box's runs (two
+    runs or more on each side: a claim the runs' own spread cannot explain)."""
     by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     names: dict[str, str] = {}
     for p in phases:
@@ -81,7 +81,7 @@ def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
             continue
         names[p.step or p.mode] = h[0]
         by[p.step or p.mode][p.box.short].append(h[1])
-    out = []
+    out = _models(phases)
     for step, boxes in by.items():
         for b, vals in boxes.items():
             rest = [v for o, vs in boxes.items() if o != b for v in vs]
@@ -90,6 +90,22 @@ def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
                            f"({', '.join(f'{v:.2f}' for v in sorted(vals))} ms) is above "
                            f"every other box's (at most {max(rest):.2f} ms)")
     return out
+
+
+def _models(phases: Sequence[PhaseSnapshot]) -> list[str]:
+    """Boxes of different GPU models (the device each workload's hello names), named."""
+    models: dict[str, set[str]] = defaultdict(set)
+    for p in phases:
+        if p.box is None:
+            continue
+        for w in p.workloads:
+            name = w.hello.get("device_name") if isinstance(w.hello, dict) else None
+            if isinstance(name, str) and name:
+                models[p.box.short].add(name)
+    if len({frozenset(m) for m in models.values()}) < 2:
+        return []
+    return ["the boxes' GPU models differ (the answer pools their runs): " + "; ".join(
+        f"{b}: {', '.join(sorted(m))}" for b, m in sorted(models.items()))]
 
 
 def export(snap: SessionSnapshot, directory: str, say: Callable[[str], None],
