@@ -74,6 +74,8 @@ class Fleet:
         self.phases: list[PhaseSnapshot] = []
         self.created_at = utc_now()
         self.signal = 0  # the signal that stopped the plan (0: none)
+        #: the phases of runs whose box was lost (by id): the box's failure, not the run's
+        self.lost: set[int] = set()
 
     def names(self) -> list[str]:
         return [b.name for b in self.boxes]
@@ -149,6 +151,7 @@ class Fleet:
                                   "failed; the plan goes on with the other boxes")
                     got[j] = merge.lost(w.step, w.rnd, M.Box(node_id=b.node_id, host=b.host),
                                         type(e).__name__ + ": " + why)
+                    self.lost.add(id(got[j]))
                     left = todo.pop(i, [])
                     others = [o for o in todo if o not in self.dead]
                     for k, jj in enumerate(left):  # its waiting runs go to the others
@@ -279,8 +282,10 @@ async def run_race(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
                    modes: list[str], record: Callable[[], tuple[dict[str, Any], int | None]],
                    out: Console | None = None) -> Outcome:
     """A race (advise's, capacity's) round by round: each round's phases side by side
-    over the boxes, each finished phase recorded as its runs; ``record``: the race's
-    record on the snapshot (``advice=`` or ``capacity=``) and its exit status."""
+    over the boxes, each finished phase recorded as its runs (a run whose box was lost
+    is not: its phase is failed and named in the snapshot, and its candidates race on);
+    ``record``: the race's record on the snapshot (``advice=`` or ``capacity=``) and its
+    exit status."""
     fleet = Fleet(ray, boxes, out or Console())
     phase_s = opts.phase_s(scen)
 
@@ -291,6 +296,11 @@ async def run_race(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
             for c, rng in enumerate(place.chunks(len(works), len(boxes))):
                 phases = await fleet.run_batch([works[j] for j in rng], batch + c)
                 for j, ph in zip(rng, phases, strict=True):
+                    if id(ph) in fleet.lost:  # the box's failure: its candidates race on
+                        fleet.out.say(f"    {order[j][1].label or order[j][1].mode}: this "
+                                      "run does not count (its box was lost), the "
+                                      "candidates race on")
+                        continue
                     rc.record(order[j][0], ph)
             batch += 1
             if not rc.after_round():
