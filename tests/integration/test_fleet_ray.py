@@ -32,6 +32,8 @@ REFUSAL = "the ray extra is not installed" if importlib.util.find_spec("ray") is
 pytestmark = [pytest.mark.skipif(REFUSAL is not None, reason=str(REFUSAL)),
               pytest.mark.timeout(180)]
 Fleet = tuple[Holder, Path]
+#: what names this run's processes (its workloads' programs), apart from any other's
+TAG = f"xwfleet{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +54,11 @@ def _scenario(d: Path, marker: str, duration: float = 2, rate: int = 60) -> Path
     process of this test found by it); ``low`` starts a helper of its own first, a
     process that outlives its pipe (as a server's children may): only its owner's
     cleanup ends it."""
+    marker = f"{TAG}-{marker}"
     prog = d / f"{marker}.py"
     shutil.copy(WORKLOADS / "pipe_producer.py", prog)
     helper = f"'{PY}' -c 'import time; time.sleep(600)' {marker}-helper &"
-    f = d / f"{marker}.toml"
+    f = d / f"{marker}.toml"  # the scenario's name: {TAG}-{marker}
     f.write_text(f"""
 duration_s = {duration}
 [[workload]]
@@ -68,6 +71,23 @@ priority = "low"
 command = ["sh", "-c", "{helper} exec '{PY}' '{prog}' 20 --service-ms 20"]
 """)
     return f
+
+
+def _gone(marker: str, within: float = 10) -> bool:
+    """Whether every process of ``marker`` is gone, waiting ``within`` seconds at most
+    (a phase's stop signals its processes; they end a moment later)."""
+    deadline = time.monotonic() + within
+    while _ours(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _ours(marker)
+
+
+def _left(marker: str) -> list[tuple[int, int | None, tuple[str, ...]]]:
+    """What is left of ``marker``: (pid, parent, command line) each."""
+    from xwatch.core.procs import parent
+
+    return [(p.pid, parent(p.pid), p.argv) for p in processes()
+            if any(marker in a for a in p.argv)]
 
 
 def _ours(marker: str) -> list[int]:
@@ -97,7 +117,23 @@ def test_a_race_over_three_boxes_names_every_box(fleet: Fleet) -> None:
     assert boxes == set(h.nodes), (boxes, h.nodes)
     assert all(p["status"] == "done" and p["box"]["host"] for p in doc["phases"])
     assert doc["advice"]["runs"] >= 3 and len(doc["phases"]) >= 3
-    assert not _ours("race")
+    assert _gone(f"{TAG}-race"), _left(f"{TAG}-race")
+
+
+def test_noise_over_the_boxes_prints_the_floor_and_records_none(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "noise")
+    out = base / "noise-out"
+    r = h.run(_xwatch("noise", str(f), "--ray", h.address, "--repeat", "3", "--export",
+                      str(out)), timeout=90)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"=== noise floor: {TAG}-noise, native, 3 runs of" in r.stdout
+    assert "its runs were spread over 3 boxes: not recorded as this machine's floor" \
+        in r.stdout
+    assert not list((base / "state").rglob("native-*.json"))  # no floor file written
+    doc = json.loads((out / "snapshot.json").read_text())
+    assert {p["box"]["node_id"] for p in doc["phases"]} == set(h.nodes)
+    assert doc["extra"]["noise_floor"]["runs"] == 3
 
 
 def test_a_mode_no_box_can_run_is_refused_on_each_box(fleet: Fleet) -> None:
@@ -116,11 +152,11 @@ def test_a_mode_no_box_can_run_is_refused_on_each_box(fleet: Fleet) -> None:
 def test_a_node_lost_mid_phase_fails_its_run_and_the_plan_goes_on(
         fleet: Fleet) -> None:
     h, base = fleet
-    f = _scenario(base, "lost", duration=6)
+    f = _scenario(base, "lost", duration=5)
     out = base / "lost-out"
     victim = h.nodes[2]
     p = h.popen(_xwatch("compare", str(f), "--ray", h.address, "--modes",
-                        "native,mps", "--repeat", "3", "--export", str(out)),
+                        "native,mps", "--repeat", "2", "--export", str(out)),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout is not None
     seen = []
@@ -144,11 +180,8 @@ def test_a_node_lost_mid_phase_fails_its_run_and_the_plan_goes_on(
     assert victim in failed[0]["error"] and "lost mid-phase" in failed[0]["error"]
     done = [q for q in doc["phases"] if q["status"] == "done"]
     after = doc["phases"][doc["phases"].index(failed[0]) + 1:]
-    assert len(done) == 5 and after and all(q["box"]["node_id"] != victim for q in after)
-    deadline = time.monotonic() + 20  # the lost box's workloads stopped by its guard
-    while _ours("lost") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _ours("lost")
+    assert len(done) == 3 and after and all(q["box"]["node_id"] != victim for q in after)
+    assert _gone(f"{TAG}-lost", within=20), _left(f"{TAG}-lost")  # the lost box's too
 
 
 def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
@@ -160,14 +193,15 @@ def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
     for line in p.stdout:  # both runs measuring on their boxes
         if line.startswith("boxes | ") and line.count(" n=") >= 2:
             break
-    assert len(_ours("killed")) >= 4
+    assert len(_ours(f"{TAG}-killed")) >= 4
     os.kill(p.pid, signal.SIGKILL)
     p.wait(timeout=10)
     deadline = time.monotonic() + 30
     daemon = str(base / "bin")  # the fake MPS daemon of the MPS box
-    while (_ours("killed") or _ours(daemon) or _agents()) and time.monotonic() < deadline:
+    killed = f"{TAG}-killed"
+    while (_ours(killed) or _ours(daemon) or _agents()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _ours("killed"), [p.argv for p in processes() if p.pid in _ours("killed")]
+    assert not _ours(killed), _left(killed)
     assert not _ours(daemon), "an MPS daemon left behind"
     assert not _agents(), "box agents left behind"
 
@@ -192,4 +226,5 @@ def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
     out = "".join(seen) + rest
     assert p.returncode == 128 + signal.SIGTERM, out + err
     assert "interrupted by SIGTERM; every box's workloads stopped" in out
-    assert not _ours("termed") and not _agents()  # stopped before the command ended
+    assert _gone(f"{TAG}-termed", within=5), _left(f"{TAG}-termed")  # as the command ended
+    assert not _agents()
