@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from xwatch.core import model as M
+from xwatch.core.engine.live.phase import Phase
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.core.modes import registry
 from xwatch.core.modes.base import NATIVE, ModeBackend
-from xwatch.core.plans.driver import STOPPED, Driver, Step
+from xwatch.core.plans.driver import Driver, Step
 from xwatch.core.plans.options import Backends, Options
 from xwatch.core.plans.runner import Ending
 from xwatch.errors import XwatchError
@@ -160,9 +161,9 @@ class BoxSession:
             return BoxResult(None, (f"xwatch: refused on this box: {why}",))
         phase = await self.driver.step(step, work.rnd, work.duration_s)
         lines = tuple(self.relay.lines)
-        if phase is None or phase is STOPPED:
+        if not isinstance(phase, Phase):  # never started, or stopped before it did
             return BoxResult(None, lines)
-        snap = phase.snapshot(time.monotonic())  # type: ignore[union-attr]
+        snap = phase.snapshot(time.monotonic())
         return BoxResult(replace(snap, box=self.box) if self.box is not None else snap, lines)
 
     async def close(self) -> None:
