@@ -71,6 +71,14 @@ BENCHES: tuple[Bench, ...] = (
     Bench("restart", "measure/restart.py", "the dashboard's m, x and r keys, from the key to the new "
           "phase's first measured second", "2 min", "optional",
           "demo --modes native --toggles 2 --device cpu"),
+    Bench("fleet-speed", "measure/fleet_speed.py", "a plan over K Ray boxes against 1 (a real "
+          "local cluster in a loopback-only namespace, paced synthetic workloads): runs a "
+          "minute, and the answer's interval width at about equal wall time (needs root and "
+          "the ray extra)", "4 min", "no", "--boxes 3 --runs 4 --repeat 2"),
+    Bench("fleet-agent", "measure/fleet_agent.py", "the fleet's box agent's phase path without "
+          "Ray (the BoxSession the Ray actor holds): compare's runs on this machine, merged "
+          "as the fleet merges them", "1 min", "optional",
+          "demo --modes native,mps --repeat 2 --duration 3 --device cpu"),
     Bench("telemetry-poll", "measure/telemetry_poll.py", "one telemetry poll's cost (device counters, "
           "per-process queries) and one real sample", "20 s", "optional",
           "--backend host --polls 100"),

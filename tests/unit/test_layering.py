@@ -28,7 +28,7 @@ CORE = ["xwatch.cli", "xwatch.scenario",
 # engine and every stage above it read), neither importing the other.
 LEAVES = {"procs", "archs", "schedulers"}
 STAGES = [*sorted(LEAVES), "model", "scenario", "engine", "modes", "xsched", "mps",
-          "telemetry", "analysis", "export", "host", "plans"]
+          "telemetry", "analysis", "export", "host", "plans", "fleet"]
 MAY_IMPORT = {
     **{leaf: set() for leaf in LEAVES},
     "model": set(),
@@ -44,6 +44,9 @@ MAY_IMPORT = {
     "host": {*LEAVES, "model", "scenario", "engine", "modes", "telemetry", "analysis", "export"},
     "plans": {*LEAVES, "model", "scenario", "engine", "modes", "xsched", "mps", "telemetry",
               "analysis", "export", "host"},  # xsched, mps: only as MODE_IMPORTS_ALLOWED says
+    # a plan over a Ray cluster's boxes, each box running the plans' own phases
+    "fleet": {*LEAVES, "model", "scenario", "engine", "modes", "telemetry", "analysis",
+              "export", "host", "plans"},
 }
 
 

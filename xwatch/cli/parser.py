@@ -222,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     nz.add_argument("--precision", type=float, default=DEFAULTS.precision, metavar="PCT",
                     help="the half-width, in %% of the mean, that the runs-needed column "
                          "aims at for a difference of two settings (default 5)")
+    for p in (cmp_, adv, ca, nz):
+        p.add_argument("--ray", metavar="ADDRESS|auto",
+                       help="run over the boxes of a Ray cluster (its head's HOST:6379, "
+                            "ray://HOST:10001, or auto: the cluster this machine joined): "
+                            "each node with GPUs or the xwatch_box resource is a box "
+                            "(docs/fleet.md)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
     _add_mode_args(doc, "doctor")
     doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")

@@ -166,6 +166,8 @@ class PhaseSnapshot(msgspec.Struct, frozen=True):
     copy_modes: dict[str, str] | None = None
     #: each workload's participation verdict, by a mode from outside the tree
     proof: dict[str, str] | None = None
+    #: the box it ran on (a plan over a Ray cluster, ``core/fleet``); None: this machine
+    box: M.Box | None = None
 
     def workload(self, name: str) -> WorkloadSnapshot | None:
         return next((w for w in self.workloads if w.name == name), None)

@@ -68,6 +68,7 @@ from xwatch.core.model.modes import (
     XserverExit,
 )
 from xwatch.core.model.phase import (
+    Box,
     Capture,
     CaptureAnalysis,
     GpuGroup,
@@ -122,6 +123,7 @@ __all__ = [
     "Answer",
     "AnswerBox",
     "Basis",
+    "Box",
     "Candidate",
     "Capacity",
     "CapacityLoad",

@@ -252,6 +252,19 @@ class PhaseRetry(Doc, frozen=True, kw_only=True):
     t: float | None = None
 
 
+class Box(Doc, frozen=True, kw_only=True):
+    """The box a phase ran on where a plan ran over a Ray cluster (``--ray``,
+    ``docs/fleet.md``): the Ray node's id and its host name."""
+
+    node_id: str
+    host: str
+
+    @property
+    def short(self) -> str:
+        """``host/1a2b3c``: the host and the node id's first 6 characters."""
+        return f"{self.host}/{self.node_id[:6]}"
+
+
 class Phase(Doc, frozen=True, kw_only=True):
     """One start of the workload set in one mode."""
 
@@ -289,4 +302,6 @@ class Phase(Doc, frozen=True, kw_only=True):
     captures: list[Capture] | UnsetType = UNSET
     annotations: list[Annotation] = []
     gpus: Gpus | UnsetType = UNSET
+    #: the box it ran on (a plan over a Ray cluster, ``--ray``); unset: this machine
+    box: Box | UnsetType = UNSET
 

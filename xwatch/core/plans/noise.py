@@ -7,11 +7,13 @@ state folder that one-run answers are judged against (``export.floors``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from xwatch.core import model as M
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats.noise import Floor, floor_of, scenario_digest
 from xwatch.core.engine.live.session import Session
-from xwatch.core.engine.snapshot import utc_now
+from xwatch.core.engine.snapshot import SessionSnapshot, utc_now
 from xwatch.core.export.floors import save, this_machine
 from xwatch.core.model.metric import Metric
 from xwatch.core.modes.base import label
@@ -55,6 +57,42 @@ def floor_lines(f: Floor, precision_pct: float) -> list[str]:
     return lines
 
 
+def record_floor(snap: SessionSnapshot, scen: Scenario, mode: str, precision: float,
+                 say: Callable[[str], None], tel: M.TelemetryInfo | None = None,
+                 machine: str | None = None) -> tuple[M.NoiseFloor | None, int | None]:
+    """The floor of ``snap``'s runs of ``mode``, printed and saved: (its record; the exit
+    status to use, None: the plan's own). The local plan's and the fleet's
+    (``core/fleet``) alike; ``machine``: why the runs are no one machine's (runs over
+    several boxes), printed and not saved as this machine's floor."""
+    fl = floor_of(snap.phases, mode, utc_now(), scen.name,
+                  scenario_digest(scen.to_dict()), this_machine(tel))
+    rec = fl.as_model()
+    if fl.runs < 2:
+        say(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
+            "at least 2: nothing recorded")
+        return rec, EXIT_FAILED
+    for line in floor_lines(fl, precision):
+        say(line)
+    part = participation(snap.phases, snap.scenario)
+    if not part.took_part:  # the runs are not the mode's: no floor of it
+        say(f"xwatch: noise: {part.no_verdict()}; a floor of these runs is not "
+            f"{label(mode)}'s: nothing recorded")
+        return rec, EXIT_FAILED
+    if part.line():
+        say(f"note: {part.line()}")
+    if machine is not None:
+        say(f"xwatch: noise: {machine}: not recorded as this machine's floor")
+        return rec, None
+    try:
+        path = save(fl)
+    except OSError as e:
+        say(f"xwatch: noise floor not recorded: {e}")
+        return rec, EXIT_FAILED
+    say(f"noise floor recorded: {path} (compare, calibrate, sweep and the "
+        "dashboard judge one-run answers against it)")
+    return rec, None
+
+
 async def run_noise(scen: Scenario, opts: Options, mode: str, backends: Backends) -> int:
     """Run ``mode`` ``--repeat`` times and record the floor."""
     precision = opts.precision
@@ -62,31 +100,9 @@ async def run_noise(scen: Scenario, opts: Options, mode: str, backends: Backends
     say = driver.observer.say
 
     def finish(session: Session) -> int | None:
-        snap = session.snapshot()
         tel = session.telemetry.info if session.telemetry is not None else None
-        fl = floor_of(snap.phases, mode, utc_now(), scen.name,
-                      scenario_digest(scen.to_dict()), this_machine(tel))
-        session.noise_floor = fl.as_model()
-        if fl.runs < 2:
-            say(f"xwatch: noise: {fl.runs} usable run(s) of {label(mode)}; a floor needs "
-                "at least 2: nothing recorded")
-            return EXIT_FAILED
-        for line in floor_lines(fl, precision):
-            say(line)
-        part = participation(snap.phases, snap.scenario)
-        if not part.took_part:  # the runs are not the mode's: no floor of it
-            say(f"xwatch: noise: {part.no_verdict()}; a floor of these runs is not "
-                f"{label(mode)}'s: nothing recorded")
-            return EXIT_FAILED
-        if part.line():
-            say(f"note: {part.line()}")
-        try:
-            path = save(fl)
-        except OSError as e:
-            say(f"xwatch: noise floor not recorded: {e}")
-            return EXIT_FAILED
-        say(f"noise floor recorded: {path} (compare, calibrate, sweep and the "
-            "dashboard judge one-run answers against it)")
-        return None
+        rec, status = record_floor(session.snapshot(), scen, mode, precision, say, tel)
+        session.noise_floor = rec
+        return status
 
     return await driver.run(Plan([Step(mode)], finish=finish, floors=False))
