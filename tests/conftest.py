@@ -1,6 +1,6 @@
 """Shared fixtures: run xwatch as a real subprocess, write scenario files; under
 pytest-xdist (``-n``, pyproject's addopts), tests marked ``alone`` run with no other
-test beside them."""
+test beside them, and tests marked ``cluster`` run first, on one worker."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None
             yield
         finally:
             fcntl.flock(cpu, fcntl.LOCK_UN)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``cluster`` (a module sharing one costly Ray cluster) go first, in
+    their order: xdist's worksteal hands each worker a contiguous half and steals from
+    a queue's end, so the module runs on one worker and starts one cluster, not two."""
+    items.sort(key=lambda it: it.get_closest_marker("cluster") is None)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from xwatch.testing.fleet.cluster import Holder, netns_refusal
 REFUSAL = "the ray extra is not installed" if importlib.util.find_spec("ray") is None \
     else netns_refusal()
 pytestmark = [pytest.mark.skipif(REFUSAL is not None, reason=str(REFUSAL)),
-              pytest.mark.timeout(180)]
+              pytest.mark.timeout(180), pytest.mark.cluster]
 Fleet = tuple[Holder, Path]
 #: what names this run's processes (its workloads' programs), apart from any other's
 TAG = f"xwfleet{os.getpid()}"
@@ -199,15 +199,18 @@ def test_the_command_sigkilled_leaves_nothing_on_any_node(fleet: Fleet) -> None:
     deadline = time.monotonic() + 30
     daemon = str(base / "bin")  # the fake MPS daemon of the MPS box
     killed = f"{TAG}-killed"
-    while (_ours(killed) or _ours(daemon) or _agents()) and time.monotonic() < deadline:
+    while (_ours(killed) or _ours(daemon) or _agents(h)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _ours(killed), _left(killed)
     assert not _ours(daemon), "an MPS daemon left behind"
-    assert not _agents(), "box agents left behind"
+    assert not _agents(h), "box agents left behind"
 
 
-def _agents() -> list[int]:
-    return [p.pid for p in processes() if any("BoxAgent" in a for a in p.argv)]
+def _agents(h: Holder) -> list[int]:
+    """The box agents of this cluster (in its network namespace): another cluster's on
+    this machine, another test run's, are not this test's to count."""
+    return [p.pid for p in processes() if any("BoxAgent" in a for a in p.argv)
+            and h.holds(p.pid)]
 
 
 def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
@@ -227,4 +230,7 @@ def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
     assert p.returncode == 128 + signal.SIGTERM, out + err
     assert "interrupted by SIGTERM; every box's workloads stopped" in out
     assert _gone(f"{TAG}-termed", within=5), _left(f"{TAG}-termed")  # as the command ended
-    assert not _agents()
+    deadline = time.monotonic() + 30  # the agents end as Ray reclaims their workers
+    while _agents(h) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _agents(h), "box agents left behind"

@@ -82,6 +82,15 @@ class Holder:
         return subprocess.run(self.argv(argv), env=self.env, capture_output=True, text=True,
                               timeout=timeout, **kw)
 
+    def holds(self, pid: int) -> bool:
+        """Whether process ``pid`` runs in this cluster's network namespace (another
+        cluster's processes on the same machine, another test run's, are not its)."""
+        try:
+            return os.readlink(f"/proc/{pid}/ns/net") == os.readlink(
+                f"/proc/{self.proc.pid}/ns/net")
+        except OSError:
+            return False
+
     def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[str]:
         return subprocess.Popen(self.argv(argv), env=self.env, text=True, **kw)
 
