@@ -228,3 +228,27 @@ def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
     assert "interrupted by SIGTERM; every box's workloads stopped" in out
     assert _gone(f"{TAG}-termed", within=5), _left(f"{TAG}-termed")  # as the command ended
     assert not _agents()
+
+
+def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
+    """``run --ray`` (``cli.fleet.fleet_dashboard``) under Textual's pilot, in the
+    cluster's namespace: while the phases run, each box says so and shows its progress
+    line; at the end, each box (host, node id) with its GPUs' numbers."""
+    h, base = fleet
+    f = _scenario(base, "dash")
+    out = base / "dash-out"
+    r = h.run([PY, "-m", "tests.integration.fleet_dashboard_pilot", h.address, str(f),
+               str(out)], timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["status"] == 0, got
+    assert got["running"] is not None, got  # a phase was seen running, its progress live
+    assert "results when it ends" in got["running"] and "so far:" in got["running"]
+    final = got["final"]
+    for node in h.nodes:
+        assert f"node {node[:12]}" in final, (node, final)
+    assert final.count("GPU 0 ") == 3 and final.count("GPU 1 ") == 3, final
+    assert "running" not in final and "lost" not in final, final
+    doc = json.loads((out / "snapshot.json").read_text())
+    assert {p["box"]["node_id"] for p in doc["phases"]} == set(h.nodes)
+    assert _gone(f"{TAG}-dash"), _left(f"{TAG}-dash")
