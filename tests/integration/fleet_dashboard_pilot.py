@@ -1,9 +1,10 @@
 """The dashboard of ``xwatch run --ray`` driven by Textual's pilot, for
 ``test_fleet_ray`` (run inside the cluster's network namespace: ``python -m
-tests.integration.fleet_dashboard_pilot ADDRESS SCENARIO EXPORT``): built as the command
-builds it (``cli.fleet.fleet_dashboard``), watched until its plan ends, then quit;
-prints one JSON line: the boxes panel's text while a phase ran and at the end, the
-plan's exit status and whether the app's quit came back."""
+tests.integration.fleet_dashboard_pilot ADDRESS SCENARIO EXPORT [quit]``): built as the
+command builds it (``cli.fleet.fleet_dashboard``), watched until its plan ends, then
+quit (``quit``: quit as soon as every box runs its phase, the plan stopped by ``q``);
+prints one JSON line: the boxes panel's text while the phases ran and at the end, the
+plan's exit status, each box's id."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from xwatch.cli.parser import build_parser
 from xwatch.ui.widgets.boxes import BoxesPanel
 
 
-async def main(address: str, scenario: str, export: str) -> dict[str, object]:
+async def main(address: str, scenario: str, export: str, how: str = "end"
+               ) -> dict[str, object]:
     args = build_parser().parse_args(["run", scenario, "--ray", address, "--telemetry",
                                       "off", "--gpus", "0,1", "--export", export])
     app, run = fleet_dashboard(args, scenario_of(args))
@@ -32,6 +34,9 @@ async def main(address: str, scenario: str, export: str) -> dict[str, object]:
             text = str(app.query_one(BoxesPanel).render())
             if "running, results when it ends" in text and "so far:" in text:
                 running.append(text)
+                if how == "quit" and text.count("so far: ") == len(run.fleet.boxes) and \
+                        "so far: starting" not in text and not app.ctl.quitting:
+                    await pilot.press("q")  # every box mid-phase: the plan stopped
         await pilot.pause()
         app.refresh_view()
         final = str(app.query_one(BoxesPanel).render())
@@ -43,4 +48,4 @@ async def main(address: str, scenario: str, export: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main(*sys.argv[1:4]))), flush=True)
+    print(json.dumps(asyncio.run(main(*sys.argv[1:5]))), flush=True)

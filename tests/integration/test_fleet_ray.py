@@ -252,3 +252,17 @@ def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
     doc = json.loads((out / "snapshot.json").read_text())
     assert {p["box"]["node_id"] for p in doc["phases"]} == set(h.nodes)
     assert _gone(f"{TAG}-dash"), _left(f"{TAG}-dash")
+
+
+def test_quitting_the_dashboard_mid_phase_stops_every_box(fleet: Fleet) -> None:
+    """``q`` while every box runs its phase: the plan stops (no answer, a failed exit
+    status), every box's workloads gone before the dashboard leaves."""
+    h, base = fleet
+    f = _scenario(base, "dashq", duration=30)
+    r = h.run([PY, "-m", "tests.integration.fleet_dashboard_pilot", h.address, str(f),
+               str(base / "dashq-out"), "quit"], timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["running"] is not None and got["running"].count("so far: ") == 3, got
+    assert got["status"] not in (None, 0), got  # stopped: not a finished plan
+    assert _gone(f"{TAG}-dashq", within=2), _left(f"{TAG}-dashq")
