@@ -244,13 +244,14 @@ def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
     assert got["status"] == 0, got
     assert got["running"] is not None, got  # a phase was seen running, its progress live
     assert "results when it ends" in got["running"] and "so far:" in got["running"]
-    final = got["final"]
-    for node in h.nodes:
-        assert f"node {node[:12]}" in final, (node, final)
-    assert final.count("GPU 0 ") == 3 and final.count("GPU 1 ") == 3, final
+    final, boxes = got["final"], got["boxes"]  # the alive ones (a test may kill a node)
+    assert len(boxes) >= 2 and set(boxes) <= set(h.nodes), boxes
+    for node in boxes:  # each box a group: its title, one phase's line per GPU under it
+        group = final.split(f"node {node[:12]}", 1)[1].split("▾", 1)[0]
+        assert group.count("    GPU 0 ") == 1 and group.count("    GPU 1 ") == 1, group
     assert "running" not in final and "lost" not in final, final
     doc = json.loads((out / "snapshot.json").read_text())
-    assert {p["box"]["node_id"] for p in doc["phases"]} == set(h.nodes)
+    assert {p["box"]["node_id"] for p in doc["phases"]} == set(boxes)
     assert _gone(f"{TAG}-dash"), _left(f"{TAG}-dash")
 
 
@@ -263,6 +264,7 @@ def test_quitting_the_dashboard_mid_phase_stops_every_box(fleet: Fleet) -> None:
                str(base / "dashq-out"), "quit"], timeout=150)
     assert r.returncode == 0, r.stdout + r.stderr
     got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["running"] is not None and got["running"].count("so far: ") == 3, got
+    assert got["running"] is not None, got
+    assert got["running"].count("so far: ") == len(got["boxes"]) >= 2, got
     assert got["status"] not in (None, 0), got  # stopped: not a finished plan
     assert _gone(f"{TAG}-dashq", within=2), _left(f"{TAG}-dashq")
