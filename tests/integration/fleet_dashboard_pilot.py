@@ -16,7 +16,7 @@ import time
 from xwatch.cli.checks import scenario_of
 from xwatch.cli.fleet import fleet_dashboard
 from xwatch.cli.parser import build_parser
-from xwatch.ui.widgets.boxes import BoxesPanel
+from xwatch.ui.fleet.panel import BoxesPanel
 
 
 async def main(address: str, scenario: str, export: str, how: str = "end"

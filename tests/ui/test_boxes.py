@@ -1,4 +1,4 @@
-"""The boxes of a plan over a Ray cluster as groups of GPUs (``widgets.boxes``): a
+"""The boxes of a plan over a Ray cluster as groups of GPUs (``ui.fleet.panel``): a
 recorded 3-box compare (``tests/data/fleet/three_boxes.json.gz``) replayed, each box
 titled by host and node id with its GPUs' numbers under it; the live states (a phase
 running: said, with the box's progress line and no per-GPU numbers until it ends; a
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from xwatch.core.export.snapshot import load_snapshot
 from xwatch.ui.app import make_app
-from xwatch.ui.widgets.boxes import BoxesPanel, BoxView, box_text, box_views
+from xwatch.ui.fleet.panel import BoxesPanel, BoxView, box_text, box_views
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FLEET = DATA / "fleet" / "three_boxes.json.gz"

@@ -1,6 +1,7 @@
 """The report of a plan run over a Ray cluster's boxes: each phase's box in the phases
 table, the Boxes section (each box by host and node id, its phases) and the per-box
-findings (``fleet.merge.box_findings``) in it; a snapshot without boxes has neither."""
+findings (``analysis.gpu.boxes.box_findings``, as ``fleet.merge`` says them) in it; a
+snapshot without boxes has neither."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_each_phase_names_its_box_and_each_box_is_listed() -> None:
 
 
 def test_the_per_box_findings_appear(monkeypatch: pytest.MonkeyPatch) -> None:
-    from xwatch.core.fleet import merge
+    from xwatch.core.analysis.gpu import boxes
 
     seen = []
 
@@ -40,9 +41,9 @@ def test_the_per_box_findings_appear(monkeypatch: pytest.MonkeyPatch) -> None:
         return ["box vm/caa1df is slower for mps: every run's high P99 (2.10, 2.20 ms) is "
                 "above every other box's (at most 1.90 ms)"]
 
-    monkeypatch.setattr(merge, "box_findings", findings)
+    monkeypatch.setattr(boxes, "box_findings", findings)
     md = render_markdown(build_report(load_snapshot(FLEET)))
-    assert seen, "the report did not ask merge.box_findings"
+    assert seen, "the report did not ask box_findings"
     assert "Per box: box vm/caa1df is slower for mps: every run's high P99 (2.10, 2.20 ms)" in md
 
 

@@ -20,7 +20,7 @@ from xwatch.scenario import Scenario
 
 if TYPE_CHECKING:
     from xwatch.ui.app import XwatchApp
-    from xwatch.ui.fleet import FleetRun
+    from xwatch.ui.fleet.run import FleetRun
 
 #: main's race helpers: --modes and --budget checked; the race's backends and modes
 RaceModes = Callable[[argparse.Namespace], tuple[bool, list[str]]]
@@ -98,13 +98,13 @@ def run_dashboard(args: argparse.Namespace, scen: Scenario) -> int:
 
 
 def fleet_dashboard(args: argparse.Namespace, scen: Scenario) -> tuple[XwatchApp, FleetRun]:
-    """The dashboard app of ``run --ray`` and its plan (``ui.fleet.FleetRun``): every box
+    """The dashboard app of ``run --ray`` and its plan (``ui.fleet.run.FleetRun``): every box
     runs one phase of ``--mode``, side by side, through the fleet's plan
     (``plan.run_steps``, as compare's); the boxes shown as groups of GPUs."""
     from xwatch.core.fleet.connect import connect, discover
     from xwatch.core.plans.driver import Step
     from xwatch.ui.app import make_app
-    from xwatch.ui.fleet import FleetRun
+    from xwatch.ui.fleet.run import FleetRun
 
     if args.headless:
         raise UsageError("run --headless --ray: headless plans over the boxes are compare "

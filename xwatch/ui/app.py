@@ -42,9 +42,9 @@ from xwatch.core.plans.driver import Driver
 from xwatch.core.plans.options import Backends, Options
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController, ShowTab
+from xwatch.ui.fleet.panel import BoxesPanel, box_views
 from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
-from xwatch.ui.widgets.boxes import BoxesPanel, box_views
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
 from xwatch.ui.widgets.footer import NARROW as FOOTER_NARROW
 from xwatch.ui.widgets.footer import KeysFooter
@@ -59,7 +59,7 @@ from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
 
 if TYPE_CHECKING:
-    from xwatch.ui.fleet import FleetRun
+    from xwatch.ui.fleet.run import FleetRun
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
@@ -106,7 +106,7 @@ class XwatchApp(App[int]):
         #: the live session's controller (in replay: one that refuses to run anything;
         #: over a fleet: one that stops the boxes' plan)
         if fleet is not None:
-            from xwatch.ui.fleet import FleetController
+            from xwatch.ui.fleet.run import FleetController
 
             self.ctl: SessionController = FleetController(self, fleet)
         else:
@@ -199,7 +199,7 @@ class XwatchApp(App[int]):
         self.ctl.autostart()
 
     async def _run_fleet(self, run: FleetRun) -> None:
-        """The boxes' plan (``ui.fleet``); its end or its failure told."""
+        """The boxes' plan (``ui.fleet.run``); its end or its failure told."""
         try:
             await run.run()
         except Exception as e:  # a titled error (a mode every box refused), or Ray's
@@ -474,7 +474,7 @@ def make_app(scenario: Scenario | str | None = None, options: Options | None = N
     options come whole (``options``) or as their fields by name (``telemetry="off"``,
     ``autostart=False``, ``export_dir`` for ``export``, ...); the modes' backends as
     ``backends`` (``Backends.of(backend, ...)``); ``fleet``: the plan over a Ray
-    cluster's boxes that the dashboard runs and shows (``ui.fleet``, ``run --ray``)."""
+    cluster's boxes that the dashboard runs and shows (``ui.fleet.run``, ``run --ray``)."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
     if scenario is None and replay is None:

@@ -1,14 +1,15 @@
 """The report's account of a plan run over a Ray cluster's boxes (``--ray``,
 docs/fleet.md): each box (host, Ray node id), the phases it ran and their HIGH P99,
-and the per-box findings (``fleet.merge.box_findings``: boxes of different GPU models,
-a box slower than every other). A snapshot whose phases name no box has no such
-section, and the phases table no box column (``box_column``)."""
+and the per-box findings (``analysis.gpu.boxes.box_findings``, as the plan says them:
+boxes of different GPU models, a box slower than every other). A snapshot whose phases
+name no box has no such section, and the phases table no box column (``box_cell``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from xwatch.core import model as M
+from xwatch.core.analysis.gpu import boxes as box_analysis
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.render.model import Section, Table, num
 
@@ -37,8 +38,6 @@ def boxes_section(snap: SessionSnapshot) -> Section | None:
     """Each box and its phases, then the per-box findings (None: no phase names a box)."""
     if not has_boxes(snap):
         return None
-    from xwatch.core.fleet.merge import box_findings
-
     by: dict[tuple[str, str], list[PhaseSnapshot]] = defaultdict(list)
     boxes: dict[tuple[str, str], M.Box] = {}
     unplaced = []
@@ -65,7 +64,7 @@ def boxes_section(snap: SessionSnapshot) -> Section | None:
     if unplaced:
         s.paragraphs.append("No box took " + ", ".join(f"**{p.name}**" for p in unplaced)
                             + " (see Failures).")
-    findings = box_findings(snap.phases)
+    findings = box_analysis.box_findings(snap.phases)
     s.paragraphs.append("Per box: " + ("; ".join(findings) + "." if findings else
                                        "no box differs (the same GPU models, and no box's "
                                        "every run slower than every other box's)."))

@@ -27,7 +27,7 @@ from xwatch.core.plans.driver import Step
 from xwatch.core.plans.options import Options
 from xwatch.scenario import Scenario
 from xwatch.ui.controller import PlanSaid, SessionController
-from xwatch.ui.widgets.boxes import BoxView
+from xwatch.ui.fleet.panel import BoxView
 
 
 class FleetConsole(Console):
