@@ -223,8 +223,8 @@ async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
         work.cancel()
         if got:
             fleet.signal = got[0]
-        fleet.out.say(f"xwatch: {'interrupted by ' + signal.Signals(got[0]).name if got else 'stopped'}"
-                      "; every box's workloads stopped")
+        why = f"interrupted by {signal.Signals(got[0]).name}" if got else "stopped"
+        fleet.out.say(f"xwatch: {why}; every box's workloads stopped")
         return False
     finally:
         ticker.cancel()
