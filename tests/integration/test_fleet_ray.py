@@ -234,3 +234,43 @@ def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
     while _agents(h) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _agents(h), "box agents left behind"
+
+
+def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
+    """``run --ray`` (``cli.fleet.fleet_dashboard``) under Textual's pilot, in the
+    cluster's namespace: while the phases run, each box says so and shows its progress
+    line; at the end, each box (host, node id) with its GPUs' numbers."""
+    h, base = fleet
+    f = _scenario(base, "dash")
+    out = base / "dash-out"
+    r = h.run([PY, "-m", "tests.integration.fleet_dashboard_pilot", h.address, str(f),
+               str(out)], timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["status"] == 0, got
+    assert got["running"] is not None, got  # a phase was seen running, its progress live
+    assert "results when it ends" in got["running"] and "so far:" in got["running"]
+    final, boxes = got["final"], got["boxes"]  # the alive ones (a test may kill a node)
+    assert len(boxes) >= 2 and set(boxes) <= set(h.nodes), boxes
+    for node in boxes:  # each box a group: its title, one phase's line per GPU under it
+        group = final.split(f"node {node[:12]}", 1)[1].split("▾", 1)[0]
+        assert group.count("    GPU 0 ") == 1 and group.count("    GPU 1 ") == 1, group
+    assert "running" not in final and "lost" not in final, final
+    doc = json.loads((out / "snapshot.json").read_text())
+    assert {p["box"]["node_id"] for p in doc["phases"]} == set(boxes)
+    assert _gone(f"{TAG}-dash"), _left(f"{TAG}-dash")
+
+
+def test_quitting_the_dashboard_mid_phase_stops_every_box(fleet: Fleet) -> None:
+    """``q`` while every box runs its phase: the plan stops (no answer, a failed exit
+    status), every box's workloads gone before the dashboard leaves."""
+    h, base = fleet
+    f = _scenario(base, "dashq", duration=30)
+    r = h.run([PY, "-m", "tests.integration.fleet_dashboard_pilot", h.address, str(f),
+               str(base / "dashq-out"), "quit"], timeout=150)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["running"] is not None, got
+    assert got["running"].count("so far: ") == len(got["boxes"]) >= 2, got
+    assert got["status"] not in (None, 0), got  # stopped: not a finished plan
+    assert _gone(f"{TAG}-dashq", within=2), _left(f"{TAG}-dashq")

@@ -48,3 +48,10 @@ def test_eight_gpus_200x60(snap_compare) -> None:  # type: ignore[no-untyped-def
 
 def test_eight_gpus_one_gpu_drilled(snap_compare) -> None:  # type: ignore[no-untyped-def]
     assert snap_compare(_fleet(), press=["g", "g", "g", "g", "g", "g"], terminal_size=(120, 40))
+
+
+def test_ray_boxes(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """A recorded compare over a Ray cluster's 3 boxes: each box a group of GPUs."""
+    fleet = FIXTURE.parent / "fleet" / "three_boxes.json.gz"
+    assert snap_compare(make_app(replay=load_snapshot(fleet), replay_source="fleet"),
+                        terminal_size=(120, 40))

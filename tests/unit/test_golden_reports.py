@@ -8,7 +8,9 @@ xwatch at 90ad4d0, before the snapshot model became structs. Together they cover
 native, MPS and XSched phases; the oldest recorded snapshots (2026-11-21) and each
 later era of the format; preflight verdicts; an xserver killed mid-phase (errors,
 annotations); captures with and without their trace files; a compare with its answer;
-an advise race (advice, candidates); a sweep (settings); calibrate; two GPUs.
+an advise race (advice, candidates); a sweep (settings); calibrate; two GPUs; a
+compare over a Ray cluster's three boxes (each phase's box, the Boxes section;
+recorded by xwatch at issue 68).
 
 After an intended report change: ``python -m tests.unit.test_golden_reports``
 rewrites the golden files; review the diff.
@@ -41,6 +43,7 @@ CASES = {
     "calibrate-2026-11-24": "data/results/h100-2026-11-24-xsched12/calibrate",
     "kernel-lane-2026-11-24": "data/results/h100-2026-11-24-xsched12/kernel-lane",
     "capture": "tests/data/golden/capture",
+    "fleet-three-boxes": "tests/data/fleet/three_boxes.json.gz",
 }
 
 

@@ -1,19 +1,26 @@
 """``--ray ADDRESS|auto`` on compare, advise, capacity and noise: the cluster joined, its
 boxes found, the plan's parts built as the local plan builds them (the modes, the
-objective, the candidates), then run over the boxes (``core/fleet/plan.py``)."""
+objective, the candidates), then run over the boxes (``core/fleet/plan.py``); on the
+dashboard (``run --ray``, ``run_dashboard``): the same plan, shown live (``ui.fleet``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xwatch.cli.checks import check_export, modes_of
 from xwatch.cli.parser import options_of
 from xwatch.core.plans.options import Backends
 from xwatch.errors import UsageError
 from xwatch.scenario import Scenario
+
+if TYPE_CHECKING:
+    from xwatch.ui.app import XwatchApp
+    from xwatch.ui.fleet.run import FleetRun
 
 #: main's race helpers: --modes and --budget checked; the race's backends and modes
 RaceModes = Callable[[argparse.Namespace], tuple[bool, list[str]]]
@@ -67,6 +74,56 @@ def run_fleet(cmd: str, args: argparse.Namespace, scen: Scenario, race_modes: Ra
                          title="Split layout with --ray")
     return asyncio.run(fp.run_steps(ray, boxes, scen, opts, args,
                                     [Step(m) for m in modes])).status
+
+
+def run_dashboard(args: argparse.Namespace, scen: Scenario) -> int:
+    """``xwatch run --ray``: the dashboard over the boxes (``fleet_dashboard``); after
+    it, the answer, the per-box findings and the snapshot's path printed."""
+    from xwatch.core.analysis.answer.stored import answer_lines
+    from xwatch.core.fleet import merge
+
+    app, run = fleet_dashboard(args, scen)
+    app.run()
+    if run.outcome is None:
+        print("xwatch: the plan over the boxes did not end (see above)", file=sys.stderr)
+        return 1
+    for line in answer_lines(run.outcome.snap):
+        print(line)
+    for line in merge.box_findings(run.outcome.snap.phases):
+        print(f"per box: {line}")
+    for line in run.out.lines:  # the snapshot and report paths, the failures
+        if line.startswith(("snapshot: ", "report: ", "FAILED", "xwatch: snapshot not")):
+            print(line)
+    return int(run.outcome.status)
+
+
+def fleet_dashboard(args: argparse.Namespace, scen: Scenario) -> tuple[XwatchApp, FleetRun]:
+    """The dashboard app of ``run --ray`` and its plan (``ui.fleet.run.FleetRun``): every box
+    runs one phase of ``--mode``, side by side, through the fleet's plan
+    (``plan.run_steps``, as compare's); the boxes shown as groups of GPUs."""
+    from xwatch.core.fleet.connect import connect, discover
+    from xwatch.core.plans.driver import Step
+    from xwatch.ui.app import make_app
+    from xwatch.ui.fleet.run import FleetRun
+
+    if args.headless:
+        raise UsageError("run --headless --ray: headless plans over the boxes are compare "
+                         "--ray and noise --ray (docs/fleet.md); leave --headless out for "
+                         "the dashboard", title="Headless run with --ray")
+    if args.duration == 0:
+        raise UsageError("--duration 0 runs a phase until stopped: over the boxes each "
+                         "phase needs its planned end; give --duration S",
+                         title="Endless phases with --ray")
+    if args.metrics_port is not None:
+        raise UsageError("--metrics-port serves one box's numbers: with --ray each box "
+                         "serves its own (docs/fleet.md); leave --metrics-port out",
+                         title="Metrics endpoint with --ray")
+    check_export(args.export)
+    ray = connect(args.ray)
+    boxes = discover(ray)
+    opts = dataclasses.replace(options_of(args), repeat=len(boxes), keep=0)
+    run = FleetRun(ray, boxes, scen, opts, args, [Step(args.mode)])
+    return make_app(scen, opts, fleet=run), run
 
 
 def _race_parts(cmd: str, args: argparse.Namespace, scen: Scenario, opts: Any,

@@ -141,6 +141,9 @@ def _dispatch(ap: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         make_app(replay=snap, replay_source=args.snapshot).run()
         return 0
     scen = scenario_of(args)
+    if cmd == "run" and args.ray:  # the dashboard over a Ray cluster's boxes
+        from xwatch.cli.fleet import run_dashboard
+        return run_dashboard(args, scen)
     if vars(args).get("ray"):  # compare, advise, capacity, noise over a Ray cluster
         from xwatch.cli.fleet import run_fleet
         return run_fleet(cmd, args, scen, _race_modes, _race_backends)

@@ -228,6 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "ray://HOST:10001, or auto: the cluster this machine joined): "
                             "each node with GPUs or the xwatch_box resource is a box "
                             "(docs/fleet.md)")
+    run.add_argument("--ray", metavar="ADDRESS|auto",
+                     help="dashboard over the boxes of a Ray cluster (as compare --ray): "
+                          "every box runs one phase of --mode, side by side; the boxes "
+                          "shown as groups of GPUs (docs/fleet.md)")
     doc = sub.add_parser("doctor", help="check python, torch, GPUs, telemetry and XSched")
     _add_mode_args(doc, "doctor")
     doc.add_argument("--python", metavar="EXE", help="interpreter to check (default: this one)")

@@ -15,11 +15,12 @@ driver (``plans.driver``) that owns the session.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult
@@ -41,6 +42,7 @@ from xwatch.core.plans.driver import Driver
 from xwatch.core.plans.options import Backends, Options
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController, ShowTab
+from xwatch.ui.fleet.panel import BoxesPanel, box_views
 from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
@@ -55,6 +57,9 @@ from xwatch.ui.widgets.panels import (
 )
 from xwatch.ui.widgets.status import AlertBar, StatusLine
 from xwatch.ui.widgets.tables import CompareTable, WorkloadTable
+
+if TYPE_CHECKING:
+    from xwatch.ui.fleet.run import FleetRun
 
 LOG_STYLES = {"error": "bold red", "warning": "yellow", "stderr": "red", "info": "cyan",
               "stdout": ""}
@@ -86,17 +91,29 @@ class XwatchApp(App[int]):
 
     def __init__(self, scenario: Scenario | None = None, options: Options | None = None,
                  backends: Backends | None = None, replay: SessionSnapshot | None = None,
-                 replay_source: str | None = None) -> None:
+                 replay_source: str | None = None, fleet: FleetRun | None = None) -> None:
         super().__init__()
         self.replay = replay
         self.replay_source = replay_source
         self.scenario = replay.scenario if replay is not None else scenario
         assert self.scenario is not None
         self.options = options or Options()
-        driver = None if replay is not None else Driver(
+        #: a plan over a Ray cluster's boxes (``run --ray``: ``ui.fleet``), its task
+        self.fleet = fleet
+        self.fleet_task: asyncio.Task[None] | None = None
+        driver = None if replay is not None or fleet is not None else Driver(
             self.scenario, self.options, backends, DashboardObserver(self))
-        #: the live session's controller (in replay: one that refuses to run anything)
-        self.ctl = SessionController(self, driver, replay_source)
+        #: the live session's controller (in replay: one that refuses to run anything;
+        #: over a fleet: one that stops the boxes' plan)
+        if fleet is not None:
+            from xwatch.ui.fleet.run import FleetController
+
+            self.ctl: SessionController = FleetController(self, fleet)
+        else:
+            self.ctl = SessionController(self, driver, replay_source)
+        #: the boxes shown as groups of GPUs: over a fleet, or a replay of one
+        self.boxes_shown = fleet is not None or (
+            replay is not None and any(p.box is not None for p in replay.phases))
         #: planned measured seconds of a phase (inf: until stopped, ``--duration 0``)
         self.phase_s = self.options.phase_s(self.scenario)
         self.paused = False
@@ -130,6 +147,8 @@ class XwatchApp(App[int]):
         yield AlertBar()
         with TabbedContent(initial="live"):
             with TabPane("Live", id="live"):
+                if self.boxes_shown:
+                    yield BoxesPanel()
                 yield WorkloadTable()
                 with Horizontal(classes="chart-row"):
                     yield LatencyChart()
@@ -161,6 +180,13 @@ class XwatchApp(App[int]):
             for m in self.replay.messages:
                 self._write_log("xwatch", m.stream, m.text)
             return
+        if self.fleet is not None:
+            self.fleet.out.app = self
+            self.sub_title = f"{len(self.fleet.fleet.boxes)} boxes over Ray"
+            self.fleet_task = asyncio.create_task(self._run_fleet(self.fleet))
+            self.set_interval(TICK_S, self._on_tick)
+            self.refresh_view(force_charts=True)
+            return
         self.ctl.start()
         self.set_interval(TICK_S, self._on_tick)
         # the ~90k objects of start-up (modules, the DOM) never become garbage: out of
@@ -172,9 +198,27 @@ class XwatchApp(App[int]):
         gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
         self.ctl.autostart()
 
+    async def _run_fleet(self, run: FleetRun) -> None:
+        """The boxes' plan (``ui.fleet.run``); its end or its failure told."""
+        try:
+            await run.run()
+        except Exception as e:  # a titled error (a mode every box refused), or Ray's
+            self.notify(f"{type(e).__name__}: {e}", title="The plan over the boxes stopped",
+                        severity="error", timeout=20, markup=False)
+            self._write_log("xwatch", "error", f"plan over the boxes: {e!r}")
+        else:
+            if run.outcome is not None and not self.ctl.quitting:
+                self.notify(f"every box's phases ended (exit status {run.outcome.status}): "
+                            "the answer is in the Compare tab (2)", title="Plan complete",
+                            timeout=15)
+        self.refresh_view(force_charts=True)
+
     def on_plan_said(self, message: PlanSaid) -> None:
         if self.session is not None:
             self.session.log("xwatch", "info", message.text)
+        elif self.fleet is not None:
+            self._write_log("xwatch", "stderr" if message.text.startswith("FAILED")
+                            else "info", message.text)
 
     def on_show_tab(self, message: ShowTab) -> None:
         self.action_tab(message.tab)
@@ -251,6 +295,10 @@ class XwatchApp(App[int]):
             if self.options.metrics is not None:
                 self.options.metrics.publish(self.snap)
             self._logs()
+        elif self.fleet is not None:
+            self.snap = self.fleet.snapshot() or self.snap
+        if self.boxes_shown:
+            self._safe("boxes", self._show_boxes)
         snap = raw = self.snap
         if snap is None:
             return
@@ -296,6 +344,13 @@ class XwatchApp(App[int]):
                     # throughput and utilization are the same whatever metric M shows
                     src = snap if cls in (LatencyChart, CdfChart) else raw
                     self._safe(cls.__name__, lambda chart=chart, src=src: chart.show(src))
+
+    def _show_boxes(self) -> None:
+        """Each box as a group of GPUs: live over a fleet, as recorded in a replay."""
+        phases = list(self.fleet.fleet.finished) if self.fleet is not None and \
+            self.fleet.outcome is None else list(self.snap.phases) if self.snap else []
+        views = self.fleet.views() if self.fleet is not None else box_views(phases)
+        self.query_one(BoxesPanel).show(views, phases)
 
     def _safe(self, name: str, fn: Any) -> None:
         """A failing widget is reported once and never takes the app down."""
@@ -413,11 +468,13 @@ class XwatchApp(App[int]):
 
 def make_app(scenario: Scenario | str | None = None, options: Options | None = None,
              replay: SessionSnapshot | None = None, replay_source: str | None = None,
-             backends: Backends | None = None, **kw: Any) -> XwatchApp:
+             backends: Backends | None = None, fleet: FleetRun | None = None,
+             **kw: Any) -> XwatchApp:
     """The one app factory (CLI and tests). ``scenario`` may be a name or path; the
     options come whole (``options``) or as their fields by name (``telemetry="off"``,
     ``autostart=False``, ``export_dir`` for ``export``, ...); the modes' backends as
-    ``backends`` (``Backends.of(backend, ...)``)."""
+    ``backends`` (``Backends.of(backend, ...)``); ``fleet``: the plan over a Ray
+    cluster's boxes that the dashboard runs and shows (``ui.fleet.run``, ``run --ray``)."""
     if isinstance(scenario, str):
         scenario = load_scenario(scenario)
     if scenario is None and replay is None:
@@ -433,7 +490,7 @@ def make_app(scenario: Scenario | str | None = None, options: Options | None = N
         from xwatch.core.analysis.answer.stored import with_answer
 
         replay = with_answer(replay)
-    return XwatchApp(scenario, opts, backends or Backends(), replay, replay_source)
+    return XwatchApp(scenario, opts, backends or Backends(), replay, replay_source, fleet)
 
 
 __all__ = ["XwatchApp", "make_app"]

@@ -20,6 +20,7 @@ from xwatch.core.export.render.html import render_html
 from xwatch.core.export.render.markdown import render_markdown
 from xwatch.core.export.render.model import Report, Section
 from xwatch.core.export.sections.answers import advice_section, answer_section, sweep_section
+from xwatch.core.export.sections.boxes import boxes_section
 from xwatch.core.export.sections.capacity import capacity_section
 from xwatch.core.export.sections.gpu import capture_sections, gpu_section
 from xwatch.core.export.sections.modes import isolation_section
@@ -52,7 +53,7 @@ def build_report(snap: SessionSnapshot) -> Report:
     """The report of a snapshot: its sections in order, those it has nothing for left out."""
     parts: list[Section | None] = [
         advice_section(snap), capacity_section(snap), answer_section(snap), scenario_section(snap),
-        environment_section(snap), phases_section(snap), gpu_section(snap),
+        environment_section(snap), phases_section(snap), boxes_section(snap), gpu_section(snap),
         *capture_sections(snap), *workload_sections(snap), tradeoff_section(snap),
         slo_section(snap), *mode_sections(snap), sweep_section(snap), failures_section(snap),
         reproduce_section(snap)]

@@ -1,13 +1,13 @@
 """Every box's phases as one session: the merged snapshot (``merged``: the phases in
 the order they ended, renumbered and renamed as one session would name them, each
 naming its box), a run lost with its node (``lost``: a failed phase that names the node
-and host), the per-box findings (``box_findings``: a box whose runs of a step are all
-slower than every other box's), and the export (``export``: ``snapshot.json`` and its
+and host), the per-box findings (``box_findings``, from ``analysis.gpu.boxes``, where
+the report finds them too: a box whose runs of a step are all slower than every other
+box's), and the export (``export``: ``snapshot.json`` and its
 reports, as a local plan writes them; no event file, the events stay on the boxes)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -17,6 +17,7 @@ from msgspec.structs import replace
 
 from xwatch.core import model as M
 from xwatch.core.analysis.answer.stored import with_answer
+from xwatch.core.analysis.gpu.boxes import box_findings as box_findings  # the plan's, here
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, utc_now
 from xwatch.core.plans.driver import Step
 from xwatch.scenario import Scenario
@@ -54,58 +55,6 @@ def merged(scen: Scenario, phases: Sequence[PhaseSnapshot], created_at: str,
                            created_at=created_at, advice=advice, capacity=capacity,
                            noise_floor=noise_floor)
     return with_answer(snap)
-
-
-def _high(p: PhaseSnapshot) -> tuple[str, float] | None:
-    """The phase's highest-priority workload's P99 (ms), the number compared per box."""
-    ws = [w for w in p.workloads if w.count]
-    if not ws:
-        return None
-    top = max(ws, key=lambda w: (w.priority, w.name))
-    v = top.phase.p99
-    return (top.name.partition("@")[0], float(v)) if v is not None and math.isfinite(v) \
-        else None
-
-
-def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
-    """Boxes that differ: boxes of different GPU models, named with their models; for
-    each step, a box whose every run's HIGH P99 is above every other box's runs (two
-    runs or more on each side: a claim the runs' own spread cannot explain)."""
-    by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    names: dict[str, str] = {}
-    for p in phases:
-        if p.box is None or p.status == "failed":
-            continue
-        h = _high(p)
-        if h is None:
-            continue
-        names[p.step or p.mode] = h[0]
-        by[p.step or p.mode][p.box.short].append(h[1])
-    out = _models(phases)
-    for step, boxes in by.items():
-        for b, vals in boxes.items():
-            rest = [v for o, vs in boxes.items() if o != b for v in vs]
-            if len(vals) >= 2 and len(rest) >= 2 and min(vals) > max(rest):
-                out.append(f"box {b} is slower for {step}: every run's {names[step]} P99 "
-                           f"({', '.join(f'{v:.2f}' for v in sorted(vals))} ms) is above "
-                           f"every other box's (at most {max(rest):.2f} ms)")
-    return out
-
-
-def _models(phases: Sequence[PhaseSnapshot]) -> list[str]:
-    """Boxes of different GPU models (the device each workload's hello names), named."""
-    models: dict[str, set[str]] = defaultdict(set)
-    for p in phases:
-        if p.box is None:
-            continue
-        for w in p.workloads:
-            name = w.hello.get("device_name") if isinstance(w.hello, dict) else None
-            if isinstance(name, str) and name:
-                models[p.box.short].add(name)
-    if len({frozenset(m) for m in models.values()}) < 2:
-        return []
-    return ["the boxes' GPU models differ (the answer pools their runs): " + "; ".join(
-        f"{b}: {', '.join(sorted(m))}" for b, m in sorted(models.items()))]
 
 
 def export(snap: SessionSnapshot, directory: str, say: Callable[[str], None],

@@ -76,6 +76,10 @@ class Fleet:
         self.signal = 0  # the signal that stopped the plan (0: none)
         #: the phases of runs whose box was lost (by id): the box's failure, not the run's
         self.lost: set[int] = set()
+        #: each busy box's latest progress (``agent.box_progress``; None: not started)
+        self.progress: dict[int, str | None] = {}
+        #: every box's phases as each one ends (``phases``: a batch's, once it ended)
+        self.finished: list[PhaseSnapshot] = []
 
     def names(self) -> list[str]:
         return [b.name for b in self.boxes]
@@ -116,6 +120,7 @@ class Fleet:
                         line = await self.agents[i].progress.remote()
                     except Exception:
                         line = None
+                    self.progress[i] = line
                     parts.append(f"{b.name}: {self.busy[i]} {(line or 'starting').strip()}")
                 else:
                     parts.append(f"{b.name}: idle")
@@ -152,6 +157,7 @@ class Fleet:
                     got[j] = merge.lost(w.step, w.rnd, M.Box(node_id=b.node_id, host=b.host),
                                         type(e).__name__ + ": " + why)
                     self.lost.add(id(got[j]))
+                    self.finished.append(got[j])
                     left = todo.pop(i, [])
                     others = [o for o in todo if o not in self.dead]
                     for k, jj in enumerate(left):  # its waiting runs go to the others
@@ -163,12 +169,14 @@ class Fleet:
                     return
                 finally:
                     self.busy.pop(i, None)
+                    self.progress.pop(i, None)
                 for line in res.lines:
                     self.out.say(f"    [{b.name}] {line}")
                 box = M.Box(node_id=b.node_id, host=b.host)
                 got[j] = res.phase if res.phase is not None else merge.failed(
                     w.step, w.rnd, box, f"on box {box.short}: " + (
                         "; ".join(res.lines) or "its phase could not start"))
+                self.finished.append(got[j])
 
         while any(todo.get(i) for i in todo if i not in self.dead):
             await asyncio.gather(*(drain(i) for i in list(todo) if i not in self.dead))
@@ -187,18 +195,20 @@ class Outcome:
 
 async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
                       args: argparse.Namespace | None, modes: list[str],
-                      body: Callable[[], Any]) -> bool:
-    """Open the fleet, run ``body`` under the ticker and the signals; False when a
-    signal stopped it. The agents are closed whatever happens."""
+                      body: Callable[[], Any], stop: asyncio.Event | None = None) -> bool:
+    """Open the fleet, run ``body`` under the ticker and the signals (or, ``stop``
+    given, until it is set: the dashboard's quit, which owns the signals); False when
+    stopped. The agents are closed whatever happens."""
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
+    signals = stop is None
+    stop = stop if stop is not None else asyncio.Event()
     got: list[int] = []
 
     def caught(sig: int) -> None:
         got.append(sig)
         stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signals else ():
         loop.add_signal_handler(sig, caught, sig)
     ticker = asyncio.create_task(fleet._ticker())
     try:
@@ -211,14 +221,15 @@ async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
             work.result()
             return True
         work.cancel()
-        fleet.signal = got[0]
-        fleet.out.say(f"xwatch: interrupted by {signal.Signals(got[0]).name}; every box's "
-                      "workloads stopped")
+        if got:
+            fleet.signal = got[0]
+        why = f"interrupted by {signal.Signals(got[0]).name}" if got else "stopped"
+        fleet.out.say(f"xwatch: {why}; every box's workloads stopped")
         return False
     finally:
         ticker.cancel()
         await fleet.close()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if signals else ():
             loop.remove_signal_handler(sig)
 
 
@@ -254,10 +265,13 @@ async def run_steps(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
                     args: argparse.Namespace | None, steps: list[Step],
                     out: Console | None = None,
                     finish: Callable[[SessionSnapshot], tuple[SessionSnapshot, int | None]]
-                    | None = None) -> Outcome:
-    """``--repeat`` rounds of ``steps`` interleaved (compare, noise), in batches of one
-    run a box; ``finish``: the plan's own record and status from the merged snapshot."""
-    fleet = Fleet(ray, boxes, out or Console())
+                    | None = None, fleet: Fleet | None = None,
+                    stop: asyncio.Event | None = None) -> Outcome:
+    """``--repeat`` rounds of ``steps`` interleaved (compare, noise, the dashboard's
+    ``--ray``), in batches of one run a box; ``finish``: the plan's own record and
+    status from the merged snapshot; ``fleet``: one made by the caller, who watches it
+    (the dashboard); ``stop``: set to stop the plan (instead of the signals)."""
+    fleet = fleet if fleet is not None else Fleet(ray, boxes, out or Console())
     runs = interleave(steps, opts.repeat)
     phase_s = opts.phase_s(scen)
     fleet.out.say(f"xwatch: scenario {scen.name} over {len(boxes)} boxes, {len(runs)} runs "
@@ -269,7 +283,7 @@ async def run_steps(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
             await fleet.run_batch([BoxWork(runs[j][1], runs[j][0], phase_s) for j in rng], c)
 
     done = await _with_fleet(fleet, scen, opts, args, sorted({m for s in steps
-                                                             for m in _needs(s)}), body)
+                                                             for m in _needs(s)}), body, stop)
     snap = merge.merged(scen, fleet.phases, fleet.created_at)
     own = None
     if finish is not None and done:

@@ -13,6 +13,7 @@ from xwatch.core.analysis.phases import label, shared_lines
 from xwatch.core.engine.causes import collapse
 from xwatch.core.engine.snapshot import SessionSnapshot, WorkloadSnapshot
 from xwatch.core.export.render.model import Section, Table, num
+from xwatch.core.export.sections.boxes import box_cell, has_boxes
 from xwatch.core.modes import registry
 
 #: a failed workload's variables shown in the report, beside each mode's own
@@ -78,11 +79,16 @@ def phases_section(snap: SessionSnapshot) -> Section:
     """Each phase: mode, status, start, measured time, kernel captures, and who
     shared its daemon."""
     ph = Section("Phases")
-    ph.tables.append(("", Table(
-        ["phase", "mode", "status", "started (UTC)", "measured (s)", "kernel captures"],
-        [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "), num(p.elapsed_s, 1),
-          ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
-         for p in snap.phases])))
+    rows = [[label(p), p.mode, p.status, p.started_at[:19].replace("T", " "),
+             num(p.elapsed_s, 1),
+             ", ".join(f"{c.seconds:g} s at {c.t:.1f} s" for c in p.captures if c.id) or "-"]
+            for p in snap.phases]
+    header = ["phase", "mode", "status", "started (UTC)", "measured (s)", "kernel captures"]
+    if has_boxes(snap):  # a plan over a Ray cluster's boxes (--ray): where each ran
+        header.insert(2, "box")
+        for row, p in zip(rows, snap.phases, strict=True):
+            row.insert(2, box_cell(p))
+    ph.tables.append(("", Table(header, rows)))
     ph.paragraphs += [f"**{p.name}** {line}." for p in snap.phases for line in shared_lines(p)]
     for p in snap.phases:  # run again once: xserver died before its first measured second
         if p.retried is not None:
