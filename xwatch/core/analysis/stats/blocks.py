@@ -34,7 +34,7 @@ None too, and the callers fall back to runs without blocks.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from xwatch.core.analysis.stats.intervals import Interval
@@ -193,7 +193,7 @@ def _logs(values: Sequence[float]) -> list[float]:
 
 
 def blocked_runs(runs: dict[str, LogRuns | None],
-                 values: dict[str, tuple[Sequence[float], Sequence[str]]]
+                 values: Mapping[str, tuple[Sequence[float], Sequence[str]]]
                  ) -> dict[str, LogRuns | None]:
     """Each setting's runs on the log scale (``sequential.log_runs``) with its blocks'
     levels removed: its level at the average block, its share of the additive model's
