@@ -140,3 +140,41 @@ def test_blocked_runs_keep_floor_and_bounds() -> None:
         assert r.dof is not None and r.n_eff == pytest.approx(3.0)
     # runs without their blocks: unchanged
     assert blocked_runs(runs, {s: (vs, []) for s, (vs, _) in vals.items()}) is runs
+
+
+def test_a_fleets_answer_says_its_boxes_are_blocks() -> None:
+    from msgspec.structs import replace
+
+    from tests.conftest import ROOT
+    from xwatch.core import model as M
+    from xwatch.core.export.snapshot import load_snapshot
+    from xwatch.core.fleet import merge
+
+    base = load_snapshot(ROOT / "tests" / "data" / "snapshot_calibrate_h100.json")
+    a, b = base.phases[2], base.phases[3]  # native and XSched, HIGH beside LOW
+
+    def box(i: int) -> M.Box:
+        return M.Box(node_id=f"{i:02d}" * 28, host=f"host{i}")
+
+    # 3 runs each, interleaved, rotated over 3 boxes
+    phases = [replace(p, repeat=r, box=box((2 * r + j) % 3))
+              for r in range(3) for j, p in enumerate((a, b))]
+    notes = merge.merged(base.scenario, phases, "2026-11-29T12:00:00Z").answer.box.notes
+    (line,) = [n for n in notes if n.startswith("Intervals:")]
+    assert line.endswith("Box is a block: 3 boxes; each run's block's level is removed "
+                         "before comparing (an additive model, step + block, t on its "
+                         "residual degrees of freedom).")
+    # one box: the line as before
+    one = [replace(p, box=box(0)) for p in phases]
+    notes = merge.merged(base.scenario, one, "2026-11-29T12:00:00Z").answer.box.notes
+    (line,) = [n for n in notes if n.startswith("Intervals:")]
+    assert "block" not in line
+
+
+def test_a_race_over_boxes_says_so() -> None:
+    from xwatch.core.analysis.stats.blocks import race_note
+
+    runs = [(s, [v for v in vs], [f"box{j}/" for j in range(3)]) for s, vs in TABLE.items()]
+    assert race_note(runs).startswith("; box is a block: 3 boxes, each block's level")
+    assert race_note([(s, vs, ["one/"] * 3) for s, vs, _ in runs]) == ""
+    assert race_note([(s, vs, []) for s, vs, _ in runs]) == ""

@@ -223,3 +223,19 @@ def blocked_runs(runs: dict[str, LogRuns | None],
 def blocks_of(keys: Sequence[str]) -> tuple[int, int]:
     """How many boxes and how many blocks (box x GPU) ``block_key``s name."""
     return len({k.rpartition("/")[0] for k in keys}), len(set(keys))
+
+
+def race_note(runs: Sequence[tuple[str, Sequence[float], Sequence[str]]]) -> str:
+    """What a race's intervals add to their description where its runs were blocked
+    (each candidate's label, run values and blocks, as ``blocked_runs`` takes them):
+    the boxes and blocks; "" where they were not (one block, runs without blocks, a
+    design that does not connect the candidates)."""
+    if any(len(vs) != len(bs) for _, vs, bs in runs):
+        return ""
+    if additive([(s, b, v) for s, vs, bs in runs for v, b in zip(vs, bs)]) is None:
+        return ""
+    boxes, n = blocks_of([b for _, _, bs in runs for b in bs])
+    gpus = f" (box x GPU: {n} blocks)" if n > boxes else ""
+    return (f"; box is a block: {boxes} boxes{gpus}, each block's level removed before "
+            "the candidates are compared (an additive model, candidate + block, on the "
+            "log scale)")
