@@ -147,6 +147,7 @@ def test_a_fleets_answer_says_its_boxes_are_blocks() -> None:
 
     from tests.conftest import ROOT
     from xwatch.core import model as M
+    from xwatch.core.analysis.answer.stored import stored
     from xwatch.core.export.snapshot import load_snapshot
     from xwatch.core.fleet import merge
 
@@ -159,14 +160,14 @@ def test_a_fleets_answer_says_its_boxes_are_blocks() -> None:
     # 3 runs each, interleaved, rotated over 3 boxes
     phases = [replace(p, repeat=r, box=box((2 * r + j) % 3))
               for r in range(3) for j, p in enumerate((a, b))]
-    notes = merge.merged(base.scenario, phases, "2026-11-29T12:00:00Z").answer.box.notes
+    notes = stored(merge.merged(base.scenario, phases, "2026-11-29T12:00:00Z")).box.notes
     (line,) = [n for n in notes if n.startswith("Intervals:")]
     assert line.endswith("Box is a block: 3 boxes; each run's block's level is removed "
                          "before comparing (an additive model, step + block, t on its "
                          "residual degrees of freedom).")
     # one box: the line as before
     one = [replace(p, box=box(0)) for p in phases]
-    notes = merge.merged(base.scenario, one, "2026-11-29T12:00:00Z").answer.box.notes
+    notes = stored(merge.merged(base.scenario, one, "2026-11-29T12:00:00Z")).box.notes
     (line,) = [n for n in notes if n.startswith("Intervals:")]
     assert "block" not in line
 
