@@ -179,3 +179,58 @@ def test_a_race_over_boxes_says_so() -> None:
     assert race_note(runs).startswith("; box is a block: 3 boxes, each block's level")
     assert race_note([(s, vs, ["one/"] * 3) for s, vs, _ in runs]) == ""
     assert race_note([(s, vs, []) for s, vs, _ in runs]) == ""
+
+
+def test_a_slower_box_by_hand() -> None:
+    from xwatch.core.analysis.stats.blocks import slower_blocks
+    from xwatch.core.analysis.stats.runs import t_ppf
+
+    table = {"s1": (10.0, 10.2, 12.1), "s2": (20.4, 20.0, 24.2)}
+    rows = [(s, "abc"[j], v) for s, vs in table.items() for j, v in enumerate(vs)]
+    (found,) = slower_blocks(rows)
+    assert found[0] == "c"
+    # by hand, on the log scale: a balanced 2 x 3 table
+    y = {s: [math.log(v) for v in vs] for s, vs in table.items()}
+    row = {s: sum(v) / 3 for s, v in y.items()}
+    col = [sum(y[s][j] for s in y) / 2 for j in range(3)]
+    grand = sum(row.values()) / 2
+    ss = sum((y[s][j] - row[s] - col[j] + grand) ** 2 for s in y for j in range(3))
+    var = ss / 2  # 6 - 2 - 3 + 1 degrees of freedom
+    est = col[2] - (col[0] + col[1]) / 2
+    half = t_ppf(1 - 0.05 / 6, 2) * math.sqrt(var * (1 / 2 + 1 / 4 * (1 / 2 + 1 / 2)))
+    iv = found[1]
+    assert (iv.est, iv.lo, iv.hi) == pytest.approx(
+        (math.exp(est), math.exp(est - half), math.exp(est + half)))
+    # equal boxes: none
+    even = {"s1": (10.0, 10.2, 9.9), "s2": (20.4, 20.0, 20.1)}
+    assert slower_blocks([(s, "abc"[j], v) for s, vs in even.items()
+                          for j, v in enumerate(vs)]) == []
+
+
+def test_the_fleet_names_a_box_slower_over_every_step() -> None:
+    from msgspec.structs import replace
+
+    from tests.conftest import ROOT
+    from xwatch.core import model as M
+    from xwatch.core.export.snapshot import load_snapshot
+    from xwatch.core.fleet import merge
+
+    base = load_snapshot(ROOT / "tests" / "data" / "snapshot_two_phases.json")
+    p = base.phases[0]
+    top = max(p.workloads, key=lambda w: w.priority)
+    p99 = float(top.phase.p99 or 1.0)
+
+    def run(box: int, step: str, scale: float) -> object:
+        w = replace(top, phase=replace(top.phase, p99=p99 * scale))
+        return replace(p, box=M.Box(node_id=f"{box:02d}" * 28, host=f"host{box}"),
+                       step=step, workloads=(w,))
+
+    # box 2 is 20% slower for both steps, but not every run of one step is above every
+    # other box's: only the model over both steps tells it
+    phases = [run(b, s, m * (1.2 if b == 2 else 1.0) * j)
+              for s, m in (("native", 1.0), ("mps", 1.5))
+              for b in (1, 2, 3) for j in (1.0, 1.02)]
+    phases += [run(1, "native", 1.23), run(3, "mps", 1.5 * 1.23)]
+    found = merge.box_findings(phases)  # type: ignore[arg-type]
+    assert len(found) == 1 and found[0].startswith("box host2/") and \
+        "is slower: its high P99 is 1" in found[0], found

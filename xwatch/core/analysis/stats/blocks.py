@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.resolution import widen
-from xwatch.core.analysis.stats.runs import t95
+from xwatch.core.analysis.stats.runs import t95, t_ppf
 from xwatch.core.analysis.stats.sequential import LogRuns
 
 #: a pivot below this times the largest diagonal entry: the design is singular
@@ -97,6 +97,21 @@ class Additive:
 
     def diff_factor(self, a: str, b: str) -> float:
         return self._factor(self._contrast({b: 1.0, a: -1.0}))
+
+    def _block_contrast(self, block: str) -> list[float]:
+        """The block's level less the mean of the other blocks' levels."""
+        s, n = len(self.settings), len(self.blocks)
+        a = [0.0] * (s + n - 1)
+        k = self.blocks.index(block)
+        for j in range(1, n):
+            a[s + j - 1] = 1.0 if j == k else -1.0 / (n - 1)
+        return a
+
+    def block_effect(self, block: str) -> tuple[float, float]:
+        """The block's level against the mean of the others' (each setting's level
+        removed), and the factor of the error variance that is its variance."""
+        a = self._block_contrast(block)
+        return self._value(a), self._factor(a)
 
 
 def _inverse(m: list[list[float]]) -> list[list[float]] | None:
@@ -217,6 +232,26 @@ def blocked_runs(runs: dict[str, LogRuns | None],
         vf = fit.var_factor(s)
         out[s] = replace(r, mean=fit.level(s), ss=fit.ss[s], dof=fit.df[s],
                          n_eff=1.0 / vf if vf > 0 else None)
+    return out
+
+
+def slower_blocks(rows: Sequence[tuple[str, str, float]], alpha: float = 0.05
+                  ) -> list[tuple[str, Interval]]:
+    """The blocks whose level is above the mean of the others' beyond noise: each
+    block's effect on the log scale (``rows``: setting, block, value > 0) with its t
+    interval on the residual degrees of freedom, ``alpha`` spread over the blocks, and
+    those whose interval lies above 0, as ratios (1.18: 18% above the others)."""
+    fit = additive([(s, b, math.log(v)) for s, b, v in rows if v == v and v > 0])
+    if fit is None or fit.resid_df < 1:
+        return []
+    var = fit.resid_ss / fit.resid_df
+    t = t_ppf(1.0 - alpha / (2 * len(fit.blocks)), fit.resid_df)
+    out = []
+    for b in fit.blocks:
+        est, f = fit.block_effect(b)
+        half = t * math.sqrt(var * f)
+        if est - half > 0:
+            out.append((b, Interval(math.exp(est), math.exp(est - half), math.exp(est + half))))
     return out
 
 
