@@ -219,7 +219,10 @@ def advice_lines(advice: M.Advice) -> list[str]:
     toml = race.toml_for(advice)
     if toml:
         lines += ["", "Paste into the scenario:", *toml]
-    lines += ["", f"Frontier ({advice.intervals or INTERVALS}):",
+    # a fleet's race adds its blocks to the intervals' words (``blocks.race_note``)
+    note = advice.intervals.removeprefix(INTERVALS) \
+        if advice.intervals and advice.intervals.startswith(INTERVALS) else ""
+    lines += ["", f"Frontier ({INTERVALS}{note}):",
               *frontier_lines(advice)]
     why = race.reasons(advice)
     if why and advice.final is not False:
