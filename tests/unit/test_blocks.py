@@ -234,3 +234,34 @@ def test_the_fleet_names_a_box_slower_over_every_step() -> None:
     found = merge.box_findings(phases)  # type: ignore[arg-type]
     assert len(found) == 1 and found[0].startswith("box host2/") and \
         "is slower: its high P99 is 1" in found[0], found
+
+
+def test_a_fleets_noise_floor_leaves_the_boxes_out() -> None:
+    from msgspec.structs import replace
+
+    from tests.conftest import ROOT
+    from xwatch.core import model as M
+    from xwatch.core.analysis.stats.noise import floor_of
+    from xwatch.core.export.snapshot import load_snapshot
+    from xwatch.core.model.metric import THROUGHPUT
+
+    base = load_snapshot(ROOT / "tests" / "data" / "snapshot_calibrate_h100.json")
+    p = base.phases[2]  # HIGH beside LOW, natively
+    low = next(w for w in p.workloads if w.name == "low")
+
+    def run(box: int | None, rate: float) -> object:
+        w = replace(low, throughput=replace(low.throughput, samples_per_s=rate))
+        b = None if box is None else M.Box(node_id=f"{box:02d}" * 28, host=f"host{box}")
+        return replace(p, box=b, workloads=tuple(w if x.name == "low" else x
+                                                 for x in p.workloads))
+
+    rates = [(1, 100.0), (1, 102.0), (2, 120.0), (2, 121.0)]
+    fl = floor_of([run(b, r) for b, r in rates], "native", "2026-11-29", "s", "d", {})  # type: ignore[misc]
+    s = fl.get("low", THROUGHPUT)
+    assert s is not None and fl.boxes == 2
+    # by hand: box 1's runs 1 from their mean each (2), box 2's 0.5 each (0.5): 2.5 / (4 - 2)
+    assert s.total == pytest.approx(1.25)
+    plain = floor_of([run(None, r) for _, r in rates], "native", "2026-11-29", "s", "d", {})  # type: ignore[misc]
+    one = plain.get("low", THROUGHPUT)
+    assert one is not None and plain.boxes == 1
+    assert one.total == pytest.approx(sum((r - 110.75) ** 2 for _, r in rates) / 3)
