@@ -113,7 +113,7 @@ class Candidate:
     #: each run's price resolution, samples/s (``runs.rate_resolution``, summed over the
     #: LOWs): the price's within-run floor; empty for hand-made values (continuous)
     price_res: list[float] = field(default_factory=list)
-    blocks: list[str] = field(default_factory=list)  #: a fleet's runs' box/GPU (for ``fit``)
+    blocks: list[str] = field(default_factory=list)  #: a fleet's runs' box/GPU (one box: none)
 
     @property
     def runs(self) -> int:
@@ -166,8 +166,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     if on is not None:
         c.gpus.append(on[0])
         c.run_gpus.append(on)
-    if p.box is not None:  # a fleet's run: its box and GPU are its block (on one box: none)
-        c.blocks.append(block_key(p.box.short, on[0] if on and len(on) == 1 else None))
+    c.blocks += [block_key(p.box.short, on[0] if on and len(on) == 1 else None)] if p.box else []
     # each LOW once, whichever of its names came; spread over several GPUs: the mean over
     # its copies (a per-GPU price, like a one-GPU run's)
     mine = [_mine(p, n, at) for n in dict.fromkeys(role(n) for n in lows)]

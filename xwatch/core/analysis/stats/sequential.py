@@ -62,6 +62,12 @@ sequence: it holds at every look at once. Three parts, each its own function:
   al.'s (2021) stitched and normal-mixture confidence sequences are narrower only
   beyond the tens of runs a race affords, and take the variance as known.
 
+Over a fleet's boxes (``analysis.stats.blocks``, issue 68) each setting's runs come with
+their boxes' levels removed: its level at the average box, its share of the additive
+model's residual degrees of freedom (``LogRuns.dof``, fractional) and its effective
+number of runs (``LogRuns.n_eff``); pooling, borrowing and spending are as above (the
+looks still counted in runs).
+
 Pure, stdlib only.
 """
 
