@@ -97,6 +97,10 @@ BENCHES: tuple[Bench, ...] = (
     Bench("race-case", "stats/race_case.py", "issue 65's H200 race rebuilt from its numbers, "
           "replayed under the old and the new intervals: when it decides and what", "5 s",
           "no", ""),
+    Bench("ray-blocks", "stats/ray_blocks.py", "a fleet's runs with each box as a block against "
+          "a known truth (one box 20% slower, heavy tails, a lost box): coverage over every "
+          "look of a race and of compare's difference, blocked and not, and the widths "
+          "(positional: RACES LOOKS TRIALS)", "5 min", "no", "200 8 1000"),
     Bench("capacity-sim", "stats/capacity_sim.py", "the capacity search against planted knees: how "
           "often a bracket misses its knee at any look, how often it settles within 10%, runs "
           "and minutes to decide (positional: TRIALS)", "2 min", "no", "200 --case intensive"),

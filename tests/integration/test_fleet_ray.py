@@ -120,6 +120,17 @@ def test_a_race_over_three_boxes_names_every_box(fleet: Fleet) -> None:
     assert _gone(f"{TAG}-race"), _left(f"{TAG}-race")
 
 
+def test_a_compare_over_three_boxes_blocks_them(fleet: Fleet) -> None:
+    h, base = fleet
+    f = _scenario(base, "blocks")
+    r = h.run(_xwatch("compare", str(f), "--ray", h.address, "--modes", "native,mps",
+                      "--repeat", "3"), timeout=120, cwd=base)
+    assert r.returncode in (0, 3), r.stdout + r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("Intervals:")]
+    assert "Box is a block: 3 boxes;" in line, r.stdout
+    assert _gone(f"{TAG}-blocks"), _left(f"{TAG}-blocks")
+
+
 def test_noise_over_the_boxes_prints_the_floor_and_records_none(fleet: Fleet) -> None:
     h, base = fleet
     f = _scenario(base, "noise")

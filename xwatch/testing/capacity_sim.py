@@ -57,10 +57,10 @@ def quick_outliers() -> None:
     plain = seq.outliers
 
     @lru_cache(maxsize=64)
-    def known(parts: tuple[tuple[float, int], ...]) -> tuple[bool, ...]:
+    def known(parts: tuple[tuple[float, float], ...]) -> tuple[bool, ...]:
         return tuple(plain(parts))
 
-    def outliers(parts: Sequence[tuple[float, int]]) -> list[bool]:
+    def outliers(parts: Sequence[tuple[float, float]]) -> list[bool]:
         return list(known(tuple(parts)))
 
     outliers.remembered = True  # type: ignore[attr-defined]

@@ -44,7 +44,7 @@ def _borrowed_before(r: seq.LogRuns, prior: seq.Prior) -> int:
     return round(others * betainc(others / 2.0, r.df / 2.0, others / (others + r.df * f)))
 
 
-def _moderated_before(r: seq.LogRuns, prior: seq.Prior | None) -> tuple[float, int]:
+def _moderated_before(r: seq.LogRuns, prior: seq.Prior | None) -> tuple[float, float]:
     """``sequential.moderated`` before 2026-11-29 (a copy)."""
     if prior is None or prior.df < r.df:
         return (r.var, r.df) if r.df else (math.nan, 0)

@@ -33,6 +33,7 @@ from xwatch.core.analysis.phases import (
     per_setting,
     slo_metric,
 )
+from xwatch.core.analysis.stats.blocks import block_key, blocked_difference, blocks_of
 from xwatch.core.analysis.stats.copies import (
     GpuFinding,
     copies_of,
@@ -121,6 +122,21 @@ def _runs(ps: Sequence[PhaseSnapshot], name: str, exact: bool = False
     return out
 
 
+def _run_blocks(ps: Sequence[PhaseSnapshot], name: str, exact: bool = False) -> list[str]:
+    """The block of each run ``_runs`` gives (``blocks.block_key``: its box, and its GPU
+    where the run is one GPU's copy); empty unless every such run names its box (a
+    fleet's: on one machine the runs are not blocked)."""
+    out = []
+    for p in ps:
+        w = p.workload(name) if exact else None
+        ws = ((w,) if w is not None and w.count else ()) if exact else copies_of(p, name)
+        if ws and usable(p):
+            if p.box is None:
+                return []
+            out.append(block_key(p.box.short, ws[0].gpu if len(ws) == 1 else None))
+    return out
+
+
 def _pairs(a: list[tuple[Any, Copies]], b: list[tuple[Any, Copies]]
            ) -> list[tuple[Copies, Copies]]:
     keys_b = {k for k, _ in b}
@@ -162,6 +178,9 @@ class Change:
     #: why there is no verdict at all: the step's mechanism took no part
     #: (``analysis.participation``, its ``no_verdict``); "": it took part
     no_part: str = ""
+    #: boxes and blocks (box x GPU) whose levels the interval removed
+    #: (``analysis.stats.blocks``); (1, 1): the runs were not blocked
+    blocks: tuple[int, int] = (1, 1)
 
     @property
     def unit(self) -> str:
@@ -313,7 +332,13 @@ def change(name: str, metric: Metric, base: Sequence[PhaseSnapshot],
                       pooled=True, gpus=gpus)
     if len(pairs) >= 2:
         ses = [x.se ** 2 + y.se ** 2 for x, y in pv]
-        diff = paired_interval([x.est for x, _ in pv], [y.est for _, y in pv], res_a, res_b)
+        # a fleet's runs: each run's box (and GPU) a block, its level removed
+        ka, kb = _run_blocks(base, name, exact), _run_blocks(other, name, exact)
+        blocked = blocked_difference(list(zip(ka, (v.est for v in va))),
+                                     list(zip(kb, (v.est for v in vb))), res_a, res_b) \
+            if len(ka) == len(ra) and len(kb) == len(rb) else None
+        diff = blocked or paired_interval([x.est for x, _ in pv], [y.est for _, y in pv],
+                                          res_a, res_b)
         k = len(per)
         mean = sum(per) / k
         total = sum((d - mean) ** 2 for d in per) / (k - 1)
@@ -322,7 +347,8 @@ def change(name: str, metric: Metric, base: Sequence[PhaseSnapshot],
                       math.hypot(res_a, res_b))
         return Change(name, metric, mean_interval([v.est for v in va], res_a),
                       mean_interval([v.est for v in vb], res_b), diff, per, k, RUNS,
-                      noise=noise, few=few, gpus=gpus)
+                      noise=noise, few=few, gpus=gpus,
+                      blocks=blocks_of([*ka, *kb]) if blocked is not None else (1, 1))
     # one run each: the machine's recorded run-to-run noise, or no verdict
     (x, y), (vx, vy) = pairs[0], pv[0]
     within = _one_run_within(x, y, metric, vx, vy, res_a + res_b)
@@ -473,6 +499,20 @@ METHOD = ("Intervals: 95%, the run is the unit: Student's t over each run's esti
           "paired in the interleaved order; one run per step is judged against the "
           "machine's recorded noise floor, else gets no verdict. 'within noise': the "
           "interval includes 0.")
+
+
+def blocks_note(blocks: Sequence[tuple[int, int]]) -> str:
+    """What the Intervals line adds where a fleet's runs were blocked (``Change.blocks``:
+    boxes, blocks); "" where none was (the line as before)."""
+    boxes, n = max(blocks, default=(1, 1))
+    if n < 2:
+        return ""
+    gpus = f" (box x GPU: {n} blocks)" if n > boxes else ""
+    return (f" Box is a block: {boxes} boxes{gpus}; each run's block's level is removed "
+            "before comparing (an additive model, step + block, t on its residual degrees "
+            "of freedom).")
+
+
 METHOD_GPUS = ("Several GPUs: each run's value is the mean over its GPUs' copies (the "
                "geometric mean of their percentiles, the mean of their samples/s); 'N runs "
                "x M GPUs' is what stands behind a number; the interval is still over runs. "

@@ -3,7 +3,8 @@ the order they ended, renumbered and renamed as one session would name them, eac
 naming its box), a run lost with its node (``lost``: a failed phase that names the node
 and host), the per-box findings (``box_findings``, from ``analysis.gpu.boxes``, where
 the report finds them too: a box whose runs of a step are all slower than every other
-box's), and the export (``export``: ``snapshot.json`` and its
+box's, or whose level over every step's runs is above the other boxes' beyond noise),
+and the export (``export``: ``snapshot.json`` and its
 reports, as a local plan writes them; no event file, the events stay on the boxes)."""
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ every step; a run whose mode a box refused goes to the next box in the rotation 
 runs it. Within a box, the GPUs are placed as on one box (``plans.box``).
 
 Box and GPU are thereby blocks: over k batches of k runs each step meets each box once,
-so a box's own speed is spread over every step (the statistics see it as run-to-run
-variance, as a GPU's on one box), and each phase records its box (``Phase.box``)."""
+so a box's own speed is spread over every step, and each phase records its box
+(``Phase.box``) and GPU. The statistics remove each block's level before comparing
+(``analysis.stats.blocks``: an additive model, setting + block, which also takes the
+unbalanced designs a lost box or a partial round leaves)."""
 
 from __future__ import annotations
 

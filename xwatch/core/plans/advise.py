@@ -29,6 +29,7 @@ import msgspec
 from xwatch.core import model as M
 from xwatch.core.analysis.first import race as first
 from xwatch.core.analysis.stats import race
+from xwatch.core.analysis.stats.blocks import race_note
 from xwatch.core.analysis.stats.intervals import requests_to_bound
 from xwatch.core.analysis.stats.race import Candidate, Objective
 from xwatch.core.engine.live.session import Session
@@ -218,7 +219,10 @@ def advice_lines(advice: M.Advice) -> list[str]:
     toml = race.toml_for(advice)
     if toml:
         lines += ["", "Paste into the scenario:", *toml]
-    lines += ["", f"Frontier ({INTERVALS}):",
+    # a fleet's race adds its blocks to the intervals' words (``blocks.race_note``)
+    note = advice.intervals.removeprefix(INTERVALS) \
+        if advice.intervals and advice.intervals.startswith(INTERVALS) else ""
+    lines += ["", f"Frontier ({INTERVALS}{note}):",
               *frontier_lines(advice)]
     why = race.reasons(advice)
     if why and advice.final is not False:
@@ -420,7 +424,8 @@ class Race:
             if final and not decided else "",
             more_rounds=op.rounds if op is not None else None,
             likely=op.likely.label if op is not None and op.likely is not None else None,
-            intervals=INTERVALS,
+            intervals=INTERVALS + race_note([(c.label, c.slo_values, c.blocks)
+                                             for c in self.cands if c.status != race.FAILED]),
         )
 
     def status(self) -> int:

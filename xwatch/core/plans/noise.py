@@ -73,6 +73,9 @@ def record_floor(snap: SessionSnapshot, scen: Scenario, mode: str, precision: fl
         return rec, EXIT_FAILED
     for line in floor_lines(fl, precision):
         say(line)
+    if fl.boxes > 1:
+        say(f"Box is a block: {fl.boxes} boxes; 'between' is within a box (each box's level "
+            f"removed, {fl.runs - fl.boxes} degrees of freedom).")
     part = participation(snap.phases, snap.scenario)
     if not part.took_part:  # the runs are not the mode's: no floor of it
         say(f"xwatch: noise: {part.no_verdict()}; a floor of these runs is not "

@@ -22,6 +22,7 @@ from xwatch.core.analysis.verdict import (
     UNMEASURED,
     StepAnswer,
     answer,
+    blocks_note,
     findings,
     step_label,
     step_where,
@@ -107,7 +108,7 @@ def _box(snap: SessionSnapshot, ans: Sequence[StepAnswer], fs: Sequence[GpuFindi
         lines.append(f"One run per step cannot tell a change from run-to-run noise: record "
                      f"this machine's floor once with `xwatch noise {snap.scenario.name}"
                      f" --mode native` (and each mode), or run with --repeat 3 or more.")
-    lines.append(METHOD)
+    lines.append(METHOD + blocks_note([c.blocks for a in ans for c in a.changes]))
     if gpus > 1:
         lines.append(METHOD_GPUS)
     if any(side_by_side(p) for p in snap.phases):

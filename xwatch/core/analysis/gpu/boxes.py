@@ -1,7 +1,9 @@
 """Per-box findings of a run over a Ray cluster's GPU boxes (``--ray``; the plan says
 them after the answer, ``fleet.merge``; the report and the dashboard show them): boxes
 of different GPU models, named with their models; for a step, a box whose every run's
-highest-priority P99 is above every other box's runs. Pure."""
+highest-priority P99 is above every other box's runs, or whose level over every step's
+runs, each step's level removed, is above the other boxes' beyond noise
+(``stats.blocks``). Pure."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
+from xwatch.core.analysis.stats.blocks import slower_blocks
 from xwatch.core.engine.snapshot import PhaseSnapshot
 
 
@@ -26,7 +29,10 @@ def _high(p: PhaseSnapshot) -> tuple[str, float] | None:
 def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
     """Boxes that differ: boxes of different GPU models, named with their models; for
     each step, a box whose every run's HIGH P99 is above every other box's runs (two
-    runs or more on each side: a claim the runs' own spread cannot explain)."""
+    runs or more on each side: a claim the runs' own spread cannot explain); and a box
+    whose HIGH P99 over every step's runs, each step's level removed, is above the other
+    boxes' with 95% confidence over the boxes (``blocks.slower_blocks``: the additive
+    model on the log scale, its residual degrees of freedom)."""
     by: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     names: dict[str, str] = {}
     for p in phases:
@@ -38,13 +44,23 @@ def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
         names[p.step or p.mode] = h[0]
         by[p.step or p.mode][p.box.short].append(h[1])
     out = _models(phases)
+    told = set()
     for step, boxes in by.items():
         for b, vals in boxes.items():
             rest = [v for o, vs in boxes.items() if o != b for v in vs]
             if len(vals) >= 2 and len(rest) >= 2 and min(vals) > max(rest):
+                told.add(b)
                 out.append(f"box {b} is slower for {step}: every run's {names[step]} P99 "
                            f"({', '.join(f'{v:.2f}' for v in sorted(vals))} ms) is above "
                            f"every other box's (at most {max(rest):.2f} ms)")
+    rows = [(step, b, v) for step, boxes in by.items() for b, vs in boxes.items() for v in vs]
+    what = "/".join(sorted(set(names.values())))
+    for b, iv in slower_blocks(rows):
+        if b not in told:
+            out.append(f"box {b} is slower: its {what} P99 is {(iv.est - 1) * 100:.0f}% above "
+                       f"the other boxes' [{(iv.lo or 1) * 100 - 100:.0f}%, "
+                       f"{(iv.hi or 1) * 100 - 100:.0f}%] (each step's level removed, over "
+                       "every step's runs; 95% over the boxes)")
     return out
 
 

@@ -15,12 +15,13 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 import msgspec
 
 from xwatch.core import model as M
+from xwatch.core.analysis.stats.blocks import additive, block_key
 from xwatch.core.analysis.stats.copies import (
     RunCopies,
     copies_of,
@@ -85,6 +86,9 @@ class Floor:
     digest: str
     machine: Mapping[str, Any]
     splits: Mapping[str, Split]  # "workload/metric" (the metric as written) -> Split
+    #: the boxes whose levels the between-run part leaves out (``floor_of``; 1: none,
+    #: runs of one machine); not recorded (a floor over boxes is not saved)
+    boxes: int = 1
 
     def get(self, workload: str, metric: Metric) -> Split | None:
         return self.splits.get(f"{workload}/{metric}")
@@ -149,6 +153,7 @@ def floor_of(phases: Sequence[PhaseSnapshot], mode: str, created_at: str, scenar
     names = list(dict.fromkeys(role(w.name) if w.gpu is not None else w.name
                                for p in ps for w in p.workloads))
     splits: dict[str, Split] = {}
+    keys = _box_keys(ps)  # a fleet's runs: each box's level left out
     for name in names:
         for metric in FLOOR_METRICS:
             vals: list[RunValue] = []
@@ -161,8 +166,30 @@ def floor_of(phases: Sequence[PhaseSnapshot], mode: str, created_at: str, scenar
             res = copies_resolution(runs, metric)
             s = split(vals, run_s, res)
             if s is not None:
-                splits[f"{name}/{metric}"] = s
-    return Floor(mode, created_at, len(ps), run_s, scenario, digest, machine, splits)
+                splits[f"{name}/{metric}"] = _within_boxes(s, vals, keys) if keys else s
+    return Floor(mode, created_at, len(ps), run_s, scenario, digest, machine, splits,
+                 len(set(keys)) if keys else 1)
+
+
+def _box_keys(ps: Sequence[PhaseSnapshot]) -> list[str]:
+    """Each run's box where the runs are a fleet's over two boxes or more and leave a
+    degree of freedom once each box's level is fitted (more runs than boxes); else []."""
+    if any(p.box is None for p in ps):
+        return []
+    keys = [block_key(p.box.short if p.box else None, None) for p in ps]
+    return keys if 1 < len(set(keys)) < len(keys) else []
+
+
+def _within_boxes(s: Split, vals: Sequence[RunValue], keys: Sequence[str]) -> Split:
+    """``s`` with its between-run variance taken within the boxes: the residual
+    variance of the runs' values once each box's level is removed (``blocks.additive``,
+    one setting: ``N - B`` degrees of freedom). Unchanged where a run lacks a value."""
+    if len(vals) != len(keys) or any(v.est != v.est for v in vals):
+        return s
+    fit = additive([("runs", k, v.est) for k, v in zip(keys, vals)])
+    if fit is None or fit.resid_df < 1:
+        return s
+    return replace(s, total=fit.resid_ss / fit.resid_df)
 
 
 def one_run_interval(d_est: float, within: Interval, base: Split, other: Split | None,

@@ -49,6 +49,7 @@ from msgspec import UNSET
 from xwatch.core import model as M
 from xwatch.core.analysis.participation import participation
 from xwatch.core.analysis.stats import sequential as seq
+from xwatch.core.analysis.stats.blocks import block_key, blocked_runs
 from xwatch.core.analysis.stats.copies import combine, copies_of, failed_beside, role, run_copies
 from xwatch.core.analysis.stats.intervals import Interval, requests_to_bound
 from xwatch.core.analysis.stats.noise import usable
@@ -112,6 +113,7 @@ class Candidate:
     #: each run's price resolution, samples/s (``runs.rate_resolution``, summed over the
     #: LOWs): the price's within-run floor; empty for hand-made values (continuous)
     price_res: list[float] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)  #: a fleet's runs' box/GPU (one box: none)
 
     @property
     def runs(self) -> int:
@@ -164,6 +166,7 @@ def record_run(c: Candidate, p: PhaseSnapshot, obj: Objective, lows: Sequence[st
     if on is not None:
         c.gpus.append(on[0])
         c.run_gpus.append(on)
+    c.blocks += [block_key(p.box.short, on[0] if on and len(on) == 1 else None)] if p.box else []
     # each LOW once, whichever of its names came; spread over several GPUs: the mean over
     # its copies (a per-GPU price, like a one-GPU run's)
     mine = [_mine(p, n, at) for n in dict.fromkeys(role(n) for n in lows)]
@@ -215,8 +218,10 @@ def price_runs(c: Candidate) -> seq.LogRuns | None:
 def fit(cands: Sequence[Candidate]) -> None:
     """Every candidate's SLO and price intervals at this look (``analysis.stats.sequential``)."""
     live = [c for c in cands if c.status != FAILED]
-    slo = {c.label: seq.log_runs(c.slo_values, c.slo_ses, bounded=c.bounded) for c in live}
-    price = {c.label: price_runs(c) for c in live}
+    slo = blocked_runs({c.label: seq.log_runs(c.slo_values, c.slo_ses, bounded=c.bounded)
+                        for c in live}, {c.label: (c.slo_values, c.blocks) for c in live})
+    price = blocked_runs({c.label: price_runs(c) for c in live},
+                         {c.label: (c.prices, c.blocks) for c in live})
     ps, pp = seq.fit_prior(list(slo.values())), seq.fit_prior(list(price.values()))
     a, b = share(cands), share(cands, price=True)
     for c in live:

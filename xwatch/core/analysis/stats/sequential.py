@@ -62,6 +62,12 @@ sequence: it holds at every look at once. Three parts, each its own function:
   al.'s (2021) stitched and normal-mixture confidence sequences are narrower only
   beyond the tens of runs a race affords, and take the variance as known.
 
+Over a fleet's boxes (``analysis.stats.blocks``, issue 68) each setting's runs come with
+their boxes' levels removed: its level at the average box, its share of the additive
+model's residual degrees of freedom (``LogRuns.dof``, fractional) and its effective
+number of runs (``LogRuns.n_eff``); pooling, borrowing and spending are as above (the
+looks still counted in runs).
+
 Pure, stdlib only.
 """
 
@@ -91,7 +97,7 @@ _LATE = 1.0 - (looks.FIRST - 2) / UNION_LOOKS
 
 
 @lru_cache(maxsize=8192)
-def t_quantile(p: float, df: int) -> float:
+def t_quantile(p: float, df: float) -> float:
     return t_ppf(p, df)
 
 
@@ -139,10 +145,16 @@ class LogRuns:
     floor: float
     resolution: float
     bounded: bool = True
+    #: with blocks (``analysis.stats.blocks``): the setting's share of the additive
+    #: model's residual degrees of freedom (None: ``n - 1``, no blocks)
+    dof: float | None = None
+    #: with blocks: 1 / the factor of the error variance that is the level's variance
+    #: (``n`` on a balanced design; None: ``n``)
+    n_eff: float | None = None
 
     @property
-    def df(self) -> int:
-        return max(0, self.n - 1)
+    def df(self) -> float:
+        return max(0, self.n - 1) if self.dof is None else self.dof
 
     @property
     def var(self) -> float:
@@ -199,8 +211,8 @@ class Prior:
     one (``comparable``; empty: every setting is)."""
 
     var: float
-    df: int
-    parts: tuple[tuple[float, int], ...] = ()
+    df: float
+    parts: tuple[tuple[float, float], ...] = ()
 
 
 def fit_prior(runs: Sequence[LogRuns | None]) -> Prior | None:
@@ -212,7 +224,7 @@ def fit_prior(runs: Sequence[LogRuns | None]) -> Prior | None:
     return Prior(sum(r.ss for r in own) / df, df, tuple((r.var, r.df) for r in own))
 
 
-def _f_above(f: float, d1: int, d2: int) -> float:
+def _f_above(f: float, d1: float, d2: float) -> float:
     """P(F(d1, d2) >= f): how often a variance on ``d1`` degrees of freedom comes out
     ``f`` times one on ``d2`` or more when the two are equal."""
     if not f > 0:
@@ -220,7 +232,7 @@ def _f_above(f: float, d1: int, d2: int) -> float:
     return betainc(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
 
 
-def outliers(parts: Sequence[tuple[float, int]]) -> list[bool]:
+def outliers(parts: Sequence[tuple[float, float]]) -> list[bool]:
     """Per setting (its variance and degrees of freedom), whether its variance is above
     all the others' pooled with confidence ``1 - OUTLIER`` (one F test each against the
     rest, not against the setting it would be pooled for: a setting whose own runs
@@ -235,7 +247,7 @@ def outliers(parts: Sequence[tuple[float, int]]) -> list[bool]:
     return out
 
 
-def comparable(r: LogRuns, prior: Prior) -> tuple[float, int]:
+def comparable(r: LogRuns, prior: Prior) -> tuple[float, float]:
     """The variance and degrees of freedom of the other settings pooled for ``r``:
     each setting's own variance (never below its floor), but, while ``r`` has fewer
     than ``EARLY`` runs, not those whose runs disagree far more than the rest's
@@ -271,7 +283,7 @@ def borrowed(r: LogRuns, prior: Prior) -> int:
     return round(others * min(1.0, sides * _f_above(r.var / rest, r.df, others)))
 
 
-def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
+def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, float]:
     """The variance of one run's log value for ``r`` and its degrees of freedom: pooled
     with the settings comparable to it (``comparable``), but never below ``r``'s own (a
     setting noisier than the rest is not hidden by the quiet ones) nor its floor; (NaN,
@@ -291,7 +303,7 @@ def moderated(r: LogRuns, prior: Prior | None) -> tuple[float, int]:
 
 
 # ------------------------------------------------------------ the interval
-def half_width(var: float, df: int, n: int, alpha: float) -> float:
+def half_width(var: float, df: float, n: float, alpha: float) -> float:
     """Half the two-sided interval of a mean of ``n`` log values at error ``alpha``
     (already spent for this look); inf where there is nothing to go on."""
     if df < 1 or n < 1 or var != var:
@@ -311,7 +323,7 @@ def interval(r: LogRuns | None, prior: Prior | None, alpha: float,
     if r.n < 2:
         return Interval(est, None, None)
     var, df = moderated(r, prior)
-    h = half_width(var, df, r.n, look_alpha(alpha, r.n))
+    h = half_width(var, df, r.n if r.n_eff is None else r.n_eff, look_alpha(alpha, r.n))
     if h > 50.0:  # beyond a factor e^50 either way: nothing to go on
         return Interval(est, None, None)
     lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
