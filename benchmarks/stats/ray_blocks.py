@@ -1,7 +1,7 @@
 """Box as a block, against a known truth: the intervals of a fleet's runs with each run's
 box as a block (``analysis.stats.blocks``) and without (the run-to-run variance holding
 the boxes' differences), simulated as a fleet plan places the runs
-(``xwatch.testing.ray_blocks``: batches of one run a box, each batch rotated).
+(``xwatch.testing.fleet.ray_blocks``: batches of one run a box, each batch rotated).
 
 - **race**: five candidates of an advise race (SLO levels 3.6-6.0 ms, prices 1,400-1,950
   samples/s on a box of speed 1), every candidate every round over the boxes, run effects
@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from xwatch.testing.ray_blocks import CONFIGS, compare_coverage, race_coverage
+from xwatch.testing.fleet.ray_blocks import CONFIGS, compare_coverage, race_coverage
 
 
 def main() -> int:

@@ -333,10 +333,21 @@ def too_long(root: Path, limit: int = 600) -> list[str]:
             if (n := len(p.read_text().splitlines())) > limit]
 
 
+#: folders allowed more than 10 modules, each reviewed, with its reason (issue 66: "an
+#: exception to the size rule is fine if it was reviewed")
+CROWDED_REVIEWED = {
+    # the run-level estimators: the fleet's blocks (``blocks``) are a part of the paired,
+    # race and noise estimators that call them, not a stage of their own
+    "core/analysis/stats": 11,
+}
+
+
 def too_crowded(root: Path, limit: int = 10) -> list[str]:
-    """Every folder under ``root`` (itself too) of more than ``limit`` modules."""
-    return [f"{d.relative_to(root)}: {n}" for d in [root, *sorted(root.rglob("*"))]
-            if d.is_dir() and (n := len(list(d.glob("*.py")))) > limit]
+    """Every folder under ``root`` (itself too) of more than ``limit`` modules, or of
+    more than its reviewed number (``CROWDED_REVIEWED``)."""
+    return [f"{rel}: {n}" for d in [root, *sorted(root.rglob("*"))]
+            if d.is_dir() and (n := len(list(d.glob("*.py"))))
+            > CROWDED_REVIEWED.get(rel := str(d.relative_to(root)), limit)]
 
 
 def test_modules_and_folders_stay_small() -> None:

@@ -1,4 +1,4 @@
-"""Box as a block against a known truth (xwatch/testing/ray_blocks.py; the full count is
+"""Box as a block against a known truth (xwatch/testing/fleet/ray_blocks.py; the full count is
 benchmarks/stats/ray_blocks.py): runs placed over three boxes as a fleet plan places
 them, one box 20% slower. The blocked intervals must keep their 95% (over every look of
 a race), be far narrower than the unblocked ones, and never narrower than the values'
@@ -13,7 +13,7 @@ import pytest
 
 from xwatch.core.analysis.stats.intervals import Interval
 from xwatch.core.analysis.stats.runs import paired_interval
-from xwatch.testing import ray_blocks as rb
+from xwatch.testing.fleet import ray_blocks as rb
 
 SLOW, HEAVY, LOST, EQUAL, WHOLE = rb.CONFIGS
 

@@ -1,6 +1,6 @@
 """The report of a plan run over a Ray cluster's boxes: each phase's box in the phases
 table, the Boxes section (each box by host and node id, its phases) and the per-box
-findings (``analysis.gpu.boxes.box_findings``, as ``fleet.merge`` says them) in it; a
+findings (``analysis.answer.boxes.box_findings``, as ``fleet.merge`` says them) in it; a
 snapshot without boxes has neither."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_each_phase_names_its_box_and_each_box_is_listed() -> None:
 
 
 def test_the_per_box_findings_appear(monkeypatch: pytest.MonkeyPatch) -> None:
-    from xwatch.core.analysis.gpu import boxes
+    from xwatch.core.analysis.answer import boxes
 
     seen = []
 

@@ -1,7 +1,7 @@
 """Every box's phases as one session: the merged snapshot (``merged``: the phases in
 the order they ended, renumbered and renamed as one session would name them, each
 naming its box), a run lost with its node (``lost``: a failed phase that names the node
-and host), the per-box findings (``box_findings``, from ``analysis.gpu.boxes``, where
+and host), the per-box findings (``box_findings``, from ``analysis.answer.boxes``, where
 the report finds them too: a box whose runs of a step are all slower than every other
 box's, or whose level over every step's runs is above the other boxes' beyond noise),
 and the export (``export``: ``snapshot.json`` and its
@@ -17,8 +17,8 @@ from pathlib import Path
 from msgspec.structs import replace
 
 from xwatch.core import model as M
+from xwatch.core.analysis.answer.boxes import box_findings as box_findings  # the plan's, here
 from xwatch.core.analysis.answer.stored import with_answer
-from xwatch.core.analysis.gpu.boxes import box_findings as box_findings  # the plan's, here
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, utc_now
 from xwatch.core.plans.driver import Step
 from xwatch.scenario import Scenario

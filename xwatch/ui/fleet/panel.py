@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from xwatch.core.analysis.gpu.boxes import box_findings
+from xwatch.core.analysis.answer.boxes import box_findings
 from xwatch.core.analysis.gpu.gpus import gpu_groups
 from xwatch.core.engine.snapshot import PhaseSnapshot
 from xwatch.ui.widgets.quiet import QuietStatic
@@ -102,7 +102,7 @@ def _title(b: BoxView, phases: Sequence[PhaseSnapshot]) -> Text:
 def box_text(boxes: Sequence[BoxView], phases: Sequence[PhaseSnapshot]) -> Text:
     """Every box as a group: its title, its running phase's progress (live), then its
     GPUs, each with its finished phases' numbers; last, the per-box findings
-    (``analysis.gpu.boxes.box_findings``, as the plan says them)."""
+    (``analysis.answer.boxes.box_findings``, as the plan says them)."""
     out = Text()
     for i, b in enumerate(boxes):
         mine = [p for p in phases if p.box is not None and p.box.node_id == b.node_id]

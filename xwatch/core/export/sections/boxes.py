@@ -1,6 +1,6 @@
 """The report's account of a plan run over a Ray cluster's boxes (``--ray``,
 docs/fleet.md): each box (host, Ray node id), the phases it ran and their HIGH P99,
-and the per-box findings (``analysis.gpu.boxes.box_findings``, as the plan says them:
+and the per-box findings (``analysis.answer.boxes.box_findings``, as the plan says them:
 boxes of different GPU models, a box slower than every other). A snapshot whose phases
 name no box has no such section, and the phases table no box column (``box_cell``)."""
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from xwatch.core import model as M
-from xwatch.core.analysis.gpu import boxes as box_analysis
+from xwatch.core.analysis.answer import boxes as box_analysis
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot
 from xwatch.core.export.render.model import Section, Table, num
 
