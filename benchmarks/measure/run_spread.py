@@ -1,5 +1,5 @@
-"""Whether a shorter run is a noisier run (issue 65: what ``capacity --shortest`` rests
-on): from ``noise`` snapshots of one configuration at several run lengths, each length's
+"""Whether a shorter run is a noisier run (issue 65: whether a capacity probe at a higher load
+could run shorter): from ``noise`` snapshots of one configuration at several run lengths, each length's
 run-to-run SD of the SLO workload's log P99 and log P50, per GPU copy and pooled over
 the copies (each copy's runs about its own mean), and its ratio to the longest length's.
 A run-to-run effect that averages out within a run would make the SD grow as

@@ -76,14 +76,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="search.Design's fields changed from xwatch's (search.NOW)")
     ap.add_argument("--budget", type=float, metavar="MIN",
                     help="stop at MIN minutes of runs (at --phase-s a run)")
-    ap.add_argument("--shortest", type=float, metavar="S",
-                    help="each run as long as its load needs (xwatch capacity's "
-                         "--shortest): its length and --overhead a run, minutes of them")
-    ap.add_argument("--overhead", type=float, default=4.0,
-                    help="with --shortest: a phase's start and stop (s, default 4)")
-    ap.add_argument("--lasting", type=float, default=0.5,
-                    help="with --shortest: the share of the run-to-run variance that does "
-                         "not shrink in a longer run (default 0.5; 0: all of it does)")
     ap.add_argument("--whole-rounds", action="store_true",
                     help="with --budget: only whole rounds (no partial last round)")
     a = ap.parse_args(argv)
@@ -93,14 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     kw = CASES[a.case] if a.case else dict(
         searches=a.searches, sigma=a.sigma, heavy=a.heavy, duration=a.duration,
         slopes=(float(lo_k), float(hi_k)))
-    timed = a.shortest is not None
-    budget = None if a.budget is None or timed else int(a.budget * 60.0 / a.phase_s)
-    budget_s = a.budget * 60.0 if a.budget is not None and timed else None
+    budget = None if a.budget is None else int(a.budget * 60.0 / a.phase_s)
     trials = [trial(k, design=design, budget=budget, partial=not a.whole_rounds,
-                    shortest=a.shortest, overhead=a.overhead, lasting=a.lasting,
-                    budget_s=budget_s, **kw)  # type: ignore[arg-type]
-              for k in range(a.trials)]
-    for line in summary(trials, 0.0 if timed else a.phase_s):
+                    **kw) for k in range(a.trials)]  # type: ignore[arg-type]
+    for line in summary(trials, a.phase_s):
         print(line)
     return 0
 

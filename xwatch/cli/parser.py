@@ -209,10 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--budget", type=float, default=DEFAULTS.budget_min, metavar="MIN",
                     help="stop before a round that would end past MIN minutes (default 20); "
                          "each open bracket then says how wide it is")
-    ca.add_argument("--shortest", type=float, metavar="S",
-                    help="runs at higher loads last as long as it takes to give the SLO "
-                         "metric as many values as a --duration run at the lowest rate, at "
-                         "least S seconds (default: every run --duration)")
     ca.add_argument("--seed", type=int, default=DEFAULTS.seed,
                     help="seed of each round's shuffled order (default 0)")
     nz = sub.add_parser("noise", help="headless: one configuration N times; the variance "

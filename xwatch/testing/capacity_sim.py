@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xwatch.core.analysis.capacity import length, loads
+from xwatch.core.analysis.capacity import loads
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.first import capacity as first
 from xwatch.testing.planted import Scenario, one_run
@@ -79,33 +79,20 @@ class Trial:
     wrong: bool = False  # a load judged on the wrong side of its knee (else: non-monotone)
     verdicts: int = 0  # loads met or failed with confidence
     closed: int = 0  # searches with a bracket closed on both sides
-    seconds: float = 0.0  # the runs' time: each run's length and ``overhead``
 
 
 def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
           duration: float = 10.0, lo: float = 50.0, hi: float = 4000.0,
           max_rounds: int = 80, slopes: tuple[float, float] = (0.5, 3.0),
           design: loads.Design = loads.NOW, per: float = 1.0, floor: float = 0.0,
-          budget: int | None = None, partial: bool = True, shortest: float | None = None,
-          overhead: float = 4.0, lasting: float = 0.5, budget_s: float | None = None,
-          ) -> Trial:
+          budget: int | None = None, partial: bool = True) -> Trial:
     """One capacity run against planted knees (see the module); ``per``: values of the
     SLO metric a request gives (an ITL: a token each); ``floor``: the typical run's SLO
     metric at no load, a share of the objective (the curve ``slo (floor + (1 - floor)
     (r / K) ** k)``: a hockey stick with its knee still at K); ``budget``: the most runs
     (None: no budget), the last round ``partial`` as ``xwatch capacity`` runs it (the
     loads closest to a verdict first: ``analysis.first.capacity``), else only whole
-    rounds.
-
-    ``shortest``: each run lasts ``length.run_seconds`` (as ``xwatch capacity`` runs it:
-    as long as it takes to give a ``duration`` run's values at the lowest rate, at least
-    ``shortest`` seconds; None: every run ``duration``). A run's run-to-run effect then
-    depends on its length: the share ``lasting`` of its variance does not average out
-    over a run, the rest shrinks as 1 / length (``sigma`` is the SD of a ``duration``
-    run), so a run of a fifth of ``duration`` has sqrt(0.5 + 0.5 * 5) = 1.7 times its SD
-    at the default. Each run costs its length and ``overhead`` (a phase's start and
-    stop); ``budget_s``: the runs stop at that many seconds (the last round the part
-    that fits at the mean run's cost so far, as ``plans.driver.fitting`` has it)."""
+    rounds."""
     rng = random.Random(seed)
     knees = [math.exp(rng.uniform(math.log(lo * 1.5), math.log(hi / 2))) for _ in range(searches)]
     ks = [rng.uniform(*slopes) for _ in range(searches)]
@@ -114,13 +101,6 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
     s_of = {s.label: i for i, s in enumerate(hunt.searches)}
     hunt.judge()
     rounds = runs = 0
-    seconds = 0.0
-
-    def seconds_of(rate: float) -> float:
-        if shortest is None:
-            return duration
-        return length.run_seconds(rate, lo, duration, shortest)
-
     while (probes := hunt.probes()) and rounds < max_rounds:
         entries: list[tuple[cap.Search | None, float]] = [*probes]
         if hunt.needs_low_alone():
@@ -129,28 +109,16 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
             if not partial or runs >= budget:
                 break
             entries = [entries[j] for j in first.ranked(hunt, entries)][:budget - runs]
-        if budget_s is not None:
-            order = [entries[j] for j in first.ranked(hunt, entries)]
-            cost = seconds / runs if runs else overhead + duration
-            fit = next((j for j in range(len(order), 0, -1)
-                        if seconds + cost * j <= budget_s), 0)
-            if not fit or (not partial and fit < len(order)):
-                break
-            entries = order[:fit]
         rounds += 1
         for s, rate in entries:
             if s is None:
                 hunt.add_low_alone(1500.0 * math.exp(rng.gauss(0, 0.01)))
                 runs += 1
-                seconds += overhead + (shortest or duration)
                 continue
             i = s_of[s.label]
             truth = SLO_MS * (floor + (1.0 - floor) * (rate / knees[i]) ** ks[i])
-            d = seconds_of(rate)
-            seconds += overhead + d
-            sd = sigma * math.sqrt(lasting + (1.0 - lasting) * duration / d)
-            sc = Scenario("sim", heavy=heavy, requests=max(16, int(rate * d * per)))
-            v, se = one_run(rng, sc, truth, sd)
+            sc = Scenario("sim", heavy=heavy, requests=max(16, int(rate * duration * per)))
+            v, se = one_run(rng, sc, truth, sigma)
             s.add(rate, v, se, low=1000.0 * math.exp(rng.gauss(0, 0.01)), low_se=math.nan)
             runs += 1
         hunt.judge()
@@ -167,7 +135,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
                    for ld in s.loads.values())
     return Trial(wrong or nonmono, sum(s.status in cap.SETTLED for s in hunt.searches),
                  searches, runs, rounds, widths, [s.status for s in hunt.searches], wrong,
-                 verdicts, len(widths), seconds)
+                 verdicts, len(widths))
 
 
 def summary(trials: list[Trial], phase_s: float) -> list[str]:
@@ -188,12 +156,7 @@ def summary(trials: list[Trial], phase_s: float) -> list[str]:
         f"searches settled (within 10%, or above/below the rates asked): {100 * settled:.0f}%"
         f"; statuses: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
         f"runs a trial: median {statistics.median(runs):.0f}, max {max(runs)}; at "
-        f"{phase_s:g} s a run: median {statistics.median(runs) * phase_s / 60:.1f} min"
-        if not any(t.seconds for t in trials) or phase_s else
-        f"runs a trial: median {statistics.median(runs):.0f}, max {max(runs)}; time a trial "
-        f"(each run's length and its start): median "
-        f"{statistics.median(t.seconds for t in trials) / 60:.1f} min, 90th percentile "
-        f"{sorted(t.seconds for t in trials)[int(0.9 * (n - 1))] / 60:.1f} min",
+        f"{phase_s:g} s a run: median {statistics.median(runs) * phase_s / 60:.1f} min",
         f"bracket widths at the end: median {100 * statistics.median(widths):.0f}%"
         if widths else "no bracket closed on both sides",
         f"verdicts a trial (loads met or failed with confidence): median "

@@ -1,4 +1,4 @@
-# measures: issue 65, whether a shorter run is a noisier run (what `capacity --shortest` rests on): `noise` of intensive with HIGH at 200 req/s (benchmarks/gpu/scenarios/intensive-r200.toml) in MODE on GPUS, RUNS runs of each length in LENGTHS; spread.txt gives each length's run-to-run SD of HIGH's log P99 and P50 (per GPU, pooled) and the ratio to the longest's, against the 1/length a wholly averaging run-to-run effect would give
+# measures: issue 65, whether a shorter run judges the same percentile (could a capacity probe at a higher load run shorter?): `noise` of intensive with HIGH at 200 req/s (benchmarks/gpu/scenarios/intensive-r200.toml) in MODE on GPUS, RUNS runs of each length in LENGTHS; spread.txt gives each length's run-to-run SD of HIGH's log P99 and P50 (per GPU, pooled) and the ratio to the longest's, against the 1/length a wholly averaging run-to-run effect would give
 # takes: about RUNS x (length + 4 s) per length: 3 min at the defaults
 # params: MODE (default native), GPUS (default 0,1), RUNS (default 6), LENGTHS (seconds, default "5 15")
 MODE=${MODE:-native}; GPUS=${GPUS:-0,1}; RUNS=${RUNS:-6}

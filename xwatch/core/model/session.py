@@ -322,10 +322,6 @@ class CapacityLoad(Doc, frozen=True, kw_only=True):
     low: Estimate = Estimate()
     verdict: str
     gpus: list[int] = []
-    #: the measured seconds its load asks for where ``capacity --shortest`` makes them
-    #: shorter than the scenario's duration (a box phase runs as long as its longest
-    #: probe); unset: the scenario's
-    seconds: float | UnsetType = UNSET
 
 
 class CapacityRecord(Doc, frozen=True, kw_only=True):
@@ -372,9 +368,6 @@ class Capacity(Doc, frozen=True, kw_only=True):
     budget_s: float | None = None
     intervals: str = ""
     skipped: dict[str, str] = {}
-    #: ``--shortest``: runs at higher loads as long as their load needs, at least this
-    #: (s); unset: every run the scenario's duration
-    shortest_s: float | UnsetType = UNSET
 
 
 EVENTS_COLUMNS = ["phase", "workload", "seq", "t", "latency_ms", "service_ms",

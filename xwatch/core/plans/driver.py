@@ -92,9 +92,6 @@ class Step:
     #: the phase's own workloads (a capacity probe: HIGH at the rate it probes), else
     #: the scenario's
     workloads: tuple[Workload, ...] | None = None
-    #: the phase's own measured seconds (a capacity probe: as long as its load needs),
-    #: else the plan's
-    duration_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -321,8 +318,7 @@ class Driver:
         for m, b in (step.backends or {}).items():
             if b is not None:
                 runner.backends[m] = b
-        duration = step.duration_s if step.duration_s is not None \
-            else self.opts.phase_s(self.scen) if duration_s is None else duration_s
+        duration = self.opts.phase_s(self.scen) if duration_s is None else duration_s
         first: M.PhaseRetry | None = None
         while True:
             try:

@@ -57,9 +57,6 @@ class Options:
     budget_min: float = DEFAULT_BUDGET_MIN  # advise
     seed: int = 0  # advise, capacity: each round's shuffled order
     rates: str | None = None  # capacity: LO:HI requests/s of the SLO workload
-    #: capacity: a probe runs as long as its load needs, at least this (s); None: every
-    #: probe the scenario's duration (``analysis.capacity.length``)
-    shortest: float | None = None
     precision: float = DEFAULT_PRECISION  # noise
     # the dashboard
     mode: str = NATIVE  # the first phase's mode

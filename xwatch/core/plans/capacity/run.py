@@ -21,8 +21,7 @@ the loads closest to being decided first (``analysis.first.capacity``).
 
 A probe's load: a built-in model's or a server's ``rate``; a command's ``rate``, which
 it reads from ``XWATCH_RATE``, only where the scenario says it honours it
-(``honours_rate = true``). A probe's length: ``--duration``, or with ``--shortest`` as
-long as its load needs (``analysis.capacity.length``; a box phase: its longest probe's).
+(``honours_rate = true``).
 """
 
 from __future__ import annotations
@@ -34,10 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import msgspec
-
 from xwatch.core import model as M
-from xwatch.core.analysis.capacity import length
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.capacity.lines import capacity_lines, standings
 from xwatch.core.analysis.first import capacity as first
@@ -171,8 +167,7 @@ class CapacityRun:
                  backends: Backends, budget_min: float,
                  rates: str | None = None, seed: int = 0,
                  skipped: dict[str, str] | None = None,
-                 say: Callable[[str], None] | None = None,
-                 shortest: float | None = None) -> None:
+                 say: Callable[[str], None] | None = None) -> None:
         self.scen = scen
         self.base = scen.unreplicated()
         self.obj = obj
@@ -183,7 +178,6 @@ class CapacityRun:
         self.lows = lows_of(self.base, obj)
         self.gpus = scen.gpus
         check_bounded(self.base, obj, self.high, self.lo)
-        self.shortest = check_shortest(shortest, self.base.duration_s)
         self.steps: dict[str, Step] = {}
         searches: list[cap.Search] = []
         if self.lows:
@@ -235,49 +229,22 @@ class CapacityRun:
         self.rng.shuffle(phases)
         where = f" on GPUs {','.join(map(str, self.gpus))}" if self.gpus else ""
         self.say(f"=== capacity round {self.rounds}: {len(probes)} loads in {len(phases)} "
-                 f"phases{where} ({'; '.join(p.key + self._for(p) for p in probes)})")
+                 f"phases{where} ({'; '.join(p.key for p in probes)})")
         return phases
 
     def _step(self, p: Probe) -> Step:
         """One probe alone in a phase: its candidate's step with the SLO workload at the
         probe's rate."""
         if p.search is None:
-            return dataclasses.replace(self.steps[LOW_ALONE], duration_s=self.seconds(p))
+            return self.steps[LOW_ALONE]
         st = self.steps[p.search.label]
         return dataclasses.replace(st, label=p.key, workloads=with_rate(
-            self.scen.workloads, self.high.name, p.rate), duration_s=self.seconds(p))
-
-    def _load_s(self, rate: float) -> float | msgspec.UnsetType:
-        """A load's runs' seconds for the record (unset: the scenario's duration)."""
-        s = self.seconds(Probe(self.hunt.searches[0], rate))
-        return msgspec.UNSET if s is None or s >= self.base.duration_s else s
-
-    def _for(self, p: Probe) -> str:
-        """" for N s" where ``p``'s run is shorter than the scenario's duration."""
-        s = self.seconds(p)
-        return "" if s is None or s >= self.base.duration_s else f" for {s:g} s"
-
-    def seconds(self, p: Probe) -> float | None:
-        """``p``'s measured seconds (None: the scenario's ``duration_s``): with
-        ``--shortest``, as long as its load needs (LOW alone: the shortest)."""
-        if self.shortest is None:
-            return None
-        if p.search is None:
-            return self.shortest
-        return length.run_seconds(p.rate, self.lo, self.base.duration_s, self.shortest)
+            self.scen.workloads, self.high.name, p.rate))
 
     def _layout(self, probes: list[Probe], rnd: int) -> list[box.BoxPhase]:
         entries = [box.Entry(p.key, self._mode(p), box.phase_wide(self._step(p).backend))
                    for p in probes]
         return box.layout(entries, self.gpus, rnd)
-
-    def lengths(self) -> str:
-        """The console's words for the runs' lengths ("" : every run ``duration_s``)."""
-        if self.shortest is None:
-            return ""
-        d = self.base.duration_s
-        return (f"; runs of {d:g} s at {self.lo:g} req/s, shorter at higher loads (as many "
-                f"values of {self.obj.metric} a run), {self.shortest:g} s at least")
 
     def _mode(self, p: Probe) -> str:
         return NATIVE if p.search is None else p.search.mode
@@ -303,10 +270,8 @@ class CapacityRun:
         sc = dataclasses.replace(self.base, workloads=tuple(wls), gpus=bp.gpus,
                                  single=self.base.workloads)
         backend = self.backends.for_scenario(bp.mode, sc)
-        secs = [s for k, _ in bp.placed if (s := self.seconds(by[k])) is not None]
         step = Step(bp.mode, backend, bp.where(), settings or None, only=tuple(only),
-                    candidate=True, workloads=tuple(wls),
-                    duration_s=max(secs) if secs else None)
+                    candidate=True, workloads=tuple(wls))
         return [(by[k], g) for k, g in bp.placed], step
 
     def record(self, placed: list[tuple[Probe, int | None]], phase: object) -> None:
@@ -399,7 +364,7 @@ class CapacityRun:
                 low_share=cap.estimate(sh.low), total=cap.estimate(sh.total), runs=s.runs,
                 loads=[M.CapacityLoad(rate=r, runs=ld.runs, slo_metric=cap.estimate(ld.iv),
                                       low=cap.estimate(ld.low_iv), verdict=ld.verdict,
-                                      gpus=list(ld.gpus), seconds=self._load_s(r))
+                                      gpus=list(ld.gpus))
                        for r, ld in sorted(s.loads.items())],
                 dips=[[a, b] for a, b in s.dips]))
         return M.Capacity(
@@ -411,8 +376,7 @@ class CapacityRun:
             decided=all(s.status in cap.SETTLED for s in hunt.searches), final=final,
             rounds=self.rounds, runs=self.runs,
             seconds=round(self.clock() - self.t0, 1), budget_s=self.budget_s,
-            intervals=INTERVALS, skipped=dict(self.skipped),
-            shortest_s=msgspec.UNSET if self.shortest is None else self.shortest)
+            intervals=INTERVALS, skipped=dict(self.skipped))
 
     def status(self) -> int:
         """0: every search settled; 1: every candidate failed; 3: not decided."""
@@ -423,25 +387,12 @@ class CapacityRun:
             else EXIT_GATE
 
 
-def check_shortest(shortest: float | None, duration: float) -> float | None:
-    """``--shortest`` as given, refused unless 1 s to ``--duration``."""
-    if shortest is None:
-        return None
-    if not 1.0 <= shortest <= duration:
-        raise UsageError(
-            f"--shortest {shortest:g}: the shortest run must be from 1 s to the run's "
-            f"duration ({duration:g} s, the longest run, at the lowest rate); give "
-            f"--shortest from 1 to {duration:g}, or a longer --duration",
-            title="Shortest run out of range")
-    return shortest
-
-
 def make_run(scen: Scenario, opts: Options, modes: list[str], skipped: dict[str, str],
              backends: Backends, say: Callable[[str], None] | None = None) -> CapacityRun:
     """The run ``opts`` asks for (every refusal is raised here, before anything starts)."""
     obj = objective(scen, opts.slo)
     return CapacityRun(scen, obj, modes, list(opts.sets), backends, opts.budget_min,
-                       opts.rates, opts.seed, skipped, say, opts.shortest)
+                       opts.rates, opts.seed, skipped, say)
 
 
 async def run_capacity(scen: Scenario, opts: Options, modes: list[str],
@@ -455,7 +406,7 @@ async def run_capacity(scen: Scenario, opts: Options, modes: list[str],
     say(f"xwatch: capacity: {n} searches ({', '.join(s.label for s in cr.hunt.searches)}), "
         f"{cr.obj.workload} from {cr.lo:g} to {cr.hi:g} req/s, at most "
         f"{cr.hunt.max_loads} loads each" + (f", {', '.join(cr.lows)} alone" if cr.lows
-                                             else ", nothing beside it") + cr.lengths())
+                                             else ", nothing beside it"))
 
     def finish(session: Session) -> int | None:
         rec = cr.record_of()
