@@ -89,12 +89,13 @@ class _Chart(Widget):
         self.draws += 1
         self._blank = Strip.blank(width, style)
         notes = self._note_strips(width, style)
-        if notes and (not self.plt.lines or height - len(notes) < 3):
+        if notes and not self.plt.lines:  # no data yet: the notes alone, no empty axes
             title = Segment((self.plt.title_text or self.KIND)[:width].center(width),
                             Style(bold=True))
             self._strips = [Strip([title]).crop_extend(0, width, style).apply_style(style),
                             self._blank, *notes]
             return
+        notes = notes[:max(1, height // 3)]  # under data: a third of the rows at most
         try:
             self._strips = [Strip(r, width) for r in render_figure(
                 self.plt, width, height - len(notes), style)] + notes
