@@ -254,7 +254,9 @@ def test_sigterm_stops_every_box_and_says_so(fleet: Fleet) -> None:
 def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
     """``run --ray`` (``cli.fleet.fleet_dashboard``) under Textual's pilot, in the
     cluster's namespace: while the phases run, each box says so and shows its progress
-    line; at the end, each box (host, node id) with its GPUs' numbers."""
+    line, and the charts say which box runs instead of empty axes; at the end, each box
+    (host, node id) with its GPUs' numbers; what the command prints after: a line a box,
+    the per-box findings, the snapshot's path."""
     h, base = fleet
     f = _scenario(base, "dash")
     out = base / "dash-out"
@@ -271,14 +273,24 @@ def test_the_dashboard_shows_each_box_as_a_group_of_gpus(fleet: Fleet) -> None:
         group = final.split(f"node {node[:12]}", 1)[1].split("▾", 1)[0]
         assert group.count("    GPU 0 ") == 1 and group.count("    GPU 1 ") == 1, group
     assert "running" not in final and "lost" not in final, final
+    chart = got["chart"]  # the boxes running, none ended: said in the chart, no axes
+    assert chart is not None and "┤" not in chart and "└" not in chart, chart
+    assert "running on " in chart and "numbers arrive when the phase ends" in chart, chart
     doc = json.loads((out / "snapshot.json").read_text())
     assert {p["box"]["node_id"] for p in doc["phases"]} == set(boxes)
+    printed = [line for line, warn in got["end"] if not warn]
+    for p in doc["phases"]:  # a line a box: its phase and status
+        assert f"box {p['box']['host']}/{_short(p['box']['node_id'])}: {p['name']} " \
+            f"{p['status']}" in printed, printed
+    assert any(ln.startswith("per box: ") for ln in printed), printed
+    assert f"snapshot: {out / 'snapshot.json'}" in printed, printed
     assert _gone(f"{TAG}-dash"), _left(f"{TAG}-dash")
 
 
 def test_quitting_the_dashboard_mid_phase_stops_every_box(fleet: Fleet) -> None:
     """``q`` while every box runs its phase: the plan stops (no answer, a failed exit
-    status), every box's workloads gone before the dashboard leaves."""
+    status), every box's workloads gone before the dashboard leaves; then the command
+    prints the stop and each box with its run stopped mid-phase."""
     h, base = fleet
     f = _scenario(base, "dashq", duration=30)
     r = h.run([PY, "-m", "tests.integration.fleet_dashboard_pilot", h.address, str(f),
@@ -288,4 +300,9 @@ def test_quitting_the_dashboard_mid_phase_stops_every_box(fleet: Fleet) -> None:
     assert got["running"] is not None, got
     assert got["running"].count("so far: ") == len(got["boxes"]) >= 2, got
     assert got["status"] not in (None, 0), got  # stopped: not a finished plan
+    printed = [line for line, warn in got["end"] if not warn]
+    assert printed[0] == "xwatch: stopped; every box's workloads stopped", printed
+    for node in got["boxes"]:
+        assert any(ln.startswith("box ") and f"/{_short(node)}: " in ln and
+                   "stopped mid-phase" in ln for ln in printed), printed
     assert _gone(f"{TAG}-dashq", within=2), _left(f"{TAG}-dashq")

@@ -55,3 +55,11 @@ def test_ray_boxes(snap_compare) -> None:  # type: ignore[no-untyped-def]
     fleet = FIXTURE.parent / "fleet" / "three_boxes.json.gz"
     assert snap_compare(make_app(replay=load_snapshot(fleet), replay_source="fleet"),
                         terminal_size=(120, 40))
+
+
+def test_ray_boxes_running(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """``run --ray`` while every box runs its phase (``tests/helpers/ray_dashboard.py``):
+    the charts say which box runs and when its numbers arrive, no empty axes."""
+    from tests.helpers.ray_dashboard import running_fleet
+
+    assert snap_compare(running_fleet()[0], terminal_size=(120, 40))

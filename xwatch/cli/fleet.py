@@ -78,23 +78,23 @@ def run_fleet(cmd: str, args: argparse.Namespace, scen: Scenario, race_modes: Ra
 
 def run_dashboard(args: argparse.Namespace, scen: Scenario) -> int:
     """``xwatch run --ray``: the dashboard over the boxes (``fleet_dashboard``); after
-    it, the answer, the per-box findings and the snapshot's path printed."""
-    from xwatch.core.analysis.answer.stored import answer_lines
-    from xwatch.core.fleet import merge
-
+    it, what the plan said at its end (``dashboard_end``)."""
     app, run = fleet_dashboard(args, scen)
     app.run()
+    for line, warning in dashboard_end(run):
+        print(line, file=sys.stderr if warning else sys.stdout, flush=True)
+    return int(run.outcome.status) if run.outcome is not None else 1
+
+
+def dashboard_end(run: FleetRun) -> list[tuple[str, bool]]:
+    """What ``run --ray`` prints once the dashboard has left the screen (each line, and
+    whether it goes to stderr): the lines the plan said at its end, as compare --ray
+    prints them (``plan.Outcome.end``: the stop, the answer, a line a box with its
+    phases' statuses, the per-box findings where more than one box ran, the failures,
+    the snapshot's and reports' paths); that the plan never ended where it did not."""
     if run.outcome is None:
-        print("xwatch: the plan over the boxes did not end (see above)", file=sys.stderr)
-        return 1
-    for line in answer_lines(run.outcome.snap):
-        print(line)
-    for line in merge.box_findings(run.outcome.snap.phases):
-        print(f"per box: {line}")
-    for line in run.out.lines:  # the snapshot and report paths, the failures
-        if line.startswith(("snapshot: ", "report: ", "FAILED", "xwatch: snapshot not")):
-            print(line)
-    return int(run.outcome.status)
+        return [("xwatch: the plan over the boxes did not end (see above)", True)]
+    return list(run.outcome.end)
 
 
 def fleet_dashboard(args: argparse.Namespace, scen: Scenario) -> tuple[XwatchApp, FleetRun]:

@@ -42,7 +42,7 @@ from xwatch.core.plans.driver import Driver
 from xwatch.core.plans.options import Backends, Options
 from xwatch.scenario import Scenario, load_scenario
 from xwatch.ui.controller import DashboardObserver, PlanSaid, SessionController, ShowTab
-from xwatch.ui.fleet.panel import BoxesPanel, box_views
+from xwatch.ui.fleet.panel import BoxesPanel, box_views, waiting_lines
 from xwatch.ui.keys import bindings
 from xwatch.ui.screens.help import HelpScreen
 from xwatch.ui.widgets.charts import CdfChart, LatencyChart, ThroughputChart, UtilChart
@@ -297,6 +297,7 @@ class XwatchApp(App[int]):
             self._logs()
         elif self.fleet is not None:
             self.snap = self.fleet.snapshot() or self.snap
+            self._safe("waiting", self._note_waiting)
         if self.boxes_shown:
             self._safe("boxes", self._show_boxes)
         snap = raw = self.snap
@@ -344,6 +345,15 @@ class XwatchApp(App[int]):
                     # throughput and utilization are the same whatever metric M shows
                     src = snap if cls in (LatencyChart, CdfChart) else raw
                     self._safe(cls.__name__, lambda chart=chart, src=src: chart.show(src))
+
+    def _note_waiting(self) -> None:
+        """Over a fleet: in every chart, a line for each box whose phase runs, until its
+        numbers arrive (alone, without axes, while no phase has ended)."""
+        assert self.fleet is not None
+        lines = waiting_lines(self.fleet.views()) if self.fleet.outcome is None else []
+        for cls in (LatencyChart, ThroughputChart, CdfChart, UtilChart):
+            chart: Any = self.query_one(cls)
+            chart.note(lines)
 
     def _show_boxes(self) -> None:
         """Each box as a group of GPUs: live over a fleet, as recorded in a replay."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from xwatch.core import model as M
 from xwatch.core.fleet import guard
-from xwatch.core.fleet.agent import BoxResult, BoxSession, BoxWork
+from xwatch.core.fleet.agent import BoxResult, BoxSession, BoxWork, Progress
 from xwatch.core.fleet.connect import BOX_RESOURCE, Box
 from xwatch.core.plans.options import Options
 from xwatch.scenario import Scenario
@@ -41,7 +41,7 @@ class BoxAgent:
     def preflight(self) -> dict[str, str]:
         return self.session.preflight()
 
-    def progress(self) -> str | None:
+    def progress(self) -> Progress | None:
         return self.session.progress()
 
     async def run(self, work: BoxWork) -> BoxResult:

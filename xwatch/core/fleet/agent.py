@@ -82,6 +82,15 @@ class Relay:
         self.last = None
 
 
+@dataclass(frozen=True)
+class Progress:
+    """A running phase as the command's process polls it: its progress line
+    (``box_progress``) and its measured seconds so far (None: still loading)."""
+
+    line: str
+    measured_s: float | None
+
+
 def box_progress(p: PhaseSnapshot) -> str:
     """``mps-2 4s high n=160 p99=1.90ms`` (``loading`` before its measured time)."""
     if not p.measuring:
@@ -141,11 +150,13 @@ class BoxSession:
         """The modes this box cannot run, with why."""
         return dict(self.refused)
 
-    def progress(self) -> str | None:
+    def progress(self) -> Progress | None:
         """The running phase in a few words (None: no phase runs): its name, seconds, and
-        its highest-priority workload's requests and P99 so far."""
+        its highest-priority workload's requests and P99 so far; its measured seconds."""
         last = self.relay.last
-        return box_progress(last) if last is not None else None
+        if last is None:
+            return None
+        return Progress(box_progress(last), last.elapsed_s if last.measuring else None)
 
     async def run(self, work: BoxWork) -> BoxResult:
         """Run one phase here (the local runner's ``Driver.step``); its snapshot, named

@@ -4,20 +4,22 @@ naming its box), a run lost with its node (``lost``: a failed phase that names t
 and host), the per-box findings (``box_findings``, from ``analysis.answer.boxes``, where
 the report finds them too: a box whose runs of a step are all slower than every other
 box's, or whose level over every step's runs is above the other boxes' beyond noise),
-and the export (``export``: ``snapshot.json`` and its
+each box's line at the plan's end (``box_lines``: its phases' statuses, a run
+stopped mid-phase), and the export (``export``: ``snapshot.json`` and its
 reports, as a local plan writes them; no event file, the events stay on the boxes)."""
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from msgspec.structs import replace
 
 from xwatch.core import model as M
 from xwatch.core.analysis.answer.boxes import box_findings as box_findings  # the plan's, here
+from xwatch.core.analysis.answer.boxes import findings_or_none as findings_or_none
 from xwatch.core.analysis.answer.stored import with_answer
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, utc_now
 from xwatch.core.plans.driver import Step
@@ -56,6 +58,35 @@ def merged(scen: Scenario, phases: Sequence[PhaseSnapshot], created_at: str,
                            created_at=created_at, advice=advice, capacity=capacity,
                            noise_floor=noise_floor)
     return with_answer(snap)
+
+
+#: a box with more phases than this: its phases counted by status (the odd ones named)
+LISTED = 3
+
+
+def box_lines(phases: Sequence[PhaseSnapshot], boxes: Sequence[M.Box],
+              stopped: Mapping[str, str] | None = None) -> list[str]:
+    """One line a box, in ``boxes``' order: ``box host/1a2b3c: native-1 done``; with
+    more than ``LISTED`` phases, ``5 phases: 4 done, 1 failed (mps-3)``; ``stopped``
+    (node id: its run, ``native r2``): the run the plan's stop ended mid-phase there,
+    whose numbers never came back."""
+    out = []
+    for b in boxes:
+        mine = [p for p in phases if p.box is not None and p.box.node_id == b.node_id]
+        if len(mine) <= LISTED:
+            parts = [f"{p.name} {p.status}" for p in mine]
+        else:
+            by: dict[str, list[str]] = defaultdict(list)
+            for p in mine:
+                by[p.status].append(p.name)
+            parts = [f"{len(mine)} phases: " + ", ".join(
+                f"{len(ns)} {st}" + ("" if st == "done" else f" ({', '.join(ns)})")
+                for st, ns in sorted(by.items(), key=lambda kv: kv[0] != "done"))]
+        run = (stopped or {}).get(b.node_id)
+        if run is not None:
+            parts.append(f"{run} stopped mid-phase (its numbers never came back)")
+        out.append(f"box {b.short}: " + (", ".join(parts) or "no phase ran here"))
+    return out
 
 
 def export(snap: SessionSnapshot, directory: str, say: Callable[[str], None],

@@ -23,7 +23,7 @@ from xwatch.core import model as M
 from xwatch.core.analysis.answer.stored import answer_lines
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, utc_now
 from xwatch.core.fleet import actor, merge, place
-from xwatch.core.fleet.agent import BoxResult, BoxWork
+from xwatch.core.fleet.agent import BoxResult, BoxWork, Progress
 from xwatch.core.fleet.connect import Box, RayError
 from xwatch.core.modes.base import ModeBackend
 from xwatch.core.plans.console import Console, failure_reasons
@@ -78,6 +78,10 @@ class Fleet:
         self.lost: set[int] = set()
         #: each busy box's latest progress (``agent.box_progress``; None: not started)
         self.progress: dict[int, str | None] = {}
+        #: each busy box's measured seconds so far (None: loading, or not polled yet)
+        self.measured: dict[int, float | None] = {}
+        #: the runs the plan's stop ended mid-phase, by box (``native r2``)
+        self.stopped: dict[int, str] = {}
         #: every box's phases as each one ends (``phases``: a batch's, once it ended)
         self.finished: list[PhaseSnapshot] = []
 
@@ -117,10 +121,12 @@ class Fleet:
                     parts.append(f"{b.name}: lost")
                 elif i in self.busy:
                     try:
-                        line = await self.agents[i].progress.remote()
+                        got: Progress | None = await self.agents[i].progress.remote()
                     except Exception:
-                        line = None
+                        got = None
+                    line = got.line if got is not None else None
                     self.progress[i] = line
+                    self.measured[i] = got.measured_s if got is not None else None
                     parts.append(f"{b.name}: {self.busy[i]} {(line or 'starting').strip()}")
                 else:
                     parts.append(f"{b.name}: idle")
@@ -148,6 +154,9 @@ class Fleet:
                              f" (round {w.rnd})")
                 try:
                     res: BoxResult = await self.agents[i].run.remote(w)
+                except asyncio.CancelledError:  # the plan's stop: named at its end
+                    self.stopped[i] = self.busy[i]
+                    raise
                 except Exception as e:  # the node or its agent died: Ray's error
                     self.dead.add(i)
                     why = " ".join(str(e).split())[:300]
@@ -170,6 +179,7 @@ class Fleet:
                 finally:
                     self.busy.pop(i, None)
                     self.progress.pop(i, None)
+                    self.measured.pop(i, None)
                 for line in res.lines:
                     self.out.say(f"    [{b.name}] {line}")
                 box = M.Box(node_id=b.node_id, host=b.host)
@@ -187,10 +197,13 @@ class Fleet:
 
 @dataclass
 class Outcome:
-    """What a fleet plan ends with: the merged snapshot and the exit status."""
+    """What a fleet plan ends with: the merged snapshot, the exit status, and what the
+    plan said at its end (``_conclude``: each line, and whether it was a warning), for
+    the dashboard to print once it has left the screen."""
 
     snap: SessionSnapshot
     status: int
+    end: tuple[tuple[str, bool], ...] = ()
 
 
 async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
@@ -221,10 +234,9 @@ async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
             work.result()
             return True
         work.cancel()
+        await asyncio.wait({work}, timeout=10)  # each box's stopped run recorded
         if got:
             fleet.signal = got[0]
-        why = f"interrupted by {signal.Signals(got[0]).name}" if got else "stopped"
-        fleet.out.say(f"xwatch: {why}; every box's workloads stopped")
         return False
     finally:
         ticker.cancel()
@@ -234,17 +246,36 @@ async def _with_fleet(fleet: Fleet, scen: Scenario, opts: Options,
 
 
 def _conclude(fleet: Fleet, snap: SessionSnapshot, opts: Options, status: int | None,
-              stopped: bool, tolerant: bool) -> int:
-    """The answer, the per-box findings, the failures, the export; the exit status."""
-    out = fleet.out
+              stopped: bool, tolerant: bool) -> tuple[int, tuple[tuple[str, bool], ...]]:
+    """The stop (every box's workloads stopped by now), the answer, each box's line,
+    the per-box findings, the failures, the export; the exit status and those lines
+    (each with whether it was a warning)."""
+    end: list[tuple[str, bool]] = []
+
+    def say(line: str) -> None:
+        end.append((line, False))
+        fleet.out.say(line)
+
+    def warn(line: str) -> None:
+        end.append((line, True))
+        fleet.out.warn(line)
+
+    if stopped:
+        why = f"interrupted by {signal.Signals(fleet.signal).name}" if fleet.signal \
+            else "stopped"
+        say(f"xwatch: {why}; every box's workloads stopped")
     if not tolerant:
         lines = answer_lines(snap)
         if lines:
-            out.say("=== answer " + "=" * 60)
+            say("=== answer " + "=" * 60)
             for line in lines:
-                out.say(line)
-    for line in merge.box_findings(snap.phases):
-        out.say(f"per box: {line}")
+                say(line)
+    stops = {fleet.boxes[i].node_id: run for i, run in fleet.stopped.items()}
+    for line in merge.box_lines(snap.phases, [M.Box(node_id=b.node_id, host=b.host)
+                                              for b in fleet.boxes], stops):
+        say(line)
+    for line in merge.findings_or_none(snap.phases):
+        say(f"per box: {line}")
     failed = []
     for p in snap.phases:
         where = f" on box {p.box.short}" if p.box is not None else ""
@@ -252,13 +283,13 @@ def _conclude(fleet: Fleet, snap: SessionSnapshot, opts: Options, status: int | 
             failed.append(f"{p.name}{where}: {p.error}")
         failed += [f"{p.name}{where}: {r}" for r in failure_reasons(p)]
     for line in failed:
-        out.warn(f"FAILED {line}")
+        warn(f"FAILED {line}")
     rc = EXIT_FAILED if failed or stopped else EXIT_OK
     if status is not None and (rc == EXIT_OK or tolerant):
         rc = status
-    if opts.export and not merge.export(snap, opts.export, out.say, out.warn):
+    if opts.export and not merge.export(snap, opts.export, say, warn):
         rc = rc or EXIT_FAILED
-    return 128 + fleet.signal if stopped and fleet.signal else rc
+    return (128 + fleet.signal if stopped and fleet.signal else rc), tuple(end)
 
 
 async def run_steps(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
@@ -284,11 +315,13 @@ async def run_steps(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
 
     done = await _with_fleet(fleet, scen, opts, args, sorted({m for s in steps
                                                              for m in _needs(s)}), body, stop)
-    snap = merge.merged(scen, fleet.phases, fleet.created_at)
+    kept = {id(p) for p in fleet.phases}  # stopped: the phases its last batch ended too
+    snap = merge.merged(scen, fleet.phases if done else fleet.phases + [
+        p for p in fleet.finished if id(p) not in kept], fleet.created_at)
     own = None
     if finish is not None and done:
         snap, own = finish(snap)
-    return Outcome(snap, _conclude(fleet, snap, opts, own, not done, tolerant=False))
+    return Outcome(snap, *_conclude(fleet, snap, opts, own, not done, tolerant=False))
 
 
 async def run_race(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
@@ -326,4 +359,4 @@ async def run_race(ray: Any, boxes: list[Box], scen: Scenario, opts: Options,
     snap = merge.merged(scen, fleet.phases, fleet.created_at, **rec)
     fleet.out.say(f"xwatch: the race took {(time.monotonic() - t0) / 60:.1f} min over "
                   f"{len(boxes)} boxes")
-    return Outcome(snap, _conclude(fleet, snap, opts, own, not done, tolerant=True))
+    return Outcome(snap, *_conclude(fleet, snap, opts, own, not done, tolerant=True))

@@ -1,7 +1,8 @@
 """The boxes of a plan over a Ray cluster (``xwatch run --ray``, or the replay of a
 snapshot whose phases name their box), as groups of GPUs: each box's title (its host
 and Ray node id, its GPUs), what it does now, and under it each finished phase's
-numbers per GPU (``box_views``, ``box_text``: pure; ``BoxesPanel``: the widget).
+numbers per GPU (``box_views``, ``box_text``: pure; ``BoxesPanel``: the widget); and
+what the charts say of each running box until its numbers arrive (``waiting_lines``).
 
 A box agent answers with finished phases only: while a phase runs, what travels from
 the box is its progress line (the highest-priority workload's requests and P99 so
@@ -29,7 +30,8 @@ NODE_CHARS = 12
 class BoxView:
     """One box as the panel shows it: host, Ray node id, its GPUs (Ray's count; None:
     not known, a replay), its state (``idle``, ``running``, ``lost``, ``done``), the
-    run it has now (``mps r2``) and that run's progress line from the box."""
+    run it has now (``mps r2``), that run's progress line from the box, its measured
+    seconds so far (None: loading, or not heard yet) and the phase's planned ones."""
 
     host: str
     node_id: str
@@ -37,6 +39,8 @@ class BoxView:
     state: str = "done"
     doing: str | None = None
     progress: str | None = None
+    measured_s: float | None = None
+    planned_s: float | None = None
 
     @property
     def short(self) -> str:
@@ -119,6 +123,22 @@ def box_text(boxes: Sequence[BoxView], phases: Sequence[PhaseSnapshot]) -> Text:
             out.append("\n    no phase finished here yet", style="dim")
     for line in box_findings(phases):
         out.append(f"\nper box: {line}", style="bold yellow")
+    return out
+
+
+def waiting_lines(boxes: Sequence[BoxView]) -> list[str]:
+    """A line for each running box, in the charts until its phase's numbers arrive (a
+    box agent answers with finished phases only): ``running on host/1a2b3c: numbers
+    arrive when the phase ends (12 s of 30 s)``; ``loading`` before its measured time."""
+    out = []
+    for b in boxes:
+        if b.state != "running":
+            continue
+        of = f" of {b.planned_s:g} s" if b.planned_s is not None and \
+            math.isfinite(b.planned_s) else ""
+        when = f"{b.measured_s:.0f} s{of}" if b.measured_s is not None else \
+            f"loading, 0 s{of}" if b.progress else f"starting, 0 s{of}"
+        out.append(f"running on {b.short}: numbers arrive when the phase ends ({when})")
     return out
 
 

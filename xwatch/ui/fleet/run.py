@@ -62,6 +62,8 @@ class FleetRun:
         self.stop = asyncio.Event()
         self.outcome: fp.Outcome | None = None
         self._snap: tuple[int, SessionSnapshot | None] = (0, None)
+        #: a phase's planned measured seconds (each box's "12 s of 30 s")
+        self.phase_s = opts.phase_s(scen)
 
     async def run(self) -> None:
         """The plan, to its end or its stop (every agent closed either way)."""
@@ -70,15 +72,16 @@ class FleetRun:
                                           stop=self.stop)
 
     def views(self) -> list[BoxView]:
-        """Each box now: lost, running (its run and progress line) or idle; done once
-        the plan ended."""
+        """Each box now: lost, running (its run, progress line and measured seconds) or
+        idle; done once the plan ended."""
         f = self.fleet
         out = []
         for i, b in enumerate(f.boxes):
             state = "lost" if i in f.dead else "running" if i in f.busy else \
                 "done" if self.outcome is not None else "idle"
             out.append(BoxView(host=b.host, node_id=b.node_id, gpus=b.gpus, state=state,
-                               doing=f.busy.get(i), progress=f.progress.get(i)))
+                               doing=f.busy.get(i), progress=f.progress.get(i),
+                               measured_s=f.measured.get(i), planned_s=self.phase_s))
         return out
 
     def snapshot(self) -> SessionSnapshot | None:

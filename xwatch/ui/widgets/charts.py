@@ -8,11 +8,16 @@
   GPUs their total.
 - ``CdfChart``: the top-priority workload's latency CDF, this phase vs the one before.
 - ``UtilChart``: GPU utilization (or host CPU) over the session.
+
+Over a Ray cluster's boxes (``run --ray``) a chart carries notes (``note``): a line for
+each box whose phase runs, until its numbers arrive; alone, in place of empty axes,
+while no phase has ended.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 from rich.segment import Segment
@@ -50,10 +55,13 @@ class _Chart(Widget):
     once per change or resize, then served through the line API."""
 
     DEFAULT_CSS = "_Chart { width: 1fr; height: 1fr; }"
+    KIND = "chart"  # the title over notes alone (no data yet)
 
     def __init__(self) -> None:
         super().__init__()
         self.plt = Figure()
+        #: lines under the chart (``note``); alone while it has no data
+        self.notes: tuple[str, ...] = ()
         self.draws = 0  # how often the rows were drawn (tests, benchmarks)
         self._version = 0
         self._built: tuple[object, ...] | None = None
@@ -80,11 +88,37 @@ class _Chart(Widget):
         self._built = key
         self.draws += 1
         self._blank = Strip.blank(width, style)
+        notes = self._note_strips(width, style)
+        if notes and not self.plt.lines:  # no data yet: the notes alone, no empty axes
+            title = Segment((self.plt.title_text or self.KIND)[:width].center(width),
+                            Style(bold=True))
+            self._strips = [Strip([title]).crop_extend(0, width, style).apply_style(style),
+                            self._blank, *notes]
+            return
+        notes = notes[:max(1, height // 3)]  # under data: a third of the rows at most
         try:
-            self._strips = [Strip(r, width) for r in render_figure(self.plt, width, height, style)]
+            self._strips = [Strip(r, width) for r in render_figure(
+                self.plt, width, height - len(notes), style)] + notes
         except Exception as e:  # a chart that cannot draw says so, the app goes on
             row = [Segment(f"(chart not drawable: {type(e).__name__}: {e})", Style(dim=True))]
             self._strips = [Strip(row).crop_extend(0, width, style).apply_style(style)]
+
+    def _note_strips(self, width: int, style: Style) -> list[Strip]:
+        """The notes, each wrapped to ``width`` less a cell each side (its wrapped lines
+        indented)."""
+        cyan = Style(color="cyan")
+        return [Strip([Segment(" " + ln, cyan)]).crop_extend(0, width, style).apply_style(style)
+                for note in self.notes
+                for ln in textwrap.wrap(note, max(width - 2, 8), subsequent_indent="  ")]
+
+    def note(self, lines: Sequence[str]) -> None:
+        """Lines under the chart (over a fleet: each running box, until its phase's
+        numbers arrive), or alone with the chart's title where it has no data yet."""
+        notes = tuple(lines)
+        if notes != self.notes:
+            self.notes = notes
+            self._version += 1
+            self.refresh()
 
     def _begin(self, title: str) -> None:
         self._version += 1  # drawn again at the next repaint
@@ -130,6 +164,8 @@ class LatencyChart(_Chart):
     """Every workload's per-second P50 and P99; on several GPUs (``--gpus``) the
     roll-up by default (HIGH's P99 on the worst and the best GPU each second, P50 on
     the worst), and one GPU's copies after ``g``."""
+
+    KIND = "latency"
 
     gpu: int | None = None  # multi-GPU runs: only this GPU's copies (``g`` cycles)
 
@@ -202,6 +238,8 @@ class ThroughputChart(_Chart):
     """The lower-priority workloads' samples/s (the price of protecting HIGH); on
     several GPUs their total over all GPUs, or one GPU's after ``g``."""
 
+    KIND = "throughput"
+
     gpu: int | None = None
 
     def show(self, snap: SessionSnapshot) -> None:
@@ -235,6 +273,8 @@ class ThroughputChart(_Chart):
 class CdfChart(_Chart):
     """The top-priority workload's latency CDF, this phase against the one before; on
     several GPUs the HIGH copy with the worst P99 (or the GPU ``g`` picked)."""
+
+    KIND = "distribution"
 
     gpu: int | None = None
 
@@ -275,6 +315,8 @@ class CdfChart(_Chart):
 class UtilChart(_Chart):
     """Utilization per telemetry device; with more than two devices the mean, lowest
     and highest over them each second (or the device of the GPU ``g`` picked)."""
+
+    KIND = "utilization"
 
     gpu: int | None = None
 

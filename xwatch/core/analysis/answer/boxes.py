@@ -14,6 +14,10 @@ from collections.abc import Sequence
 from xwatch.core.analysis.stats.blocks import slower_blocks
 from xwatch.core.engine.snapshot import PhaseSnapshot
 
+#: what the per-box findings say where none differs (the report, the plan's end)
+NO_BOX_DIFFERS = ("no box differs (the same GPU models, and no box's every run slower than "
+                  "every other box's)")
+
 
 def _high(p: PhaseSnapshot) -> tuple[str, float] | None:
     """The phase's highest-priority workload's P99 (ms), the number compared per box."""
@@ -62,6 +66,15 @@ def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
                        f"{(iv.hi or 1) * 100 - 100:.0f}%] (each step's level removed, over "
                        "every step's runs; 95% over the boxes)")
     return out
+
+
+def findings_or_none(phases: Sequence[PhaseSnapshot]) -> list[str]:
+    """``box_findings``; where none, that no box differs (``NO_BOX_DIFFERS``) if more
+    than one box ran a phase that did not fail, else nothing (one box has none to differ
+    from)."""
+    found = box_findings(phases)
+    ran = {p.box.node_id for p in phases if p.box is not None and p.status != "failed"}
+    return found or ([NO_BOX_DIFFERS] if len(ran) > 1 else [])
 
 
 def _models(phases: Sequence[PhaseSnapshot]) -> list[str]:

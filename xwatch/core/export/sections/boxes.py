@@ -65,7 +65,6 @@ def boxes_section(snap: SessionSnapshot) -> Section | None:
         s.paragraphs.append("No box took " + ", ".join(f"**{p.name}**" for p in unplaced)
                             + " (see Failures).")
     findings = box_analysis.box_findings(snap.phases)
-    s.paragraphs.append("Per box: " + ("; ".join(findings) + "." if findings else
-                                       "no box differs (the same GPU models, and no box's "
-                                       "every run slower than every other box's)."))
+    s.paragraphs.append("Per box: " + ("; ".join(findings) if findings else
+                                       box_analysis.NO_BOX_DIFFERS) + ".")
     return s
