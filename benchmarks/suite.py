@@ -46,7 +46,8 @@ BENCHES: tuple[Bench, ...] = (
           "against a bare readline + json.loads loop", "30 s", "no", "--events 300000"),
     Bench("run-spread", "measure/run_spread.py", "whether a shorter run is a noisier run: "
           "each run length's run-to-run SD of the SLO workload's log P99 and P50 from noise "
-          "snapshots (whether a capacity probe could run shorter at higher loads; the GPU plan run-length makes them)",
+          "snapshots (could a capacity probe run shorter at higher loads; the GPU plan "
+          "run-length makes them)",
           "1 s", "no", "SNAPSHOT.json ..."),
     Bench("worker-overhead", "measure/worker_overhead.py", "what recording and sending one request's "
           "event costs the worker loop", "10 s", "no", "--n 300000"),

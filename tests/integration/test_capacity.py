@@ -80,6 +80,10 @@ def test_capacity_brackets_a_server_of_known_capacity(tmp_path: Path) -> None:
                p["workloads"]["server"]["target_rate"] for p in doc["phases"])
     lines = r.stdout.splitlines()
     assert "=== capacity " + "=" * 58 in lines
+    # which window each run's percentile covers: the scenario's duration, warm-up out
+    assert cap["run_s"] == 1.0
+    assert "server P90 < 12 ms (each run's P90 over its 1 s measured window, warm-up out)" \
+        in r.stdout
     assert f"rate = {rec['met']:g}" in lines  # the TOML to paste
     assert "--- after round 1 (" in r.stdout  # the standings after each round
     report = (out / "report.md").read_text()

@@ -18,7 +18,7 @@ from xwatch.core.analysis.answer.stored import (
     unjudged,
     with_answer,
 )
-from xwatch.core.analysis.participation import NoPart, participation
+from xwatch.core.analysis.participation import NoPart, Participation, participation
 from xwatch.core.analysis.verdict import answer
 from xwatch.core.engine.snapshot import PhaseSnapshot, SessionSnapshot, WorkloadSnapshot
 from xwatch.core.engine.stats import Moments
@@ -236,3 +236,16 @@ def test_a_sweep_setting_that_took_no_part_is_on_no_frontier() -> None:
     assert rows[1][-1] == "no (its mode took no part)"
     assert "no verdict: XSched took no part: high had no XQueue" in rows[1][6]
     assert "low.threshold=1, low.batch_size=1: no verdict: XSched took no part" in note
+
+
+@pytest.mark.parametrize(("mode", "took", "want"), [
+    ("xsched", ("train@0", "train@1"), "only train@0 and train@1 were scheduled by XSched: "),
+    ("xsched", ("a", "b", "c"), "only a, b and c were scheduled by XSched: "),
+    ("mps", ("train@0", "train@1"), "only train@0 and train@1 were clients of MPS: "),
+    ("xsched", ("train",), "only train was scheduled by XSched: "),
+])
+def test_the_scope_agrees_with_how_many_took_part(mode: str, took: tuple[str, ...],
+                                                  want: str) -> None:
+    """Copies on several GPUs: "train@0 and train@1 were scheduled", not "was"."""
+    part = Participation(mode, took, (NoPart("infer@0", "not-scheduled", "not scheduled"),))
+    assert part.scope().startswith(want), part.scope()

@@ -368,6 +368,9 @@ class Capacity(Doc, frozen=True, kw_only=True):
     budget_s: float | None = None
     intervals: str = ""
     skipped: dict[str, str] = {}
+    #: each run's measured seconds, the window its percentile covers (warm-up out);
+    #: unset in snapshots from before it was recorded
+    run_s: float | UnsetType = UNSET
 
 
 EVENTS_COLUMNS = ["phase", "workload", "seq", "t", "latency_ms", "service_ms",

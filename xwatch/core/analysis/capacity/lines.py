@@ -98,12 +98,20 @@ def toml_lines(rec: M.Capacity) -> list[str]:
     return lines
 
 
+def _window(rec: M.Capacity) -> str:
+    """Which window each run's percentile covers ("" in snapshots from before it)."""
+    if not isinstance(rec.run_s, (int, float)):
+        return ""
+    return (f" (each run's {rec.slo.metric} over its {rec.run_s:g} s measured window, "
+            f"warm-up out)")
+
+
 def capacity_lines(rec: M.Capacity) -> list[str]:
     """Everything capacity prints at the end: the table, then the consolidation."""
     slo = rec.slo
     state = "decided" if rec.decided else ("running" if not rec.final else "not decided")
     lines = ["=== capacity " + "=" * 58,
-             f"{slo.workload} {slo.metric} < {slo.latency_ms:g} ms; load from "
+             f"{slo.workload} {slo.metric} < {slo.latency_ms:g} ms" + _window(rec) + "; load from "
              f"{rec.rates[0]:g} to {rec.rates[1]:g} req/s; {state}: {rec.runs} runs in "
              f"{rec.seconds / 60:.1f} min" + (f" (budget {rec.budget_s / 60:g} min)"
                                              if rec.budget_s else ""),

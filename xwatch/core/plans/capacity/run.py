@@ -376,7 +376,7 @@ class CapacityRun:
             decided=all(s.status in cap.SETTLED for s in hunt.searches), final=final,
             rounds=self.rounds, runs=self.runs,
             seconds=round(self.clock() - self.t0, 1), budget_s=self.budget_s,
-            intervals=INTERVALS, skipped=dict(self.skipped))
+            intervals=INTERVALS, skipped=dict(self.skipped), run_s=self.base.duration_s)
 
     def status(self) -> int:
         """0: every search settled; 1: every candidate failed; 3: not decided."""
