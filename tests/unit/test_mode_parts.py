@@ -84,3 +84,31 @@ def test_the_alert_bar_gets_each_modes_warnings() -> None:
     assert [(m.name, w) for m in registry.modes() for w in m.warnings(q)] == [
         ("xsched", (name, "a planted warning"))]
     assert [w for m in registry.modes() for w in m.warnings(p)] == []
+
+
+def test_the_base_declaration_holds_every_member_of_the_contract() -> None:
+    """``ModeBase`` gives every ``Mode`` member a default, so a declaration states only
+    what it has: a subclass with a name and label alone is a whole mode, and each mode in
+    the tree inherits what it does not state."""
+    from dataclasses import dataclass, fields
+
+    from xwatch.core.modes.contract import Mode, ModeBase
+
+    members = {n for n in dir(Mode) if not n.startswith("_")}
+    has = {f.name for f in fields(ModeBase)} | set(dir(ModeBase))
+    assert len(members) > 30 and members <= has, members - has
+
+    @dataclass(frozen=True)
+    class Bare(ModeBase):
+        name: str = "bare"
+        label: str = "Bare"
+
+    bare: Mode = Bare()
+    assert (bare.name, bare.label, bare.key, bare.proof) == ("bare", "Bare", None, None)
+    assert not bare.owns_key("bare.x") and bare.deploy({"k": 1}) == []
+    assert bare.words({}) is None and bare.setting_words == {}
+    for name in ("native", "mps", "xsched"):
+        m = registry.get(name)
+        assert isinstance(m, ModeBase), name
+    assert registry.get("native").words({}) == "native"
+    assert registry.get("xsched").words({}) is None  # inherited

@@ -3,7 +3,8 @@ mode only through it (``registry`` finds them by name).
 
 A mode is two things:
 
-- ``Mode``, its declaration, one per name, registered (``registry.register``; native,
+- ``Mode``, its declaration (a frozen dataclass subclassing ``ModeBase``, which holds
+  every member at its default), one per name, registered (``registry.register``; native,
   MPS, XSched and a mode from outside the tree alike): its name and label; its scenario
   keys (the ``--set`` keys of a sweep, advise's grid, how they apply to a workload); the
   backend it configures from the command line (or why it cannot run here); its report
@@ -393,6 +394,61 @@ class Mode(Protocol):
     def setting_words(self) -> Mapping[str, str]:
         """How an answer words a workload's ``--set`` key of this mode (``{wl}``: the
         workload, ``{v}``: the value); a key not here reads ``{wl} {key} {v}``."""
+
+
+@dataclass(frozen=True)
+class ModeBase:
+    """Every ``Mode`` member at its default (a mode that has none of it): a mode's
+    declaration subclasses it (a frozen dataclass too) and states only its name, label
+    and what it has; each member's meaning is ``Mode``'s."""
+
+    name: str = ""
+    label: str = ""
+    key: str | None = None
+    tab: str | None = None
+    control_screen: str | None = None
+    report_sections: tuple[tuple[int, str], ...] = ()
+    sweep_keys: tuple[str, ...] = ()
+    short_keys: Mapping[str, str] = field(default_factory=dict)
+    advise_grid: tuple[Mapping[str, Any], ...] = ()
+    unavailable: str = ""
+    backend_factory: str | None = None
+    doctor: str | None = None
+    env_prefixes: tuple[str, ...] = ()
+    libraries: str | None = None
+    report_environment: str | None = None
+    metrics: str | None = None
+    upgrade: str | None = None
+    help: str = ""
+    keys_help: tuple[KeyHelp, ...] = ()
+    tab_view: str | None = None
+    lanes: str | None = None
+    compare_view: str | None = None
+    proof: str | None = None
+    isolation: str | None = None
+    verdicts: str | None = None
+    setting_words: Mapping[str, str] = field(default_factory=dict)
+
+    def owns_key(self, key: str) -> bool:
+        return False
+
+    def with_settings(self, w: Workload, kv: Mapping[str, Any]) -> Workload:
+        return w
+
+    def with_args(self, args: argparse.Namespace, scen: Scenario) -> Scenario:
+        return scen
+
+    def deploy(self, kv: Mapping[str, Any]) -> list[str]:
+        return []
+
+    def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
+        return None
+
+    def words(self, settings: Mapping[str, Any]) -> str | None:
+        return None
+
+    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
+        return []
 
 
 # -- names-engine: what a mode's own rules are (``Mode.proof``, ``Mode.isolation``,

@@ -20,11 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xwatch.core.modes.contract import Control, Controls, KeyHelp, Mode, ModeBackend
+from xwatch.core.modes.contract import Control, Controls, KeyHelp, Mode, ModeBackend, ModeBase
 from xwatch.errors import ModeError
 
 if TYPE_CHECKING:
-    from xwatch.core.engine.snapshot import PhaseSnapshot
     from xwatch.scenario import Scenario, Workload
 
 #: its name (``MpsMode.name``)
@@ -72,13 +71,12 @@ class MpsBackend(ModeBackend):
 
 
 @dataclass(frozen=True)
-class MpsMode:
+class MpsMode(ModeBase):
     """MPS's declaration (``modes.contract.Mode``)."""
 
     name: str = NAME
     label: str = "MPS"
     key: str | None = "m"
-    tab: str | None = None
     control_screen: str | None = "xwatch.ui.screens.control:MpsControlScreen"
     report_sections: tuple[tuple[int, str], ...] = (
         (30, "xwatch.core.mps.report:mps_section"),)
@@ -92,18 +90,11 @@ class MpsMode:
 
     # -- names-ui
     env_prefixes: tuple[str, ...] = ()  # CUDA_MPS_*: a failed workload shows them as CUDA_*
-    libraries: str | None = None
     report_environment: str | None = "xwatch.core.mps.report:environment"
-    metrics: str | None = None
-    upgrade: str | None = None
-    help: str = ""
     keys_help: tuple[KeyHelp, ...] = (
         KeyHelp(20, "`m`", "the same for MPS (NVIDIA): NATIVE <-> MPS under a private "
                 "control daemon", (("m", "mode_on_off('mps')", "MPS on/off", True),)),
         KeyHelp(30, "`k` (MPS phase)", "the MPS server's active thread percentage, live"))
-    tab_view: str | None = None
-    lanes: str | None = None
-    compare_view: str | None = None
 
     # -- names-engine: the mode's own rules
     proof: str | None = "xwatch.core.mps.participation:PROOF"
@@ -129,9 +120,6 @@ class MpsMode:
     def deploy(self, kv: Mapping[str, Any]) -> list[str]:
         return ["[workload.mps]", *(f"{k.removeprefix(PREFIX)} = {v}" for k, v in kv.items())]
 
-    # -- names-scen: its command-line arguments and its doctor checks
-    doctor: str | None = None
-
     def add_arguments(self, parser: argparse.ArgumentParser, place: str) -> None:
         """``--join-mps``."""
         if place == "join":
@@ -145,9 +133,6 @@ class MpsMode:
         sm = next((v for k, v in settings.items() if k.endswith("active_thread_percentage")),
                   None)
         return f"MPS at {sm}%" if sm is not None else None
-
-    def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
-        return []
 
 
 MODE: Mode = MpsMode()  # checked against the contract

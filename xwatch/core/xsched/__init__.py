@@ -27,6 +27,7 @@ from xwatch.core.modes.contract import (
     KeyHelp,
     Mode,
     ModeBackend,
+    ModeBase,
     Retry,
     ServerFor,
 )
@@ -198,7 +199,7 @@ class XschedBackend(ModeBackend):
 
 
 @dataclass(frozen=True)
-class XschedMode:
+class XschedMode(ModeBase):
     """XSched's declaration (``modes.contract.Mode``)."""
 
     name: str = NAME
@@ -242,7 +243,6 @@ class XschedMode:
     proof: str | None = "xwatch.core.xsched.rules.participation:PROOF"
     isolation: str | None = "xwatch.core.xsched.rules.isolation:ISOLATION"
     verdicts: str | None = "xwatch.core.xsched.rules.participation:WORDS"
-    setting_words: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def owns_key(self, key: str) -> bool:
         return key in SWEEP_KEYS
@@ -280,9 +280,6 @@ class XschedMode:
                      "session's) instead of refusing to start; it is never stopped. Its "
                      "policy is kept (refused if it differs from the scenario's) unless "
                      "=set-policy (overrides [xsched] join)")
-
-    def words(self, settings: Mapping[str, Any]) -> str | None:
-        return None
 
     def warnings(self, phase: PhaseSnapshot) -> list[tuple[str, str]]:
         """What the shim and xserver's polls warned of each workload."""
