@@ -129,7 +129,15 @@ def test_a_compare_over_three_boxes_blocks_them(fleet: Fleet) -> None:
     f = _scenario(base, "blocks")
     r = h.run(_xwatch("compare", str(f), "--ray", h.address, "--modes", "native,mps",
                       "--repeat", "3"), timeout=120, cwd=base)
-    assert r.returncode in (0, 3), r.stdout + r.stderr
+    # The three boxes share this machine's processes, which real boxes never do: when two
+    # boxes run an MPS phase at once, one may see the other's control daemon serving its
+    # GPU and refuse to start a second (a failed phase, said, the plan going on). That
+    # refusal is the only failure allowed here.
+    failed = [x for x in r.stderr.splitlines() if x.startswith("FAILED ")]
+    crowded = any("MPS control daemon pid" in x for x in failed) and all(
+        "MPS control daemon pid" in x or "never ran (pending)" in x for x in failed)
+    assert r.returncode in (0, 3) or (r.returncode == 1 and failed and crowded), \
+        r.stdout + r.stderr
     (line,) = [x for x in r.stdout.splitlines() if x.startswith("Intervals:")]
     assert "Box is a block: 3 boxes;" in line, r.stdout
     assert _gone(f"{TAG}-blocks"), _left(f"{TAG}-blocks")
