@@ -108,16 +108,11 @@ class Participation:
             return ""
         label = mode_label(self.mode)
         proof = proof_of(self.mode)
-        was, beside = proof.verbs if proof is not None else (f"took part in {label}",
-                                                             f"outside {label}")
-        names = ", ".join(self.took[:-1]) + " and " + self.took[-1] if len(self.took) > 1 \
-            else self.took[0]
-        if len(self.took) > 1 and was.startswith("was "):  # "infer and train were ..."
-            noun, _, tail = was[4:].partition(" ")
-            if noun == "a":  # "was a client of MPS": "were clients of MPS"
-                head, _, tail = tail.partition(" ")
-                noun = head + "s"
-            was = f"were {noun} {tail}"
+        one, several, beside = proof.verbs if proof is not None else (
+            f"took part in {label}", f"took part in {label}", f"outside {label}")
+        *most, last = self.took
+        names = f"{', '.join(most)} and {last}" if most else last
+        was = several if most else one
         rest = ", ".join(dict.fromkeys(a.workload for a in self.absent))
         verb = "ran" if not all(a.undecided for a in self.absent) else "may have run"
         return (f"only {names} {was}: {what} {label}'s effect on {names} "

@@ -493,8 +493,9 @@ class Proof(Protocol):
 
     #: the recorded verdicts that prove a workload took part
     took_part: frozenset[str]
-    #: what taking part is called: (was ..., ran ... beside it)
-    verbs: tuple[str, str]
+    #: what taking part is called: (one workload "was ...", several "were ...", the
+    #: others "ran ... beside it")
+    verbs: tuple[str, str, str]
     #: why a workload takes no part and what to do, by verdict
     advices: Mapping[str, Advice]
 

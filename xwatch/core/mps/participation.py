@@ -31,7 +31,7 @@ class MpsProof:
 
     fields = ("mps",)
     took_part = frozenset({"in-mps"})
-    verbs = ("was a client of MPS", "outside MPS")
+    verbs = ("was a client of MPS", "were clients of MPS", "outside MPS")
     advices: Mapping[str, Advice] = ADVICE
 
     def verdict(self, phase: PhaseSnapshot, name: str) -> str | None:

@@ -98,7 +98,7 @@ class XschedProof:
 
     fields = ("xsched", "preflight")
     took_part = frozenset({"engaged"})
-    verbs = ("was scheduled by XSched", "unscheduled")
+    verbs = ("was scheduled by XSched", "were scheduled by XSched", "unscheduled")
     advices: Mapping[str, Advice] = ADVICE
 
     def verdict(self, phase: PhaseSnapshot, name: str) -> str | None:
