@@ -109,6 +109,10 @@ BENCHES: tuple[Bench, ...] = (
     Bench("capacity-sim", "stats/capacity_sim.py", "the capacity search against planted knees: how "
           "often a bracket misses its knee at any look, how often it settles within 10%, runs "
           "and minutes to decide (positional: TRIALS)", "2 min", "no", "200 --case intensive"),
+    Bench("t-looks", "stats/t_looks.py", "the capacity search's per-look level with "
+          "Student's t on a load's own runs (analysis.capacity.loads.T_TABLE): the highest at "
+          "which its nine looks at 2-10 runs cross together with at most alpha, by Monte "
+          "Carlo (positional: MILLIONS_OF_PATHS SEED)", "5 min", "no", "200 2026"),
     Bench("race-savings", "stats/race_savings.py", "how many runs racing saves against the full grid "
           "to the same decision (positional: TRIALS SD)", "2 min", "no", "50 0.8"),
     Bench("gpu-width-sim", "stats/gpu_width_sim.py", "how much narrower HIGH's P50 and P99 "
