@@ -284,3 +284,28 @@ def test_the_faster_search_keeps_its_promise_on_intensive_like_knees() -> None:
     trials = [trial(k, **case) for k in range(10)]  # type: ignore[arg-type]
     assert sum(t.miss for t in trials) <= 0.05 * len(trials) + 1, summary(trials, 25.0)
     assert all(st != cap.BROKEN for t in trials for st in t.statuses)
+
+
+def test_low_alone_runs_on_while_its_interval_is_wide() -> None:
+    """LOW alone's three runs, 4% apart (one GPU against the other, as serve-train's
+    trainer on two H200s) and nothing to pool them with, leave its interval far wider
+    than ``LOW_WIDTH``: it runs on, never past the most runs a load gets; three that
+    agree do not."""
+    def hunt(values: list[float]) -> cap.Hunt:
+        h = cap.Hunt(10.0, 10.0, 400.0, [cap.Search("native", "native")], lows=True)
+        for v in values:
+            h.add_low_alone(v)
+        h.judge()
+        return h
+
+    assert hunt([1939.0, 2022.0]).needs_low_alone()  # fewer than LOW_RUNS
+    wide = hunt([1939.0, 2022.0, 1939.0])
+    assert wide.low_alone_iv.hi / wide.low_alone_iv.est > 2  # type: ignore[operator]
+    assert wide.needs_low_alone()
+    assert not hunt([1939.0, 1939.5, 1940.0]).needs_low_alone()
+    full = hunt([1939.0, 2022.0] * 5)
+    assert len(full.low_alone) == full.design.max_runs and not full.needs_low_alone()
+    # with more runs the same spread gives an interval within LOW_WIDTH
+    many = hunt([1939.0, 2022.0, 1939.0, 1990.0, 1960.0, 2000.0, 1950.0, 1985.0])
+    assert many.low_alone_iv.hi <= many.low_alone_iv.est * cap.LOW_WIDTH  # type: ignore[operator]
+    assert not many.needs_low_alone()

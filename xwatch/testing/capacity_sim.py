@@ -101,7 +101,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
     s_of = {s.label: i for i, s in enumerate(hunt.searches)}
     hunt.judge()
     rounds = runs = 0
-    while (probes := hunt.probes()) and rounds < max_rounds:
+    while ((probes := hunt.probes()) or hunt.needs_low_alone()) and rounds < max_rounds:
         entries: list[tuple[cap.Search | None, float]] = [*probes]
         if hunt.needs_low_alone():
             entries.append((None, 0.0))

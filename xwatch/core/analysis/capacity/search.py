@@ -89,7 +89,13 @@ GROWTH = 4.0
 #: the bracket is narrow enough once ``failed / met`` is at most this (10%)
 TARGET = 1.10
 EXTRA_LOADS = 3  # loads a search may probe beyond the bracket and the bisection
-LOW_RUNS = 3  # runs of LOW alone
+LOW_RUNS = 3  # runs of LOW alone at least
+#: LOW alone runs on past ``LOW_RUNS`` (up to ``Design.max_runs``, the looks its
+#: interval's error is spent over) while its interval reaches further than this factor
+#: either side of its estimate: its share of every candidate's consolidation rests on it
+#: (on two H200s, three runs 4% apart, one GPU against the other, left serve-train's
+#: trainer alone at 1,966 [188, 20,595] samples/s: two degrees of freedom)
+LOW_WIDTH = 1.05
 #: a fall of the SLO estimate by more than this factor as the load rises is noted
 DIP = 1.1
 #: the loads whose runs the variance is pooled over: estimates within this factor of
@@ -268,7 +274,16 @@ class Hunt:
         self.low_alone_ses.append(se)
 
     def needs_low_alone(self) -> bool:
-        return self.lows and len(self.low_alone) < LOW_RUNS
+        """Whether LOW alone needs another run: fewer than ``LOW_RUNS``, or its interval
+        at the last look wider than ``LOW_WIDTH`` while it has fewer than
+        ``Design.max_runs``."""
+        n = len(self.low_alone)
+        if not self.lows or n >= self.design.max_runs:
+            return False
+        iv = self.low_alone_iv
+        return n < LOW_RUNS or not (iv.lo and iv.hi and iv.est == iv.est and
+                                    iv.hi <= iv.est * LOW_WIDTH and
+                                    iv.lo >= iv.est / LOW_WIDTH)
 
     # ------------------------------------------------------------ a look
     def judge(self) -> None:

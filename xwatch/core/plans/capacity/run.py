@@ -6,7 +6,8 @@ statistics are ``analysis.capacity.search``).
 Candidates are advise's (``plans.advise.plan_candidates``: native, MPS and XSched
 settings, ``--set`` replacing a mode's grid); beside them, in the same run, the SLO
 workload alone (``dedicated``: its capacity on a GPU of its own, searched as a
-candidate) and the lower-priority work alone (its throughput, ``LOW_RUNS`` runs). A
+candidate) and the lower-priority work alone (its throughput, ``LOW_RUNS`` runs and on
+while its interval is wider than ``LOW_WIDTH``, also after the searches end). A
 scenario with nothing below the SLO workload measures its capacity alone (the
 dedicated search only).
 
@@ -208,7 +209,7 @@ class CapacityRun:
     # ------------------------------------------------------------ a round
     def _probes(self) -> list[Probe]:
         out = [Probe(s, r) for s, r in self.hunt.probes()]
-        if out and self.hunt.needs_low_alone():
+        if self.hunt.needs_low_alone():  # also once every search is settled
             out.append(Probe(None))
         return out
 
