@@ -116,6 +116,15 @@ ready_timeout_s = 20
     # the fake's schedule: no request completes in under 200 + 3 x 5 ms, and a request
     # unfinished at the end never enters below the fastest completed one
     assert chat["latency_ms"]["min"] >= 215 and chat["latency_ms"]["mean"] >= 215
+    # the TTFT counts every request due, not the answered alone: a cut request by its
+    # first token (a ``first`` event) or, queued before it, at least its wait
+    cut = chat["unfinished"]["count"]
+    ttft = chat["metrics"]["ttft_ms"]
+    assert ttft["count"] == chat["count"] + cut, (ttft["count"], chat["count"], cut)
+    said = re.search(r"their TTFT in its percentiles: (\d+) from their first token, (\d+) "
+                     r"at least their wait", chat["unfinished"]["note"])
+    assert said and int(said[1]) + int(said[2]) == cut and int(said[2]) >= 1, chat["unfinished"]
+    assert ttft["summary"]["max"] >= chat["unfinished"]["max_wait_ms"] / 2
     sat = [a for a in phase["annotations"] if a.get("kind") == "saturated"]
     assert len(sat) == 1 and "the server is saturated: offered 20.0 req/s, answered" in \
         sat[0]["text"] and "mostly queueing" in sat[0]["text"], phase["annotations"]

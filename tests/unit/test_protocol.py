@@ -116,7 +116,8 @@ def test_the_read_pause_follows_the_rate_and_never_lets_the_pipe_fill() -> None:
 def test_the_tagged_union_is_the_protocols_types() -> None:
     """Every ``type`` the protocol knows is one struct's tag (a request has none)."""
     tags = {c.__struct_config__.tag for c in (E.Hello, E.Warm, E.Ready, E.Heartbeat,
-                                              E.Error, E.Bye, E.Drain, E.Trace, E.Server)}
+                                              E.Error, E.Bye, E.Drain, E.First, E.Trace,
+                                              E.Server)}
     assert E.TYPES == KNOWN_TYPES == tags | {E.REQ}
 
 
@@ -186,3 +187,17 @@ def test_a_commands_own_named_metrics_are_typed_by_the_chunk() -> None:
     # a control event among them: each typed on its own, the same requests
     r2 = LineParser().feed(lines + b'{"type":"hb","inflight_s":0.5}\n')
     assert r2.events[:3] == r.events[:3] and r2.events[3] == E.Heartbeat(inflight_s=0.5)
+
+
+def test_a_first_token_event_is_read_and_a_bad_one_is_malformed() -> None:
+    """A server's load generator says each request's first token (``first``): its
+    number and TTFT; one without a number or with a TTFT that is no time is malformed."""
+    r = LineParser().feed(
+        b'{"type":"first","seq":3,"ttft_ms":12.5,"t":101.25}\n'
+        b'{"type":"first","seq":4,"ttft_ms":7}\n'
+        b'{"type":"first","ttft_ms":12.5}\n'
+        b'{"type":"first","seq":5,"ttft_ms":-1}\n')
+    assert r.events == [E.First(seq=3, ttft_ms=12.5, t=101.25), E.First(seq=4, ttft_ms=7.0)]
+    assert len(r.malformed) == 2
+    assert E.line(E.First(seq=3, ttft_ms=12.5, t=101.25)) == \
+        '{"type":"first","seq":3,"ttft_ms":12.5,"t":101.25}\n'

@@ -71,7 +71,8 @@ def _as(w: WorkloadSnapshot, name: str) -> WorkloadSnapshot:
                             latency_hist=m.hist, slowest=(), goodput=m.goodput,
                             count=m.count, phase_count=m.count,
                             window_count=m.window_count, unfinished=None if w.unfinished is None else
-                            msgspec.structs.replace(w.unfinished, in_percentiles=False))
+                            msgspec.structs.replace(w.unfinished, in_percentiles=(
+                                name == "ttft_ms" and w.unfinished.ttft_counted)))
     return msgspec.structs.replace(v, cdf=_cdf(v))
 
 

@@ -39,8 +39,11 @@ WARM = "warm"
 DRAIN = "drain"
 #: a server workload's load generator: the server's own metrics so far (``servers.scrape``)
 SERVER = "server"
+#: a server's request had its first output token (``seq``, ``ttft_ms``, ``t``): the TTFT
+#: of a request cut at the end before its answer
+FIRST = "first"
 KNOWN_TYPES = frozenset({REQ, HELLO, READY, HEARTBEAT, ERROR, BYE, TRACE, WARM, DRAIN,
-                         SERVER})
+                         SERVER, FIRST})
 
 #: The start gate: a built-in worker started with ``XWATCH_START_GATE=1`` sends
 #: ``{"type": "warm"}`` after its warm-up, then waits for SIGUSR2 (blocked from its

@@ -101,6 +101,9 @@ class Unfinished(Doc, frozen=True, kw_only=True):
     #: a server's load generator drained at the planned end (``drain_s``): every
     #: request sent was awaited, the backlog measured rather than cut
     drained: bool = False
+    #: a server's TTFT percentiles count them too: each by its first token, or at least
+    #: its wait where it had none (its load generator's ``first`` events)
+    ttft_counted: bool = False
 
 
 class Goodput(Doc, frozen=True, kw_only=True):

@@ -155,6 +155,16 @@ class Drain(msgspec.Struct, kw_only=True, tag_field="type", tag="drain"):
     done: bool = False
 
 
+class First(msgspec.Struct, kw_only=True, tag_field="type", tag="first"):
+    """A server's request ``seq`` had its first output token ``ttft_ms`` after its
+    scheduled send, at ``t``: a request cut at the end before its answer has its TTFT
+    known from this, and one cut before it has a TTFT of at least its wait."""
+
+    seq: int
+    ttft_ms: float
+    t: float | None = None
+
+
 class Trace(msgspec.Struct, kw_only=True, omit_defaults=True, tag_field="type", tag="trace"):
     """A kernel capture written (``path``) or failed (``error``)."""
 
@@ -185,10 +195,10 @@ def view_of(ev: Server) -> ServerView:
     return ServerView(**{f: getattr(ev, f) for f in ServerView.__struct_fields__})
 
 
-Control = Hello | Warm | Ready | Heartbeat | Error | Bye | Drain | Trace | Server
+Control = Hello | Warm | Ready | Heartbeat | Error | Bye | Drain | First | Trace | Server
 Event = Request | Control
-TYPES = frozenset({REQ, "hello", "warm", "ready", "hb", "error", "bye", "drain", "trace",
-                   "server"})
+TYPES = frozenset({REQ, "hello", "warm", "ready", "hb", "error", "bye", "drain", "first",
+                   "trace", "server"})
 
 _encode = msgspec.json.Encoder().encode
 
@@ -382,6 +392,11 @@ def _control(kind: object, obj: RawJSON) -> Control | None:
                    stopped=stopped if type(stopped) is bool else None)
     if kind == "drain":
         return Drain(sent=_int(g("sent")), done=g("done") is True)
+    if kind == "first":
+        seq, ttft = _int(g("seq")), g("ttft_ms")
+        if seq is None or not _num(ttft) or not 0 <= ttft < math.inf:
+            return None  # malformed: nothing to keep
+        return First(seq=seq, ttft_ms=float(ttft), t=_float(g("t")))
     if kind == "trace":
         err, path, cost = g("error"), g("path"), g("cost_s")
         return Trace(id=_int(g("id")), path=str(path) if path else None,

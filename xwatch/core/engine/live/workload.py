@@ -139,6 +139,10 @@ class WorkloadRun:
         self.stalls: list[M.Stall] = []
         self.unfinished: int | None = None
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
+        #: a server's requests with a first token and no answer yet: seq -> (TTFT, when)
+        self.first_ttft: dict[int, tuple[float, float]] = {}
+        #: the TTFT of a server's requests cut at the end (``_cut_ttft``)
+        self.ttft_cut: Moments | None = None
         self.unfinished_note = ""
         self.ready_info: E.Ready | None = None  # the worker's "ready" event
         self.warm_t: float | None = None  # the start gate: when it said it was warm
@@ -259,6 +263,7 @@ class WorkloadRun:
             s = e.seq
             if s is None or s <= 0:
                 continue
+            self.first_ttft.pop(s, None)
             if s > self.max_seq:
                 holes.update(range(self.max_seq + 1, s))
                 self.max_seq = s
@@ -281,12 +286,18 @@ class WorkloadRun:
             for x in v if isinstance(v, list) else (v,):
                 if 0 <= x < math.inf:
                     if rec is None:
-                        slo = self.phase.session.scenario.slo
-                        rec = self.metrics[k] = Recorder(
-                            self.phase.t_start, self.phase.session.window_s,
-                            slo.latency_ms if slo is not None and k == self.slo_metric
-                            else None)
+                        rec = self._metric(k)
                     rec.add(float(x), t, 0)
+
+    def _metric(self, k: str) -> Recorder:
+        """The recorder of the named metric ``k`` (made on first use)."""
+        rec = self.metrics.get(k)
+        if rec is None:
+            slo = self.phase.session.scenario.slo
+            rec = self.metrics[k] = Recorder(
+                self.phase.t_start, self.phase.session.window_s,
+                slo.latency_ms if slo is not None and k == self.slo_metric else None)
+        return rec
 
     def _mark_running(self, t0: float) -> None:
         if self.state == STALLED:
@@ -324,6 +335,9 @@ class WorkloadRun:
             self.inflight_s = e.inflight_s if e.inflight_s is not None else 0.0
         elif isinstance(e, E.Bye):  # the worker's clean end: what follows is the process's exit
             self.stage("bye", e.t if e.t is not None else now)
+        elif isinstance(e, E.First):  # a server's request had its first token
+            if e.seq > 0:
+                self.first_ttft[e.seq] = (e.ttft_ms, e.t if e.t is not None else now)
         elif isinstance(e, E.Drain):
             if e.sent is not None:
                 self.drain = (e.sent, e.done)
@@ -482,10 +496,13 @@ class WorkloadRun:
                              skip=skip, burstiness=spec.burstiness, limit=min(
                                  (n for n in (spec.requests, self.drain[0] if self.drain else None)
                                   if n is not None), default=None))
-            waits = [(end - t) * 1e3 for i, t in enumerate(dues, skip + 1)
-                     if i > self.max_seq or i in self.holes]
+            cut = [(i, t) for i, t in enumerate(dues, skip + 1)
+                   if i > self.max_seq or i in self.holes]
+            waits = [(end - t) * 1e3 for _, t in cut]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
                 else "from the load generator's schedule (every request sent and not counted)"
+            if spec.server is not None and cut:
+                self._cut_ttft(cut, end)
         elif spec.model is not None:
             inflight = self.inflight_s + (end - self.last_heartbeat) \
                 if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0
@@ -513,6 +530,31 @@ class WorkloadRun:
             if min(waits) < fastest:
                 self.unfinished_note += "; a wait below the fastest completed request at it"
 
+    def _cut_ttft(self, cut: list[tuple[int, float]], end: float) -> None:
+        """The TTFT of a server's requests cut at the end (their numbers and scheduled
+        sends): where its first token came by ``end`` (its ``first`` event), that TTFT;
+        else at least its wait, as the request latency takes a cut request (raised to
+        the fastest TTFT answered, as a wait below the fastest completed request is).
+        Kept apart (``ttft_cut``) and merged into the TTFT's phase percentiles, as the
+        latency's cut waits are: not in its per-second series, and each still a miss in
+        its goodput. Without this a server that falls behind would read its TTFT from the
+        requests it answered alone (docs/serving.md)."""
+        known = self.first_ttft
+        rec = self._metric("ttft_ms")
+        fastest = rec.phase_moments().min if rec.count else 0.0
+        m = Moments()
+        seen = 0
+        for i, t_due in cut:
+            got = known.get(i)
+            if got is not None and got[1] <= end:
+                m.add(got[0])
+                seen += 1
+            else:
+                m.add(max((end - t_due) * 1e3, fastest))
+        self.ttft_cut = m
+        self.unfinished_note += (f"; their TTFT in its percentiles: {seen} from their first "
+                                 f"token, {m.n - seen} at least their wait")
+
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
         rec = self.rec
@@ -538,13 +580,16 @@ class WorkloadRun:
         named = {}
         for k, r in self.metrics.items():
             m, (win, win_n, _, _) = r.read(min(now, end))
+            answered = m.n
+            if k == "ttft_ms" and self.ttft_cut is not None:
+                m.merge(self.ttft_cut)  # the cut requests' TTFT (``_cut_ttft``)
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
                                              integral=m.integral),
                                       # a failed or unfinished request: a miss
-                                      r.under_slo / (m.n + rec.errors + unf)
-                                      if r.slo_ms and m.n else None, win_n)
+                                      r.under_slo / (answered + rec.errors + unf)
+                                      if r.slo_ms and answered else None, win_n)
         return WorkloadSnapshot(
             name=spec.name, priority=spec.priority_value, priority_label=label,
             description=spec.describe(), state=self.state, pid=self.pid,
@@ -573,7 +618,8 @@ class WorkloadRun:
             unfinished=None if self.unfinished is None else M.Unfinished(
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
                 if self.unfinished_m else None, in_percentiles=in_pct,
-                note=self.unfinished_note, drained=bool(self.drain and self.drain[1])),
+                note=self.unfinished_note, drained=bool(self.drain and self.drain[1]),
+                ttft_counted=self.ttft_cut is not None),
             unfinished_note=self.unfinished_note, after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),

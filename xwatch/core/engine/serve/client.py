@@ -21,7 +21,7 @@ from xwatch.core.engine.serve.prompts import Ask, Asks
 from xwatch.core.engine.serve.server import Fatal
 from xwatch.core.engine.worker import LATE_THRESHOLD_S
 from xwatch.core.engine.worker.arrivals import Schedule
-from xwatch.core.model.events import Drain, Request, line
+from xwatch.core.model.events import Drain, First, Request, line
 
 #: the interpreter's thread switch interval in the generator (``benchmarks/measure/loadgen.py``)
 SWITCH_S = 0.0005
@@ -52,9 +52,11 @@ class Client:
         self.drain = asyncio.Event()  # SIGUSR1: no new request, those in flight awaited
         self.sent = 0  # requests launched (in order of their number)
 
-    async def stream_one(self, ask: Ask, t_sched: float) -> Request:
+    async def stream_one(self, ask: Ask, t_sched: float, seq: int | None = None) -> Request:
         """One streamed request; the event to send (``ok`` false with ``error`` when it
-        failed). Raises ``openai.NotOpenAI`` when the answer is not OpenAI's."""
+        failed). Raises ``openai.NotOpenAI`` when the answer is not OpenAI's. With
+        ``seq``, its first output token is said at once (a ``first`` event): a request
+        cut at the end before its answer then still has its TTFT known."""
         cfg, session = self.cfg, self.session
         assert session is not None
         body = openai.body(cfg.api, ask.prompt, ask.max_tokens, cfg.served_model,
@@ -104,6 +106,8 @@ class Client:
                                 itl.append((now - last) * 1e3)
                             else:
                                 first = now
+                                if seq is not None:
+                                    self.first_token(seq, now, (now - t_sched) * 1e3)
                             last = now
                             chunks += 1
                             tokens += got.token
@@ -139,6 +143,15 @@ class Client:
             itl_ms=[round(x, 4) for x in itl] or None,
             tail_ms=round((end - last) * 1e3, 4), output_tokens=out, chunks=chunks)
 
+    def first_token(self, seq: int, t: float, ttft_ms: float) -> None:
+        """A request's first output token, said at once (``First``), unless the stop
+        has begun (what follows it is not measured)."""
+        if self.stopping:
+            return
+        self.w.emit_line(line(First(seq=seq, ttft_ms=round(ttft_ms, 4), t=round(t, 6))),
+                         flush=False)
+        self.w.maybe_flush(time.monotonic())
+
     def report(self, seq: int, ev: Request) -> None:
         if self.stopping and not ev.ok:
             return  # cut by the stop itself: not measured, counted as unfinished
@@ -165,7 +178,7 @@ class Client:
 
     async def one(self, seq: int, t_sched: float, ask: Ask) -> None:
         try:
-            ev = await self.stream_one(ask, t_sched)
+            ev = await self.stream_one(ask, t_sched, seq)
         except openai.NotOpenAI as e:
             now = time.monotonic()
             ev = Request(t=now, ok=False, error=f"not OpenAI's answer: {e}",
