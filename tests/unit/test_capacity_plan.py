@@ -146,3 +146,25 @@ def test_an_older_snapshot_has_no_capacity_and_a_new_one_keeps_it(tmp_path: Path
     p.write_bytes(encode_document(snapshot_document(msgspec.structs.replace(snap, capacity=rec))))
     assert json.loads(p.read_text())["capacity"]["records"][0]["met"] == 81.0
     assert load_snapshot(p).capacity == rec
+
+
+def test_a_budget_shorter_than_one_run_is_refused() -> None:
+    with pytest.raises(UsageError) as e:
+        _run(_scen({"model": "resnet18", "rate": 40}, duration=120.0), budget_min=1.5)
+    assert e.value.title == "Budget shorter than one run"
+    assert "--budget 2 or more" in str(e.value) and "120 s" in str(e.value)
+
+
+def test_the_first_round_runs_only_what_its_measured_time_fits() -> None:
+    """Before any phase has run, a phase costs at least its measured time: 3 probes of
+    60 s (native, dedicated, LOW alone) do not fit 2 minutes; the two most informative
+    do (the budget once let a first round of three 120 s phases run 5 minutes on 2)."""
+    said: list[str] = []
+    run = make_run(_scen({"model": "resnet18", "rate": 40}, duration=60.0),  # type: ignore[arg-type]
+                   Options(budget_min=2.0), ["native"], {}, Backends(), say=said.append)
+    phases = run.round()
+    assert len(phases) == 2
+    assert any("a partial first round: 2 of 3 runs fit" in s for s in said), said
+    whole = make_run(_scen({"model": "resnet18", "rate": 40}, duration=60.0),  # type: ignore[arg-type]
+                     Options(budget_min=3.0), ["native"], {}, Backends(), say=said.append)
+    assert len(whole.round()) == 3

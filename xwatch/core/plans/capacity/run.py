@@ -152,6 +152,18 @@ def check_bounded(scen: Scenario, obj: Objective, w: Workload, lo: float,
         title="Runs too short to decide")
 
 
+def check_budget(duration_s: float, budget_min: float) -> None:
+    """A budget must hold at least one run's measured time: else not one probe could
+    run (refused before anything starts)."""
+    if budget_min * 60.0 >= duration_s:
+        return
+    raise UsageError(
+        f"--budget {budget_min:g} min is shorter than one run's {duration_s:g} s of "
+        f"measurement, so not one probe could run. Give --budget "
+        f"{math.ceil(duration_s / 60.0):g} or more (a search takes many runs), or a shorter "
+        f"--duration", title="Budget shorter than one run")
+
+
 def with_rate(wls: Sequence[Workload], name: str, rate: float) -> tuple[Workload, ...]:
     """The workloads with ``name`` (the scenario's name: every copy of it) at ``rate``."""
     return tuple(dataclasses.replace(w, rate=rate) if w.base_name == name else w
@@ -179,6 +191,7 @@ class CapacityRun:
         self.lows = lows_of(self.base, obj)
         self.gpus = scen.gpus
         check_bounded(self.base, obj, self.high, self.lo)
+        check_budget(self.base.duration_s, budget_min)
         self.steps: dict[str, Step] = {}
         searches: list[cap.Search] = []
         if self.lows:
@@ -221,6 +234,8 @@ class CapacityRun:
         if self.part is not None:  # a partial round (``after_round``): the part that fits
             probes = [p for p in probes if p.key in self.part]
             self.part = None
+        elif not self.phases:  # the first round: a phase costs at least its measured time
+            probes = self._first_fit(probes)
         self.rounds += 1
         if self.gpus:
             phases = [self._box_step(bp, {p.key: p for p in probes})
@@ -339,6 +354,22 @@ class CapacityRun:
             self.say(partial_line("capacity", k, len(order), used, self.phases, self.budget_s)
                      + f" ({'; '.join(self.part)})")
         return True
+
+    def _first_fit(self, probes: list[Probe]) -> list[Probe]:
+        """The first round, or the part of it whose phases' measured time alone fits the
+        budget (no phase has run yet to say what one costs), the most informative
+        first; ``check_budget`` saw that one run fits."""
+        d = self.base.duration_s
+        if self._phases_of(probes) * d <= self.budget_s:
+            return probes
+        order = [probes[i] for i in first.ranked(self.hunt, [(p.search, p.rate) for p in probes])]
+        k = max([n for n in range(1, len(order) + 1)
+                 if self._phases_of(order[:n]) * d <= self.budget_s] or [1])
+        self.say(f"xwatch: capacity: a partial first round: {k} of {len(order)} runs fit in "
+                 f"the budget ({self.budget_s / 60:g} min at {d:g} s of measurement a phase, "
+                 f"at least), the most informative first "
+                 f"({'; '.join(p.key for p in order[:k])})")
+        return order[:k]
 
     def _phases_of(self, probes: list[Probe]) -> int:
         return len(self._layout(probes, self.rounds + 1)) if self.gpus else len(probes)
