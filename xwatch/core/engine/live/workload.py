@@ -22,6 +22,8 @@ from xwatch.core import model as M
 from xwatch.core.engine.causes import best_cause
 from xwatch.core.engine.live.goodput import SloCounter
 from xwatch.core.engine.live.loglines import TAIL, HeadTail
+from xwatch.core.engine.live.unfinished import censored, cut_ttft, limit
+from xwatch.core.engine.live.unfinished import cut as cut_of
 from xwatch.core.engine.snapshot import (
     ALIVE,
     FAILED,
@@ -39,7 +41,6 @@ from xwatch.core.engine.snapshot import (
 )
 from xwatch.core.engine.spool import EventSpool
 from xwatch.core.engine.stats import LATENCY_BUCKETS_MS, RELATIVE_WIDTH, Moments, Recorder
-from xwatch.core.engine.worker.arrivals import due_times
 from xwatch.core.model import events as E
 from xwatch.scenario import Scenario, Workload
 
@@ -139,10 +140,8 @@ class WorkloadRun:
         self.stalls: list[M.Stall] = []
         self.unfinished: int | None = None
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
-        #: a server's requests with a first token and no answer yet: seq -> (TTFT, when)
-        self.first_ttft: dict[int, tuple[float, float]] = {}
-        #: the TTFT of a server's requests cut at the end (``_cut_ttft``)
-        self.ttft_cut: Moments | None = None
+        self.first_ttft: dict[int, tuple[float, float]] = {}  # first token, no answer yet
+        self.ttft_cut: Moments | None = None  # the TTFT of a server's cut requests
         self.unfinished_note = ""
         self.ready_info: E.Ready | None = None  # the worker's "ready" event
         self.warm_t: float | None = None  # the start gate: when it said it was warm
@@ -475,14 +474,11 @@ class WorkloadRun:
 
     # ------------------------------------------------------------- unfinished
     def count_unfinished(self, cutoff: float) -> None:
-        """Requests due by ``cutoff`` (the measured end) that never completed.
-
-        Built-in open-loop workers: exact, from the schedule the worker follows
-        (``arrivals``) and the highest request number counted; their waits so far
-        are censored latencies, merged into the phase percentiles. Closed loop:
-        the request in flight counts when it has waited longer than any completed
-        one (or the workload was stalled). Commands: estimated from ``rate``.
-        """
+        """Requests due by ``cutoff`` (the measured end) that never completed. Open loop
+        (built-in workers, servers): exact, from their schedule (``unfinished.cut``), their
+        waits censored latencies in the phase percentiles, a server's TTFT counting them
+        (``unfinished.cut_ttft``). Closed loop: the request in flight, when it has waited
+        longer than any completed one (or was stalled). Commands: estimated from ``rate``."""
         spec, rec = self.spec, self.rec
         if self.ready_t0 is None:
             self.unfinished, self.unfinished_note = None, "never ready"
@@ -490,19 +486,17 @@ class WorkloadRun:
         end = min(t for t in (cutoff, self.end_t) if t is not None)
         waits: list[float] = []
         if (spec.model is not None or spec.server is not None) and spec.rate:
-            holes = sorted(self.holes) if spec.server is not None else []
-            skip = holes[0] - 1 if holes else self.max_seq  # the lowest not counted
-            dues = due_times(self.ready_t0, spec.rate, spec.arrival, spec.seed, end,
-                             skip=skip, burstiness=spec.burstiness, limit=min(
-                                 (n for n in (spec.requests, self.drain[0] if self.drain else None)
-                                  if n is not None), default=None))
-            cut = [(i, t) for i, t in enumerate(dues, skip + 1)
-                   if i > self.max_seq or i in self.holes]
-            waits = [(end - t) * 1e3 for _, t in cut]
+            gone = cut_of(self.ready_t0, spec.rate, spec.arrival, spec.seed, spec.burstiness,
+                          end, self.max_seq, self.holes if spec.server is not None else set(),
+                          limit(spec.requests, self.drain))
+            waits = [(end - t) * 1e3 for _, t in gone]
             self.unfinished_note = "exact (from the worker's schedule)" if spec.server is None \
                 else "from the load generator's schedule (every request sent and not counted)"
-            if spec.server is not None and cut:
-                self._cut_ttft(cut, end)
+            if spec.server is not None and gone:  # their TTFT, merged into its percentiles
+                ttft = self._metric("ttft_ms")
+                self.ttft_cut, said = cut_ttft(gone, end, self.first_ttft, (
+                    ttft.phase_moments().min if ttft.count else 0.0))
+                self.unfinished_note += said
         elif spec.model is not None:
             inflight = self.inflight_s + (end - self.last_heartbeat) \
                 if self.last_heartbeat is not None and self.inflight_s > 0 else 0.0
@@ -521,39 +515,11 @@ class WorkloadRun:
             self.unfinished, self.unfinished_note = None, "unknown (command without rate)"
             return
         self.unfinished = len(waits)
-        if waits:  # none is faster than the fastest completed: a wait below it is raised
+        if waits:
             fastest = rec.phase_moments().min if rec.count else 0.0
-            m = Moments()
-            for w in waits:
-                m.add(max(w, fastest))
-            self.unfinished_m = m
+            self.unfinished_m = censored(waits, fastest)
             if min(waits) < fastest:
                 self.unfinished_note += "; a wait below the fastest completed request at it"
-
-    def _cut_ttft(self, cut: list[tuple[int, float]], end: float) -> None:
-        """The TTFT of a server's requests cut at the end (their numbers and scheduled
-        sends): where its first token came by ``end`` (its ``first`` event), that TTFT;
-        else at least its wait, as the request latency takes a cut request (raised to
-        the fastest TTFT answered, as a wait below the fastest completed request is).
-        Kept apart (``ttft_cut``) and merged into the TTFT's phase percentiles, as the
-        latency's cut waits are: not in its per-second series, and each still a miss in
-        its goodput. Without this a server that falls behind would read its TTFT from the
-        requests it answered alone (docs/serving.md)."""
-        known = self.first_ttft
-        rec = self._metric("ttft_ms")
-        fastest = rec.phase_moments().min if rec.count else 0.0
-        m = Moments()
-        seen = 0
-        for i, t_due in cut:
-            got = known.get(i)
-            if got is not None and got[1] <= end:
-                m.add(got[0])
-                seen += 1
-            else:
-                m.add(max((end - t_due) * 1e3, fastest))
-        self.ttft_cut = m
-        self.unfinished_note += (f"; their TTFT in its percentiles: {seen} from their first "
-                                 f"token, {m.n - seen} at least their wait")
 
     # ------------------------------------------------------------------ reads
     def snapshot(self, now: float) -> WorkloadSnapshot:
@@ -582,7 +548,7 @@ class WorkloadRun:
             m, (win, win_n, _, _) = r.read(min(now, end))
             answered = m.n
             if k == "ttft_ms" and self.ttft_cut is not None:
-                m.merge(self.ttft_cut)  # the cut requests' TTFT (``_cut_ttft``)
+                m.merge(self.ttft_cut)  # the cut requests' TTFT (``unfinished.cut_ttft``)
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
