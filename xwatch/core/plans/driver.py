@@ -512,12 +512,13 @@ def per_phase(used_s: float, phases: int) -> float:
 
 
 def fitting(count: int, phases_of: Callable[[int], int], used_s: float, phases: int,
-            budget_s: float) -> int:
+            budget_s: float, cost: float | None = None) -> int:
     """The most entries ``k <= count`` (the first ``k`` in rank order) whose phases
     (``phases_of(k)``: ``k`` on one device, fewer on a box of GPUs) end within
-    ``budget_s`` at the mean phase's time so far: ``count`` when the round fits, 0
-    when not even one entry does."""
-    cost = per_phase(used_s, phases)
+    ``budget_s`` at the mean phase's time so far (``cost``: at that time a phase, where
+    no phase has run yet): ``count`` when the round fits, 0 when not even one entry
+    does."""
+    cost = per_phase(used_s, phases) if cost is None else cost
     for k in range(count, 0, -1):
         if used_s + cost * phases_of(k) <= budget_s:
             return k

@@ -141,7 +141,7 @@ class WorkloadRun:
         self.unfinished: int | None = None
         self.unfinished_m: Moments | None = None  # censored waits, merged into phase stats
         self.first_ttft: dict[int, tuple[float, float]] = {}  # first token, no answer yet
-        self.ttft_cut: Moments | None = None  # the TTFT of a server's cut requests
+        self.cut_named: dict[str, Moments] = {}  # named metrics of the cut requests
         self.unfinished_note = ""
         self.ready_info: E.Ready | None = None  # the worker's "ready" event
         self.warm_t: float | None = None  # the start gate: when it said it was warm
@@ -494,7 +494,7 @@ class WorkloadRun:
                 else "from the load generator's schedule (every request sent and not counted)"
             if spec.server is not None and gone:  # their TTFT, merged into its percentiles
                 ttft = self._metric("ttft_ms")
-                self.ttft_cut, said = cut_ttft(gone, end, self.first_ttft, (
+                self.cut_named["ttft_ms"], said = cut_ttft(gone, end, self.first_ttft, (
                     ttft.phase_moments().min if ttft.count else 0.0))
                 self.unfinished_note += said
         elif spec.model is not None:
@@ -547,8 +547,8 @@ class WorkloadRun:
         for k, r in self.metrics.items():
             m, (win, win_n, _, _) = r.read(min(now, end))
             answered = m.n
-            if k == "ttft_ms" and self.ttft_cut is not None:
-                m.merge(self.ttft_cut)  # the cut requests' TTFT (``unfinished.cut_ttft``)
+            if k in self.cut_named:  # the cut requests' values (``unfinished.cut_ttft``)
+                m.merge(self.cut_named[k])
             named[k] = MetricSnapshot(k, m.n, m.summary(), win, tuple(r.series()),
                                       M.Hist(relative_width=RELATIVE_WIDTH,
                                              buckets=list(m.hist.items()),
@@ -585,7 +585,7 @@ class WorkloadRun:
                 count=self.unfinished, max_wait_ms=round(self.unfinished_m.max, 6)
                 if self.unfinished_m else None, in_percentiles=in_pct,
                 note=self.unfinished_note, drained=bool(self.drain and self.drain[1]),
-                ttft_counted=self.ttft_cut is not None),
+                ttft_counted="ttft_ms" in self.cut_named),
             unfinished_note=self.unfinished_note, after_end=self.after_end,
             stalled_since=(round(self.stalled_since - self.phase.t_start, 3)
                            if self.stalled_since is not None else None),

@@ -360,11 +360,11 @@ class CapacityRun:
         budget (no phase has run yet to say what one costs), the most informative
         first; ``check_budget`` saw that one run fits."""
         d = self.base.duration_s
-        if self._phases_of(probes) * d <= self.budget_s:
-            return probes
         order = [probes[i] for i in first.ranked(self.hunt, [(p.search, p.rate) for p in probes])]
-        k = max([n for n in range(1, len(order) + 1)
-                 if self._phases_of(order[:n]) * d <= self.budget_s] or [1])
+        k = max(1, fitting(len(order), lambda n: self._phases_of(order[:n]), 0.0, 0,
+                           self.budget_s, cost=d))
+        if k == len(order):
+            return probes
         self.say(f"xwatch: capacity: a partial first round: {k} of {len(order)} runs fit in "
                  f"the budget ({self.budget_s / 60:g} min at {d:g} s of measurement a phase, "
                  f"at least), the most informative first "
