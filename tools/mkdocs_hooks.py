@@ -8,7 +8,9 @@ file, not rendered into a page of the manual: it is xwatch's output, not a page 
 navigates or searches, and a rendered copy with the manual's navigation weighed about
 three times the file (tools/pack_results.py keeps the site within its budget). The raw
 data (snapshots, events, HTML reports) is not under docs/ at all: it is in
-``data/results/PAGE/``, named by the page."""
+``data/results/PAGE/``, named by the page. The theme's source maps (``*.map``, 1.3 MB:
+for debugging its minified scripts, never fetched by a reader's browser) are left out of
+the site."""
 
 from __future__ import annotations
 
@@ -42,6 +44,11 @@ def as_kept(f: File) -> File:
     return out
 
 
+def published(f: File) -> bool:
+    """Whether ``f`` goes into the site: all but the theme's source maps."""
+    return not f.src_uri.endswith(".map")
+
+
 def on_files(files: Files, config: Any) -> Files:
-    """Every results folder's Markdown file published as it was written."""
-    return Files([as_kept(f) for f in files])
+    """Every results folder's Markdown file published as it was written; no source map."""
+    return Files([as_kept(f) for f in files if published(f)])

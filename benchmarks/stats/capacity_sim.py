@@ -21,7 +21,7 @@ truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/stats/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
         [--duration S] [--phase-s S] [--slopes LO:HI]
-        [--case intensive|intensive-floor|serve-train] [--before] [--design KEY=VALUE,...]
+        [--case intensive|intensive-floor|intensive-runaway|serve-train] [--before] [--design KEY=VALUE,...]
         [--budget MIN [--whole-rounds]]
 
 ``--case`` sets the truth of one of issue 65's goals (every other option then ignored):
@@ -38,6 +38,14 @@ idea of ``search.Design`` changed from xwatch's (``spread=even``, ``place=bisect
 ``intensive-floor`` is ``intensive`` on a floor: the typical run's P99 ``10 ms (0.45 +
 0.55 (r / K) ** k)``, 45% of the objective at no load (a service time: the H200's
 dedicated ResNet-18 at 25 req/s, 4.3 ms), the knee still at K.
+
+``intensive-runaway`` is ``intensive-floor`` whose runs run away now and then, as on two
+H200s near the knee: each run at rate r runs away with chance ``1 / (1 + exp(-log(r /
+R) / 0.1))``, R uniform in 0.6-1.0 times the knee, its P99 then times a factor
+log-uniform in 4-300; each verdict is judged against the typical run's knee (the
+geometric mean over runs crossing the objective), and the last line counts the loads
+met where the P99 over all their requests together misses
+(docs/results/cpu-2026-11-29-runaway.md).
 
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
 GPU, runs back to back; LOW alone's runs included. ``--budget MIN``: the runs stop at

@@ -134,6 +134,22 @@ def test_even_the_lowest_rate_missing_is_said_with_what_it_showed() -> None:
             in text), text
 
 
+def test_loads_whose_runs_lie_far_apart_are_said_with_what_that_means() -> None:
+    """A search whose runs of one load lay 46x apart (a queue that ran away in some, as
+    on two H200s at 210 req/s) says so under the table; one without says nothing."""
+    rec = _record("undecided", 188.0, 400.0)
+    assert "ran away" not in "\n".join(capacity_lines(rec))
+    first = M.CapacityRecord(**{**{f: getattr(rec.records[0], f)
+                                   for f in rec.records[0].__struct_fields__},
+                                "runaways": [[200.0, 7.0], [210.0, 45.9]]})
+    rec = M.Capacity(**{**{f: getattr(rec, f) for f in rec.__struct_fields__},
+                        "records": [first, rec.records[1]]})
+    text = "\n".join(capacity_lines(rec))
+    assert ("- mps low pri=1 sm=50%: runs of one load lie up to 46x apart at 200, 210 "
+            "req/s (a queue that ran away in some)") in text, text
+    assert "a verdict near these loads may be wrong" in text
+
+
 def test_an_older_snapshot_has_no_capacity_and_a_new_one_keeps_it(tmp_path: Path) -> None:
     import msgspec
 

@@ -197,7 +197,7 @@ def test_kept_reports_are_published_as_written_not_as_pages() -> None:
     pytest.importorskip("mkdocs")
     from mkdocs.structure.files import File
 
-    from tools.mkdocs_hooks import as_kept, kept_file
+    from tools.mkdocs_hooks import as_kept, kept_file, published
 
     assert kept_file("results/h100-2026-11-24-xsched12/llm/report.md")
     assert not kept_file("results/h100-2026-11-24-xsched12.md")
@@ -206,3 +206,6 @@ def test_kept_reports_are_published_as_written_not_as_pages() -> None:
     assert not report.is_documentation_page() and report.dest_uri == "results/x/llm/report.md"
     page = as_kept(File("results/x.md", "docs", "site", True))
     assert page.is_documentation_page() and page.dest_uri == "results/x/index.html"
+    assert not published(File("assets/javascripts/bundle.a5f9d56c.min.js.map", "t", "site",
+                              True))
+    assert published(File("assets/javascripts/bundle.a5f9d56c.min.js", "t", "site", True))

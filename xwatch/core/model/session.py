@@ -348,6 +348,10 @@ class CapacityRecord(Doc, frozen=True, kw_only=True):
     loads: list[CapacityLoad] = []
     #: loads whose SLO estimates fall as the load rises (within noise): [lower, higher]
     dips: list[list[float]] = []
+    #: loads whose runs' SLO values lie more than ``search.RUNAWAY`` apart (a queue that
+    #: ran away in some): [rate, largest / smallest]; the promise assumes runs that vary
+    #: around one value
+    runaways: list[list[float]] = []
 
 
 class Capacity(Doc, frozen=True, kw_only=True):

@@ -124,6 +124,13 @@ def capacity_lines(rec: M.Capacity) -> list[str]:
             lines.append(f"- {r.candidate}: the SLO estimate falls as the load rises at "
                          f"{pairs} req/s (within noise; a non-monotone curve would make a "
                          "bracket meaningless)")
+        if r.runaways:
+            at = ", ".join(f"{a:g}" for a, _ in r.runaways)
+            most = max(x for _, x in r.runaways)
+            lines.append(f"- {r.candidate}: runs of one load lie up to {most:.0f}x apart at "
+                         f"{at} req/s (a queue that ran away in some): the bracket's promise "
+                         "assumes runs that vary around one value, so a verdict near these "
+                         "loads may be wrong (docs/capacity.md, \"Runs that run away\")")
     if rec.low_workloads and rec.low_alone.estimate is not None:
         lines.append(f"{' and '.join(rec.low_workloads)} alone: "
                      f"{share_text(rec.low_alone).replace('.00', '')} samples/s")

@@ -3,11 +3,13 @@
 ``benchmarks/stats/capacity_sim.py``), the error a load's look on n runs spends
 (``look_alpha``), the load's interval at a look (``interval``: the race's pooled
 variance, ``sequential.moderated``), and how many more runs would tell it from the
-objective (``runs_to_clear``). ``search`` runs the searches over these."""
+objective (``runs_to_clear``), how far apart its runs lie (``spread``). ``search`` runs
+the searches over these."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -60,7 +62,13 @@ class Design:
     ``knee.FLAT`` (the step grows with the margin; else along ``knee.SLOPE``): not
     xwatch's, as it bought no runs in simulation (growth loads under the objective are
     run once, so a longer step trades them for narrowing loads of 2-3 runs each:
-    docs/results/cpu-2026-11-29-capacity-speed2.md)."""
+    docs/results/cpu-2026-11-29-capacity-speed2.md); ``keep``: a load's verdict, once
+    given, is kept at later looks (``BEFORE``'s). xwatch's judges every load afresh at
+    each look: with log-normal runs a verdict could be kept (the intervals hold over
+    every look together), but near a knee a run's queue now and then runs away, and a
+    load whose two or three runs happened not to is met on a pool that has seen none
+    (``benchmarks/stats/capacity_sim.py --case intensive-runaway``, 300 trials: a knee
+    missed in 56.7% kept, 12.0% afresh; docs/results/cpu-2026-11-29-runaway.md)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -70,11 +78,12 @@ class Design:
     narrow: int | None = 8
     max_runs: int = 10
     flat: bool = False
+    keep: bool = False
 
 
 NOW = Design()
 BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS)
+                narrow=None, max_runs=MAX_RUNS, keep=True)
 
 
 def look_alpha(alpha: float, n: int, design: Design) -> float:
@@ -172,3 +181,9 @@ def runs_to_clear(r: seq.LogRuns, prior: seq.Prior | None, bound: float, alpha: 
         if seq.half_width(var, df + k - r.n, k, look_alpha(alpha, k, design)) < gap:
             return k - r.n
     return never
+
+
+def spread(values: Sequence[float]) -> float:
+    """The largest of a load's positive values over the smallest (1: fewer than two)."""
+    pos = [v for v in values if v > 0]
+    return max(pos) / min(pos) if len(pos) >= 2 else 1.0

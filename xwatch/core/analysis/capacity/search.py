@@ -14,8 +14,8 @@ noisier than the pool keeps its own), its error rate spent over the load's looks
 look a run, from ``Design.first`` to ``Design.max_runs`` runs, each at the level of one
 boundary calibrated to the looks' correlation: ``look_alpha``, ``interval``), so the
 interval holds at every look at once. A load is ``met`` once its interval's upper end
-lies under the objective, ``failed`` once its lower end lies above; the verdict is kept
-(the intervals hold over every look together). A verdict can err through one end only
+lies under the objective, ``failed`` once its lower end lies above, judged afresh at
+every look (``Design.keep`` says why). A verdict can err through one end only
 (a load truly under the objective is wrongly failed by its lower end alone), so each end
 is taken at the load's whole error rate (the two-sided interval at twice it); the
 intervals printed, and the monotonicity check, which can err through either end, are
@@ -77,7 +77,9 @@ from xwatch.core.analysis.capacity.loads import (
     interval,
     look_alpha,
     runs_to_clear,
+    spread,
 )
+from xwatch.core.analysis.capacity.shares import Shares, add, ratio
 from xwatch.core.analysis.stats import sequential as seq
 from xwatch.core.analysis.stats.intervals import Interval
 
@@ -114,6 +116,10 @@ AWAY = 4
 #: a load is left open by ``Design.give_up`` only from this many runs (fewer say
 #: little of its mean)
 GIVE_UP_FROM = 3
+
+
+#: a load's runs this far apart: a queue ran away in some (``Search.runaways``)
+RUNAWAY = 4.0
 
 
 def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
@@ -178,6 +184,9 @@ class Search:
     next: float | None = None
     #: the SLO estimates fall with the load somewhere, within noise (a note)
     dips: list[tuple[float, float]] = field(default_factory=list)
+    #: loads whose runs lie more than ``RUNAWAY`` apart (rate, largest / smallest; on
+    #: H200s 7-46x near the knee, log-normal runs never are): the promise assumes not
+    runaways: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def runs(self) -> int:
@@ -295,15 +304,21 @@ class Hunt:
                                abs(r.mean - math.log(self.slo_ms)) <= math.log(NEAR)])
         self._prior = prior
         a, d = self.load_alpha(), self.design
+        changed: set[int] = set()
         for ld, r in zip(loads, slo):
             ld.iv = interval(r, prior, a, d)
             # a verdict errs through one end only: each end at the load's whole rate
             one = interval(r, prior, 2.0 * a, d)
-            if ld.verdict == OPEN and ld.runs >= d.first:
+            was = ld.verdict
+            if (ld.verdict == OPEN or not d.keep) and ld.runs >= d.first:
                 if one.hi is not None and one.hi < self.slo_ms:
                     ld.verdict = MET
                 elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED
+                else:
+                    ld.verdict = OPEN
+            if ld.verdict != was:
+                changed.add(id(ld))
             ld.exhausted = ld.verdict == OPEN and ld.runs >= d.first and (
                 ld.runs >= d.max_runs or not ld.bounded or (
                     d.give_up is not None and r is not None and ld.runs >= GIVE_UP_FROM and
@@ -318,6 +333,11 @@ class Hunt:
                 ld.low_iv = interval(r, lp, b)
             self.low_alone_iv = interval(alone, lp, b)
         for s in self.searches:
+            s.runaways = [(r, x) for r in sorted(s.loads)
+                          if (x := spread(s.loads[r].slo)) > RUNAWAY]
+            if not s.alive and s.status not in (NON_MONOTONE, BROKEN, UNDECIDED) and \
+                    any(id(ld) in changed for ld in s.loads.values()):
+                s.status, s.reason = SEARCHING, ""
             if s.alive:
                 self._check_monotone(s)
             if s.alive:
@@ -325,14 +345,19 @@ class Hunt:
 
     def _check_monotone(self, s: Search) -> None:
         """A load whose SLO interval lies wholly above a higher load's: not monotone
-        with confidence (the search stops and says so); estimates that fall by more than
-        ``DIP`` as the load rises, within noise, are noted (``dips``)."""
+        with confidence (the search stops and says so; only between loads of two runs or
+        more, and not once runs of a load lay ``RUNAWAY`` apart: where queues run away
+        now and then, a load whose runs all did lies above a higher one whose runs did
+        not); estimates that fall by more than ``DIP`` as the load rises, within noise,
+        are noted (``dips``)."""
         rates = sorted(s.loads)
         s.dips = []
         for i, r1 in enumerate(rates):
             for r2 in rates[i + 1:]:
                 a, b = s.loads[r1].iv, s.loads[r2].iv
-                if a.lo is not None and b.hi is not None and a.lo > b.hi:
+                if a.lo is not None and b.hi is not None and a.lo > b.hi and \
+                        min(s.loads[r1].runs, s.loads[r2].runs) >= MIN_RUNS and \
+                        not s.runaways:
                     s.status, s.next = NON_MONOTONE, None
                     s.reason = (f"the SLO metric falls with the load: {a.text()} ms at "
                                 f"{r1:g} req/s, {b.text()} ms at {r2:g} req/s, with confidence")
@@ -559,29 +584,6 @@ class Hunt:
                    for o in cands if o is not s):
                 return s
         return None
-
-
-@dataclass(frozen=True)
-class Shares:
-    high: Interval
-    low: Interval
-    total: Interval
-
-
-def ratio(a: Interval, b: Interval) -> Interval:
-    """``a / b`` for positive quantities, its interval from the ends (open where an end
-    is missing)."""
-    est = a.est / b.est if a.est == a.est and b.est == b.est and b.est else math.nan
-    lo = a.lo / b.hi if a.lo is not None and b.hi else None
-    hi = a.hi / b.lo if a.hi is not None and b.lo else None
-    return Interval(est, lo, hi)
-
-
-def add(a: Interval, b: Interval) -> Interval:
-    est = a.est + b.est if a.est == a.est and b.est == b.est else math.nan
-    lo = a.lo + b.lo if a.lo is not None and b.lo is not None else None
-    hi = a.hi + b.hi if a.hi is not None and b.hi is not None else None
-    return Interval(est, lo, hi)
 
 
 def estimate(i: Interval, digits: int = 6) -> M.Estimate:

@@ -398,7 +398,8 @@ class CapacityRun:
                                       low=cap.estimate(ld.low_iv), verdict=ld.verdict,
                                       gpus=list(ld.gpus))
                        for r, ld in sorted(s.loads.items())],
-                dips=[[a, b] for a, b in s.dips]))
+                dips=[[a, b] for a, b in s.dips],
+                runaways=[[r, round(x, 1)] for r, x in s.runaways]))
         return M.Capacity(
             slo=M.Slo(workload=obj.workload, metric=str(obj.metric),
                       percentile=obj.metric.q, latency_ms=obj.latency_ms),
