@@ -113,7 +113,11 @@ def test_capacity_on_two_gpus_beside_a_low_with_the_shares(tmp_path: Path) -> No
     # hold 1) and the LOW's throughput at that load is LOW alone's
     nat = recs["native"]
     assert nat["high_share"]["lo"] <= 1.0 <= nat["high_share"]["hi"]
-    assert nat["low_share"]["lo"] <= 1.0 <= nat["low_share"]["hi"]
+    low = nat["low_share"]
+    # LOW's throughput at the met load is its runs there (two or three 1 s windows of a
+    # 20-iteration loop: a busy machine spreads them, and their interval can be open)
+    assert 0.8 <= low["estimate"] <= 1.25, low
+    assert (low["lo"] is None or low["lo"] <= 1.0) and (low["hi"] is None or low["hi"] >= 1.0)
     assert cap["low_alone"]["estimate"] > 0 and cap["low_workloads"] == ["low"]
     assert "GPUs of work on one" in r.stdout
     # its share's estimate is near 1 (the two brackets' middles, each within 10%)

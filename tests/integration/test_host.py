@@ -50,3 +50,26 @@ async def test_a_plan_computes_its_answer_once_and_everyone_reads_it(
     assert status == (EXIT_GATE if tripped else EXIT_OK)
     md = (out / "report.md").read_text()
     assert f"**{lines[0]}**" in md
+
+
+async def test_a_plan_whose_answer_raises_still_exports_its_phases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An analysis fault at the plan's end (on two H200s an OverflowError after seven
+    minutes of capacity runs, when nothing was written) loses nothing: the snapshot and
+    its report are written with every phase, the fault is said with its type, and the
+    plan exits 1 (failed), not 0."""
+    def broken(snap: SessionSnapshot) -> M.SessionAnswer:
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(host, "session_answer", broken)
+    scen = load_scenario(str(two(tmp_path, 1)))
+    out = tmp_path / "o"
+    driver = Driver(scen, Options(telemetry="off", export=str(out)))
+    status = await driver.run(Plan([Step("native", label="a"), Step("native", label="b")]))
+    assert status == 1
+    snap = load_snapshot(out)
+    assert [p.status for p in snap.phases] == ["done", "done"]
+    assert (out / "report.md").exists()
+    err = capsys.readouterr().err
+    assert "the answer could not be computed (OverflowError: math range error)" in err

@@ -246,6 +246,20 @@ def test_the_old_pooled_contrast_names_neither_mode_s_number() -> None:
     assert pooled == pytest.approx(math.sqrt(2) - 1)
 
 
+def test_a_contrast_beyond_any_float_is_open_not_a_crash() -> None:
+    """On two H200s a capacity run ended in an OverflowError here: copies 14x apart, one
+    step with two runs and many tests, gave an upper end of e^2000. The interval is open
+    above, its estimate and lower end as computed."""
+    from xwatch.core.analysis.stats.copies import contrasts
+
+    table = [{0: 5.0, 1: 5.0}, {0: 70.0, 1: 5.0}, {0: 4.0, 1: 5.0}]
+    steps = ["a", "a", "b"]
+    per = contrasts(table, [0, 1], Metric.parse("P99"), 10 ** 9, 0.0, steps)
+    iv, k = per[(0, "a")]
+    assert k == 2 and iv.hi is None and iv.lo is not None
+    assert iv.est == pytest.approx(math.expm1(math.log(14.0) / 2))
+
+
 # ------------------------------------------------------------ through a snapshot
 SCEN = parse_scenario({"duration_s": 10, "workload": [
     {"name": "high", "priority": "high", "model": "resnet18", "rate": 20},

@@ -83,3 +83,30 @@ def test_the_answer_is_settled_once_and_read_as_stored(
     after = h.settled()  # a phase more, every one ended: computed and stored
     assert counted == [2, 2, 3] and after.answer is session.answer
     assert [s.step for s in session.answer.box.steps] == ["native [b]", "native [c]"]
+
+
+def test_an_analysis_fault_keeps_the_phases_and_says_so(
+        h: host.SessionHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On two H200s a capacity run's answer raised an OverflowError at its end and the
+    seven minutes measured were lost with it. The answer that raises is said once (its
+    type, message and traceback in the session's log, a warning), kept in
+    ``answer_error``, and the snapshot comes back without it, every phase in it."""
+    rng = random.Random(2)
+    session = h.session
+    assert session is not None
+    _phase(h, "a", 0.0, rng).finish()
+    _phase(h, "b", 1.0, rng).finish()
+
+    def broken(snap: object) -> None:
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(host, "session_answer", broken)
+    snap = h.settle()
+    assert [p.step for p in snap.phases] == ["native [a]", "native [b]"]
+    assert snap.answer is None
+    assert h.answer_error == "OverflowError: math range error"
+    errors = [ln.text for ln in session.logs if ln.stream == "error"]
+    assert len(errors) == 1 and "the answer could not be computed" in errors[0]
+    assert "Traceback" in errors[0]
+    assert h.settled().answer is None  # the dashboard's reading: no crash either
+    assert len([ln for ln in session.logs if ln.stream == "error"]) == 1  # said once

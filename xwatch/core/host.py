@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import signal
 import tempfile
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
+from xwatch.core import model as M
 from xwatch.core.analysis.answer.stored import session_answer
 from xwatch.core.engine.live.session import Session
 from xwatch.core.engine.snapshot import SessionSnapshot
@@ -91,6 +93,8 @@ class SessionHost:
         self._publisher: asyncio.Task[None] | None = None
         #: what the stored answer was settled on (``_answer_key``)
         self._settled: object = None
+        #: the answer could not be computed (an analysis fault): what went wrong, once
+        self.answer_error: str | None = None
 
     # ------------------------------------------------------------ the session
     def begin_keeping(self, argv: list[str]) -> Path:
@@ -179,9 +183,29 @@ class SessionHost:
         each phase ends and at the session's end; the snapshot that carries it."""
         assert self.session is not None
         snap = self.session.snapshot()
-        self.session.answer = session_answer(snap)
+        ans = self._answer(snap)
+        if ans is None:  # kept as it stood: the phases and the snapshot go on
+            return msgspec.structs.replace(snap, answer=self.session.answer)
+        self.session.answer = ans
         self._settled = _answer_key(snap)
         return msgspec.structs.replace(snap, answer=self.session.answer)
+
+    def _answer(self, snap: SessionSnapshot) -> M.SessionAnswer | None:
+        """``session_answer``; None where it raised (a fault in the analysis, not in the
+        run): said once with its traceback, kept in ``answer_error``, so that the phases
+        measured are exported all the same and the plan's exit says it failed."""
+        try:
+            return session_answer(snap)
+        except Exception as e:  # the run's data outlives an analysis fault
+            if self.answer_error is None:
+                self.answer_error = f"{type(e).__name__}: {e}"
+                assert self.session is not None
+                self.session.log("xwatch", "error", "the answer could not be computed "
+                                 f"({self.answer_error}); every phase is kept and "
+                                 "exported without it:\n" + traceback.format_exc())
+                self.teller.warn(f"the answer could not be computed ({self.answer_error}); "
+                                 "the phases are kept and exported without it")
+            return None
 
     def settled(self, telemetry_last: int | None = 600) -> SessionSnapshot:
         """A snapshot taken now whose answer is the session's as it stands: the stored
@@ -193,7 +217,9 @@ class SessionHost:
         key = _answer_key(snap)
         if key is not None and key == self._settled:
             return snap
-        ans = session_answer(snap)
+        ans = self._answer(snap)
+        if ans is None:
+            return msgspec.structs.replace(snap, answer=self.session.answer)
         if key is not None:
             self.session.answer, self._settled = ans, key
         return msgspec.structs.replace(snap, answer=ans)

@@ -432,6 +432,8 @@ class Driver:
             status = self._gate(final, fail_if)
         if self.opts.export and not host.export(self.opts.export):
             status = status or EXIT_FAILED  # a requested artefact that is missing is a failure
+        if host.answer_error is not None:  # exported without its answer: a fault, said
+            status = status or EXIT_FAILED
         host.end()
         return status
 

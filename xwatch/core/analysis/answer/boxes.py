@@ -63,7 +63,8 @@ def box_findings(phases: Sequence[PhaseSnapshot]) -> list[str]:
         if b not in told:
             out.append(f"box {b} is slower: its {what} P99 is {(iv.est - 1) * 100:.0f}% above "
                        f"the other boxes' [{(iv.lo or 1) * 100 - 100:.0f}%, "
-                       f"{(iv.hi or 1) * 100 - 100:.0f}%] (each step's level removed, over "
+                       + (f"{iv.hi * 100 - 100:.0f}%]" if iv.hi is not None else "open]")
+                       + " (each step's level removed, over "
                        "every step's runs; 95% over the boxes)")
     return out
 

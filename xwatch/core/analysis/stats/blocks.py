@@ -251,7 +251,9 @@ def slower_blocks(rows: Sequence[tuple[str, str, float]], alpha: float = 0.05
         est, f = fit.block_effect(b)
         half = t * math.sqrt(var * f)
         if est - half > 0:
-            out.append((b, Interval(math.exp(est), math.exp(est - half), math.exp(est + half))))
+            top = est + half  # beyond any float (a t of thousands on 1 df): open above
+            out.append((b, Interval(math.exp(est), math.exp(est - half),
+                                    math.exp(top) if top <= 700.0 else None)))
     return out
 
 

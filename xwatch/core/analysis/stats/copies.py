@@ -304,8 +304,18 @@ def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
             mean = block_mean[b]
             half = t / math.sqrt(kb)
             lo, hi = widen(mean - half, mean + half, mean, 2 * r)
-            out[(g, b)] = (Interval(math.expm1(mean), math.expm1(lo), math.expm1(hi)), kb)
+            out[(g, b)] = (Interval(math.expm1(mean), _relative(lo), _relative(hi)), kb)
     return out
+
+
+#: a log difference beyond this is past any float's range as a relative change
+_LOG_MAX = 700.0
+
+
+def _relative(x: float) -> float | None:
+    """A log difference as a relative change; None (open) where it is beyond any float
+    (runs 14x apart on 2 runs put a t of thousands on a spread of 1.3)."""
+    return math.expm1(x) if x <= _LOG_MAX else None
 
 
 def _beyond(iv: Interval) -> bool:
