@@ -155,3 +155,23 @@ def test_the_h200_advise_round_that_left_a_minute_unused_now_buys_three_runs() -
     assert rc.part == ["xsched 8/4", "xsched 16/8", "xsched 4/2"]
     assert any(line.startswith("xwatch: advise: a partial round: 3 of 9 runs fit in the "
                                "budget (1.2 min left at 19 s a phase)") for line in said)
+
+
+def test_a_load_whose_runs_lie_far_apart_is_said_as_it_is_seen() -> None:
+    """After the round in which a load's runs first lie more than 4x apart, the console
+    says so once, with the runs (as two H200s showed at 438 req/s: 184 to 2,625 ms)."""
+    said: list[str] = []
+    run = _cap_run(600.0)
+    run.say = said.append
+    native, ded = run.hunt.searches
+    for v in (1080.0, 183.9):
+        ded.add(438.0, v, 1.0)
+    native.add(40.0, 5.0, 0.1, 900.0, 1.0)
+    run.hunt.add_low_alone(1500.0)
+    run.after_round()
+    wild = [ln for ln in said if "lie" in ln]
+    assert wild == ["    dedicated: runs at 438 req/s lie 6x apart (1,080, 184 ms): a "
+                    "queue that ran away in some; a verdict near this load may be wrong"]
+    ded.add(438.0, 2625.0, 1.0)
+    run.after_round()
+    assert len([ln for ln in said if "lie" in ln]) == 1  # once a load

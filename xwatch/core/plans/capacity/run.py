@@ -218,6 +218,7 @@ class CapacityRun:
         self.part: list[str] | None = None
         self.over = False  # the budget ended the run
         self._said: set[str] = set()  # the searches whose end was said
+        self._wild: set[tuple[str, float]] = set()  # loads whose runs far apart were said
 
     # ------------------------------------------------------------ a round
     def _probes(self) -> list[Probe]:
@@ -335,6 +336,14 @@ class CapacityRun:
             if not s.alive and s.label not in self._said:
                 self._said.add(s.label)
                 self.say(f"    {s.label}: {s.status} ({s.reason})")
+            for rate, apart in s.runaways:  # said as seen, once a load
+                if (s.label, rate) not in self._wild:
+                    self._wild.add((s.label, rate))
+                    runs = ", ".join(f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+                                     for v in s.loads[rate].slo)
+                    self.say(f"    {s.label}: runs at {rate:g} req/s lie {apart:.0f}x apart "
+                             f"({runs} ms): a queue that ran away in some; a verdict near "
+                             "this load may be wrong")
         self.say(f"--- after round {self.rounds} ({used / 60:.1f} min):")
         for line in standings(self.record_of(final=False)):
             self.say(line)
