@@ -316,8 +316,8 @@ def test_a_verdict_is_judged_afresh_when_later_runs_widen_the_pool() -> None:
     """A load met on runs that agree, on a pool of loads that agree, is open again once
     runs of other loads near the objective lie 11-15x apart (a queue that ran away in
     some): its interval is taken on the pool as it now stands (``Design.keep``, as until
-    2026-11-29, kept the verdict). The loads far apart are noted, and the search that
-    had met goes on."""
+    2026-11-29, kept the verdict). The loads far apart are noted, and the search, which
+    had stopped, starts again."""
     def hunt(keep: bool) -> tuple[cap.Search, dict[float, str]]:
         d = dataclasses.replace(loads.NOW, keep=keep)
         h = cap.Hunt(10.0, 10.0, 400.0, [cap.Search("native", "native")], lows=False,
@@ -328,6 +328,7 @@ def test_a_verdict_is_judged_afresh_when_later_runs_widen_the_pool() -> None:
                 s.add(r, v, 0.1)
         h.judge()
         first = {r: ld.verdict for r, ld in s.loads.items()}
+        s.status, s.reason, s.next = cap.AT_KNEE, "stopped", None  # as if it had stopped
         for v in (6.0, 60.0, 5.5, 80.0):
             s.add(135.0, v, 0.1)
         for v in (9.0, 30.0):
@@ -342,7 +343,7 @@ def test_a_verdict_is_judged_afresh_when_later_runs_widen_the_pool() -> None:
     assert [r for r, _ in now.runaways] == [135.0]
     assert round(now.runaways[0][1], 1) == round(80.0 / 5.5, 1)
     kept, _ = hunt(keep=True)
-    assert kept.loads[120.0].verdict == cap.MET
+    assert kept.loads[120.0].verdict == cap.MET and kept.status == cap.AT_KNEE
 
 
 def test_verdicts_judged_afresh_miss_runaway_knees_less_often() -> None:

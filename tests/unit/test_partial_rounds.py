@@ -175,3 +175,20 @@ def test_a_load_whose_runs_lie_far_apart_is_said_as_it_is_seen() -> None:
     ded.add(438.0, 2625.0, 1.0)
     run.after_round()
     assert len([ln for ln in said if "lie" in ln]) == 1  # once a load
+
+
+def test_a_search_that_starts_again_says_its_new_end() -> None:
+    """Verdicts are judged afresh, so a stopped search can start again (a met load opens
+    once the pool widens): its next end is said too, not only its first."""
+    said: list[str] = []
+    run = _cap_run(600.0)
+    run.say = said.append
+    native = run.hunt.searches[0]
+    native.status, native.reason = cap.AT_KNEE, "first"
+    run.after_round()
+    native.status = cap.SEARCHING  # as ``Hunt.judge`` sets it when a verdict changes
+    run.after_round()
+    native.status, native.reason = cap.AT_KNEE, "second"
+    run.after_round()
+    assert [ln for ln in said if ln.startswith("    native:")] == [
+        "    native: at-knee (first)", "    native: at-knee (second)"]

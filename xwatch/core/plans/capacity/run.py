@@ -333,7 +333,9 @@ class CapacityRun:
         self.hunt.judge()
         used = self.clock() - self.t0
         for s in self.hunt.searches:
-            if not s.alive and s.label not in self._said:
+            if s.alive:  # searching again (a verdict judged afresh changed): its end anew
+                self._said.discard(s.label)
+            elif s.label not in self._said:
                 self._said.add(s.label)
                 self.say(f"    {s.label}: {s.status} ({s.reason})")
             for rate, apart in s.runaways:  # said as seen, once a load
