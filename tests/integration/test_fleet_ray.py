@@ -139,7 +139,11 @@ def test_a_compare_over_three_boxes_blocks_them(fleet: Fleet) -> None:
     assert r.returncode in (0, 3) or (r.returncode == 1 and failed and crowded), \
         r.stdout + r.stderr
     (line,) = [x for x in r.stdout.splitlines() if x.startswith("Intervals:")]
-    assert "Box is a block: 3 boxes;" in line, r.stdout
+    if not failed:
+        assert "Box is a block: 3 boxes;" in line, r.stdout
+    else:  # a refused MPS phase can leave no box with both modes: the runs are paired
+        assert "Box is a block: 3 boxes;" in line or "runs paired" in line, r.stdout
+        assert re.search(r"box \S+: .*failed", r.stdout), r.stdout  # the failure is said
     assert _gone(f"{TAG}-blocks"), _left(f"{TAG}-blocks")
 
 
