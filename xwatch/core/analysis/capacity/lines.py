@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from xwatch.core import model as M
 from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.analysis.capacity.loads import NOW
 from xwatch.core.modes import registry
 
 
@@ -128,9 +129,10 @@ def capacity_lines(rec: M.Capacity) -> list[str]:
             at = ", ".join(f"{a:g}" for a, _ in r.runaways)
             most = max(x for _, x in r.runaways)
             lines.append(f"- {r.candidate}: runs of one load lie up to {most:.0f}x apart at "
-                         f"{at} req/s (a queue that ran away in some): the bracket's promise "
-                         "assumes runs that vary around one value, so a verdict near these "
-                         "loads may be wrong (docs/capacity.md, \"Runs that run away\")")
+                         f"{at} req/s (a queue that ran away in some): its loads are met only "
+                         f"on {NOW.wary} runs or more, and the bracket's promise assumes runs "
+                         "that vary around one value, so a verdict near these loads may be "
+                         "wrong (docs/capacity.md, \"Runs that run away\")")
     if rec.low_workloads and rec.low_alone.estimate is not None:
         lines.append(f"{' and '.join(rec.low_workloads)} alone: "
                      f"{share_text(rec.low_alone).replace('.00', '')} samples/s")

@@ -3,8 +3,8 @@
 ``benchmarks/stats/capacity_sim.py``), the error a load's look on n runs spends
 (``look_alpha``), the load's interval at a look (``interval``: the race's pooled
 variance, ``sequential.moderated``), and how many more runs would tell it from the
-objective (``runs_to_clear``), how far apart its runs lie (``spread``). ``search`` runs
-the searches over these."""
+objective (``runs_to_clear``), how far apart its runs lie (``spread``), and a rate as a
+scenario would write it (``nice``). ``search`` runs the searches over these."""
 
 from __future__ import annotations
 
@@ -68,7 +68,12 @@ class Design:
     every look together), but near a knee a run's queue now and then runs away, and a
     load whose two or three runs happened not to is met on a pool that has seen none
     (``benchmarks/stats/capacity_sim.py --case intensive-runaway``, 300 trials: a knee
-    missed in 56.7% kept, 12.0% afresh; docs/results/cpu-2026-11-29-runaway.md)."""
+    missed in 56.7% kept, 11.7% afresh; docs/results/cpu-2026-11-29-runaway.md);
+    ``wary``: once runs of one of a search's loads have lain ``search.RUNAWAY`` apart,
+    a load of that search is met only on at least this many runs (0: no such rule;
+    ``BEFORE``'s): a few quiet runs are no evidence that a load's queue does not run
+    away, where the search has seen one that did (the same trials with four searches:
+    22% missed without it, 1% with 8)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -79,11 +84,12 @@ class Design:
     max_runs: int = 10
     flat: bool = False
     keep: bool = False
+    wary: int = 8
 
 
 NOW = Design()
 BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS, keep=True)
+                narrow=None, max_runs=MAX_RUNS, keep=True, wary=0)
 
 
 def look_alpha(alpha: float, n: int, design: Design) -> float:
@@ -187,3 +193,15 @@ def spread(values: Sequence[float]) -> float:
     """The largest of a load's positive values over the smallest (1: fewer than two)."""
     pos = [v for v in values if v > 0]
     return max(pos) / min(pos) if len(pos) >= 2 else 1.0
+
+
+def nice(rate: float, taken: Sequence[float] = (),
+         within: tuple[float, float] | None = None) -> float:
+    """``rate`` to three significant figures (four, five... where that is a load
+    already probed, or falls outside ``within``): rates a scenario can be given as they
+    are."""
+    for digits in (3, 4, 5, 6):
+        r = float(f"{rate:.{digits}g}")
+        if r not in taken and (within is None or within[0] <= r <= within[1]):
+            return r
+    return rate

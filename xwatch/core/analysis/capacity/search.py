@@ -15,7 +15,8 @@ look a run, from ``Design.first`` to ``Design.max_runs`` runs, each at the level
 boundary calibrated to the looks' correlation: ``look_alpha``, ``interval``), so the
 interval holds at every look at once. A load is ``met`` once its interval's upper end
 lies under the objective, ``failed`` once its lower end lies above, judged afresh at
-every look (``Design.keep`` says why). A verdict can err through one end only
+every look (``Design.keep`` says why) and, in a search whose runs of a load have lain
+``RUNAWAY`` apart, only on ``Design.wary`` runs or more. A verdict can err through one end only
 (a load truly under the objective is wrongly failed by its lower end alone), so each end
 is taken at the load's whole error rate (the two-sided interval at twice it); the
 intervals printed, and the monotonicity check, which can err through either end, are
@@ -64,7 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xwatch.core import model as M
@@ -76,6 +77,7 @@ from xwatch.core.analysis.capacity.loads import (
     Design,
     interval,
     look_alpha,
+    nice,
     runs_to_clear,
     spread,
 )
@@ -131,18 +133,6 @@ def max_loads(lo: float, hi: float, design: Design = NOW) -> int:
         return grow + design.narrow
     halve = math.ceil(math.log2(math.log(GROWTH) / math.log(TARGET)))
     return grow + halve + EXTRA_LOADS
-
-
-def nice(rate: float, taken: Sequence[float] = (),
-         within: tuple[float, float] | None = None) -> float:
-    """``rate`` to three significant figures (four, five... where that is a load
-    already probed, or falls outside ``within``): rates a scenario can be given as they
-    are."""
-    for digits in (3, 4, 5, 6):
-        r = float(f"{rate:.{digits}g}")
-        if r not in taken and (within is None or within[0] <= r <= within[1]):
-            return r
-    return rate
 
 
 @dataclass
@@ -298,6 +288,11 @@ class Hunt:
     def judge(self) -> None:
         """Every load's intervals at this look, the verdicts kept, each search's status
         and next rate."""
+        for s in self.searches:
+            s.runaways = [(r, x) for r in sorted(s.loads)
+                          if (x := spread(s.loads[r].slo)) > RUNAWAY]
+        wary = {id(ld): self.design.wary for s in self.searches if s.runaways
+                for ld in s.loads.values()}
         loads = [ld for s in self.searches for ld in s.loads.values()]
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
         prior = seq.fit_prior([r for r in slo if r is not None and
@@ -311,7 +306,8 @@ class Hunt:
             one = interval(r, prior, 2.0 * a, d)
             was = ld.verdict
             if (ld.verdict == OPEN or not d.keep) and ld.runs >= d.first:
-                if one.hi is not None and one.hi < self.slo_ms:
+                if one.hi is not None and one.hi < self.slo_ms and \
+                        ld.runs >= wary.get(id(ld), 0):
                     ld.verdict = MET
                 elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED
@@ -333,8 +329,6 @@ class Hunt:
                 ld.low_iv = interval(r, lp, b)
             self.low_alone_iv = interval(alone, lp, b)
         for s in self.searches:
-            s.runaways = [(r, x) for r in sorted(s.loads)
-                          if (x := spread(s.loads[r].slo)) > RUNAWAY]
             if not s.alive and s.status not in (NON_MONOTONE, BROKEN, UNDECIDED) and \
                     any(id(ld) in changed for ld in s.loads.values()):
                 s.status, s.reason = SEARCHING, ""

@@ -34,7 +34,10 @@ def runs_needed(hunt: cap.Hunt, s: cap.Search, rate: float) -> int:
     r = seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded)
     k = None if r is None else runs_to_clear(r, hunt.prior, hunt.slo_ms,
                                              2.0 * hunt.load_alpha(), d)
-    return max(1, d.max_runs + 1 if k is None else k)
+    need = max(1, d.max_runs + 1 if k is None else k)
+    if s.runaways and r is not None and r.mean < math.log(hunt.slo_ms):
+        need = max(need, d.wary - ld.runs)  # met only on ``Design.wary`` runs there
+    return need
 
 
 def ranked(hunt: cap.Hunt, entries: Sequence[tuple[cap.Search | None, float]]) -> list[int]:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from xwatch.core import model as M
 from xwatch.core.analysis.capacity import search as cap
 from xwatch.core.analysis.capacity.lines import capacity_lines, standings
+from xwatch.core.analysis.capacity.loads import nice
 from xwatch.core.analysis.first import capacity as first
 from xwatch.core.analysis.stats import race
 from xwatch.core.analysis.stats.copies import copies_of
@@ -107,7 +108,7 @@ def parse_rates(text: str | None, w: Workload, floor: float = 0.0) -> tuple[floa
     if not text:
         assert w.rate is not None
         lo = max(w.rate / 4.0, floor)
-        return lo, cap.nice(max(w.rate * 16.0, lo * 64.0 if floor > w.rate / 4.0 else 0.0))
+        return lo, nice(max(w.rate * 16.0, lo * 64.0 if floor > w.rate / 4.0 else 0.0))
     lo_s, sep, hi_s = text.partition(":")
     try:
         lo, hi = float(lo_s), float(hi_s)
@@ -126,7 +127,7 @@ def lowest_bounded(scen: Scenario, obj: Objective, w: Workload) -> float:
     if not per or not scen.duration_s:
         return 0.0
     r = requests_to_bound(obj.metric.q) / (scen.duration_s * per)
-    return cap.nice(r * 1.005)
+    return nice(r * 1.005)
 
 
 def check_bounded(scen: Scenario, obj: Objective, w: Workload, lo: float,
@@ -344,8 +345,9 @@ class CapacityRun:
                     runs = ", ".join(f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
                                      for v in s.loads[rate].slo)
                     self.say(f"    {s.label}: runs at {rate:g} req/s lie {apart:.0f}x apart "
-                             f"({runs} ms): a queue that ran away in some; a verdict near "
-                             "this load may be wrong")
+                             f"({runs} ms): a queue that ran away in some; {s.label}'s loads "
+                             f"are met only on {self.hunt.design.wary} runs or more, and a "
+                             "verdict near this load may be wrong")
         self.say(f"--- after round {self.rounds} ({used / 60:.1f} min):")
         for line in standings(self.record_of(final=False)):
             self.say(line)
