@@ -286,13 +286,12 @@ class Hunt:
 
     # ------------------------------------------------------------ a look
     def judge(self) -> None:
-        """Every load's intervals at this look, the verdicts kept, each search's status
-        and next rate."""
+        """Every load's intervals and verdict at this look (judged afresh, or kept once
+        given with ``Design.keep``), each search's status and next rate."""
         for s in self.searches:
             s.runaways = [(r, x) for r in sorted(s.loads)
                           if (x := spread(s.loads[r].slo)) > RUNAWAY]
-        wary = {id(ld): self.design.wary for s in self.searches if s.runaways
-                for ld in s.loads.values()}
+        wild = {id(ld) for s in self.searches if s.runaways for ld in s.loads.values()}
         loads = [ld for s in self.searches for ld in s.loads.values()]
         slo = [seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded) for ld in loads]
         prior = seq.fit_prior([r for r in slo if r is not None and
@@ -307,7 +306,7 @@ class Hunt:
             was = ld.verdict
             if (ld.verdict == OPEN or not d.keep) and ld.runs >= d.first:
                 if one.hi is not None and one.hi < self.slo_ms and \
-                        ld.runs >= wary.get(id(ld), 0):
+                        (id(ld) not in wild or ld.runs >= d.wary):
                     ld.verdict = MET
                 elif one.lo is not None and one.lo > self.slo_ms:
                     ld.verdict = FAILED

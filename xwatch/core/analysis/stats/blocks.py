@@ -37,7 +37,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from xwatch.core.analysis.stats.intervals import Interval
+from xwatch.core.analysis.stats.intervals import LOG_MAX, Interval
 from xwatch.core.analysis.stats.resolution import widen
 from xwatch.core.analysis.stats.runs import t95, t_ppf
 from xwatch.core.analysis.stats.sequential import LogRuns
@@ -253,7 +253,7 @@ def slower_blocks(rows: Sequence[tuple[str, str, float]], alpha: float = 0.05
         if est - half > 0:
             top = est + half  # beyond any float (a t of thousands on 1 df): open above
             out.append((b, Interval(math.exp(est), math.exp(est - half),
-                                    math.exp(top) if top <= 700.0 else None)))
+                                    math.exp(top) if top <= LOG_MAX else None)))
     return out
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from xwatch.core.analysis.stats.intervals import (
     CONFIDENCE,
+    LOG_MAX,
     Hist,
     Interval,
     hist_of,
@@ -308,14 +309,10 @@ def contrasts(table: Sequence[Mapping[int, float]], gpus: Sequence[int], metric:
     return out
 
 
-#: a log difference beyond this is past any float's range as a relative change
-_LOG_MAX = 700.0
-
-
 def _relative(x: float) -> float | None:
     """A log difference as a relative change; None (open) where it is beyond any float
     (runs 14x apart on 2 runs put a t of thousands on a spread of 1.3)."""
-    return math.expm1(x) if x <= _LOG_MAX else None
+    return math.expm1(x) if x <= LOG_MAX else None
 
 
 def _beyond(iv: Interval) -> bool:

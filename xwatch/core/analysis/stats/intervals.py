@@ -205,6 +205,8 @@ class Interval:
 
 
 NAN_INTERVAL = Interval(math.nan, None, None)
+#: a log-scale end beyond this is past any float once exponentiated: the end is open
+LOG_MAX = 700.0
 
 
 def requests_to_bound(q: float, confidence: float = CONFIDENCE) -> int:
