@@ -21,7 +21,8 @@ truth not monotone: the promise is that this happens in at most 5% of trials.
 
     python benchmarks/stats/capacity_sim.py [TRIALS] [--searches N] [--sigma S] [--heavy]
         [--duration S] [--phase-s S] [--slopes LO:HI]
-        [--case intensive|intensive-floor|intensive-runaway|serve-train] [--before] [--design KEY=VALUE,...]
+        [--case intensive|intensive-floor|intensive-runaway|intensive-spread|serve-train]
+        [--before] [--design KEY=VALUE,...]
         [--budget MIN [--whole-rounds]]
 
 ``--case`` sets the truth of one of issue 65's goals (every other option then ignored):
@@ -46,6 +47,11 @@ log-uniform in 4-300; each verdict is judged against the typical run's knee (the
 geometric mean over runs crossing the objective), and the last line counts the loads
 met where the P99 over all their requests together misses
 (docs/results/cpu-2026-11-29-runaway.md).
+
+``intensive-spread`` is ``intensive-floor`` whose run-to-run SD grows toward the knee:
+``sigma (1 + (grow - 1) min(v, 2))`` with ``v = (r / K) ** k``, ``grow`` 3 (5% at no
+load, 15% at the knee), as native's spread on two H200s
+(docs/results/cpu-2026-11-30-spread.md).
 
 Minutes: each run costs ``--phase-s`` (default 25: a 10 s phase and its start), one
 GPU, runs back to back; LOW alone's runs included. ``--budget MIN``: the runs stop at

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from xwatch.core.analysis.capacity import search as cap
+from xwatch.core.analysis.capacity.lines import capacity_lines
 from xwatch.core.analysis.first import capacity as cap_first
 from xwatch.core.analysis.first import race as first
 from xwatch.core.analysis.stats import race
@@ -128,6 +129,42 @@ def test_a_capacity_budget_for_half_a_round_runs_that_half() -> None:
     run.phases, t[0] = 5, 100.0  # they ran: no room for another probe
     assert run.after_round() is False and run.over
     assert all(s.status == cap.UNDECIDED for s in run.hunt.searches)
+
+
+def test_the_budgets_end_says_what_each_search_still_needed() -> None:
+    """A user whose budget ended reads what more would buy: each undecided search's next
+    load and the runs it still needed as its runs stand (``first.capacity.still``); a
+    search whose runs ran away needs ``Design.wary`` runs for its quiet load, one run in
+    or not (on two H200s the ranking had said 1)."""
+    run = _cap_run(100.0)
+    t = [0.0]
+    run.clock, run.t0 = _clock(t), 0.0
+    run.round()
+    native, ded = run.hunt.searches
+    native.add(40.0, 12.0, 0.1, 900.0, 1.0)
+    ded.add(40.0, 3.0, 0.1)
+    run.hunt.add_low_alone(1500.0)
+    run.phases, t[0] = 5, 100.0  # no room for another probe
+    assert run.after_round() is False and run.over
+    reasons = {s.label: s.reason for s in run.hunt.searches}
+    assert reasons["native"] == ("the budget ended; its next load, 40 req/s (1 run), "
+                                 "needed 1 more before its first look"), reasons
+    assert reasons["dedicated"] == "the budget ended; its next load, 139 req/s, was not yet run"
+    lines = "\n".join(capacity_lines(run.record_of()))
+    assert "native: undecided: the budget ended; its next load, 40 req/s" in lines, lines
+    # a search whose runs ran away: a quiet load of one run needs Design.wary runs
+    h = cap.Hunt(10.0, 25.0, 800.0, [cap.Search("mps", "mps")], lows=False)
+    m = h.searches[0]
+    for v in (2.97, 627.3):
+        m.add(301.0, v, 0.1)
+    m.add(293.0, 2.96, 0.1)
+    h.judge()
+    assert m.runaways and cap_first.runs_needed(h, m, 293.0) == h.design.wary - 1
+    m.next = 293.0
+    assert cap_first.still(h, m) == ("its next load, 293 req/s (1 run), needed about 7 "
+                                     "more runs for a verdict, as its runs stand")
+    m.next = 500.0
+    assert cap_first.still(h, m) == "its next load, 500 req/s, was not yet run"
 
 
 def test_the_h200_advise_round_that_left_a_minute_unused_now_buys_three_runs() -> None:

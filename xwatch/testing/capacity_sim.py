@@ -34,6 +34,11 @@ CASES: dict[str, dict[str, object]] = {
     # from 0 to 1 around a rate of 0.6-1.0 of the typical run's knee (``RUNAWAY``)
     "intensive-runaway": dict(searches=11, sigma=0.05, heavy=True, duration=15.0, lo=25.0,
                               hi=800.0, slopes=(2.0, 6.0), floor=0.45, runaway=(0.6, 1.0)),
+    # ``intensive-floor`` whose run-to-run spread grows toward the knee (``spread``: 3x
+    # at the knee), as native's did on two H200s: 8% apart at 38-100 req/s, 7.5-15.3 ms
+    # at 200 (docs/results/h200x2-2026-11-29c.md)
+    "intensive-spread": dict(searches=11, sigma=0.05, heavy=True, duration=15.0, lo=25.0,
+                             hi=800.0, slopes=(2.0, 6.0), floor=0.45, grow=3.0),
 }
 #: a run that runs away: its P99 times a factor log-uniform in this range (on the H200s
 #: 7x to 50x near the knee, 400x past it); the chance of one at rate r is logistic in
@@ -67,6 +72,12 @@ def typical_knee(base: Callable[[float], float], at: float | None, slo: float,
         m = math.sqrt(a * b)
         a, b = (a, m) if over(m) else (m, b)
     return math.sqrt(a * b)
+
+
+def spread(sigma: float, grow: float, v: float) -> float:
+    """The run-to-run SD at a load whose curve term ``(r / K) ** k`` is ``v``: ``sigma``
+    at no load, ``grow`` times it at the knee, on linearly in ``v`` to twice that."""
+    return sigma * (1.0 + (grow - 1.0) * min(v, 2.0))
 
 
 def pooled_knee(knee: float, at: float | None) -> float:
@@ -136,7 +147,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
           max_rounds: int = 80, slopes: tuple[float, float] = (0.5, 3.0),
           design: loads.Design = loads.NOW, per: float = 1.0, floor: float = 0.0,
           budget: int | None = None, partial: bool = True,
-          runaway: tuple[float, float] | None = None) -> Trial:
+          runaway: tuple[float, float] | None = None, grow: float = 1.0) -> Trial:
     """One capacity run against planted knees (see the module); ``per``: values of the
     SLO metric a request gives (an ITL: a token each); ``floor``: the typical run's SLO
     metric at no load, a share of the objective (the curve ``slo (floor + (1 - floor)
@@ -180,7 +191,7 @@ def trial(seed: int, searches: int = 4, sigma: float = 0.1, heavy: bool = False,
             if at is not None and rng.random() < runaway_chance(rate, at):
                 truth *= math.exp(rng.uniform(math.log(RUNAWAY[0]), math.log(RUNAWAY[1])))
             sc = Scenario("sim", heavy=heavy, requests=max(16, int(rate * duration * per)))
-            v, se = one_run(rng, sc, truth, sigma)
+            v, se = one_run(rng, sc, truth, spread(sigma, grow, (rate / knees[i]) ** ks[i]))
             s.add(rate, v, se, low=1000.0 * math.exp(rng.gauss(0, 0.01)), low_se=math.nan)
             runs += 1
         hunt.judge()

@@ -73,7 +73,9 @@ class Design:
     a load of that search is met only on at least this many runs (0: no such rule;
     ``BEFORE``'s): a few quiet runs are no evidence that a load's queue does not run
     away, where the search has seen one that did (the same trials with four searches:
-    22% missed without it, 1% with 8)."""
+    22% missed without it, 1% with 8); ``own``: a load's interval is the narrower of
+    the pooled one and the one on its own runs alone, each at half its error rate
+    (``interval``; False: the pooled one only, ``BEFORE``'s)."""
 
     first: int = 2
     spread: str = "pocock"
@@ -85,11 +87,14 @@ class Design:
     flat: bool = False
     keep: bool = False
     wary: int = 8
+    own: bool = True
 
 
 NOW = Design()
+#: LOW's throughputs: the pooled interval only, at its whole error rate
+POOLED = Design(own=False)
 BEFORE = Design(first=MIN_RUNS, spread="even", place="bisect", skip=False, give_up=None,
-                narrow=None, max_runs=MAX_RUNS, keep=True, wary=0)
+                narrow=None, max_runs=MAX_RUNS, keep=True, wary=0, own=False)
 
 
 def look_alpha(alpha: float, n: int, design: Design) -> float:
@@ -146,45 +151,67 @@ def _boundary(alpha: float, first: int, last: int) -> float:
 
 
 def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float,
-             design: Design = NOW) -> Interval:
+             design: Design = NOW, alone: bool = True) -> Interval:
     """``sequential.interval`` with the error rate spent over a load's looks as a search
     has them: at most ``design.max_runs`` runs of a load, its looks from
     ``design.first`` runs on, each spending ``look_alpha`` of ``alpha`` (a union bound;
     the race's spending covers up to 65 looks and beyond, which a load never has). The
     variance is the race's (``sequential.moderated``: pooled over every load, never
     below a load's own nor its within-run floor; on one run, the pool's, once it has
-    ``POOL_DF`` degrees of freedom), the interval widened to the values' resolution."""
+    ``POOL_DF`` degrees of freedom), the interval widened to the values' resolution.
+
+    With ``design.own`` the interval is the narrower of that and the one on the load's
+    own runs alone (its own variance, never below its floor, on its own degrees of
+    freedom), each spending half of ``alpha`` over the looks: the one taken misses only
+    if one of the two does, so at most ``alpha`` together. ``alone`` False: the pooled
+    one only, still at half of ``alpha`` (a load that may not use its own runs now may
+    have at an earlier look). On a GPU the pool takes in
+    loads at the knee, whose runs now and then run away, and a load under it whose runs
+    agree to 2% was held open by their spread (docs/capacity.md, "The pool and a
+    load's own runs")."""
     if r is None:
         return NO_INTERVAL
     est = math.exp(r.mean)
     if r.n < max(1, design.first) or (r.n < 2 and (prior is None or prior.df < POOL_DF)):
         return Interval(est, None, None)
-    a = look_alpha(alpha, r.n, design)
-    if not a > 0:  # past the most runs a load gets: no look is spent there
-        return Interval(est, None, None)
-    var, df = seq.moderated(r, prior)
-    h = seq.half_width(var, df, r.n, a)
+    h = half(r, prior, alpha, design, r.n, alone=alone)
     if h > 50.0:
         return Interval(est, None, None)
     lo, hi = widen(math.exp(r.mean - h), math.exp(r.mean + h), est, r.resolution)
     return Interval(est, max(0.0, lo), hi if r.bounded else None)
 
 
+def half(r: seq.LogRuns, prior: seq.Prior | None, alpha: float, design: Design,
+         n: int, more: int = 0, alone: bool = True) -> float:
+    """The half-width of ``interval``'s log interval at a look on ``n`` runs (``more``
+    of them still to come, each adding a degree of freedom; ``r``'s mean and variances
+    as they are); inf where nothing goes on it or no look is spent there."""
+    share = alpha / 2.0 if design.own else alpha
+    a = look_alpha(share, n, design)
+    if not a > 0:  # past the most runs a load gets: no look is spent there
+        return math.inf
+    var, df = seq.moderated(r, prior)
+    h = seq.half_width(var, df + more if df else df, n, a) if var == var else math.inf
+    if design.own and alone and r.df >= 1:
+        h = min(h, seq.half_width(r.var, r.df + more, n, a))
+    return h
+
+
 def runs_to_clear(r: seq.LogRuns, prior: seq.Prior | None, bound: float, alpha: float,
-                  design: Design) -> int | None:
+                  design: Design, alone: bool = True) -> int | None:
     """How many more runs would put ``r``'s interval (``interval`` at ``alpha``) wholly on
-    one side of ``bound`` if its mean and variance stay as they are, each run adding a
+    one side of ``bound`` if its mean and variances stay as they are, each run adding a
     degree of freedom (``design.max_runs`` + 1: none within the most runs a load gets;
     None: no variance to go on yet)."""
     never = design.max_runs + 1
     var, df = seq.moderated(r, prior)
-    if var != var or df < 1:
+    if (var != var or df < 1) and not (design.own and alone and r.df >= 1):
         return None
     gap = abs(r.mean - math.log(bound))
     if not gap > 0:
         return never
     for k in range(max(r.n, design.first), design.max_runs + 1):
-        if seq.half_width(var, df + k - r.n, k, look_alpha(alpha, k, design)) < gap:
+        if half(r, prior, alpha, design, k, k - r.n, alone) < gap:
             return k - r.n
     return never
 

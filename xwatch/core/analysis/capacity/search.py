@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from xwatch.core import model as M
@@ -74,6 +74,7 @@ from xwatch.core.analysis.capacity.loads import (
     MIN_RUNS,
     NO_INTERVAL,
     NOW,
+    POOLED,
     Design,
     interval,
     look_alpha,
@@ -300,9 +301,12 @@ class Hunt:
         a, d = self.load_alpha(), self.design
         changed: set[int] = set()
         for ld, r in zip(loads, slo):
-            ld.iv = interval(r, prior, a, d)
+            # a search whose runs have run away: none of its loads on its own runs
+            # alone, whose few quiet ones may be a mixture's (Design.own)
+            own = id(ld) not in wild
+            ld.iv = interval(r, prior, a, d, own)
             # a verdict errs through one end only: each end at the load's whole rate
-            one = interval(r, prior, 2.0 * a, d)
+            one = interval(r, prior, 2.0 * a, d, own)
             was = ld.verdict
             if (ld.verdict == OPEN or not d.keep) and ld.runs >= d.first:
                 if one.hi is not None and one.hi < self.slo_ms and \
@@ -317,7 +321,7 @@ class Hunt:
             ld.exhausted = ld.verdict == OPEN and ld.runs >= d.first and (
                 ld.runs >= d.max_runs or not ld.bounded or (
                     d.give_up is not None and r is not None and ld.runs >= GIVE_UP_FROM and
-                    (k := runs_to_clear(r, prior, self.slo_ms, 2.0 * a, d)) is not None and
+                    (k := runs_to_clear(r, prior, self.slo_ms, 2.0 * a, d, own)) is not None and
                     k > d.give_up))
         if self.lows:
             low = [seq.log_runs(ld.low, ld.low_ses, histogram=False) for ld in loads]
@@ -325,8 +329,8 @@ class Hunt:
             lp = seq.fit_prior([*low, alone])
             b = self.low_alpha()
             for ld, r in zip(loads, low):
-                ld.low_iv = interval(r, lp, b)
-            self.low_alone_iv = interval(alone, lp, b)
+                ld.low_iv = interval(r, lp, b, POOLED)
+            self.low_alone_iv = interval(alone, lp, b, POOLED)
         for s in self.searches:
             if not s.alive and s.status not in (NON_MONOTONE, BROKEN, UNDECIDED) and \
                     any(id(ld) in changed for ld in s.loads.values()):
@@ -541,14 +545,17 @@ class Hunt:
         """The next round's loads: one per live search."""
         return [(s, s.next) for s in self.searches if s.alive and s.next is not None]
 
-    def close(self, why: str = "the budget ended") -> None:
-        """The end without a decision for every search still going."""
+    def close(self, why: str = "the budget ended",
+              more: Callable[[Search], str] | None = None) -> None:
+        """The end without a decision for every search still going (``more``: what a
+        search still needed, said after its bracket, ``first.capacity.still``)."""
         for s in self.searches:
             if s.alive:
                 w = s.width()
+                extra = more(s) if more is not None else ""
                 s.status, s.next = UNDECIDED, None
                 s.reason = why + (f"; the bracket is {100 * w:.0f}% wide" if w is not None
-                                  else "")
+                                  else "") + (f"; {extra}" if extra else "")
 
     # ------------------------------------------------------------ the shares
     def dedicated(self) -> Search | None:

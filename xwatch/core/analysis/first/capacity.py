@@ -1,5 +1,6 @@
 """Which of a capacity round's loads go first when only part of the round fits the
-budget (pure; ``plans.driver.fitting`` says how many fit): those closest to being decided.
+budget (pure; ``plans.driver.fitting`` says how many fit): those closest to being decided;
+and, for a search the budget ends, what its next load still needed (``still``).
 
 A load's key, smallest first:
 
@@ -30,10 +31,13 @@ def runs_needed(hunt: cap.Hunt, s: cap.Search, rate: float) -> int:
     d = hunt.design
     ld = s.loads.get(rate)
     if ld is None or ld.runs < d.first:
-        return d.first - (0 if ld is None else ld.runs)
+        early = d.first - (0 if ld is None else ld.runs)
+        if ld is not None and s.runaways and ld.slo and ld.slo[0] < hunt.slo_ms:
+            early = max(early, d.wary - ld.runs)  # met only on ``Design.wary`` runs there
+        return early
     r = seq.log_runs(ld.slo, ld.ses, bounded=ld.bounded)
     k = None if r is None else runs_to_clear(r, hunt.prior, hunt.slo_ms,
-                                             2.0 * hunt.load_alpha(), d)
+                                             2.0 * hunt.load_alpha(), d, not s.runaways)
     need = max(1, d.max_runs + 1 if k is None else k)
     if s.runaways and r is not None and r.mean < math.log(hunt.slo_ms):
         need = max(need, d.wary - ld.runs)  # met only on ``Design.wary`` runs there
@@ -52,3 +56,25 @@ def ranked(hunt: cap.Hunt, entries: Sequence[tuple[cap.Search | None, float]]) -
         return runs_needed(hunt, s, rate), width, not s.dedicated
 
     return sorted(range(len(entries)), key=key)
+
+
+def still(hunt: cap.Hunt, s: cap.Search) -> str:
+    """What ``s``'s next load still needed when the budget ended, for its reason: "its
+    next load, 253 req/s, needed about 6 more runs for a verdict" (as its runs stand:
+    ``runs_needed``); "" where it has no next load."""
+    rate = s.next
+    if rate is None or not s.alive:
+        return ""
+    k = runs_needed(hunt, s, rate)
+    ld = s.loads.get(rate)
+    runs = 0 if ld is None else ld.runs
+    what = f"its next load, {rate:g} req/s"
+    if not runs:
+        return f"{what}, was not yet run"
+    what += f" ({runs} run{'s' * (runs != 1)})"
+    if k > hunt.design.max_runs:
+        return f"{what}, could not be told from the objective within {hunt.design.max_runs} runs"
+    if runs + k <= hunt.design.first:
+        return f"{what}, needed {k} more before its first look"
+    return (f"{what}, needed about {k} more run{'s' * (k != 1)} for a verdict, as its "
+            "runs stand")

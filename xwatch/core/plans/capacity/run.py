@@ -360,7 +360,7 @@ class CapacityRun:
                     self.budget_s)
         if not k:
             self.over = True
-            self.hunt.close("the budget ended")
+            self.hunt.close("the budget ended", lambda s: first.still(self.hunt, s))
             return False
         if k < len(order):
             self.part = [p.key for p in order[:k]]
@@ -396,7 +396,8 @@ class CapacityRun:
         """The snapshot's ``capacity`` record (``final``: the run is over)."""
         hunt, obj = self.hunt, self.obj
         if final:
-            hunt.close("the budget ended" if self.over else "the run stopped")
+            hunt.close("the budget ended" if self.over else "the run stopped",
+                       lambda s: first.still(hunt, s))
         best = hunt.best()
         recs = []
         for s in hunt.searches:
