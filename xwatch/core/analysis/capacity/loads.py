@@ -165,10 +165,9 @@ def interval(r: seq.LogRuns | None, prior: seq.Prior | None, alpha: float,
     freedom), each spending half of ``alpha`` over the looks: the one taken misses only
     if one of the two does, so at most ``alpha`` together. ``alone`` False: the pooled
     one only, still at half of ``alpha`` (a load that may not use its own runs now may
-    have at an earlier look). On a GPU the pool takes in
-    loads at the knee, whose runs now and then run away, and a load under it whose runs
-    agree to 2% was held open by their spread (docs/capacity.md, "The pool and a
-    load's own runs")."""
+    have at an earlier look). On a GPU the pool takes in loads at the knee, whose runs
+    now and then run away, and a load under it whose runs agree to 2% was held open by
+    their spread (docs/capacity.md, "The pool and a load's own runs")."""
     if r is None:
         return NO_INTERVAL
     est = math.exp(r.mean)
