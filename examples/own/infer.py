@@ -28,7 +28,9 @@ import torch
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rate", type=float, default=20.0, help="requests a second")
+    ap.add_argument("--rate", type=float, default=float(os.environ.get("XWATCH_RATE", 20.0)),
+                    help="requests a second (default: XWATCH_RATE, which xwatch sets from "
+                         "the scenario's rate and xwatch capacity varies; else 20)")
     ap.add_argument("--size", type=int, default=64, help="image side in pixels")
     ap.add_argument("--default-stream", action="store_true",
                     help="stay on PyTorch's default stream (XSched cannot schedule it)")

@@ -43,6 +43,20 @@ def test_a_closed_loop_high_is_refused_naming_the_rate_to_set() -> None:
     assert "set rate = N" in str(e.value) and 'name = "high"' in str(e.value)
 
 
+def test_a_scenario_without_an_objective_is_refused_naming_capacity_and_its_workload() -> None:
+    """The how-to's own programs have no [slo]: the error named advise and a workload
+    ``high`` they do not have; now the command and the scenario's top workload."""
+    scen = parse_scenario({"name": "own", "duration_s": 10, "workload": [
+        {"name": "infer", "priority": "high", "command": ["true"], "rate": 20,
+         "honours_rate": True},
+        {"name": "train", "priority": "low", "command": ["true"]}]})
+    with pytest.raises(UsageError) as e:
+        _run(scen)
+    assert e.value.title == "No SLO"
+    assert str(e.value).startswith("capacity needs an objective: the scenario own"), e.value
+    assert "--slo infer.P99=10" in str(e.value)
+
+
 def test_a_command_is_refused_unless_it_honours_xwatch_rate() -> None:
     with pytest.raises(UsageError) as e:
         _run(_scen({"command": ["true"], "rate": 50}))

@@ -58,10 +58,10 @@ INTERVALS = ("geometric means over runs, intervals that hold together at 95% ove
              "candidate and every look")
 
 
-def objective(scen: Scenario, text: str | None) -> Objective:
+def objective(scen: Scenario, text: str | None, command: str = "advise") -> Objective:
     """The scenario's ``[slo]``, or ``--slo [WORKLOAD.][METRIC:]PNN=MS``: e.g. high.P99=10
     (the request latency), or chat.itl_ms:P99=6 (a named metric the workload reports
-    with each request)."""
+    with each request); ``command`` names the command that needs it in the error."""
     scen = scen.unreplicated()  # its workloads' names as written (not high@0)
     slo = scen.slo
     if text:
@@ -91,8 +91,9 @@ def objective(scen: Scenario, text: str | None) -> Objective:
             raise UsageError(f"--slo {text!r}: no workload {wl!r}; workloads: {', '.join(names)}")
         return Objective(wl, metric, ms)
     if slo is None:
-        raise UsageError(f"advise needs an objective: the scenario {scen.name} has no [slo] "
-                         "table; give one with --slo high.P99=10 (workload.percentile=ms)",
+        raise UsageError(f"{command} needs an objective: the scenario {scen.name} has no "
+                         f"[slo] table; give one with --slo {_top(scen)}.P99=10 "
+                         "(workload.percentile=ms), or add [slo] to the scenario",
                          title="No SLO")
     return Objective(slo.workload, Metric.of(slo.named, slo.percentile), slo.latency_ms)
 

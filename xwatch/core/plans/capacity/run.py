@@ -437,7 +437,7 @@ class CapacityRun:
 def make_run(scen: Scenario, opts: Options, modes: list[str], skipped: dict[str, str],
              backends: Backends, say: Callable[[str], None] | None = None) -> CapacityRun:
     """The run ``opts`` asks for (every refusal is raised here, before anything starts)."""
-    obj = objective(scen, opts.slo)
+    obj = objective(scen, opts.slo, "capacity")
     return CapacityRun(scen, obj, modes, list(opts.sets), backends, opts.budget_min,
                        opts.rates, opts.seed, skipped, say)
 
