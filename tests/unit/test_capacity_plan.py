@@ -66,6 +66,29 @@ def test_a_command_is_refused_unless_it_honours_xwatch_rate() -> None:
     assert run.lo == 12.5 and run.hi == 800.0  # type: ignore[attr-defined]
 
 
+def test_a_delayed_slo_workloads_runs_count_only_the_seconds_it_sends() -> None:
+    """The how-to's ``infer`` starts 6 s into a run (``start_delay_s``): at 15 req/s a
+    25 s run held 307 of its requests on this CPU, not 375, and its P99 had no upper
+    bound, so that load could never be met. Refused before anything starts, naming
+    the delay: 368 requests need 25 s of sending at 15 req/s, 31 s of run, 32 to spare
+    a second."""
+    def scen(delay: float) -> object:
+        return parse_scenario({"name": "own", "duration_s": 25, "slo": {
+            "workload": "infer", "percentile": 99, "latency_ms": 10}, "workload": [
+            {"name": "infer", "priority": "high", "command": ["true"], "rate": 20,
+             "honours_rate": True, "start_delay_s": delay},
+            {"name": "train", "priority": "low", "command": ["true"]}]})
+
+    assert _run(scen(0.0), rates="15:120").lo == 15.0  # type: ignore[attr-defined]
+    with pytest.raises(UsageError) as e:
+        _run(scen(6.0), rates="15:120")
+    msg = str(e.value)
+    assert e.value.title == "Runs too short to decide"
+    assert "a 25 s run of infer (it starts 6 s in: its start_delay_s) gives about 285" \
+        in msg, msg
+    assert "--duration 32 or more" in msg and "--rates from 19.37" in msg, msg
+
+
 def test_runs_too_short_for_the_percentile_at_the_lowest_rate_are_refused() -> None:
     # P99 needs 368 requests a run; 10 req/s x 10 s gives 100
     with pytest.raises(UsageError) as e:

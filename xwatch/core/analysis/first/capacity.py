@@ -60,8 +60,9 @@ def ranked(hunt: cap.Hunt, entries: Sequence[tuple[cap.Search | None, float]]) -
 
 def still(hunt: cap.Hunt, s: cap.Search) -> str:
     """What ``s``'s next load still needed when the budget ended, for its reason: "its
-    next load, 253 req/s, needed about 6 more runs for a verdict" (as its runs stand:
-    ``runs_needed``); "" where it has no next load."""
+    next load, 243 req/s (2 runs), needed about 6 more runs for a verdict, as its runs
+    stand" (``runs_needed``), "... was not yet run", or "... needed 1 more before its
+    first look"; "" where it has no next load."""
     rate = s.next
     if rate is None or not s.alive:
         return ""

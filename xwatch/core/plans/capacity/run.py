@@ -120,13 +120,22 @@ def parse_rates(text: str | None, w: Workload, floor: float = 0.0) -> tuple[floa
     return lo, hi
 
 
+def sending_s(scen: Scenario, w: Workload) -> float:
+    """The most seconds of a run's measured window in which ``w`` sends: the window less
+    its ``start_delay_s`` (the window starts with the first workload's measurement, and
+    a delayed workload starts that much later: on the how-to's own programs, 20.5 of 25
+    s at 15 req/s)."""
+    return max(0.0, scen.duration_s - w.start_delay_s)
+
+
 def lowest_bounded(scen: Scenario, obj: Objective, w: Workload) -> float:
     """The lowest rate whose run gives enough values to bound the SLO percentile from
     above (0: no such limit, a metric xwatch cannot count ahead), to 3 figures up."""
     per = values_a_request(w, obj.metric)
-    if not per or not scen.duration_s:
+    span = sending_s(scen, w)
+    if not per or not span:
         return 0.0
-    r = requests_to_bound(obj.metric.q) / (scen.duration_s * per)
+    r = requests_to_bound(obj.metric.q) / (span * per)
     return nice(r * 1.005)
 
 
@@ -139,17 +148,20 @@ def check_bounded(scen: Scenario, obj: Objective, w: Workload, lo: float,
     if per is None or not per:
         return
     need = requests_to_bound(obj.metric.q)
-    got = lo * scen.duration_s * per * copies
+    span, delay = sending_s(scen, w), w.start_delay_s
+    got = lo * span * per * copies
     if got >= need:
         return
     what = "requests" if per == 1 else f"{obj.metric.name} values"
-    dur = math.ceil(need / (lo * per * copies)) + 1
-    rate = math.ceil(need / (scen.duration_s * per * copies) * 100) / 100
+    dur = math.ceil(need / (lo * per * copies) + delay) + 1
+    late = f" (it starts {delay:g} s in: its start_delay_s)" if delay > 0 else ""
+    rate = (f", or --rates from {math.ceil(need / (span * per * copies) * 100) / 100:g}"
+            if span > 0 else "")
     raise UsageError(
         f"at {lo:g} requests/s (the lowest rate asked), a {scen.duration_s:g} s run of "
-        f"{w.name} gives about {got:.0f} {what}; its {obj.metric} has an upper bound only "
-        f"from {need}, so no load that low could meet {obj.metric} < {obj.latency_ms:g} ms "
-        f"with confidence. Give --duration {dur} or more, or --rates from {rate:g}",
+        f"{w.name}{late} gives about {got:.0f} {what}; its {obj.metric} has an upper bound "
+        f"only from {need}, so no load that low could meet {obj.metric} < "
+        f"{obj.latency_ms:g} ms with confidence. Give --duration {dur} or more{rate}",
         title="Runs too short to decide")
 
 
